@@ -1,0 +1,79 @@
+"""Diagnostics (`FILE:LINE.COL-COL: message` + source line + `~~~~`) and the error hierarchy.
+
+Every failure a user can cause ends in a `TLError`; its `exit_status` is what the CLIs return:
+2 for rejected source or arguments, 1 for undefined behaviour or a run-time failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from .ir import Span
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    message: str
+    span: Optional[Span] = None
+    filename: str = "<input>"
+
+    def format(self, source: str = "") -> str:
+        """The message, then the source line(s) with the range underlined."""
+        if self.span is None:
+            return f"{self.filename}: {self.message}"
+        head = f"{self.filename}:{self.span}: {self.message}"
+        lines = source.splitlines()
+        if not (1 <= self.span.line <= len(lines)):
+            return head
+        text = lines[self.span.line - 1].expandtabs(1)
+        start = self.span.col
+        end = self.span.end_col if self.span.end_line == self.span.line else len(text)
+        end = max(start, min(end, max(len(text), start)))
+        return f"{head}\n{text}\n{' ' * (start - 1)}{'~' * (end - start + 1)}"
+
+
+class TLError(Exception):
+    """Base of every error the tools report to a user (never a traceback)."""
+
+    exit_status = 1
+
+    def __init__(self, diagnostics: Sequence[Diagnostic] | str, source: str = ""):
+        if isinstance(diagnostics, str):
+            diagnostics = [Diagnostic(diagnostics)]
+        self.diagnostics = list(diagnostics)
+        self.source = source
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        return "\n".join(d.format(self.source) for d in self.diagnostics)
+
+
+class SourceError(TLError):
+    """The source was rejected: a syntax error or a violated static rule."""
+
+    exit_status = 2
+
+
+class ArgumentError(TLError):
+    """The arguments (`.npz` or the `args` dict) do not match the function."""
+
+    exit_status = 2
+
+
+class UndefinedBehaviour(TLError):
+    """The program did something undefined at run time (reported by the checking interpreter)."""
+
+    exit_status = 1
+
+
+class ExecutionError(TLError):
+    """A run-time failure that is not undefined behaviour (step budget, memory guard, device)."""
+
+    exit_status = 1
+
+
+class BackendError(TLError):
+    """The OpenCL backend cannot run this (no device, build failure, missing extension)."""
+
+    exit_status = 2
