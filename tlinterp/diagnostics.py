@@ -6,8 +6,9 @@ Every failure a user can cause ends in a `TLError`; its `exit_status` is what th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
 from .ir import Span
 

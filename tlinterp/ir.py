@@ -206,7 +206,7 @@ class LifetimeStop:
 
 @dataclass
 class Region:
-    instructions: list["Instruction"]
+    instructions: list[Instruction]
     span: Optional[Span] = _span()
 
 

@@ -13,7 +13,7 @@ from typing import Optional
 
 from . import ir
 from .ir import Const, Span, Value
-from .types import INDEX, BOOL, Dyn, GroupType, MemrefType, ScalarType, Type
+from .types import BOOL, INDEX, Dyn, GroupType, MemrefType, ScalarType, Type
 
 
 class TypeRuleError(Exception):

@@ -101,7 +101,7 @@ class MemrefType:
     stride: tuple[Dyn, ...]
 
     @staticmethod
-    def make(element: ScalarType, shape, stride=None) -> "MemrefType":
+    def make(element: ScalarType, shape, stride=None) -> MemrefType:
         shape = tuple(shape)
         stride = canonical_strides(shape) if stride is None else tuple(stride)
         return MemrefType(element, shape, stride)

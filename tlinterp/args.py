@@ -1,0 +1,286 @@
+"""The argument convention (SPEC_NOTES "tlrun arguments file"): bind a dict of arrays to a
+function's arguments and turn the results back into the same keys and layout.
+
+Both backends consume `BoundArgs`: every memref is a (buffer, offset, shape, strides) view on a
+1-D buffer that the run may write; a group is a list of such views (the offset already applied).
+Binding copies the inputs, so callers' arrays are never modified.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from . import ir
+from .diagnostics import ArgumentError
+from .types import GroupType, MemrefType, ScalarType, VoidType
+
+
+@dataclass
+class MemrefArg:
+    """A strided view: element (i_1..i_n) lives at buffer[offset + sum(i_k * strides[k])]."""
+
+    buffer: np.ndarray  # 1-D, contiguous, element dtype
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    def view(self) -> np.ndarray:
+        """A NumPy view (not a copy) in logical index order."""
+        item = self.buffer.itemsize
+        if 0 in self.shape:
+            return np.zeros(self.shape, self.buffer.dtype)
+        return np.lib.stride_tricks.as_strided(
+            self.buffer[self.offset:], self.shape, tuple(s * item for s in self.strides))
+
+
+@dataclass
+class GroupArg:
+    members: list[MemrefArg]  # each member's offset includes the group offset
+    offset: int
+    separate: bool = False  # given as NAME.0, NAME.1, ... (output uses the same keys)
+
+
+Bound = Union[np.generic, MemrefArg, GroupArg]
+
+
+@dataclass
+class BoundArgs:
+    function: ir.Function
+    values: dict[str, Bound]
+    extra_keys: dict[str, np.ndarray] = field(default_factory=dict)  # .strides/.offset, echoed
+    group_members: Optional[int] = None  # member count of group arguments, if any
+
+    def num_groups(self, groups: Optional[int] = None) -> int:
+        """--groups N if given, else the groups' member count, else 1."""
+        if groups is not None:
+            if groups < 0:
+                raise ArgumentError(f"the number of work-groups must be >= 0, got {groups}")
+            return groups
+        return 1 if self.group_members is None else self.group_members
+
+
+def extent(shape, strides) -> int:
+    """Elements a strided view spans (0 for an empty view)."""
+    if any(s == 0 for s in shape):
+        return 0
+    return 1 + sum((s - 1) * st for s, st in zip(shape, strides))
+
+
+def _memory_limit() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 1 << 40
+
+
+def check_allocation(nbytes: int, what: str, error=ArgumentError) -> None:
+    """Refuse, with a clear message, an allocation larger than the machine's free memory."""
+    limit = _memory_limit()
+    if nbytes > limit:
+        raise error(f"{what} needs {nbytes / 2**30:.2f} GiB, more than the "
+                    f"{limit / 2**30:.2f} GiB of memory available")
+
+
+def _scalar(name: str, t: ScalarType, a: Any) -> np.generic:
+    arr = np.asarray(a)
+    if arr.shape != ():
+        raise ArgumentError(f"argument '{name}' is a scalar {t}: expected a 0-d array, "
+                            f"got shape {arr.shape}")
+    kind = arr.dtype.kind
+    if t.is_float:
+        if kind not in "f":
+            raise ArgumentError(f"argument '{name}' is {t}: expected float data, got {arr.dtype}")
+        with np.errstate(over="ignore"):
+            v = t.dtype.type(arr)
+        if np.isfinite(arr) and not np.isfinite(v):
+            raise ArgumentError(f"argument '{name}': {arr.item()} does not fit in {t}")
+        return v
+    if t.is_bool:
+        if kind not in "bui":
+            raise ArgumentError(f"argument '{name}' is i1: expected bool data, got {arr.dtype}")
+        return np.bool_(bool(arr))
+    if kind not in "iub":
+        raise ArgumentError(f"argument '{name}' is {t}: expected integer data, got {arr.dtype}")
+    info = np.iinfo(t.dtype)
+    v = int(arr)
+    if not info.min <= v <= info.max:
+        raise ArgumentError(f"argument '{name}': {v} does not fit in {t}")
+    return t.dtype.type(v)
+
+
+def _check_layout(name: str, shape, strides) -> None:
+    # Spec "Strided layout": 1 <= S_1 and S_{i-1} s_{i-1} <= S_i (no self-overlap).
+    for k, st in enumerate(strides):
+        if st < 1:
+            raise ArgumentError(f"argument '{name}': stride {k} is {st}, strides must be >= 1")
+        if k and strides[k - 1] * shape[k - 1] > st:
+            raise ArgumentError(
+                f"argument '{name}': strides {tuple(strides)} overlap for shape {tuple(shape)} "
+                f"(S_{k} s_{k} > S_{k + 1})")
+
+
+def _memref(name: str, t: MemrefType, data: Any, strides: Any, offset: int) -> MemrefArg:
+    arr = np.asarray(data)
+    if t.element.is_bool:
+        raise ArgumentError(f"argument '{name}': memrefs of i1 have no storage type")
+    if arr.dtype != t.element.dtype:
+        raise ArgumentError(f"argument '{name}' has element type {t.element}: expected dtype "
+                            f"{t.element.dtype}, got {arr.dtype}")
+    if arr.ndim != t.order:
+        raise ArgumentError(f"argument '{name}' is {t}: expected {t.order} dimensions, "
+                            f"got shape {arr.shape}")
+    for k, (want, got) in enumerate(zip(t.shape, arr.shape)):
+        if want is not None and want != got:
+            raise ArgumentError(f"argument '{name}' is {t}: mode {k} must be {want}, got {got}")
+    shape = tuple(int(s) for s in arr.shape)
+    if strides is None:
+        st: list[int] = []
+        acc = 1
+        for k, s in enumerate(shape):  # static strides from the type, dynamic ones canonical
+            st.append(t.stride[k] if t.stride[k] is not None else acc)
+            acc = st[-1] * s
+        strides = tuple(st)
+    else:
+        strides = tuple(int(x) for x in np.asarray(strides).reshape(-1))
+        if len(strides) != t.order:
+            raise ArgumentError(f"argument '{name}': {len(strides)} strides given for "
+                                f"order {t.order}")
+        for k, (want, got) in enumerate(zip(t.stride, strides)):
+            if want is not None and want != got:
+                raise ArgumentError(f"argument '{name}' is {t}: stride {k} must be {want}, "
+                                    f"got {got}")
+    _check_layout(name, shape, strides)
+    n = offset + extent(shape, strides)
+    check_allocation(n * arr.itemsize, f"argument '{name}'")
+    buf = np.zeros(max(n, 1), arr.dtype)
+    m = MemrefArg(buf, offset, shape, strides)
+    if arr.size:
+        m.view()[...] = arr
+    return m
+
+
+def _group_offset(name: str, t: GroupType, args: Mapping[str, Any]) -> int:
+    key = f"{name}.offset"
+    if t.offset is None:
+        if key not in args:
+            raise ArgumentError(f"argument '{name}' is {t}: missing entry '{key}'")
+        off = int(np.asarray(args[key]))
+    else:
+        off = t.offset
+        if key in args and int(np.asarray(args[key])) != off:
+            raise ArgumentError(f"argument '{name}': '{key}' differs from the static offset {off}")
+    if off < 0:
+        raise ArgumentError(f"argument '{name}': group offset must be >= 0, got {off}")
+    return off
+
+
+def _group(name: str, t: GroupType, args: Mapping[str, Any]) -> GroupArg:
+    off = _group_offset(name, t, args)
+    strides = args.get(f"{name}.strides")
+    if name in args:
+        arr = np.asarray(args[name])
+        if arr.ndim != t.memref.order + 1:
+            raise ArgumentError(f"argument '{name}' is {t}: expected an array of shape "
+                                f"(members, ...) with {t.memref.order + 1} dimensions, "
+                                f"got {arr.shape}")
+        datas = list(arr)
+        separate = False
+    else:
+        datas = []
+        while f"{name}.{len(datas)}" in args:
+            datas.append(args[f"{name}.{len(datas)}"])
+        if not datas:
+            raise ArgumentError(f"missing argument '{name}' ({t}): give '{name}' as one array "
+                                f"(members, ...) or '{name}.0', '{name}.1', ...")
+        separate = True
+    members = []
+    for i, d in enumerate(datas):
+        s = args.get(f"{name}.{i}.strides", None)
+        if s is None and strides is not None:
+            s = np.asarray(strides)
+            s = s[i] if s.ndim == 2 else s
+        members.append(_memref(f"{name}.{i}", t.memref, d, s, off))
+    return GroupArg(members, off, separate)
+
+
+def bind(function: ir.Function, args: Mapping[str, Any]) -> BoundArgs:
+    """Validate and copy `args` (the .npz convention) for `function`; raises ArgumentError."""
+    names = {a.value.name for a in function.args}
+    known = set()
+    values: dict[str, Bound] = {}
+    members: set[int] = set()
+    for a in function.args:
+        name, t = a.value.name, a.type
+        if isinstance(t, VoidType):
+            raise ArgumentError(f"argument '{name}' has type void")
+        if isinstance(t, GroupType):
+            g = _group(name, t, args)
+            values[name] = g
+            members.add(len(g.members))
+            known |= {k for k in args if k == name or k.startswith(name + ".")}
+            continue
+        if name not in args:
+            raise ArgumentError(f"missing argument '{name}' ({t})")
+        known.add(name)
+        if isinstance(t, ScalarType):
+            values[name] = _scalar(name, t, args[name])
+        else:
+            known.add(f"{name}.strides")
+            values[name] = _memref(name, t, args[name], args.get(f"{name}.strides"), 0)
+    unknown = sorted(set(args) - known)
+    if unknown:
+        hint = ", ".join(sorted(f"'{n}'" for n in names)) or "none"
+        raise ArgumentError(f"unexpected entries {', '.join(repr(u) for u in unknown)} "
+                            f"(@{function.name} takes {hint})")
+    extra = {k: np.asarray(v) for k, v in args.items()
+             if k.endswith(".strides") or k.endswith(".offset")}
+    if len(members) > 1:
+        raise ArgumentError(f"group arguments have different member counts {sorted(members)}")
+    return BoundArgs(function, values, extra, members.pop() if members else None)
+
+
+def unbind(bound: BoundArgs) -> dict[str, np.ndarray]:
+    """Every memref and group argument after the run, in the input's keys and layout."""
+    out: dict[str, np.ndarray] = {}
+    for name, v in bound.values.items():
+        if isinstance(v, MemrefArg):
+            out[name] = v.view().copy()
+        elif isinstance(v, GroupArg):
+            if v.separate:
+                for i, m in enumerate(v.members):
+                    out[f"{name}.{i}"] = m.view().copy()
+            else:
+                t = next(a.type for a in bound.function.args if a.value.name == name)
+                shape = (len(v.members),) + tuple(
+                    s if s is not None else (v.members[0].shape[k] if v.members else 0)
+                    for k, s in enumerate(t.memref.shape))
+                arr = np.empty(shape, t.memref.element.dtype)
+                for i, m in enumerate(v.members):
+                    arr[i] = m.view()
+                out[name] = arr
+    out.update(bound.extra_keys)
+    return out
+
+
+def load_npz(path: str) -> dict[str, np.ndarray]:
+    """Read an arguments file; any failure is an ArgumentError (exit 2)."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    except FileNotFoundError:
+        raise ArgumentError(f"{path}: no such file") from None
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise ArgumentError(f"{path}: not a readable .npz file ({e})") from None
+
+
+def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
+    try:
+        np.savez(path, **arrays)
+    except OSError as e:
+        raise ArgumentError(f"{path}: cannot write ({e.strerror or e})") from None
