@@ -41,7 +41,7 @@ class MemrefArg:
 
 @dataclass
 class GroupArg:
-    members: list[MemrefArg]  # each member's offset includes the group offset
+    members: list[MemrefArg]  # all share one buffer; each offset includes the group offset
     offset: int
     separate: bool = False  # given as NAME.0, NAME.1, ... (output uses the same keys)
 
@@ -125,8 +125,8 @@ def _check_layout(name: str, shape, strides) -> None:
                 f"(S_{k} s_{k} > S_{k + 1})")
 
 
-def _memref(name: str, t: MemrefType, data: Any, strides: Any, offset: int) -> MemrefArg:
-    arr = np.asarray(data)
+def _layout(name: str, t: MemrefType, arr: np.ndarray, strides: Any):
+    """Validate one memref's data against its type; returns (shape, strides)."""
     if t.element.is_bool:
         raise ArgumentError(f"argument '{name}': memrefs of i1 have no storage type")
     if arr.dtype != t.element.dtype:
@@ -156,13 +156,30 @@ def _memref(name: str, t: MemrefType, data: Any, strides: Any, offset: int) -> M
                 raise ArgumentError(f"argument '{name}' is {t}: stride {k} must be {want}, "
                                     f"got {got}")
     _check_layout(name, shape, strides)
-    n = offset + extent(shape, strides)
-    check_allocation(n * arr.itemsize, f"argument '{name}'")
-    buf = np.zeros(max(n, 1), arr.dtype)
-    m = MemrefArg(buf, offset, shape, strides)
-    if arr.size:
-        m.view()[...] = arr
-    return m
+    return shape, strides
+
+
+def _pack(names, t: MemrefType, datas, strides_list, offset: int) -> list[MemrefArg]:
+    """Place several memrefs in ONE buffer, each `offset` elements after its slot's start.
+    Group members share a buffer so backends can address them arithmetically."""
+    arrs = [np.asarray(d) for d in datas]
+    layouts = [_layout(n, t, a, s) for n, a, s in zip(names, arrs, strides_list)]
+    slots = [offset + extent(sh, st) for sh, st in layouts]
+    total = sum(slots)
+    check_allocation(total * t.element.dtype.itemsize, f"argument '{names[0].split('.')[0]}'")
+    buf = np.zeros(max(total, 1), t.element.dtype)
+    out, start = [], 0
+    for a, (sh, st), slot in zip(arrs, layouts, slots):
+        m = MemrefArg(buf, start + offset, sh, st)
+        if a.size:
+            m.view()[...] = a
+        out.append(m)
+        start += slot
+    return out
+
+
+def _memref(name: str, t: MemrefType, data: Any, strides: Any) -> MemrefArg:
+    return _pack([name], t, [data], [strides], 0)[0]
 
 
 def _group_offset(name: str, t: GroupType, args: Mapping[str, Any]) -> int:
@@ -199,13 +216,15 @@ def _group(name: str, t: GroupType, args: Mapping[str, Any]) -> GroupArg:
             raise ArgumentError(f"missing argument '{name}' ({t}): give '{name}' as one array "
                                 f"(members, ...) or '{name}.0', '{name}.1', ...")
         separate = True
-    members = []
-    for i, d in enumerate(datas):
+    strides_list = []
+    for i in range(len(datas)):
         s = args.get(f"{name}.{i}.strides", None)
         if s is None and strides is not None:
             s = np.asarray(strides)
             s = s[i] if s.ndim == 2 else s
-        members.append(_memref(f"{name}.{i}", t.memref, d, s, off))
+        strides_list.append(s)
+    names = [f"{name}.{i}" for i in range(len(datas))]
+    members = _pack(names, t.memref, datas, strides_list, off) if datas else []
     return GroupArg(members, off, separate)
 
 
@@ -232,7 +251,7 @@ def bind(function: ir.Function, args: Mapping[str, Any]) -> BoundArgs:
             values[name] = _scalar(name, t, args[name])
         else:
             known.add(f"{name}.strides")
-            values[name] = _memref(name, t, args[name], args.get(f"{name}.strides"), 0)
+            values[name] = _memref(name, t, args[name], args.get(f"{name}.strides"))
     unknown = sorted(set(args) - known)
     if unknown:
         hint = ", ".join(sorted(f"'{n}'" for n in names)) or "none"
