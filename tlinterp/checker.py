@@ -1,0 +1,705 @@
+"""The static checker: every static rule of the spec and of SPEC_NOTES "Static rules".
+
+`check(program)` walks each function once in program order with a chain of scopes mapping
+visible SSA names to types. Every violation becomes a `Diagnostic`; the walk never stops at
+the first one. A definition whose type rule failed still defines its name, with the marker
+`UNKNOWN` as its type, which silences every later check on that value (no cascades).
+Result types come from `typerules.result_types` only; the rules here are the ones that
+relate operands, regions and functions to each other.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import cache, partial
+from typing import Optional, Union
+
+import numpy as np
+
+from . import ir
+from .diagnostics import Diagnostic, SourceError
+from .ir import Const, Span, Value
+from .typerules import TypeRuleError, result_types
+from .types import BOOL, INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
+
+
+class _Unknown:
+    """Type of a value whose definition was rejected; every check involving it is skipped."""
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN = _Unknown()
+SeenType = Union[Type, _Unknown]
+
+COLLECTIVE_NAMES = {
+    ir.Alloca: "alloca", ir.Axpby: "axpby", ir.Gemm: "gemm", ir.Gemv: "gemv", ir.Ger: "ger",
+    ir.Hadamard: "hadamard_product", ir.Sum: "sum", ir.Foreach: "foreach",
+}
+INTEGER_ONLY_OPS = ("shl", "shr", "and", "or", "xor", "not")
+BOOL_OPS = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
+BOOL_CONDS = ("eq", "ne")  # i1 has no order (signless: is true 1 or -1?)
+_SCALAR_INSTRUCTIONS = (ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize,
+                        ir.Barrier, ir.LifetimeStop, ir.If, ir.For, ir.Foreach)  # no memref type
+
+
+def check(program: ir.Program) -> ir.Program:
+    """Return `program` unchanged if it obeys every static rule; else raise `SourceError`
+    carrying one diagnostic per independent violation, sorted by source position."""
+    errors: list[tuple[str, Optional[Span]]] = []
+    first_seen: dict[str, ir.Function] = {}
+    for f in program.functions:
+        if f.name in first_seen:
+            errors.append((f"function @{f.name} is defined twice (first at "
+                           f"{_where(first_seen[f.name].span)})", _header_span(f, program.source)))
+        else:
+            first_seen[f.name] = f
+        errors.extend(_function_attribute_errors(f, program.source))
+        errors.extend(_FunctionChecker(f).run())
+    if errors:
+        errors.sort(key=lambda e: _position(e[1]))
+        diags = [Diagnostic(msg, span, program.filename) for msg, span in errors]
+        raise SourceError(diags, program.source)
+    return program
+
+
+# --- constants -------------------------------------------------------------------------------
+
+
+@cache
+def _int_range(t: ScalarType) -> tuple[int, int]:
+    if t.is_bool:
+        return 0, 1
+    if t.is_signed:
+        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    return 0, (1 << t.bits) - 1
+
+
+def constant_problem(c: Const, t: ScalarType, integral_float_ok: bool = False) -> Optional[str]:
+    """Why the literal `c` cannot have type `t`, or None. `integral_float_ok` admits a float
+    literal with an integral value for an integer type (alpha/beta of collectives)."""
+    if t.is_float:
+        v = float(c.value)
+        if not np.isfinite(v):
+            return f"constant {_const_text(c)} is not a finite number"
+        with np.errstate(over="ignore"):
+            if not np.isfinite(t.dtype.type(v)):
+                return f"constant {_const_text(c)} is out of range for {t}"
+        return None
+    if c.is_float:
+        v = float(c.value)
+        if not (integral_float_ok and np.isfinite(v) and v.is_integer()):
+            return f"float constant {_const_text(c)} cannot have integer type {t}"
+        value = int(v)
+    else:
+        value = int(c.value)
+    lo, hi = _int_range(t)
+    if value < 0 and not t.is_signed and not t.is_bool:
+        return f"negative constant {_const_text(c)} for unsigned type {t}"
+    if not lo <= value <= hi:
+        return f"constant {_const_text(c)} does not fit type {t} (range {lo}..{hi})"
+    return None
+
+
+def _const_text(c: Const) -> str:
+    return repr(float(c.value)) if c.is_float else str(int(c.value))
+
+
+# --- written types ---------------------------------------------------------------------------
+
+
+def layout_problems(t: MemrefType) -> list[str]:
+    """Violations of the spec's layout restriction 1 <= S_1, S_{i-1} s_{i-1} <= S_i (where
+    static), plus malformed shapes (negative sizes, stride count != order). Modes count from 0
+    as in the instructions."""
+    problems = []
+    if len(t.stride) != t.order:
+        return [f"strided layout has {_count(len(t.stride), 'entry', 'entries')} for a memref "
+                f"of order {t.order}"]
+    for k, size in enumerate(t.shape):
+        if size is not None and size < 0:
+            problems.append(f"mode {k} has negative size {size}")
+    for k, s in enumerate(t.stride):
+        if s is not None and s < 0:
+            problems.append(f"mode {k} has negative stride {s}")
+    if problems:
+        return problems
+    if t.order and t.stride[0] is not None and t.stride[0] < 1:
+        problems.append(f"the stride of mode 0 must be at least 1, got {t.stride[0]}")
+    for k in range(1, t.order):
+        prev, size, cur = t.stride[k - 1], t.shape[k - 1], t.stride[k]
+        if None not in (prev, size, cur) and prev * size > cur:
+            problems.append(
+                f"layout restriction violated: stride {prev} x size {size} of mode {k - 1} "
+                f"exceeds the stride {cur} of mode {k}")
+    return problems
+
+
+def _written_memrefs(inst: ir.Instruction) -> Iterator[MemrefType]:
+    """Every memref type written in `inst` (a group's memref included)."""
+    for name in ("type", "a_type", "b_type", "c_type"):
+        t = getattr(inst, name, None)
+        if isinstance(t, GroupType):
+            yield t.memref
+        elif isinstance(t, MemrefType):
+            yield t
+
+
+def _storage_problem(t: Type) -> Optional[str]:
+    m = t.memref if isinstance(t, GroupType) else t
+    if isinstance(m, MemrefType) and m.element is BOOL:
+        return f"memref element type i1 is not allowed (i1 has no storage type): {t}"
+    return None
+
+
+def _shape_text(shape: tuple) -> str:
+    if not shape:
+        return "a scalar (order 0)"
+    return "x".join("?" if s is None else str(s) for s in shape)
+
+
+# --- functions -------------------------------------------------------------------------------
+
+
+def _function_attribute_errors(f: ir.Function, source: str) -> list[tuple[str, Optional[Span]]]:
+    errors = []
+    wgs, sgs = f.work_group_size, f.subgroup_size
+    if wgs is not None:
+        span = _attribute_span(f, source, "work_group_size")
+        if any(n <= 0 for n in wgs):
+            errors.append((f"work_group_size entries must be positive, got "
+                           f"({wgs[0]},{wgs[1]})", span))
+        elif sgs is not None and sgs > 0 and wgs[0] % sgs != 0:
+            errors.append((f"work_group_size first entry {wgs[0]} is not a multiple of "
+                           f"subgroup_size {sgs}", span))
+    if sgs is not None and sgs <= 0:
+        errors.append((f"subgroup_size must be positive, got {sgs}",
+                       _attribute_span(f, source, "subgroup_size")))
+    return errors
+
+
+def _line_starts(source: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer("\n", source)]
+
+
+def _header_text(f: ir.Function, source: str) -> Optional[tuple[int, str, list[int]]]:
+    """(offset, text, line starts) of the function header: 'func' up to the body's '{'."""
+    if f.span is None or f.body.span is None or not source:
+        return None
+    starts = _line_starts(source)
+    if f.body.span.line > len(starts) or f.span.line > len(starts):
+        return None
+    begin = starts[f.span.line - 1] + f.span.col - 1
+    end = starts[f.body.span.line - 1] + f.body.span.col - 1
+    return begin, source[begin:end], starts
+
+
+def _span_of_offsets(starts: list[int], begin: int, end: int) -> Span:
+    """Span of source[begin:end] (end exclusive)."""
+    l1 = bisect.bisect_right(starts, begin)
+    l2 = bisect.bisect_right(starts, end - 1)
+    return Span(l1, begin - starts[l1 - 1] + 1, l2, end - 1 - starts[l2 - 1] + 1)
+
+
+def _header_span(f: ir.Function, source: str) -> Optional[Span]:
+    found = _header_text(f, source)
+    if found is None:
+        return f.span
+    begin, text, starts = found
+    # strip trailing blanks and comments so the range ends at the last header token
+    code = re.sub(r";[^\n]*", lambda m: " " * len(m.group()), text).rstrip()
+    return _span_of_offsets(starts, begin, begin + len(code)) if code else f.span
+
+
+def _attribute_span(f: ir.Function, source: str, name: str) -> Optional[Span]:
+    found = _header_text(f, source)
+    if found is None:
+        return f.span
+    begin, text, starts = found
+    code = re.sub(r";[^\n]*", lambda m: " " * len(m.group()), text)
+    m = re.search(name + r"\s*\([^)]*\)", code)
+    if m is None:
+        return _header_span(f, source)
+    return _span_of_offsets(starts, begin + m.start(), begin + m.end())
+
+
+def _position(span: Optional[Span]) -> tuple[int, int, int, int]:
+    if span is None:
+        return (0, 0, 0, 0)
+    return (span.line, span.col, span.end_line, span.end_col)
+
+
+def _where(span: Optional[Span]) -> str:
+    return "?" if span is None else f"{span.line}.{span.col}"
+
+
+# --- the walk over one function ----------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    """Where a region sits: inside a foreach (SPMD) or not, and what a final yield must be."""
+
+    spmd: bool = False
+    yield_types: Optional[tuple[ScalarType, ...]] = None  # None: not an if region
+
+
+@dataclass
+class _FunctionChecker:
+    function: ir.Function
+    errors: list[tuple[str, Optional[Span]]] = field(default_factory=list)
+    scopes: list[dict[str, SeenType]] = field(default_factory=list)
+    defined: set[str] = field(default_factory=set)  # names whose definition was walked
+    first_def: dict[str, Optional[Span]] = field(default_factory=dict)  # in text order
+    twice: set[str] = field(default_factory=set)  # names defined more than once
+    allocas: set[str] = field(default_factory=set)
+    # Pending work, last item first. Regions are walked with this explicit stack rather than
+    # by recursion, so nesting depth is bounded by memory, not by Python's recursion limit.
+    todo: list[Callable[[], None]] = field(default_factory=list)
+
+    def run(self) -> list[tuple[str, Optional[Span]]]:
+        f = self.function
+        self._find_definitions(f)
+        self.scopes = [{}]
+        for arg in f.args:
+            self._check_argument(arg)
+        self._later(lambda: self._region(f.body, _Context()))
+        while self.todo:
+            self.todo.pop()()
+        return self.errors
+
+    def _later(self, *tasks: Callable[[], None]) -> None:
+        """Run `tasks` in order, before anything scheduled earlier."""
+        self.todo.extend(reversed(tasks))
+
+    def _find_definitions(self, f: ir.Function) -> None:
+        """Record every definition in text order (what `walk` yields: an if's results and a
+        loop's variable come before their regions); report all but the first of a name."""
+        defs = [a.value for a in f.args]
+        for inst in _walk(f.body):
+            if isinstance(inst, (ir.For, ir.Foreach)):
+                defs.append(inst.var)
+            defs.extend(ir.results_of(inst))
+        for value in defs:
+            if value.name in self.first_def:
+                self.twice.add(value.name)
+                self._error(f"%{value.name} is already defined at "
+                            f"{_where(self.first_def[value.name])}", value.span)
+            else:
+                self.first_def[value.name] = value.span
+
+    def _error(self, message: str, span: Optional[Span]) -> None:
+        self.errors.append((message, span))
+
+    # scoping ----------------------------------------------------------------------------
+
+    def _define(self, value: Value, t: SeenType) -> None:
+        if value.name in self.twice:
+            t = UNKNOWN  # which definition later uses mean is unclear: check neither
+        self.defined.add(value.name)
+        self.scopes[-1][value.name] = t
+
+    def _lookup(self, value: Value) -> SeenType:
+        for scope in reversed(self.scopes):
+            if value.name in scope:
+                return scope[value.name]
+        if value.name in self.defined:
+            self._error(f"%{value.name} is not visible here: it is defined inside a nested "
+                        f"region at {_where(self.first_def[value.name])}", value.span)
+        elif value.name in self.first_def:
+            self._error(f"%{value.name} is used before its definition", value.span)
+        else:
+            self._error(f"%{value.name} is not defined", value.span)
+        return UNKNOWN
+
+    # operands ---------------------------------------------------------------------------
+
+    def _operand(self, op: ir.Operand, expected: Optional[Type], role: Optional[str] = None,
+                 integral_float_ok: bool = False) -> SeenType:
+        """Check one use against the type written for it; returns the operand's type."""
+        if isinstance(op, Value):
+            t = self._lookup(op)
+            if t is UNKNOWN or expected is None or t == expected:
+                return t
+            if role is None:
+                self._error(f"type mismatch: %{op.name} has type {t}, the instruction says "
+                            f"{expected}", op.span)
+            else:
+                self._error(f"{role} must have type {expected}, %{op.name} has type {t}",
+                            op.span)
+            return t
+        if isinstance(expected, ScalarType):
+            problem = constant_problem(op, expected, integral_float_ok)
+            if problem is not None:
+                self._error(f"{role}: {problem}" if role else problem, op.span)
+        return expected if expected is not None else UNKNOWN
+
+    def _indices(self, indices: tuple, role: str) -> None:
+        for idx in indices:
+            self._operand(idx, INDEX, role)
+
+    # arguments --------------------------------------------------------------------------
+
+    def _check_argument(self, arg: ir.Argument) -> None:
+        t = arg.type
+        span = arg.span or arg.value.span
+        if isinstance(t, VoidType):
+            self._error(f"argument %{arg.value.name} cannot have type void", span)
+        problem = _storage_problem(t)
+        if problem is not None:
+            self._error(problem, span)
+        m = t.memref if isinstance(t, GroupType) else t
+        if isinstance(m, MemrefType):
+            for p in layout_problems(m):
+                self._error(f"argument %{arg.value.name}: {p}", span)
+        if isinstance(t, GroupType) and t.offset is not None and t.offset < 0:
+            self._error(f"group offset must be non-negative, got {t.offset}", span)
+        self._define(arg.value, UNKNOWN if isinstance(t, VoidType) else t)
+
+    # regions ----------------------------------------------------------------------------
+
+    def _region(self, region: ir.Region, ctx: _Context) -> None:
+        insts = region.instructions
+        last = len(insts) - 1
+        self.todo.extend(reversed([
+            partial(self._yield, inst, ctx, k == last) if isinstance(inst, ir.Yield)
+            else partial(self._instruction, inst, ctx) for k, inst in enumerate(insts)]))
+
+    def _nested(self, region: ir.Region, ctx: _Context,
+                defines: tuple[tuple[Value, SeenType], ...] = ()) -> Callable[[], None]:
+        """A task that walks `region` in a new scope holding `defines`."""
+        def enter() -> None:
+            self.scopes.append({})
+            for value, t in defines:
+                self._define(value, t)
+            self._region(region, ctx)  # schedules the body before the pop below
+
+        return lambda: self._later(enter, self.scopes.pop)
+
+    def _yield(self, inst: ir.Yield, ctx: _Context, is_last: bool) -> None:
+        if len(inst.values) != len(inst.types):
+            self._error(f"yield has {_count(len(inst.values), 'value')} but "
+                        f"{_count(len(inst.types), 'type')}", inst.span)
+        for value, t in zip(inst.values, inst.types):
+            self._operand(value, t)
+        if ctx.yield_types is None or not is_last:
+            self._error("yield is only allowed as the last instruction of an if region",
+                        inst.span)
+            return
+        want = ctx.yield_types
+        if len(inst.types) != len(want):
+            self._error(f"yield returns {_count(len(inst.types), 'value')}, the if expects "
+                        f"{len(want)}", inst.span)
+        elif tuple(inst.types) != tuple(want):
+            self._error(f"yield types ({', '.join(map(str, inst.types))}) differ from the if's "
+                        f"result types ({', '.join(map(str, want))})", inst.span)
+
+    # instructions -----------------------------------------------------------------------
+
+    def _instruction(self, inst: ir.Instruction, ctx: _Context) -> None:
+        if ctx.spmd and isinstance(inst, ir.COLLECTIVES):
+            self._error(f"collective instruction '{COLLECTIVE_NAMES[type(inst)]}' is not allowed "
+                        "inside a foreach (SPMD region)", inst.span)
+        malformed = False
+        if not isinstance(inst, _SCALAR_INSTRUCTIONS):
+            for t in set(_written_memrefs(inst)):
+                problem = _storage_problem(t)
+                if problem is not None:
+                    self._error(problem, inst.span)
+                if len(t.stride) != t.order:  # the type rules index strides by mode
+                    self._error(layout_problems(t)[0], inst.span)
+                    malformed = True
+        if malformed:
+            for value in ir.results_of(inst):
+                self._define(value, UNKNOWN)
+            return
+        handler = getattr(self, "_" + type(inst).__name__.lower())
+        handler(inst, ctx)
+        if isinstance(inst, (ir.If, ir.For, ir.Foreach)):
+            return  # they define their names themselves
+        try:
+            types: tuple[SeenType, ...] = result_types(inst)
+        except TypeRuleError as e:
+            self._error(e.message, e.span or inst.span)
+            types = (inst.type,) if isinstance(inst, ir.Alloca) else (UNKNOWN,)
+        for value, t in zip(ir.results_of(inst), types):
+            self._define(value, t)
+
+    def _alloca(self, inst: ir.Alloca, ctx: _Context) -> None:
+        for p in layout_problems(inst.type):
+            self._error(f"alloca: {p}", inst.span)
+        self.allocas.add(inst.result.name)
+
+    def _arith(self, inst: ir.Arith, ctx: _Context) -> None:
+        self._arith_type(inst.op, inst.type, inst.span)
+        self._operand(inst.lhs, inst.type)
+        self._operand(inst.rhs, inst.type)
+
+    def _arithunary(self, inst: ir.ArithUnary, ctx: _Context) -> None:
+        self._arith_type(inst.op, inst.type, inst.span)
+        self._operand(inst.operand, inst.type)
+
+    def _arith_type(self, op: str, t: ScalarType, span: Optional[Span]) -> None:
+        if op in INTEGER_ONLY_OPS and t.is_float:
+            self._error(f"'arith.{op}' needs an integer type, got {t}", span)
+        elif t.is_bool and op not in BOOL_OPS:
+            self._error(f"'arith.{op}' is not defined on i1 (no arithmetic on booleans; "
+                        "and, or, xor and not are)", span)
+
+    def _cast(self, inst: ir.Cast, ctx: _Context) -> None:
+        self._operand(inst.operand, inst.from_type)
+
+    def _compare(self, inst: ir.Compare, ctx: _Context) -> None:
+        if inst.type.is_bool and inst.cond not in BOOL_CONDS:
+            self._error(f"'cmp.{inst.cond}' is not defined on i1 (booleans have no order; "
+                        "use cmp.eq or cmp.ne)", inst.span)
+        self._operand(inst.lhs, inst.type)
+        self._operand(inst.rhs, inst.type)
+
+    def _expand(self, inst: ir.Expand, ctx: _Context) -> None:
+        self._operand(inst.operand, inst.type)
+        for entry in inst.shape:
+            if isinstance(entry, Value):
+                self._operand(entry, INDEX, "an expand shape entry")
+
+    def _fuse(self, inst: ir.Fuse, ctx: _Context) -> None:
+        self._operand(inst.operand, inst.type)
+
+    def _groupid(self, inst: ir.GroupId, ctx: _Context) -> None:
+        pass
+
+    def _groupsize(self, inst: ir.GroupSize, ctx: _Context) -> None:
+        pass
+
+    def _load(self, inst: ir.Load, ctx: _Context) -> None:
+        self._operand(inst.operand, inst.type)
+        self._indices(inst.indices, "a load index")
+
+    def _size(self, inst: ir.Size, ctx: _Context) -> None:
+        self._operand(inst.operand, inst.type)
+
+    def _subview(self, inst: ir.Subview, ctx: _Context) -> None:
+        self._operand(inst.operand, inst.type)
+        for sl in inst.slices:
+            self._operand(sl.offset, INDEX, "a subview offset")
+            if sl.size is not None:
+                self._operand(sl.size, INDEX, "a subview size")
+
+    def _store(self, inst: ir.Store, ctx: _Context) -> None:
+        t = inst.type
+        self._operand(inst.value, t.element, "the stored value")
+        self._operand(inst.operand, t)
+        if len(inst.indices) != t.order:
+            self._error(f"store to a memref of order {t.order} takes {t.order} indices, "
+                        f"got {len(inst.indices)}", inst.span)
+        self._indices(inst.indices, "a store index")
+
+    def _barrier(self, inst: ir.Barrier, ctx: _Context) -> None:
+        if ctx.spmd:
+            self._error("barrier is not allowed inside a foreach (SPMD region)", inst.span)
+
+    def _lifetimestop(self, inst: ir.LifetimeStop, ctx: _Context) -> None:
+        t = self._operand(inst.operand, None)
+        if t is not UNKNOWN and inst.operand.name not in self.allocas:
+            self._error(f"lifetime_stop needs the result of an alloca; %{inst.operand.name} "
+                        "is not one", inst.operand.span)
+
+    def _if(self, inst: ir.If, ctx: _Context) -> None:
+        self._operand(inst.cond, BOOL, "the if condition")
+        types = tuple(inst.result_types)
+        if len(inst.results) != len(types):
+            self._error(f"if returns {_count(len(types), 'value')} but "
+                        f"{_count(len(inst.results), 'name')} assigned", inst.span)
+        if types and inst.otherwise is None:
+            self._error("an if with results needs an else region", inst.span)
+        inner = _Context(spmd=ctx.spmd, yield_types=types)
+        for name, region in (("then", inst.then), ("else", inst.otherwise)):
+            if region is None:
+                continue
+            last = region.instructions[-1] if region.instructions else None
+            if types and not isinstance(last, ir.Yield):
+                where = (last.span if last is not None else None) or region.span or inst.span
+                self._error(f"the {name} region of an if with results must end with a yield",
+                            where)
+
+        def define_results() -> None:
+            for k, value in enumerate(inst.results):
+                self._define(value, types[k] if k < len(types) else UNKNOWN)
+
+        regions = [r for r in (inst.then, inst.otherwise) if r is not None]
+        self._later(*(self._nested(r, inner) for r in regions), define_results)
+
+    def _loop_header(self, inst: Union[ir.For, ir.Foreach], bounds: tuple) -> None:
+        t = inst.type
+        if t.is_float or t.is_bool:
+            self._error(f"the loop variable needs an integer type other than i1, got {t}",
+                        inst.span)
+            for b in bounds:
+                self._operand(b, None)  # scoping only: the expected type is unusable
+            return
+        for b in bounds:
+            self._operand(b, t, "a loop bound or step")
+
+    def _for(self, inst: ir.For, ctx: _Context) -> None:
+        bounds = (inst.start, inst.stop) + ((inst.step,) if inst.step is not None else ())
+        self._loop_header(inst, bounds)
+        step = inst.step
+        if isinstance(step, Const) and not step.is_float and int(step.value) <= 0:
+            self._error(f"the for step must be positive, got {int(step.value)}", step.span)
+        self._later(self._nested(inst.body, _Context(spmd=ctx.spmd), ((inst.var, inst.type),)))
+
+    def _foreach(self, inst: ir.Foreach, ctx: _Context) -> None:
+        self._loop_header(inst, (inst.start, inst.stop))
+        self._later(self._nested(inst.body, _Context(spmd=True), ((inst.var, inst.type),)))
+
+    # collectives ------------------------------------------------------------------------
+
+    def _collective_operands(self, inst, *memrefs: tuple[Value, MemrefType]) -> None:
+        self._operand(inst.alpha, inst.alpha_type, integral_float_ok=True)
+        for value, t in memrefs[:-1]:
+            self._operand(value, t)
+        self._operand(inst.beta, inst.beta_type, integral_float_ok=True)
+        self._operand(*memrefs[-1])
+        for name, t in (("alpha", inst.alpha_type), ("beta", inst.beta_type)):
+            if t.is_bool:
+                self._error(f"{name} cannot have type i1 (no arithmetic on booleans)",
+                            getattr(inst, name).span or inst.span)
+        out = memrefs[-1][1].element
+        inputs = [inst.alpha_type, inst.beta_type] + [t.element for _, t in memrefs[:-1]]
+        floats = sorted({str(t) for t in inputs if t.is_float})
+        if out.is_int and floats:
+            self._error(f"the output element type {out} is an integer type but operands are "
+                        f"floating-point ({', '.join(floats)})", inst.span)
+
+    def _orders(self, inst, name: str, wanted: dict[str, tuple[Value, MemrefType, tuple]]
+                ) -> bool:
+        """Check operand orders; True when all are as wanted."""
+        ok = True
+        for role, (value, t, orders) in wanted.items():
+            if t.order not in orders:
+                want = " or ".join(map(str, orders))
+                self._error(f"{name} needs {role} of order {want}, got order {t.order}",
+                            value.span or inst.span)
+                ok = False
+        return ok
+
+    def _shapes_agree(self, inst, parts: list[tuple[str, tuple]],
+                      pairs: list[tuple[str, int, int, int, int]]) -> None:
+        """`parts` names shapes; each pair (label, part_i, mode_i, part_j, mode_j) must agree
+        where both sizes are static. All mismatches go into one diagnostic."""
+        bad = []
+        for label, pi, mi, pj, mj in pairs:
+            a, b = parts[pi][1][mi], parts[pj][1][mj]
+            if a is not None and b is not None and a != b:
+                bad.append(f"{label} ({a} vs {b})")
+        if bad:
+            shapes = ", ".join(f"{n} is {_shape_text(s)}" for n, s in parts)
+            self._error(f"incompatible tensor shapes: {shapes}: {', '.join(bad)} differ",
+                        inst.span)
+
+    def _axpby(self, inst: ir.Axpby, ctx: _Context) -> None:
+        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type))
+        if self._orders(inst, "axpby", {"A": (inst.a, inst.a_type, (1, 2)),
+                                        "B": (inst.b, inst.b_type, (1, 2))}):
+            a = _op(inst.a_type.shape, inst.trans)
+            b = inst.b_type.shape
+            if len(a) != len(b):
+                self._error(f"incompatible tensor shapes: op(A) is {_shape_text(a)} and B is "
+                            f"{_shape_text(b)}: orders differ", inst.span)
+                return
+            self._shapes_agree(inst, [("op(A)", a), ("B", b)],
+                               [(f"mode {k}", 0, k, 1, k) for k in range(len(a))])
+
+    def _gemm(self, inst: ir.Gemm, ctx: _Context) -> None:
+        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
+                                  (inst.c, inst.c_type))
+        if self._orders(inst, "gemm", {"A": (inst.a, inst.a_type, (2,)),
+                                       "B": (inst.b, inst.b_type, (2,)),
+                                       "C": (inst.c, inst.c_type, (2,))}):
+            a = _op(inst.a_type.shape, inst.trans_a)
+            b = _op(inst.b_type.shape, inst.trans_b)
+            self._shapes_agree(inst, [("op(A)", a), ("op(B)", b), ("C", inst.c_type.shape)],
+                               [("M", 0, 0, 2, 0), ("N", 1, 1, 2, 1), ("K", 0, 1, 1, 0)])
+
+    def _gemv(self, inst: ir.Gemv, ctx: _Context) -> None:
+        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
+                                  (inst.c, inst.c_type))
+        if self._orders(inst, "gemv", {"A": (inst.a, inst.a_type, (2,)),
+                                       "b": (inst.b, inst.b_type, (1,)),
+                                       "c": (inst.c, inst.c_type, (1,))}):
+            a = _op(inst.a_type.shape, inst.trans_a)
+            self._shapes_agree(inst, [("op(A)", a), ("b", inst.b_type.shape),
+                                      ("c", inst.c_type.shape)],
+                               [("M", 0, 0, 2, 0), ("K", 0, 1, 1, 0)])
+
+    def _ger(self, inst: ir.Ger, ctx: _Context) -> None:
+        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
+                                  (inst.c, inst.c_type))
+        if self._orders(inst, "ger", {"a": (inst.a, inst.a_type, (1,)),
+                                      "b": (inst.b, inst.b_type, (1,)),
+                                      "C": (inst.c, inst.c_type, (2,))}):
+            self._shapes_agree(inst, [("a", inst.a_type.shape), ("b", inst.b_type.shape),
+                                      ("C", inst.c_type.shape)],
+                               [("M", 0, 0, 2, 0), ("N", 1, 0, 2, 1)])
+
+    def _hadamard(self, inst: ir.Hadamard, ctx: _Context) -> None:
+        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
+                                  (inst.c, inst.c_type))
+        # The spec says vectors; the original compiler also takes matrices of equal shape.
+        if self._orders(inst, "hadamard_product", {"a": (inst.a, inst.a_type, (1, 2)),
+                                                   "b": (inst.b, inst.b_type, (1, 2)),
+                                                   "c": (inst.c, inst.c_type, (1, 2))}):
+            shapes = [("a", inst.a_type.shape), ("b", inst.b_type.shape),
+                      ("c", inst.c_type.shape)]
+            if len({len(s) for _, s in shapes}) != 1:
+                self._error("incompatible tensor shapes: "
+                            + ", ".join(f"{n} is {_shape_text(s)}" for n, s in shapes)
+                            + ": orders differ", inst.span)
+                return
+            self._shapes_agree(inst, shapes,
+                               [(f"mode {k} of {shapes[i][0]} and {shapes[j][0]}", i, k, j, k)
+                                for i, j in ((0, 1), (0, 2), (1, 2))
+                                for k in range(len(shapes[0][1]))])
+
+    def _sum(self, inst: ir.Sum, ctx: _Context) -> None:
+        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type))
+        if not self._orders(inst, "sum", {"A": (inst.a, inst.a_type, (1, 2))}):
+            return
+        a = _op(inst.a_type.shape, inst.trans)
+        want = len(a) - 1  # a vector sums into a scalar, a matrix into a vector
+        if inst.b_type.order != want:
+            kind = "a vector" if len(a) == 2 else "a scalar memref (order 0)"
+            self._error(f"sum of an order-{len(a)} A needs B to be {kind}, got order "
+                        f"{inst.b_type.order}", inst.b.span or inst.span)
+            return
+        if want == 1:
+            self._shapes_agree(inst, [("op(A)", a), ("B", inst.b_type.shape)],
+                               [("mode 0", 0, 0, 1, 0)])
+
+
+def _walk(region: ir.Region) -> Iterator[ir.Instruction]:
+    """`ir.walk` (pre-order, text order) without recursion, for arbitrarily deep nesting."""
+    stack = [iter(region.instructions)]
+    while stack:
+        inst = next(stack[-1], None)
+        if inst is None:
+            stack.pop()
+            continue
+        yield inst
+        stack.extend(iter(r.instructions) for r in reversed(ir.regions_of(inst)))
+
+
+def _count(n: int, noun: str, plural: Optional[str] = None) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
+
+
+def _op(shape: tuple, trans: bool) -> tuple:
+    """Shape of op(X): transposed for '.t' on a matrix; '.t' has no effect on vectors."""
+    return shape[::-1] if trans and len(shape) == 2 else shape
+
+
+__all__ = ["check", "constant_problem", "layout_problems", "UNKNOWN"]
