@@ -1,0 +1,117 @@
+"""The conformance corpus as code: every case with its independent NumPy reference.
+
+`all_valid()`, `all_invalid()` and `all_undefined()` list the cases; `corpus/generate.py`
+writes them to disk and re-verifies them. Nothing here calls the interpreter: each expected
+result is computed by a NumPy function written for that case's instruction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+
+@dataclass
+class ValidCase:
+    """A kernel, its arguments and the expected output (.npz convention, all keys)."""
+
+    category: str  # directory under valid/
+    name: str
+    source: str
+    args: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+    tags: dict[str, list[str]]  # instruction, type, layout
+    func: Optional[str] = None
+    groups: Optional[int] = None
+
+    @property
+    def id(self) -> str:
+        return f"valid/{self.category}/{self.name}"
+
+
+@dataclass
+class InvalidCase:
+    """A program that must be rejected; `blame` is the source text the diagnostic must cover
+    (its `occurrence`-th match at or after line `line`; "" is the end of the input)."""
+
+    name: str
+    rule: str
+    source: str
+    blame: str
+    line: int = 1
+    occurrence: int = 1  # which match of `blame` from line `line` on
+    message: str = ""  # filled in from the checker at generation time, reviewed by eye
+
+    @property
+    def id(self) -> str:
+        return f"invalid/{self.name}"
+
+    def blame_range(self) -> str:
+        """`L.C-C` (or `L.C-L2.C2` when the blamed text spans lines), 1-based, inclusive."""
+        starts = [0] + [i + 1 for i, ch in enumerate(self.source) if ch == "\n"]
+        if not self.blame:  # the end of the input
+            return f"{len(starts)}.1-1"
+        begin = starts[min(self.line, len(starts)) - 1] - 1
+        for _ in range(self.occurrence):
+            begin = self.source.find(self.blame, begin + 1)
+            if begin < 0:
+                raise ValueError(f"{self.name}: blame text {self.blame!r} not in the source")
+        end = begin + len(self.blame) - 1
+
+        def pos(offset):
+            line = max(i for i, s in enumerate(starts) if s <= offset)
+            return line + 1, offset - starts[line] + 1
+
+        (l1, c1), (l2, c2) = pos(begin), pos(end)
+        return f"{l1}.{c1}-{c2}" if l1 == l2 else f"{l1}.{c1}-{l2}.{c2}"
+
+
+@dataclass
+class UndefinedCase:
+    """A kernel whose run is undefined; the reference must report `kind`."""
+
+    name: str
+    kind: str
+    source: str
+    args: dict[str, np.ndarray]
+    func: Optional[str] = None
+    groups: Optional[int] = None
+    tags: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"undefined/{self.name}"
+
+
+def all_valid() -> list[ValidCase]:
+    from . import blas, control, groups, scalar, views
+
+    cases = [*blas.cases(), *scalar.cases(), *views.cases(), *groups.cases(), *control.cases()]
+    _unique(c.id for c in cases)
+    return cases
+
+
+def all_invalid() -> list[InvalidCase]:
+    from . import invalid
+
+    cases = invalid.cases()
+    _unique(c.id for c in cases)
+    return cases
+
+
+def all_undefined() -> list[UndefinedCase]:
+    from . import undefined
+
+    cases = undefined.cases()
+    _unique(c.id for c in cases)
+    return cases
+
+
+def _unique(ids) -> None:
+    seen: set[str] = set()
+    for i in ids:
+        if i in seen:
+            raise ValueError(f"duplicate corpus case {i}")
+        seen.add(i)

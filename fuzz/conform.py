@@ -1,0 +1,128 @@
+"""`tlconform`: run an implementation of the tensor language over the conformance corpus.
+
+    tlconform --impl tlinterp
+    tlconform --impl 'mytool run {kernel} --args {args} --out {out} [--func {func}]
+                      [--groups {groups}]' -j 4 --junit-xml report.xml --log conform.log
+
+Exit status: 0 iff every valid and invalid case passes (and, for the reference, every
+undefined-behaviour case reports its kind); 1 otherwise; 2 for a usage error (bad --impl,
+missing corpus). See docs/conformance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Optional
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .conform_corpus import Case, CorpusError, default_corpus, load_corpus
+from .conform_impl import Implementation, SpecError, from_spec
+from .conform_judge import FAIL, Verdict, judge
+from .conform_report import print_summary, write_junit, write_log
+
+
+def run_case(impl: Implementation, case: Case, timeout: Optional[float]) -> Verdict:
+    start = time.perf_counter()
+    outcome = impl.run(case, timeout)
+    verdict = judge(case, outcome, impl)
+    verdict.seconds = time.perf_counter() - start
+    return verdict
+
+
+def run_all(impl: Implementation, cases: Sequence[Case], jobs: int = 1,
+            timeout: Optional[float] = None, progress: Optional[Progress] = None
+            ) -> list[Verdict]:
+    """Verdicts in corpus order; cases run on `jobs` threads (one for serial backends)."""
+    task = progress.add_task("cases", total=len(cases)) if progress else None
+
+    def one(case: Case) -> Verdict:
+        v = run_case(impl, case, timeout)
+        if progress is not None:
+            progress.advance(task)
+        return v
+
+    workers = max(1, jobs if impl.parallel else 1)
+    if workers == 1:
+        return [one(c) for c in cases]
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, cases))
+
+
+def exit_status(verdicts: Sequence[Verdict]) -> int:
+    return 1 if any(v.status == FAIL for v in verdicts) else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="tlconform", description="Run a tensor-language implementation over the "
+        "conformance corpus and compare it with the expected results.")
+    ap.add_argument("--impl", required=True, metavar="SPEC",
+                    help="tlinterp | tlgpu | tlgpu:oclgrind | tlgpu:DEVICE | "
+                         "python:MODULE:FUNCTION | a command template with {kernel} {args} "
+                         "{out} and optional [--func {func}] [--groups {groups}]")
+    ap.add_argument("--corpus", type=Path, default=None, metavar="DIR",
+                    help="corpus directory (default: the repository's corpus/)")
+    ap.add_argument("--filter", default=None, metavar="PATTERN",
+                    help="only cases whose id (e.g. valid/blas/gemm_f32_canonical_v0) "
+                         "matches: a glob if it has * ? [, else a substring")
+    ap.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                    help="cases run at once (OpenCL back ends always run one at a time)")
+    ap.add_argument("--junit-xml", type=Path, default=None, metavar="FILE")
+    ap.add_argument("--log", type=Path, default=None, metavar="FILE",
+                    help="per-case log with the reproducing commands")
+    ap.add_argument("--timeout", type=float, default=None, metavar="S",
+                    help="seconds per case (a timed-out case fails)")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    return ap
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    opts = _parser().parse_args(argv)
+    console = Console(stderr=False)
+    err = Console(stderr=True)
+    try:
+        if opts.jobs < 1:
+            raise SpecError(f"-j must be at least 1, got {opts.jobs}")
+        if opts.timeout is not None and opts.timeout <= 0:
+            raise SpecError(f"--timeout must be positive, got {opts.timeout}")
+        impl = from_spec(opts.impl)
+        cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
+    except (SpecError, CorpusError) as e:
+        err.print(f"tlconform: {e}", highlight=False, markup=False)
+        return 2
+    if not cases:
+        err.print(f"tlconform: no case matches --filter {opts.filter!r}", highlight=False,
+                  markup=False)
+        return 2
+    try:
+        if opts.quiet or not console.is_terminal:
+            verdicts = run_all(impl, cases, opts.jobs, opts.timeout)
+        else:
+            columns = (TextColumn("[progress.description]{task.description}"), BarColumn(),
+                       MofNCompleteColumn(), TimeElapsedColumn())
+            with Progress(*columns, console=console, transient=True) as progress:
+                verdicts = run_all(impl, cases, opts.jobs, opts.timeout, progress)
+    except SpecError as e:
+        err.print(f"tlconform: {e}", highlight=False, markup=False)
+        return 2
+    print_summary(console, verdicts, impl.name)
+    try:
+        if opts.log:
+            write_log(opts.log, verdicts, impl.name)
+        if opts.junit_xml:
+            write_junit(opts.junit_xml, verdicts, impl.name)
+    except OSError as e:
+        err.print(f"tlconform: cannot write a report: {e}", highlight=False, markup=False)
+        return 2
+    return exit_status(verdicts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

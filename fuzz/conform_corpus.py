@@ -1,0 +1,134 @@
+"""Reading the conformance corpus from disk (layout: docs/conformance.md).
+
+    valid/<category>/<name>.tl  .args.npz  .expected.npz  .json {func, groups, tags}
+    invalid/<name>.tl  .json {rule, message, range, exit}
+    undefined/<name>.tl  .args.npz  .json {kind, func, groups, exit, tags}
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from tlinterp.args import load_npz
+
+KINDS = ("valid", "invalid", "undefined")
+
+
+class CorpusError(Exception):
+    """The corpus directory is missing or malformed (a usage error, exit 2)."""
+
+
+@dataclass
+class Case:
+    kind: str  # valid | invalid | undefined
+    id: str  # e.g. valid/blas/gemm_f32_canonical_v0 (path without suffix)
+    kernel: Path
+    meta: dict
+    args_path: Optional[Path] = None
+    expected_path: Optional[Path] = None
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def category(self) -> str:
+        parts = self.id.split("/")
+        return parts[1] if self.kind == "valid" and len(parts) > 2 else self.kind
+
+    @property
+    def name(self) -> str:
+        return self.id.rsplit("/", 1)[-1]
+
+    @property
+    def func(self) -> Optional[str]:
+        return self.meta.get("func")
+
+    @property
+    def groups(self) -> Optional[int]:
+        return self.meta.get("groups")
+
+    @property
+    def tags(self) -> dict[str, list[str]]:
+        return self.meta.get("tags") or {}
+
+    def source(self) -> str:
+        if "source" not in self._cache:
+            self._cache["source"] = self.kernel.read_text()
+        return self._cache["source"]
+
+    def args(self) -> dict[str, np.ndarray]:
+        if self.args_path is None:
+            return {}
+        return load_npz(str(self.args_path))
+
+    def expected(self) -> dict[str, np.ndarray]:
+        return load_npz(str(self.expected_path)) if self.expected_path else {}
+
+    def reproduce(self) -> str:
+        """The tlrun command that reproduces this case with the reference."""
+        cmd = ["tlrun", _shown(self.kernel)]
+        if self.args_path is not None:
+            cmd += ["--args", _shown(self.args_path)]
+        if self.func:
+            cmd += ["--func", self.func]
+        if self.groups is not None:
+            cmd += ["--groups", str(self.groups)]
+        return shlex.join(cmd)
+
+
+def _shown(path: Path) -> str:
+    """The path relative to the working directory when it lies below it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def default_corpus() -> Path:
+    """corpus/ next to the fuzz package (a source checkout), else ./corpus."""
+    here = Path(__file__).resolve().parent.parent / "corpus"
+    return here if here.is_dir() else Path("corpus")
+
+
+def matches(case_id: str, pattern: Optional[str]) -> bool:
+    """A glob when the pattern has * ? or [, else a substring test."""
+    if not pattern:
+        return True
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatch(case_id, pattern)
+    return pattern in case_id
+
+
+def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
+    root = Path(root)
+    if not all((root / k).is_dir() for k in KINDS):
+        raise CorpusError(f"{root}: not a corpus directory (needs {', '.join(KINDS)}/; "
+                          "regenerate with: python -m corpus.generate)")
+    cases = []
+    for kind in KINDS:
+        for kernel in sorted((root / kind).rglob("*.tl")):
+            stem = kernel.with_suffix("")
+            case_id = stem.relative_to(root).as_posix()
+            if not matches(case_id, pattern):
+                continue
+            meta_path = stem.with_suffix(".json")
+            try:
+                meta = json.loads(meta_path.read_text())
+            except (OSError, ValueError) as e:
+                raise CorpusError(f"{meta_path}: unreadable case description ({e})") from None
+            args = stem.parent / f"{stem.name}.args.npz"
+            expected = stem.parent / f"{stem.name}.expected.npz"
+            case = Case(kind, case_id, kernel, meta,
+                        args if args.exists() else None,
+                        expected if expected.exists() else None)
+            if kind == "valid" and (case.args_path is None or case.expected_path is None):
+                raise CorpusError(f"{case_id}: a valid case needs .args.npz and .expected.npz")
+            if kind == "undefined" and case.args_path is None:
+                raise CorpusError(f"{case_id}: an undefined-behaviour case needs .args.npz")
+            cases.append(case)
+    return cases

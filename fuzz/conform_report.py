@@ -1,0 +1,124 @@
+"""Reports of a conformance run: rich summary tables, JUnit XML, and the per-case log."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from .conform_judge import FAIL, INFO, PASS, Verdict
+
+DIMENSIONS = ("instruction", "type", "layout")
+
+
+def counts_by(verdicts: Sequence[Verdict], key) -> dict[str, dict[str, int]]:
+    """{group: {pass, fail, info}} where `key(verdict)` lists the groups a verdict is in."""
+    out: dict[str, dict[str, int]] = defaultdict(lambda: {PASS: 0, FAIL: 0, INFO: 0})
+    for v in verdicts:
+        for g in key(v):
+            out[g][v.status] += 1
+    return dict(out)
+
+
+def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column(title.split()[-1] if " " in title else "group")
+    t.add_column("pass", justify="right", style="green")
+    t.add_column("fail", justify="right", style="red")
+    t.add_column("info", justify="right", style="dim")
+    if extra:
+        t.add_column(extra[0], justify="right")
+    for name in sorted(rows):
+        r = rows[name]
+        cells = [name, str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
+        if extra:
+            cells.append(extra[1].get(name, ""))
+        t.add_row(*cells)
+    return t
+
+
+def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
+    by_kind = counts_by(verdicts, lambda v: [v.case.kind])
+    invalid = [v for v in verdicts if v.case.kind == "invalid"]
+    matched = sum(v.message_match == "yes" for v in invalid)
+    extra = ("message matches", {"invalid": f"{matched}/{len(invalid)}"} if invalid else {})
+    tables = [_table("Conformance by case kind", by_kind, extra)]
+    valid = [v for v in verdicts if v.case.kind == "valid"]
+    tables.append(_table("Valid kernels by category",
+                         counts_by(valid, lambda v: [v.case.category])))
+    for dim in DIMENSIONS:
+        rows = counts_by(valid, lambda v, d=dim: v.case.tags.get(d, []))
+        if rows:
+            tables.append(_table(f"Valid kernels by {dim}", rows))
+    ub = [v for v in verdicts if v.case.kind == "undefined"]
+    if ub:
+        tables.append(_table("Undefined behaviour by kind",
+                             counts_by(ub, lambda v: [v.case.meta.get("kind", "?")])))
+    return tables
+
+
+def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
+                  max_failures: int = 20) -> None:
+    for t in summary_tables(verdicts):
+        console.print(t)
+    failures = [v for v in verdicts if v.status == FAIL]
+    for v in failures[:max_failures]:
+        console.print(f"[red]FAIL[/red] {v.case.id}: {v.detail}", highlight=False)
+        console.print(f"     reproduce: {v.case.reproduce()}", highlight=False, style="dim")
+    if len(failures) > max_failures:
+        console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
+    n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO)}
+    colour = "red" if n[FAIL] else "green"
+    console.print(f"[{colour}]{impl_name}: {n[PASS]} passed, {n[FAIL]} failed, "
+                  f"{n[INFO]} informational, of {len(verdicts)} cases[/{colour}]",
+                  highlight=False)
+
+
+def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
+    lines = [f"# tlconform --impl {impl_name}: {len(verdicts)} cases"]
+    for v in verdicts:
+        lines.append(f"{v.status.upper():4} {v.case.id} ({v.seconds:.3f} s): {v.detail}")
+        if v.case.kind == "invalid":
+            lines.append(f"     message matches: {v.message_match}")
+        lines.append(f"     reproduce: {v.case.reproduce()}")
+        if v.outcome.command:
+            lines.append(f"     command:   {v.outcome.command}")
+        if v.status != PASS and v.outcome.message.strip():
+            for text in v.outcome.message.strip().splitlines()[:12]:
+                lines.append(f"     | {text}")
+    return lines
+
+
+def write_log(path: Path, verdicts: Sequence[Verdict], impl_name: str) -> None:
+    Path(path).write_text("\n".join(log_lines(verdicts, impl_name)) + "\n")
+
+
+def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
+    root = ET.Element("testsuites", name=f"tlconform {impl_name}")
+    by_kind: dict[str, list[Verdict]] = defaultdict(list)
+    for v in verdicts:
+        by_kind[v.case.kind].append(v)
+    for kind, vs in by_kind.items():
+        suite = ET.SubElement(root, "testsuite", name=kind, tests=str(len(vs)),
+                              failures=str(sum(v.status == FAIL for v in vs)), errors="0",
+                              skipped="0", time=f"{sum(v.seconds for v in vs):.3f}")
+        for v in vs:
+            classname = v.case.id.rsplit("/", 1)[0].replace("/", ".")
+            tc = ET.SubElement(suite, "testcase", classname=classname, name=v.case.name,
+                               time=f"{v.seconds:.3f}")
+            if v.status == FAIL:
+                f = ET.SubElement(tc, "failure", message=v.detail[:500])
+                f.text = f"{v.outcome.message}\nreproduce: {v.case.reproduce()}"
+            out = ET.SubElement(tc, "system-out")
+            out.text = f"{v.detail}\nreproduce: {v.case.reproduce()}"
+    return ET.ElementTree(root)
+
+
+def write_junit(path: Path, verdicts: Sequence[Verdict], impl_name: str) -> None:
+    tree = junit_xml(verdicts, impl_name)
+    ET.indent(tree)
+    tree.write(path, encoding="utf-8", xml_declaration=True)
