@@ -1,0 +1,774 @@
+"""Parser: tensor-language source text -> `ir.Program`.
+
+The grammar is `grammar.peg` (parsimonious).  Functions are matched one at a time with the
+`function_definition` rule (it keeps the packrat cache small), and the IR is built by a direct
+walk over the parse tree (no NodeVisitor: its generic dispatch dominated the run time).
+
+Every failure a user can cause ends in `SourceError`: syntax errors name the tokens expected at
+the furthest position the parser reached; integer constants outside [-2^63+1, 2^63-1] and
+floating constants that overflow double are rejected; nesting deeper than `MAX_NESTING`
+regions is rejected up front.  Deep (but allowed) nesting is parsed in a helper thread with a
+large stack and a raised recursion limit, so the caller's limits are left alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import re
+import sys
+import threading
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Optional
+
+from parsimonious.exceptions import ParseError, ParsimoniousError
+from parsimonious.expressions import Literal, OneOf, Quantifier, Regex, Sequence
+from parsimonious.grammar import Grammar
+
+from . import ir
+from .diagnostics import Diagnostic, SourceError
+from .ir import Const, Span, Value
+from .types import (
+    INDEX,
+    SCALAR_ALIASES,
+    GroupType,
+    MemrefType,
+    ScalarType,
+    Type,
+    VoidType,
+)
+
+GRAMMAR_PATH = Path(__file__).with_name("grammar.peg")
+GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8"))
+
+
+def _use_stdlib_re(grammar: Grammar) -> None:
+    """parsimonious compiles with the `regex` module when it is installed; the stdlib `re` runs
+    these simple token patterns about twice as fast and matches them identically."""
+    seen: set[int] = set()
+    todo = list(grammar.values())
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, Regex):
+            e.re = re.compile(e.re.pattern)  # the grammar uses no regex flags
+        todo.extend(getattr(e, "members", ()))
+
+
+_use_stdlib_re(GRAMMAR)
+
+MAX_NESTING = 1000  # regions inside regions (the function body is level 1)
+INT_MAX = 2**63 - 1  # integer constants lie in [-INT_MAX, INT_MAX] (spec)
+
+_FUNCTION = GRAMMAR["function_definition"]
+_SKIP = GRAMMAR["_"]
+_WS_OR_COMMENT = re.compile(r"[ \t\r\n;]")
+_LEXEME = re.compile(r"[%@+-]?[A-Za-z0-9_.]+|->|\S")
+_BRACES = re.compile(r";[^\n]*|[{}]")
+
+_SCALARS: dict[str, ScalarType] = {t.value: t for t in ScalarType}
+_SCALARS.update(SCALAR_ALIASES)
+
+
+def parse(text: str, filename: str = "<input>") -> ir.Program:
+    """Parse tensor-language source; raises `SourceError` (and nothing else) on bad input."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse() needs str, got {type(text).__name__}")
+    depth, where = _max_nesting(text)
+    if depth > MAX_NESTING:
+        b = _Builder(text, filename)
+        raise SourceError(
+            [Diagnostic(f"regions nested deeper than {MAX_NESTING} levels are not supported",
+                        b.span(where, where + 1), filename)], text)
+    if depth <= 40:  # the usual case: no thread, no change to the recursion limit
+        try:
+            return _parse(text, filename)
+        except RecursionError:  # the caller was already deep; retry with room to spare
+            pass
+    return _parse_deep(text, filename, depth)
+
+
+# --- driver ------------------------------------------------------------------------------------
+
+
+def _parse(text: str, filename: str) -> ir.Program:
+    # Parse trees and IR hold no reference cycles, so the cyclic GC only burns time here (it
+    # rescans the growing heap of nodes again and again: half the run time on 20k lines).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_functions(text, filename)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _parse_functions(text: str, filename: str) -> ir.Program:
+    builder = _Builder(text, filename)
+    functions = []
+    pos = _SKIP.match(text, 0).end
+    n = len(text)
+    while pos < n:
+        try:
+            node = _FUNCTION.match(text, pos)
+        except ParseError:
+            raise builder.syntax_error(pos) from None
+        except ParsimoniousError as e:  # never expected; still not a traceback for the user
+            raise SourceError([Diagnostic(f"parser failure: {e}", None, filename)], text) from None
+        functions.append(builder.function(node))
+        pos = node.end
+    if builder.diags:
+        raise SourceError(builder.diags, text)
+    return ir.Program(tuple(functions), filename=filename, source=text)
+
+
+_DEEP_LOCK = threading.Lock()
+
+
+def _parse_deep(text: str, filename: str, depth: int) -> ir.Program:
+    """Run `_parse` in a thread whose stack and recursion limit fit `depth` nested regions."""
+    result: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            result["program"] = _parse(text, filename)
+        except RecursionError:
+            result["error"] = SourceError(
+                [Diagnostic("regions nested too deeply to parse", None, filename)], text)
+        except BaseException as e:  # handed to the caller's thread
+            result["error"] = e
+
+    with _DEEP_LOCK:  # the recursion limit is global: one deep parse at a time
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, 30 * depth + 5000))
+        try:
+            old_size = threading.stack_size()
+            try:
+                threading.stack_size(256 * 1024 * 1024)
+            except (ValueError, RuntimeError):  # platform refuses: the default must do
+                pass
+            try:
+                thread = threading.Thread(target=work, name="tl-parse", daemon=True)
+                thread.start()
+            finally:
+                threading.stack_size(old_size)
+            thread.join()
+        finally:
+            sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]  # type: ignore[misc]
+    return result["program"]  # type: ignore[return-value]
+
+
+def _max_nesting(text: str) -> tuple[int, int]:
+    """Deepest brace nesting (comments skipped), and the offset of the first brace that went
+    deeper than MAX_NESTING (else of the first brace that reached the maximum)."""
+    depth = best = 0
+    where = 0
+    for m in _BRACES.finditer(text):
+        c = m.group()
+        if c == "{":
+            depth += 1
+            if depth > best:
+                if best <= MAX_NESTING:
+                    where = m.start()
+                best = depth
+        elif c == "}":
+            depth -= 1
+    return best, where
+
+
+# --- error messages ----------------------------------------------------------------------------
+
+
+class _Expected:
+    """Stands in for parsimonious's ParseError during a second, failing match: it records every
+    expression that failed at the furthest position (parsimonious keeps only the last one)."""
+
+    __slots__ = ("_pos", "_pending", "found")
+
+    def __init__(self) -> None:
+        self._pos = -1
+        self._pending = None
+        self.found: list = []
+
+    @property
+    def expr(self):  # None makes match_core record unnamed expressions too
+        return None
+
+    @expr.setter
+    def expr(self, e) -> None:
+        self._pending = e
+
+    @property
+    def pos(self) -> int:
+        return self._pos
+
+    @pos.setter
+    def pos(self, p: int) -> None:  # match_core sets expr, then pos
+        if p > self._pos:
+            self._pos = p
+            self.found = [self._pending]
+        else:
+            self.found.append(self._pending)
+
+
+# Human names of the lexical rules; keywords and punctuation are shown as the quoted token.
+_WORDS: dict[str, list[str]] = {
+    "void_type": ["'void'"],
+    "scalar_type": ["a scalar type"],
+    "integer_type": ["an integer type"],
+    "arith_binary_type": [f"'.{o}'" for o in ir.ARITH_BINARY_OPS],
+    "arith_unary_type": [f"'.{o}'" for o in ir.ARITH_UNARY_OPS],
+    "binary_op": ["'add'", "'sub'", "'mul'", "'div'", "'rem'"],
+    "comparison_type": [f"'.{c}'" for c in ir.COMPARE_CONDS],
+    "transpose": ["'.n'", "'.t'"],
+    "local_identifier": ["a local identifier (%name)"],
+    "global_identifier": ["a global identifier (@name)"],
+    "integer_constant": ["an integer constant"],
+    "floating_constant": ["a floating-point constant"],
+    "digits": ["a number"],
+    "HADAMARD_PRODUCT": ["'hadamard_product'"],
+    "_": [],
+}
+
+
+def _keyword(pattern: str) -> str:
+    """`func(?![A-Za-z0-9_])[ \\t...` -> 'func'; `\\(` -> '('."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i + 1])
+            i += 2
+            continue
+        if c in "([":
+            break
+        out.append(c)
+        i += 1
+    return "'" + "".join(out) + "'"
+
+
+def _words(expr) -> list[str]:
+    if expr.name in _WORDS:
+        return _WORDS[expr.name]
+    if isinstance(expr, Regex):
+        return [_keyword(expr.re.pattern)]
+    return [repr(getattr(expr, "literal", expr.name))]
+
+
+def _first(expr, memo: dict) -> tuple[frozenset, bool]:
+    """FIRST set (terminal rule names) and nullability of a grammar expression."""
+    key = id(expr)
+    if key in memo:
+        return memo[key]
+    memo[key] = (frozenset(), False)  # no left recursion in the grammar; cycles end here
+    if isinstance(expr, (Regex, Literal)):
+        res = (frozenset([expr.name]), expr.name == "_")
+    elif isinstance(expr, Quantifier):
+        f, null = _first(expr.members[0], memo)
+        res = (f, null or expr.min == 0)
+    elif isinstance(expr, OneOf):
+        parts = [_first(m, memo) for m in expr.members]
+        res = (frozenset().union(*(p[0] for p in parts)), any(p[1] for p in parts))
+    elif isinstance(expr, Sequence):
+        acc: frozenset = frozenset()
+        null = True
+        for m in expr.members:
+            f, n = _first(m, memo)
+            acc |= f
+            if not n:
+                null = False
+                break
+        res = (acc, null)
+    else:
+        res = (frozenset(), True)
+    memo[key] = res
+    return res
+
+
+def _collapses() -> list[tuple[frozenset, str]]:
+    """Token sets shown as one phrase when all of them are expected (largest first)."""
+    memo: dict = {}
+    first = lambda e: _first(e, memo)[0]  # noqa: E731
+    value_ops = first(GRAMMAR["value_instruction"].members[2]) | {"IF"}
+    groups = [
+        (first(GRAMMAR["instruction"]), "an instruction"),
+        (value_ops, "an instruction"),
+        (first(GRAMMAR["type"]), "a type"),
+        (first(GRAMMAR["memref_or_group_type"]), "a memref or group type"),
+    ]
+    return sorted(groups, key=lambda g: -len(g[0]))
+
+
+_COLLAPSES = _collapses()
+
+
+def expected_message(names: list[str], extra: Optional[list[str]] = None) -> str:
+    """'expected A, B or C' for the terminal rule names that failed (in the order tried),
+    followed by the `extra` words."""
+    names = list(dict.fromkeys(n for n in names if n and n != "_"))
+    items: list[object] = list(names)
+    present = set(names)
+    for group, phrase in _COLLAPSES:
+        if group <= present:
+            idx = min(items.index(n) for n in group)
+            items = [i for i in items if i not in group]
+            items.insert(min(idx, len(items)), ("phrase", phrase))
+            present -= group
+            present.add(phrase)
+    words: list[str] = []
+    for it in items:
+        if isinstance(it, tuple):
+            words.append(it[1])
+        else:
+            words.extend(_words(GRAMMAR[it]))
+    words = list(dict.fromkeys(words + (extra or [])))
+    if not words:
+        return "syntax error"
+    if len(words) == 1:
+        return f"expected {words[0]}"
+    return f"expected {', '.join(words[:-1])} or {words[-1]}"
+
+
+# --- IR construction ---------------------------------------------------------------------------
+
+
+def _leaf(node):
+    """The rightmost non-empty leaf (a token) of a node."""
+    while node.children:
+        for c in reversed(node.children):
+            if c.end > c.start:
+                node = c
+                break
+        else:
+            return node
+    return node
+
+
+class _Builder:
+    """Builds IR from parse trees; collects lexical diagnostics (constant ranges)."""
+
+    def __init__(self, text: str, filename: str):
+        self.text = text
+        self.filename = filename
+        self.line_starts = [0]
+        self.line_starts.extend(m.end() for m in re.finditer("\n", text))
+        self.diags: list[Diagnostic] = []
+        self.types: dict[str, Type] = {}  # written type text -> Type (types repeat a lot)
+
+    # spans ----------------------------------------------------------------------------------
+
+    def span(self, start: int, end: int) -> Span:
+        """Span of text[start:end] (end exclusive, > start)."""
+        ls = self.line_starts
+        line = bisect_right(ls, start)
+        col = start - ls[line - 1] + 1
+        last = end - 1
+        if line == len(ls) or last < ls[line]:
+            return Span(line, col, line, col + (last - start))
+        eline = bisect_right(ls, last)
+        return Span(line, col, eline, last - ls[eline - 1] + 1)
+
+    def token_end(self, node) -> int:
+        """End of the token a terminal node matched, without the trailing space/comments."""
+        m = _WS_OR_COMMENT.search(self.text, node.start, node.end)
+        return m.start() if m else node.end
+
+    def node_span(self, node) -> Span:
+        return self.span(node.start, self.token_end(_leaf(node)))
+
+    def error(self, message: str, span: Optional[Span]) -> None:
+        self.diags.append(Diagnostic(message, span, self.filename))
+
+    def syntax_error(self, pos: int) -> SourceError:
+        expected = _Expected()
+        node = _FUNCTION.match_core(self.text, pos, defaultdict(dict), expected)
+        if node is not None or expected.pos < 0:  # cannot happen: the first match failed
+            where, names = pos, ["FUNC"]
+        else:
+            where, names = expected.pos, [getattr(e, "name", "") for e in expected.found
+                                          if isinstance(e, (Regex, Literal))]
+        # At the start of a top-level item the input may also just end.
+        message = expected_message(names, ["end of input"] if where == pos else [])
+        if where >= len(self.text):
+            ls = self.line_starts
+            line = len(ls)
+            col = len(self.text) - ls[-1] + 1
+            return SourceError([Diagnostic(f"{message}, found end of input",
+                                           Span(line, col, line, col), self.filename)],
+                               self.text)
+        tok = _LEXEME.match(self.text, where)
+        end = tok.end() if tok else where + 1
+        found = self.text[where:end]
+        return SourceError([Diagnostic(f"{message}, found {found!r}", self.span(where, end),
+                                       self.filename)], self.text)
+
+    # terminals ------------------------------------------------------------------------------
+
+    def value(self, node) -> Value:
+        """local_identifier -> Value."""
+        m = node.match
+        return Value(m.group(1), self.span(node.start, m.end(1)))
+
+    def int_token(self, node) -> tuple[int, Optional[Span]]:
+        m = node.match
+        tok = m.group(1)
+        if tok == "true":
+            return 1, None
+        if tok == "false":
+            return 0, None
+        digits = tok.lstrip("+-").lstrip("0")
+        if len(digits) <= 19:  # int() of huge strings is slow (and limited in Python 3.11)
+            v = int(tok)
+            if -INT_MAX <= v <= INT_MAX:
+                return v, None
+        sp = self.span(node.start, m.end(1))
+        self.error(f"integer constant {tok if len(tok) < 40 else tok[:37] + '...'} is outside "
+                   f"the range [-2^63+1, 2^63-1]", sp)
+        return 0, sp
+
+    def int_value(self, node) -> int:
+        return self.int_token(node)[0]
+
+    def const_int(self, node) -> Const:
+        v, _ = self.int_token(node)
+        m = node.match
+        return Const(v, False, self.span(node.start, m.end(1)))
+
+    def const_float(self, node) -> Const:
+        m = node.match
+        tok = m.group(1)
+        sp = self.span(node.start, m.end(1))
+        try:  # strtod semantics: correctly rounded, hexadecimal exact
+            v = float.fromhex(tok) if ("x" in tok or "X" in tok) else float(tok)
+        except (OverflowError, ValueError):
+            v = math.inf
+        if math.isinf(v):
+            self.error(f"floating constant {tok if len(tok) < 40 else tok[:37] + '...'} is "
+                       "outside the range of double precision", sp)
+            v = 0.0
+        return Const(v, True, sp)
+
+    def operand(self, node) -> ir.Operand:
+        """identifier_or_constant / identifier_or_int_constant / const_or_val -> Operand."""
+        while not isinstance(node.expr, Regex):
+            node = node.children[0]
+        name = node.expr.name
+        if name == "local_identifier":
+            return self.value(node)
+        if name == "integer_constant":
+            return self.const_int(node)
+        return self.const_float(node)
+
+    @staticmethod
+    def items(node) -> list:
+        """`x (COMMA x)*` -> [x nodes]."""
+        first, rest = node.children
+        return [first] + [s.children[1] for s in rest.children]
+
+    def dyn(self, node) -> Optional[int]:
+        """constant_or_dynamic -> int or None for '?'."""
+        c = node.children[0]
+        if c.expr.name == "QUESTION":
+            return None
+        return self.int_value(c)
+
+    # types ----------------------------------------------------------------------------------
+
+    def type(self, node) -> Type:
+        key = self.text[node.start:node.end]
+        t = self.types.get(key)
+        if t is None:
+            t = self.types[key] = self._type(node)
+        return t
+
+    def scalar(self, node) -> ScalarType:
+        return _SCALARS[node.match.group(1)]
+
+    def _type(self, node) -> Type:
+        while isinstance(node.expr, OneOf):  # type, memref_or_group_type
+            node = node.children[0]
+        name = node.expr.name
+        if name in ("scalar_type", "integer_type"):
+            return self.scalar(node)
+        if name == "memref_type":
+            return self.memref(node)
+        if name == "group_type":
+            _, memref, opt, _ = node.children
+            offset: Optional[int] = 0
+            if opt.children:
+                offset = self.dyn(opt.children[0].children[3])
+            return GroupType(self.memref(memref), offset)
+        return VoidType()
+
+    def memref(self, node) -> MemrefType:
+        _, scalar, shape_node, opt, _ = node.children
+        shape = tuple(self.dyn(s.children[1]) for s in shape_node.children)
+        stride = None
+        if opt.children:
+            layout = opt.children[0].children[1]  # strided_layout
+            lst = layout.children[1]
+            stride = tuple(self.dyn(d) for d in self.items(lst.children[0])) \
+                if lst.children else ()
+        return MemrefType.make(self.scalar(scalar), shape, stride)
+
+    # functions and regions ------------------------------------------------------------------
+
+    def function(self, node) -> ir.Function:
+        _, gid, _, args_opt, _, attrs, body = node.children
+        args = []
+        if args_opt.children:
+            for a in self.items(args_opt.children[0]):
+                lid, _, ty = a.children
+                args.append(ir.Argument(self.value(lid), self.type(ty), self.node_span(a)))
+        wgs: Optional[tuple[int, int]] = None
+        sgs: Optional[int] = None
+        for attr in attrs.children:
+            a = attr.children[0]
+            if a.expr.name == "work_group_size_attribute":
+                if wgs is not None:
+                    self.error("work_group_size given twice", self.node_span(a))
+                wgs = (self.int_value(a.children[2]), self.int_value(a.children[4]))
+            else:
+                if sgs is not None:
+                    self.error("subgroup_size given twice", self.node_span(a))
+                sgs = self.int_value(a.children[2])
+        return ir.Function(gid.match.group(1), tuple(args), self.region(body), wgs, sgs,
+                           self.node_span(node))
+
+    def region(self, node) -> ir.Region:
+        _, insts, rbrace = node.children
+        instruction = self.instruction
+        body = [instruction(c.children[0]) for c in insts.children]
+        return ir.Region(body, self.span(node.start, self.token_end(rbrace)))
+
+    def instruction(self, node) -> ir.Instruction:
+        """node: the chosen alternative of `instruction`."""
+        sp = self.node_span(node)
+        name = node.expr.name
+        if name == "value_instruction":
+            lid, _, op = node.children
+            op = op.children[0]
+            return _VALUE_BUILDERS[op.expr.name](self, op, self.value(lid), sp)
+        return _OTHER_BUILDERS[name](self, node, sp)
+
+    # value instructions (node, result, span) -------------------------------------------------
+
+    def load(self, n, r, s):
+        _, lid, _, idx, _, _, ty = n.children
+        indices = tuple(self.operand(i) for i in self.items(idx.children[0])) \
+            if idx.children else ()
+        return ir.Load(r, self.value(lid), indices, self.type(ty), s)
+
+    def arith_binary(self, n, r, s):
+        _, op, a, _, b, _, ty = n.children
+        return ir.Arith(r, op.match.group(1), self.operand(a), self.operand(b),
+                        self.scalar(ty), s)
+
+    def arith_unary(self, n, r, s):
+        _, op, a, _, ty = n.children
+        return ir.ArithUnary(r, op.match.group(1), self.operand(a), self.scalar(ty), s)
+
+    def binary_op(self, n, r, s):
+        op, a, _, b, _, ty = n.children
+        return ir.Arith(r, op.match.group(1), self.operand(a), self.operand(b),
+                        self.scalar(ty), s)
+
+    def neg(self, n, r, s):
+        _, a, _, ty = n.children
+        return ir.ArithUnary(r, "neg", self.operand(a), self.scalar(ty), s)
+
+    def subview(self, n, r, s):
+        _, lid, _, lst, _, _, ty = n.children
+        slices = tuple(self.slice(i) for i in self.items(lst.children[0])) \
+            if lst.children else ()
+        return ir.Subview(r, self.value(lid), slices, self.type(ty), s)
+
+    def slice(self, node) -> ir.Slice:
+        alt = node.children[0]
+        sp = self.node_span(node)
+        if alt.expr.name == "COLON":  # ':' is '0:?'
+            return ir.Slice(Const(0, False, sp), None, True, sp)
+        off_node, opt = alt.children
+        offset = self.operand(off_node)
+        if not opt.children:
+            return ir.Slice(offset, None, False, sp)
+        size_node = opt.children[0].children[1].children[0]
+        if size_node.expr.name == "QUESTION":
+            return ir.Slice(offset, None, True, sp)
+        return ir.Slice(offset, self.operand(size_node), True, sp)
+
+    def alloca(self, n, r, s):
+        return ir.Alloca(r, self.type(n.children[2]), s)
+
+    def cast(self, n, r, s):
+        _, a, _, t1, _, t2 = n.children
+        return ir.Cast(r, self.operand(a), self.scalar(t1), self.scalar(t2), s)
+
+    def compare(self, n, r, s):
+        _, cond, a, _, b, _, ty = n.children
+        return ir.Compare(r, cond.match.group(1), self.operand(a), self.operand(b),
+                          self.scalar(ty), s)
+
+    def expand(self, n, r, s):
+        _, lid, _, mode, _, shape, _, _, ty = n.children
+        first, rest = shape.children
+        entries: list[ir.ExpandEntry] = []
+        for e in [first] + [x.children[1] for x in rest.children]:
+            c = e.children[0]
+            name = c.expr.name
+            if name == "QUESTION":
+                entries.append(None)
+            elif name == "local_identifier":
+                entries.append(self.value(c))
+            else:
+                entries.append(self.int_value(c))
+        return ir.Expand(r, self.value(lid), self.int_value(mode), tuple(entries),
+                         self.type(ty), s)
+
+    def fuse(self, n, r, s):
+        _, lid, _, a, _, b, _, _, ty = n.children
+        return ir.Fuse(r, self.value(lid), self.int_value(a), self.int_value(b),
+                       self.type(ty), s)
+
+    def group_id(self, n, r, s):
+        return ir.GroupId(r, s)
+
+    def group_size(self, n, r, s):
+        return ir.GroupSize(r, s)
+
+    def size(self, n, r, s):
+        _, lid, _, mode, _, _, ty = n.children
+        return ir.Size(r, self.value(lid), self.int_value(mode), self.type(ty), s)
+
+    # other instructions (node, span) --------------------------------------------------------
+
+    def multi_value(self, n, s):
+        opt, ifn = n.children
+        results = tuple(self.value(v) for v in self.items(opt.children[0].children[0])) \
+            if opt.children else ()
+        _, cond, types_opt, then, else_opt = ifn.children
+        types = tuple(self.scalar(t) for t in self.items(types_opt.children[0].children[2])) \
+            if types_opt.children else ()
+        otherwise = self.region(else_opt.children[0].children[1]) if else_opt.children else None
+        return ir.If(results, self.operand(cond), types, self.region(then), otherwise, s)
+
+    def yield_(self, n, s):
+        _, vals, _, types = n.children
+        values = tuple(self.operand(v) for v in self.items(vals.children[0])) \
+            if vals.children else ()
+        tys = tuple(self.scalar(t) for t in self.items(types.children[0])) \
+            if types.children else ()
+        return ir.Yield(values, tys, s)
+
+    def for_(self, n, s):
+        _, var, _, a, _, b, step_opt, ty_opt, body = n.children
+        step = self.operand(step_opt.children[0].children[1]) if step_opt.children else None
+        ty = self.scalar(ty_opt.children[0].children[1]) if ty_opt.children else INDEX
+        return ir.For(self.value(var), self.operand(a), self.operand(b), step, ty,
+                      self.region(body), s)
+
+    def foreach(self, n, s):
+        _, var, _, a, _, b, ty_opt, body = n.children
+        ty = self.scalar(ty_opt.children[0].children[1]) if ty_opt.children else INDEX
+        return ir.Foreach(self.value(var), self.operand(a), self.operand(b), ty,
+                          self.region(body), s)
+
+    def barrier(self, n, s):
+        return ir.Barrier(s)
+
+    def lifetime_stop(self, n, s):
+        return ir.LifetimeStop(self.value(n.children[1]), s)
+
+    def store(self, n, s):
+        _, val, _, lid, _, idx, _, _, ty = n.children
+        indices = tuple(self.operand(i) for i in self.items(idx.children[0])) \
+            if idx.children else ()
+        return ir.Store(self.operand(val), self.value(lid), indices, self.type(ty), s)
+
+    @staticmethod
+    def _is_t(node) -> bool:
+        return node.match.group(1) == "t"
+
+    def axpby(self, n, s):
+        (_, tr, atomic, alpha, _, a, _, beta, _, b, _,
+         t_alpha, _, t_a, _, t_beta, _, t_b) = n.children
+        return ir.Axpby(self._is_t(tr), bool(atomic.children), self.operand(alpha),
+                        self.value(a), self.operand(beta), self.value(b), self.scalar(t_alpha),
+                        self.type(t_a), self.scalar(t_beta), self.type(t_b), s)
+
+    def _blas3(self, ch):
+        """alpha, A, B, beta, C : types (the shared tail of gemm/gemv/ger/hadamard)."""
+        (alpha, _, a, _, b, _, beta, _, c, _,
+         t_alpha, _, t_a, _, t_b, _, t_beta, _, t_c) = ch
+        return (self.operand(alpha), self.value(a), self.value(b), self.operand(beta),
+                self.value(c), self.scalar(t_alpha), self.type(t_a), self.type(t_b),
+                self.scalar(t_beta), self.type(t_c))
+
+    def gemm(self, n, s):
+        ch = n.children
+        return ir.Gemm(self._is_t(ch[1]), self._is_t(ch[2]), bool(ch[3].children),
+                       *self._blas3(ch[5:]), s)
+
+    def gemv(self, n, s):
+        ch = n.children
+        return ir.Gemv(self._is_t(ch[1]), bool(ch[2].children), *self._blas3(ch[4:]), s)
+
+    def ger(self, n, s):
+        ch = n.children
+        return ir.Ger(bool(ch[1].children), *self._blas3(ch[2:]), s)
+
+    def hadamard(self, n, s):
+        ch = n.children
+        return ir.Hadamard(bool(ch[1].children), *self._blas3(ch[2:]), s)
+
+    def sum(self, n, s):
+        (_, tr, atomic, _, alpha, _, a, _, beta, _, b, _,
+         t_alpha, _, t_a, _, t_beta, _, t_b) = n.children
+        return ir.Sum(self._is_t(tr), bool(atomic.children), self.operand(alpha),
+                      self.value(a), self.operand(beta), self.value(b), self.scalar(t_alpha),
+                      self.type(t_a), self.scalar(t_beta), self.type(t_b), s)
+
+
+# Instruction builders by expression name.  A rule that only renames another
+# (`barrier_instruction = BARRIER`) is the same expression as its target, so the names are
+# looked up in the grammar.  Plain functions, not bound methods: no builder <-> table cycle.
+_VALUE_BUILDERS: dict[str, Callable] = {GRAMMAR[k].name: f for k, f in {
+    "load_instruction": _Builder.load,
+    "arith_binary_instruction": _Builder.arith_binary,
+    "arith_unary_instruction": _Builder.arith_unary,
+    "subview_instruction": _Builder.subview,
+    "alloca_instruction": _Builder.alloca,
+    "cast_instruction": _Builder.cast,
+    "comparison_instruction": _Builder.compare,
+    "expand_instruction": _Builder.expand,
+    "fuse_instruction": _Builder.fuse,
+    "group_id_instruction": _Builder.group_id,
+    "group_size_instruction": _Builder.group_size,
+    "size_instruction": _Builder.size,
+    "binary_op_instruction": _Builder.binary_op,
+    "neg_instruction": _Builder.neg,
+}.items()}
+_OTHER_BUILDERS: dict[str, Callable] = {GRAMMAR[k].name: f for k, f in {
+    "multi_value_instruction": _Builder.multi_value,
+    "axpby_instruction": _Builder.axpby,
+    "barrier_instruction": _Builder.barrier,
+    "for_instruction": _Builder.for_,
+    "foreach_instruction": _Builder.foreach,
+    "lifetime_stop_instruction": _Builder.lifetime_stop,
+    "gemm_instruction": _Builder.gemm,
+    "gemv_instruction": _Builder.gemv,
+    "ger_instruction": _Builder.ger,
+    "hadamard_product_instruction": _Builder.hadamard,
+    "store_instruction": _Builder.store,
+    "sum_instruction": _Builder.sum,
+    "yield_instruction": _Builder.yield_,
+}.items()}
+
+__all__ = ["parse", "GRAMMAR", "GRAMMAR_PATH", "MAX_NESTING", "INT_MAX", "expected_message"]
