@@ -1,0 +1,91 @@
+"""The reference interpreter: what a tensor-language kernel computes, with undefined-behaviour
+detection. `run` takes source text or a Program and the .npz-convention argument dict;
+`run_bound` runs on already bound arguments (mutating their buffers)."""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import numpy as np
+
+from .. import ir
+from ..args import BoundArgs, GroupArg, MemrefArg, bind, unbind
+from ..diagnostics import ArgumentError
+from ..types import GroupType
+from .execute import Env, Executor
+from .memory import ArgBuffer, GroupBuffer, View, written_roots
+from .ub import KINDS, UBReport
+from .values import Lanes
+from .views import GroupValue
+
+__all__ = ["run", "run_bound", "UBReport", "KINDS"]
+
+
+def _program(program_or_text: Union[str, ir.Program]) -> ir.Program:
+    from ..checker import check
+    from ..parser import parse
+
+    if isinstance(program_or_text, str):
+        program_or_text = parse(program_or_text)
+    return check(program_or_text)
+
+
+def _function(program: ir.Program, func: Optional[str]) -> ir.Function:
+    try:
+        return program.function(func)
+    except KeyError as e:
+        names = ", ".join("@" + f.name for f in program.functions) or "none"
+        raise ArgumentError(f"{e.args[0]} (functions in {program.filename}: {names})") from None
+
+
+def run(program_or_text, args, func: Optional[str] = None, groups: Optional[int] = None,
+        check: bool = True, max_steps: Optional[int] = None) -> dict[str, np.ndarray]:
+    """Run `func` of a program (IR or source text) on `args` (the .npz convention); returns
+    every memref and group argument after the run in the same keys and layout."""
+    program = _program(program_or_text)
+    function = _function(program, func)
+    bound = bind(function, args)
+    run_bound(program, function, bound, bound.num_groups(groups), check=check,
+              max_steps=max_steps)
+    return unbind(bound)
+
+
+def _arg_value(name: str, t, v):
+    if isinstance(v, MemrefArg):
+        buf = ArgBuffer(v.buffer, "%" + name, v.offset, v.shape, v.strides)
+        return View(buf, t.element, v.offset, tuple(v.shape), tuple(v.strides),
+                    (v.offset, tuple(v.shape), tuple(v.strides)), True, "%" + name)
+    if isinstance(v, GroupArg):
+        assert isinstance(t, GroupType)
+        order, ms = t.memref.order, v.members
+        offsets = np.array([m.offset for m in ms], np.int64).reshape(-1)
+
+        def per_member(field: str, k: int, static) -> np.ndarray:
+            if static is not None:  # the type fixes it: no per-member loop
+                return np.full(len(ms), static, np.int64)
+            return np.fromiter((getattr(m, field)[k] for m in ms), np.int64, len(ms))
+
+        shapes = np.stack([per_member("shape", k, t.memref.shape[k]) for k in range(order)],
+                          axis=1) if order else np.zeros((len(ms), 0), np.int64)
+        strides = np.stack([per_member("strides", k, t.memref.stride[k]) for k in range(order)],
+                           axis=1) if order else np.zeros((len(ms), 0), np.int64)
+        data = ms[0].buffer if ms else np.zeros(1, t.memref.element.dtype)
+        buf = GroupBuffer(data, "%" + name, offsets, shapes, strides)
+        return GroupValue(buf, t, offsets, shapes, strides)
+    return np.asarray(v)
+
+
+def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
+              check: bool = True, max_steps: Optional[int] = None) -> None:
+    """Run `function` with `groups` work-groups on bound arguments, writing their buffers."""
+    env = Env()
+    written = written_roots(function.body)
+    for a in function.args:
+        v = _arg_value(a.value.name, a.type, bound.values[a.value.name])
+        if isinstance(v, (View, GroupValue)):
+            v.buf.may_be_written = a.value.name in written
+        env.set(a.value.name, v)
+    if groups <= 0:
+        return
+    ex = Executor(program, groups, check, max_steps)
+    ex.run_region(function.body, env, Lanes(np.arange(groups, dtype=np.int64)))

@@ -1,0 +1,247 @@
+"""Collective BLAS instructions: axpby, gemm, gemv, ger, hadamard, sum.
+
+Lanes (work-groups) are grouped by operand shapes; each group runs one batched NumPy call.
+Arithmetic happens in the type C's usual arithmetic conversions give for alpha, beta and the
+element types; the result is converted to the output's element type. beta == 0 (per lane) does
+not read the output. `.atomic` outputs touched by several work-groups are updated per element
+in ascending group id: beta == 1 adds all contributions, beta == 0 keeps the last written value,
+any other beta is order dependent and reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from .. import ir
+from ..types import ScalarType
+from . import memory as mem
+from .memory import View
+from .scalar import cast, usual_type
+from .ub import Collector, groups_text
+from .values import Lanes, is_var
+
+
+def operands(inst) -> tuple[list[str], str]:
+    """Names of the input memref fields and of the output field of a BLAS instruction."""
+    if isinstance(inst, (ir.Axpby, ir.Sum)):
+        return ["a"], "b"
+    return ["a", "b"], "c"
+
+
+def _compute(inst, ins: list[np.ndarray], ct: np.dtype) -> np.ndarray:
+    """alpha-free product for every lane: ins are (n, *shape) arrays in the compute type."""
+    a = ins[0]
+    if isinstance(inst, ir.Axpby):
+        return a.swapaxes(-1, -2) if inst.trans and a.ndim == 3 else a
+    if isinstance(inst, ir.Sum):
+        if a.ndim == 3:
+            a = a.swapaxes(-1, -2) if inst.trans else a
+            return a.sum(axis=-1, dtype=ct)
+        return a.sum(axis=-1, dtype=ct)
+    b = ins[1]
+    if isinstance(inst, ir.Gemm):
+        a = a.swapaxes(-1, -2) if inst.trans_a else a
+        b = b.swapaxes(-1, -2) if inst.trans_b else b
+        return np.matmul(a, b)
+    if isinstance(inst, ir.Gemv):
+        a = a.swapaxes(-1, -2) if inst.trans_a else a
+        return np.matmul(a, b[..., None])[..., 0]
+    if isinstance(inst, ir.Ger):
+        return a[:, :, None] * b[:, None, :]
+    return a * b  # hadamard
+
+
+def _partition(views: list[View], n: int):
+    """Lane selections (None = all) on which every view has a uniform shape."""
+    if all(v.uniform_shape for v in views):
+        return [None]
+    cols = [np.broadcast_to(np.asarray(s, np.int64), (n,)) for v in views for s in v.shape]
+    keys = np.stack(cols, axis=1)
+    _, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    return [np.flatnonzero(inv == u) for u in range(int(inv.max()) + 1)]
+
+
+def execute(inst, views: dict[str, View], alpha, beta, lanes: Lanes, check: bool,
+            col: Collector, flush: Callable[[], None]) -> None:
+    in_names, out_name = operands(inst)
+    order = [*in_names, out_name]
+    for sel in _partition([views[k] for k in order], lanes.n):
+        if sel is None:
+            part_views, ln, al, be = views, lanes, alpha, beta
+        else:
+            part_views = {k: _fixed_shape(v.select(sel)) for k, v in views.items()}
+            ln = lanes.select(sel)
+            al = alpha[sel] if is_var(alpha) else alpha
+            be = beta[sel] if is_var(beta) else beta
+        _run_part(inst, part_views, in_names, out_name, al, be, ln, check, col, flush)
+
+
+def _is_one(x) -> bool:
+    return np.ndim(x) == 0 and x == 1
+
+
+def _scaled(factor, arr, ct, n, k, fresh=False):
+    """factor * arr in the compute type, skipping the multiplication by a uniform 1; a `fresh`
+    array (a temporary of ours) is scaled in place."""
+    if _is_one(factor):
+        return arr.astype(ct, copy=False)
+    f = _lanes_col(np.asarray(factor).astype(ct), n, k)
+    if fresh and arr.dtype == ct and arr.flags.writeable and arr.base is None:
+        return np.multiply(arr, f, out=arr)
+    return (f * arr).astype(ct, copy=False)
+
+
+def _fixed_shape(v: View) -> View:
+    """Within one partition every lane has the same shape: make it uniform."""
+    return replace(v, shape=tuple(int(s[0]) if is_var(s) else s for s in v.shape))
+
+
+def _lanes_col(x, n, k):
+    x = np.asarray(x)
+    return x.reshape((n,) + (1,) * k) if x.ndim == 1 else x
+
+
+def _run_part(inst, views, in_names, out_name, alpha, beta, lanes, check, col, flush):
+    n, span = lanes.n, inst.span
+    out = views[out_name]
+    fps = {k: mem.footprint(views[k], n) for k in [*in_names, out_name]}
+    beta_zero = np.asarray(beta) == 0
+    k_out = len(fps[out_name].shape)
+    if check:
+        for k, fp in fps.items():
+            v = views[k]
+            mem.check_root(v, fp, lanes, col, span, "touches")
+            mem.check_lifetime(v, lanes, col, span)
+    for k, fp in fps.items():  # memory safety, also with checks off
+        if not col and not mem.safe_bounds(views[k].buf, fp):
+            col.add("out-of-bounds", span, (int(lanes.gid[0]),), None,
+                    f"operand %{getattr(inst, k).name} reaches outside its memory")
+    flush()  # reports so far make the addresses below meaningless
+    if check:
+        for k in in_names:
+            mem.check_init(views[k], fps[k], lanes, col, span)
+        if not beta_zero.all():
+            _check_out_init(out, fps[out_name], lanes, beta_zero, col, span)
+        _check_overlap(inst, views, fps, in_names, out_name, lanes, col)
+        for k in in_names:
+            mem.record(views[k], fps[k], lanes, "r", col, span)
+        mem.record(out, fps[out_name], lanes, "a" if inst.atomic else "w", col, span)
+    flush()
+    ct_type = usual_type(inst.alpha_type, inst.beta_type, *(views[k].elem for k in in_names),
+                         out.elem)
+    ct = ct_type.dtype
+    with np.errstate(all="ignore"):
+        ins = [fps[k].take(views[k].buf.data).astype(ct, copy=False) for k in in_names]
+        prod = _compute(inst, ins, ct)
+        contrib = _scaled(alpha, prod, ct, n, k_out, fresh=True)
+        fp_out = fps[out_name]
+        if inst.atomic and not fp_out.disjoint:
+            b_ = _lanes_col(np.asarray(beta).astype(ct), n, k_out)
+            _atomic(inst, out, fp_out, contrib, b_, lanes, ct_type, check, col, flush)
+        elif beta_zero.all():
+            fp_out.put(out.buf.data, _convert(contrib, ct_type, out.elem, lanes, check, col,
+                                              span, flush))
+        elif _is_one(beta) and out.elem.dtype == ct and isinstance(fp_out, mem.StridedFP) \
+                and fp_out.disjoint:
+            fp_out.take(out.buf.data)[...] += contrib  # in place through the strided view
+        else:
+            old = fp_out.take(out.buf.data).astype(ct, copy=False)
+            res = contrib + _scaled(beta, old, ct, n, k_out)
+            if beta_zero.any():
+                res = np.where(_lanes_col(beta_zero, n, k_out), contrib, res)
+            fp_out.put(out.buf.data, _convert(res, ct_type, out.elem, lanes, check, col, span,
+                                              flush))
+    if check:
+        mem.mark_init(out, fp_out)
+
+
+def _convert(res, ct_type: ScalarType, elem: ScalarType, lanes, check, col, span, flush):
+    if ct_type is elem or ct_type.dtype == elem.dtype:
+        return res
+    out, faults = cast(ct_type, elem, res)
+    if check:
+        for kind, mask, what in faults:
+            m = np.asarray(mask).reshape(lanes.n, -1).any(axis=1) if np.ndim(mask) else \
+                np.broadcast_to(mask, (lanes.n,))
+            for lane in np.flatnonzero(m)[:4]:
+                g = int(lanes.gid[lane])
+                col.add(kind, span, (g,), None, f"{groups_text([g])}: result {what}")
+        flush()
+    return out
+
+
+def _check_out_init(out: View, fp, lanes, beta_zero, col, span):
+    if not isinstance(out.buf, mem.AllocaBuffer) or out.buf.init is None:
+        return
+    ok = fp.take(out.buf.init) | _lanes_col(beta_zero, lanes.n, len(fp.shape))
+    if not ok.all():
+        addr = fp.addr()
+        mem._report_positions(col, "uninitialised-read", span, out, lanes, addr, ~ok,
+                              lambda name, el: f"reads element {mem._fmt(el)} of {name} "
+                                               "before any write (beta != 0)")
+
+
+def _check_overlap(inst, views, fps, in_names, out_name, lanes, col):
+    out = views[out_name]
+    for k in in_names:
+        v = views[k]
+        if v.buf is not out.buf:
+            continue
+        n = lanes.n
+        ao = fps[out_name].addr().reshape(n, -1)
+        ai = fps[k].addr().reshape(n, -1)
+        big = int(len(out.buf.data)) + 1
+        lane_ids = np.arange(n, dtype=np.int64)[:, None] * big
+        hit = np.isin(ao + lane_ids, ai + lane_ids)
+        for lane in np.flatnonzero(hit.any(axis=1))[:4]:
+            a = int(ao[lane][hit[lane]][0])
+            name, el = out.buf.describe(a)
+            g = int(lanes.gid[lane])
+            col.add("overlapping-operands", inst.span, (g,), el,
+                    f"{groups_text([g])}: input %{getattr(inst, k).name} and output "
+                    f"%{getattr(inst, out_name).name} share element {mem._fmt(el)} of {name}")
+
+
+def _atomic(inst, out: View, fp, contrib, beta, lanes, ct_type, check, col, flush):
+    """Atomic updates where lanes share output elements: ascending group id per element."""
+    n = lanes.n
+    k = len(fp.shape)
+    addr = fp.addr().reshape(-1)
+    reps = addr.size // max(n, 1)
+    g = np.repeat(lanes.gid, reps)
+    vals = np.broadcast_to(contrib, (n,) + fp.shape).reshape(-1)
+    betas = np.broadcast_to(beta, (n,) + (1,) * k).reshape(n, -1)
+    betas = np.broadcast_to(betas, (n, reps)).reshape(-1)
+    order = np.lexsort((g, addr))
+    addr, g, vals, betas = addr[order], g[order], vals[order], betas[order]
+    start = np.r_[True, addr[1:] != addr[:-1]]
+    seg = np.cumsum(start) - 1
+    first = np.flatnonzero(start)
+    rank = np.arange(addr.size) - first[seg]
+    if check:
+        multi = np.bincount(seg)[seg] > 1
+        odd = multi & (betas != 0) & (betas != 1)
+        for i in np.flatnonzero(odd & (rank == 1))[:4]:
+            name, el = out.buf.describe(int(addr[i]))
+            gs = g[seg == seg[i]]
+            col.add("order-dependent-atomic", inst.span, tuple(gs[:2]), el,
+                    f"{groups_text(gs)} atomically update element {mem._fmt(el)} of {name} with "
+                    f"beta = {betas[i]}: the result depends on their order (applied in "
+                    "ascending work-group order)")
+        flush()
+    data = out.buf.data
+    elem = out.elem
+    ones = bool((betas == 1).all())
+    if ones and ct_type.dtype == elem.dtype:
+        np.add.at(data, addr, vals)
+        return
+    for r in range(int(rank.max()) + 1 if rank.size else 0):
+        s = rank == r
+        a, b, v = addr[s], betas[s], vals[s]
+        old = data[a].astype(ct_type.dtype)
+        new = np.where(b == 0, v, v + b * old)
+        data[a] = _convert(new, ct_type, elem, Lanes(g[s]), check, col, inst.span, flush)

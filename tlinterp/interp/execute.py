@@ -1,0 +1,400 @@
+"""The region walker: runs a function body once for a whole set of lanes.
+
+Mixed code runs with one lane per work-group; a divergent `if` splits the lanes, a `for` with
+varying bounds masks finished lanes, a `foreach` expands each lane into its iterations. Every
+instruction first collects its undefined-behaviour reports, raises them, and only then has
+its memory effects.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from .. import ir
+from ..args import check_allocation
+from ..diagnostics import Diagnostic, ExecutionError
+from ..types import INDEX, ScalarType
+from . import collectives, scalar
+from . import memory as mem
+from . import views as vw
+from .memory import AllocaBuffer, View
+from .ub import Collector, groups_text, raise_reports
+from .values import Lanes, is_var, select
+
+_PURE = (ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.Yield, ir.GroupId, ir.GroupSize,
+         ir.Size)
+
+# Bytes of interpreter state per foreach lane (lane ids, actors, iteration, a few values).
+_BYTES_PER_LANE = 96
+
+
+def _index(x):
+    """An index operand: an int when uniform, else the lane array itself (not a copy, so
+    that the address cache recognises it)."""
+    return int(x) if np.ndim(x) == 0 else x
+
+
+class Env:
+    """SSA values of a region; values of enclosing regions are restricted to these lanes lazily."""
+
+    def __init__(self, parent: Optional[Env] = None, sel=None):
+        self.parent, self.sel, self.vars = parent, sel, {}
+
+    def get(self, name: str):
+        v = self.vars.get(name)
+        if v is None:
+            if self.parent is None:
+                raise KeyError(name)
+            v = self.parent.get(name)
+            if self.sel is not None:
+                v = select(v, self.sel)
+                self.vars[name] = v
+        return v
+
+    def set(self, name: str, v) -> None:
+        self.vars[name] = v
+
+
+class Executor:
+    def __init__(self, program: ir.Program, n_groups: int, check: bool,
+                 max_steps: Optional[int]):
+        self.program, self.n_groups, self.check = program, n_groups, check
+        self.max_steps, self.steps = max_steps, 0
+        self.next_actor = n_groups + 1
+        self._pure_cache: dict[int, bool] = {}
+        self._addr_cache: dict[tuple, tuple] = {}  # load/store addresses, by view and indices
+        self._dispatch = {
+            ir.Arith: self._arith, ir.ArithUnary: self._unary, ir.Cast: self._cast,
+            ir.Compare: self._compare, ir.GroupId: self._group_id, ir.GroupSize: self._group_size,
+            ir.Load: self._load, ir.Store: self._store, ir.Size: self._size,
+            ir.Subview: self._subview, ir.Expand: self._expand, ir.Fuse: self._fuse,
+            ir.Alloca: self._alloca, ir.LifetimeStop: self._lifetime_stop,
+            ir.Barrier: lambda inst, env, lanes, col: None,
+            ir.If: self._if, ir.For: self._for, ir.Foreach: self._foreach,
+        }
+        for cls in ir.BLAS:
+            self._dispatch[cls] = self._blas
+
+    # --- plumbing ----------------------------------------------------------------------
+
+    def flush(self, col: Collector) -> None:
+        raise_reports(col, self.program.filename, self.program.source)
+
+    def val(self, op: ir.Operand, t: ScalarType, env: Env):
+        if isinstance(op, ir.Const):
+            return scalar.const(op, t)
+        return env.get(op.name)
+
+    def faults(self, faults, lanes: Lanes, col: Collector, span) -> None:
+        if not self.check:
+            return
+        for kind, mask, what in faults:
+            m = np.broadcast_to(np.asarray(mask, bool), (lanes.n,))
+            if lanes.live is not None:
+                m = m & lanes.live
+            for lane in np.flatnonzero(m)[:4]:
+                g = int(lanes.gid[lane])
+                same = what == kind.replace("-", " ")
+                col.add(kind, span, (g,), None, groups_text([g]) + ("" if same else f": {what}"))
+            extra = int(m.sum()) - min(int(m.sum()), 4)
+            if extra:
+                col.dropped[kind] = col.dropped.get(kind, 0) + extra
+
+    def run_region(self, region: ir.Region, env: Env, lanes: Lanes):
+        """Run a region; returns the values of its trailing yield (or None)."""
+        allocas: list[AllocaBuffer] = []
+        result = None
+        try:
+            for inst in region.instructions:
+                if isinstance(inst, ir.Yield):
+                    result = [self.val(v, t, env) for v, t in zip(inst.values, inst.types)]
+                    break
+                self.steps += 1
+                if self.max_steps is not None and self.steps > self.max_steps:
+                    raise ExecutionError([Diagnostic(
+                        f"step budget of {self.max_steps} instructions exceeded (raise it with "
+                        "--max-steps)", inst.span, self.program.filename)], self.program.source)
+                col = Collector()
+                out = self._dispatch[type(inst)](inst, env, lanes, col)
+                self.flush(col)
+                if isinstance(inst, ir.Alloca):
+                    allocas.append(out)
+        finally:
+            for buf in allocas:  # region end: allocas die
+                buf.alive[:] = False
+        return result
+
+    # --- scalar instructions --------------------------------------------------------------
+
+    def _arith(self, inst: ir.Arith, env, lanes, col):
+        r, f = scalar.binary(inst.op, inst.type, self.val(inst.lhs, inst.type, env),
+                             self.val(inst.rhs, inst.type, env))
+        self.faults(f, lanes, col, inst.span)
+        env.set(inst.result.name, r)
+
+    def _unary(self, inst: ir.ArithUnary, env, lanes, col):
+        r, f = scalar.unary(inst.op, inst.type, self.val(inst.operand, inst.type, env))
+        self.faults(f, lanes, col, inst.span)
+        env.set(inst.result.name, r)
+
+    def _cast(self, inst: ir.Cast, env, lanes, col):
+        r, f = scalar.cast(inst.from_type, inst.to_type, self.val(inst.operand, inst.from_type,
+                                                                  env))
+        self.faults(f, lanes, col, inst.span)
+        env.set(inst.result.name, r)
+
+    def _compare(self, inst: ir.Compare, env, lanes, col):
+        r, _ = scalar.compare(inst.cond, inst.type, self.val(inst.lhs, inst.type, env),
+                              self.val(inst.rhs, inst.type, env))
+        env.set(inst.result.name, r)
+
+    def _group_id(self, inst, env, lanes, col):
+        env.set(inst.result.name, lanes.gid)
+
+    def _group_size(self, inst, env, lanes, col):
+        env.set(inst.result.name, np.array(self.n_groups, np.int64))
+
+    # --- memory ---------------------------------------------------------------------------
+
+    def _element(self, inst, view: View, indices, env, lanes, col, what):
+        """Address of the indexed element per lane (0-d when uniform), after the checks."""
+        idx = [_index(self.val(i, INDEX, env)) for i in indices]
+        n = lanes.n
+        if self.check:
+            bad = np.zeros(n, bool)
+            for i, s in zip(idx, view.shape):
+                bad |= np.broadcast_to((np.asarray(i) < 0) | (np.asarray(i) >= s), (n,))
+            for lane in np.flatnonzero(bad)[:4]:
+                g = int(lanes.gid[lane])
+                el = tuple(int(i[lane]) if is_var(i) else int(i) for i in idx)
+                shape = tuple(int(s[lane]) if is_var(s) else int(s) for s in view.shape)
+                col.add("out-of-bounds", inst.span, (g,), el,
+                        f"{groups_text([g])} {what} element {mem._fmt(el)} of %"
+                        f"{inst.operand.name}, whose shape is {shape}")
+            self.flush(col)
+        # Addresses depend on the offset, strides and indices only: views of equal layout
+        # (e.g. a load from %x and a store to %y at the same indices) share them.
+        parts = (view.off, *view.strides, *idx)
+        key = (n,) + tuple((id(x), 0) if is_var(x) else (int(x), 1) for x in parts)
+        hit = self._addr_cache.get(key)
+        if hit is not None:
+            addr, fp = hit[1], hit[2]
+        else:
+            addr = mem.element_addr(view, idx)
+            fp = mem.lane_footprint(addr, n)
+            if len(self._addr_cache) >= 8:
+                self._addr_cache.pop(next(iter(self._addr_cache)))
+            # the entry holds the arrays whose ids are in the key, so the ids stay theirs
+            self._addr_cache[key] = (parts, addr, fp)
+        if not mem.safe_bounds(view.buf, fp):
+            if self.check:
+                mem.check_root(view, fp, lanes, col, inst.span, what)
+                self.flush(col)
+            col.add("out-of-bounds", inst.span, (int(lanes.gid[0]),), None,
+                    f"%{inst.operand.name}: an element outside its memory is accessed")
+            self.flush(col)
+        if self.check:
+            mem.check_root(view, fp, lanes, col, inst.span, what)
+            mem.check_lifetime(view, lanes, col, inst.span)
+            self.flush(col)
+        return addr, fp
+
+    def _load(self, inst: ir.Load, env, lanes, col):
+        src = env.get(inst.operand.name)
+        if isinstance(src, vw.GroupValue):
+            idx = self.val(inst.indices[0], INDEX, env)
+            env.set(inst.result.name, vw.load_member(src, idx, lanes, col, inst.span,
+                                                     "%" + inst.result.name))
+            return
+        addr, fp = self._element(inst, src, inst.indices, env, lanes, col, "reads")
+        if self.check:
+            mem.check_init(src, fp, lanes, col, inst.span)
+            mem.record(src, fp, lanes, "r", col, inst.span)
+            self.flush(col)
+        if addr.ndim == 0:
+            env.set(inst.result.name, src.buf.data[addr])
+        else:
+            env.set(inst.result.name, np.array(fp.take(src.buf.data)))
+
+    def _store(self, inst: ir.Store, env, lanes, col):
+        dst = env.get(inst.operand.name)
+        value = self.val(inst.value, inst.type.element, env)
+        addr, fp = self._element(inst, dst, inst.indices, env, lanes, col, "writes")
+        if self.check:
+            mem.record(dst, fp, lanes, "w", col, inst.span)
+            self.flush(col)
+            mem.mark_init(dst, fp)
+        if addr.ndim == 0:
+            # lanes racing on one element (only reached with check=False): one value wins
+            dst.buf.data[addr] = value[-1] if np.ndim(value) == 1 else value
+        else:
+            fp.put(dst.buf.data, value)
+
+    def _size(self, inst: ir.Size, env, lanes, col):
+        s = env.get(inst.operand.name).shape[inst.mode]
+        env.set(inst.result.name, np.asarray(s, np.int64))
+
+    def _subview(self, inst: ir.Subview, env, lanes, col):
+        src = env.get(inst.operand.name)
+        slices = []
+        for sl in inst.slices:
+            off = vw.meta(self.val(sl.offset, INDEX, env))
+            size = None if sl.size is None else vw.meta(self.val(sl.size, INDEX, env))
+            slices.append((off, size, sl.is_range))
+        v = vw.subview(src, slices, lanes, col, inst.span)
+        env.set(inst.result.name, self._named(v, inst))
+
+    def _named(self, v: View, inst) -> View:
+        v.name = "%" + inst.result.name
+        return v
+
+    def _expand(self, inst: ir.Expand, env, lanes, col):
+        entries = [vw.meta(env.get(e.name)) if isinstance(e, ir.Value) else e
+                   for e in inst.shape]
+        v = vw.expand(env.get(inst.operand.name), inst.mode, entries, lanes, col, inst.span)
+        env.set(inst.result.name, self._named(v, inst))
+
+    def _fuse(self, inst: ir.Fuse, env, lanes, col):
+        v = vw.fuse(env.get(inst.operand.name), inst.first, inst.last, lanes, col, inst.span)
+        env.set(inst.result.name, self._named(v, inst))
+
+    def _alloca(self, inst: ir.Alloca, env, lanes, col):
+        t = inst.type
+        shape, strides = tuple(t.shape), tuple(t.stride)
+        ext = mem.extent(shape, strides)
+        n = lanes.n
+        check_allocation(n * ext * t.element.dtype.itemsize * (2 if self.check else 1),
+                         f"alloca {inst.result} for {n} work-groups", ExecutionError)
+        buf = AllocaBuffer("%" + inst.result.name, t.element, shape, strides, ext,
+                           lanes.gid.copy(), self.check)
+        off = np.arange(n, dtype=np.int64) * max(ext, 1)
+        env.set(inst.result.name, View(buf, t.element, off, shape, strides,
+                                       (off, shape, strides), True, "%" + inst.result.name))
+        return buf
+
+    def _lifetime_stop(self, inst: ir.LifetimeStop, env, lanes, col):
+        v = env.get(inst.operand.name)
+        if not isinstance(v.buf, AllocaBuffer):
+            return  # the checker only lets alloca results through; nothing to end otherwise
+        if self.check:
+            mem.check_lifetime(v, lanes, col, inst.span)
+            self.flush(col)
+        slot = np.asarray(v.root[0], np.int64) // v.buf.extent
+        v.buf.alive[slot] = False
+
+    # --- control flow ---------------------------------------------------------------------
+
+    def _if(self, inst: ir.If, env, lanes, col):
+        cond = np.asarray(self.val(inst.cond, ScalarType.i1, env), bool)
+        names = [r.name for r in inst.results]
+        if cond.ndim == 0:
+            region = inst.then if cond else inst.otherwise
+            if region is not None:
+                out = self.run_region(region, Env(env), lanes)
+                for name, v in zip(names, out or []):
+                    env.set(name, v)
+            return
+        if self._pure(inst.then) and (inst.otherwise is None or self._pure(inst.otherwise)):
+            # If-conversion: both branches run on all lanes, faults count only where taken.
+            outs = [self.run_region(r, Env(env), lanes.masked(m)) if r is not None else None
+                    for r, m in ((inst.then, cond), (inst.otherwise, ~cond))]
+            for k, (name, t) in enumerate(zip(names, inst.result_types)):
+                env.set(name, np.where(cond, outs[0][k], outs[1][k]).astype(t.dtype))
+            return
+        parts = []
+        for region, mask in ((inst.then, cond), (inst.otherwise, ~cond)):
+            if region is None or not mask.any():
+                parts.append((mask, None))
+                continue
+            sel = None if mask.all() else np.flatnonzero(mask)
+            sub = lanes if sel is None else lanes.select(sel)
+            parts.append((mask, self.run_region(region, Env(env, sel), sub)))
+        for k, (name, t) in enumerate(zip(names, inst.result_types)):
+            merged = np.empty(lanes.n, t.dtype)
+            for mask, out in parts:
+                if out is not None:
+                    merged[mask] = out[k]
+            env.set(name, merged)
+
+    def _pure(self, region: ir.Region) -> bool:
+        """Only scalar instructions: safe to run on lanes that did not take the branch."""
+        key = id(region)
+        p = self._pure_cache.get(key)
+        if p is None:
+            p = self._pure_cache[key] = all(isinstance(i, _PURE) for i in region.instructions)
+        return p
+
+    def _for(self, inst: ir.For, env, lanes, col):
+        t = inst.type
+        i = self.val(inst.start, t, env)
+        stop = self.val(inst.stop, t, env)
+        step = scalar.const(ir.Const(1), t) if inst.step is None else self.val(inst.step, t, env)
+        nonempty = np.asarray(i < stop)
+        if (nonempty & (np.asarray(step) <= 0)).any():
+            raise ExecutionError([Diagnostic(
+                "for loop with a step <= 0 over a non-empty range never terminates", inst.span,
+                self.program.filename)], self.program.source)
+        live = np.asarray(i < stop)
+        while True:
+            if live.ndim == 0 or live.all():
+                if not live.all():
+                    return
+                sub, sel, iv = lanes, None, i
+            else:
+                if not live.any():
+                    return
+                sel = np.flatnonzero(live)
+                sub, iv = lanes.select(sel), (i[sel] if np.ndim(i) else i)
+            body = Env(env, sel)
+            body.set(inst.var.name, iv)
+            self.run_region(inst.body, body, sub)
+            nxt, faults = scalar.binary("add", t, i, step)
+            if self.check:
+                c = Collector()
+                self.faults([(k, np.asarray(m) & live, "the loop variable's increment: " + w)
+                             for k, m, w in faults], lanes, c, inst.span)
+                self.flush(c)
+            i = np.where(live, nxt, i).astype(t.dtype) if np.ndim(i) else nxt
+            live = live & np.asarray(i < stop)
+
+    def _foreach(self, inst: ir.Foreach, env, lanes, col):
+        t = inst.type
+        start = self.val(inst.start, t, env)
+        stop = self.val(inst.stop, t, env)
+        n = lanes.n
+        s64 = np.broadcast_to(np.asarray(start).astype(np.int64), (n,))
+        count = np.maximum(np.broadcast_to(np.asarray(stop).astype(np.int64), (n,)) - s64, 0)
+        # float sum: an int64 sum could wrap for absurd ranges and slip past the guard
+        lanes_f = int(count.sum(dtype=np.float64))
+        check_allocation(lanes_f * _BYTES_PER_LANE,
+                         f"foreach over {lanes_f} (work-group, iteration) lanes", ExecutionError)
+        total = int(count.sum())
+        if total == 0:
+            return
+        if np.ndim(start) == 0 and np.ndim(stop) == 0:
+            c = int(count[0]) if n else 0
+            parent = np.repeat(np.arange(n), c)
+            it = np.tile(np.arange(int(s64[0]), int(s64[0]) + c, dtype=np.int64), n)
+        else:
+            parent = np.repeat(np.arange(n), count)
+            first = np.cumsum(count) - count
+            it = s64[parent] + (np.arange(total, dtype=np.int64) - first[parent])
+        marker = self.next_actor
+        self.next_actor += total + 1
+        act = marker + 1 + np.arange(total, dtype=np.int64) if self.check else None
+        sub = Lanes(act=act, marker=marker, it=it, parent=lanes, sel=parent, n=total)
+        body = Env(env, parent)
+        body.set(inst.var.name, it.astype(t.dtype, copy=False))
+        self.run_region(inst.body, body, sub)
+
+    # --- collectives ----------------------------------------------------------------------
+
+    def _blas(self, inst, env, lanes, col):
+        in_names, out_name = collectives.operands(inst)
+        views = {k: env.get(getattr(inst, k).name) for k in [*in_names, out_name]}
+        alpha = self.val(inst.alpha, inst.alpha_type, env)
+        beta = self.val(inst.beta, inst.beta_type, env)
+        collectives.execute(inst, views, alpha, beta, lanes, self.check, col,
+                            lambda: self.flush(col))
