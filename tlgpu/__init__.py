@@ -1,0 +1,49 @@
+"""OpenCL backend of the tensor language: lowering to OpenCL C and a pyopencl runtime.
+
+    source = tlgpu.lower(program)                 # what `tlrun --emit opencl` prints
+    out = tlgpu.run(program, args, device="pocl") # the .npz convention, like tlinterp.run
+
+Modules: config (LoweringConfig), ctypes_map (types, exact literals), cwriter (C text + line
+table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_function
+(kernel signature per SPEC_NOTES, views, control flow, alloca, barriers), lower_collectives
+(BLAS instructions over the work-items), barriers (where a barrier is needed), memory
+(alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering (program,
+work-group size choice), devices (device strings, contexts), runtime (build cache,
+marshalling, launch), buildlog (compiler log -> tensor-language spans).
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+from tlinterp import ir
+
+from .config import LoweringConfig
+
+
+def lower(program: ir.Program, func: Optional[str] = None,
+          config: Optional[LoweringConfig] = None) -> str:
+    """OpenCL C source for `func` (all functions when None)."""
+    from .lowering import lower_program
+
+    return lower_program(program, func, config).source
+
+
+def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
+        groups: Optional[int] = None, device: Optional[str] = None,
+        config: Optional[LoweringConfig] = None) -> dict:
+    """Run `func` on an OpenCL device; arguments and results follow the .npz convention."""
+    from .runtime import run as _run
+
+    return _run(program, args, func=func, groups=groups, device=device, config=config)
+
+
+def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
+              device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> None:
+    """Run on already bound arguments, writing the results into their buffers."""
+    from .runtime import run_bound as _run_bound
+
+    _run_bound(program, function, bound, groups, device=device, config=config)
+
+
+__all__ = ["LoweringConfig", "lower", "run", "run_bound"]

@@ -1,0 +1,132 @@
+"""Collective instructions on pocl against the interpreter (fuzz.compare's error bounds for
+floats, exact for integers): every BLAS instruction and transpose, static and dynamic shapes,
+beta 0 / 1 / other / run-time, atomics, mixed precision; under several lowering configs."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tlgpu
+import tlinterp
+from fuzz.compare import compare_outputs
+from tlgpu import LoweringConfig
+from tlinterp.interp import run as interp_run
+
+pytestmark = pytest.mark.opencl  # needs an OpenCL device (pocl in CI)
+
+CASES = {
+    # name: (source body, argument shapes); %G is the group-id slice of the batch mode
+    "gemm_nn": ("gemm.n.n %al, %a, %b, %be, %c : {S}, memref<{T}x7x5>, memref<{T}x5x6>, {S}, "
+                "memref<{T}x7x6>", {"a": (7, 5), "b": (5, 6), "c": (7, 6)}),
+    "gemm_nt": ("gemm.n.t %al, %a, %b, %be, %c : {S}, memref<{T}x7x5>, memref<{T}x6x5>, {S}, "
+                "memref<{T}x7x6>", {"a": (7, 5), "b": (6, 5), "c": (7, 6)}),
+    "gemm_tn": ("gemm.t.n %al, %a, %b, %be, %c : {S}, memref<{T}x5x7>, memref<{T}x5x6>, {S}, "
+                "memref<{T}x7x6>", {"a": (5, 7), "b": (5, 6), "c": (7, 6)}),
+    "gemm_tt_dyn": ("gemm.t.t %al, %a, %b, %be, %c : {S}, memref<{T}x?x?>, memref<{T}x?x?>, {S}, "
+                    "memref<{T}x?x?>", {"a": (5, 33), "b": (18, 5), "c": (33, 18)}),
+    "gemm_big": ("gemm.n.n %al, %a, %b, %be, %c : {S}, memref<{T}x40x33>, memref<{T}x33x36>, "
+                 "{S}, memref<{T}x40x36>", {"a": (40, 33), "b": (33, 36), "c": (40, 36)}),
+    "gemv_n": ("gemv.n %al, %a, %b, %be, %c : {S}, memref<{T}x7x5>, memref<{T}x5>, {S}, "
+               "memref<{T}x7>", {"a": (7, 5), "b": (5,), "c": (7,)}),
+    "gemv_t": ("gemv.t %al, %a, %b, %be, %c : {S}, memref<{T}x5x7>, memref<{T}x5>, {S}, "
+               "memref<{T}x7>", {"a": (5, 7), "b": (5,), "c": (7,)}),
+    "ger": ("ger %al, %a, %b, %be, %c : {S}, memref<{T}x7>, memref<{T}x6>, {S}, "
+            "memref<{T}x7x6>", {"a": (7,), "b": (6,), "c": (7, 6)}),
+    "hadamard": ("hadamard_product %al, %a, %b, %be, %c : {S}, memref<{T}x?>, memref<{T}x?>, {S},"
+                 " memref<{T}x?>", {"a": (9,), "b": (9,), "c": (9,)}),
+    "axpby_n": ("axpby.n %al, %a, %be, %c : {S}, memref<{T}x7x6>, {S}, memref<{T}x7x6>",
+                {"a": (7, 6), "c": (7, 6)}),
+    "axpby_t": ("axpby.t %al, %a, %be, %c : {S}, memref<{T}x6x7>, {S}, memref<{T}x7x6>",
+                {"a": (6, 7), "c": (7, 6)}),
+    "sum_n": ("sum.n %al, %a, %be, %c : {S}, memref<{T}x7x5>, {S}, memref<{T}x7>",
+              {"a": (7, 5), "c": (7,)}),
+    "sum_t": ("sum.t %al, %a, %be, %c : {S}, memref<{T}x7x5>, {S}, memref<{T}x5>",
+              {"a": (7, 5), "c": (5,)}),
+    "sum_vec": ("sum.n %al, %a, %be, %c : {S}, memref<{T}x11>, {S}, memref<{T}>",
+                {"a": (11,), "c": ()}),
+}
+# (elements, scalars, atomic): atomics cover the float CAS loop and the native integer add
+VARIANTS = [("f64", "f64", False), ("f32", "f32", True), ("i32", "i32", True),
+            ("f32", "f64", False)]
+
+
+def kernel(name: str, body: str, shapes: dict, T: str, S: str, atomic: bool) -> str:
+    """One function: each operand is the group-id slice of a batched argument whose leading
+    modes are the operand's (static or dynamic) modes."""
+    op = body.format(T=T, S=S)
+    memrefs = re.findall(r"memref<([^>]*)>", op)
+    params = [f"%al: {S}", f"%be: {S}"]
+    lines = ["  %g = group_id"]
+    for arg, mt in zip(shapes, memrefs):
+        batched = f"memref<{mt}x?>"
+        params.append(f"%{arg}B: {batched}")
+        lines.append(f"  %{arg} = subview %{arg}B[{':, ' * len(shapes[arg])}%g] : {batched}")
+    if atomic:
+        op = re.sub(r"^(\S+) ", r"\1.atomic ", op)
+    return "\n".join([f"func @{name}({', '.join(params)}) {{", *lines, "  " + op, "}"])
+
+
+def build_source() -> tuple[str, list]:
+    funcs, index = [], []
+    for cname, (body, shapes) in CASES.items():
+        for T, S, atomic in VARIANTS:
+            name = f"{cname}_{T}_{S}{'_atomic' if atomic else ''}"
+            funcs.append(kernel(name, body, shapes, T, S, atomic))
+            index.append((name, cname, T, S, atomic))
+    return "\n".join(funcs), index
+
+
+SOURCE, INDEX = build_source()
+
+
+@pytest.fixture(scope="module")
+def program():
+    return tlinterp.check(tlinterp.parse(SOURCE, "collectives.tl"))
+
+
+def arguments(cname: str, T: str, S: str, beta, groups: int, rng) -> dict:
+    _, shapes = CASES[cname]
+    dt = np.dtype({"f32": np.float32, "f64": np.float64, "i32": np.int32}[T])
+    st = np.dtype({"f32": np.float32, "f64": np.float64, "i32": np.int32}[S])
+    args = {"al": st.type(3 if dt.kind == "i" else 0.75), "be": st.type(beta)}
+    for arg, shape in shapes.items():
+        full = tuple(shape) + (groups,)
+        if dt.kind == "i":
+            v = rng.integers(-9, 10, full).astype(dt)
+        else:
+            v = rng.standard_normal(full).astype(dt)
+        args[f"{arg}B"] = v
+    if beta == 0 and dt.kind == "f":
+        args["cB"][...] = np.nan  # beta = 0 must not read C
+    return args
+
+
+def check(program, name, args, groups, config=None):
+    want = interp_run(program, args, func=name, groups=groups)
+    got = tlgpu.run(program, args, func=name, groups=groups, config=config)
+    bad = compare_outputs(program, name, args, want, got, groups=groups)
+    assert not bad, "\n".join(str(m) for m in bad[:5])
+
+
+@pytest.mark.parametrize("name,cname,T,S,atomic", INDEX, ids=[i[0] for i in INDEX])
+def test_collective(program, name, cname, T, S, atomic):
+    rng = np.random.default_rng(len(name))
+    betas = (0, 1) if atomic else (0, 1, -2)
+    for beta in betas:
+        check(program, name, arguments(cname, T, S, beta, 3, rng), 3)
+
+
+CONFIGS = [LoweringConfig(register_tiles=False), LoweringConfig(work_group_size=(3, 5)),
+           LoweringConfig(local_staging_min_reuse=1, max_tile=2, unroll_k=1,
+                          minimise_barriers=False, work_group_size=(8, 2))]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["untiled", "wg3x5", "staged-small-tiles"])
+@pytest.mark.parametrize("cname", ["gemm_nt", "gemm_tt_dyn", "gemm_big", "ger", "sum_vec"])
+def test_lowering_configs_do_not_change_results(program, config, cname):
+    rng = np.random.default_rng(7)
+    name = f"{cname}_f64_f64"
+    check(program, name, arguments(cname, "f64", "f64", -2, 2, rng), 2, config)

@@ -1,0 +1,81 @@
+"""Lowering decisions as plain data (SPEC_NOTES `lowering_config`); results never depend on them."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, fields
+from typing import Optional
+
+from tlinterp.diagnostics import BackendError
+
+
+@dataclass(frozen=True)
+class LoweringConfig:
+    """Every knob the lowering turns; None means "choose from the kernel and the device"."""
+
+    work_group_size: Optional[tuple[int, int]] = None  # overridden by a function's attribute
+    max_work_group_size: int = 256  # cap for the automatic choice (the runtime lowers it to the
+    # device's maximum)
+    register_tiles: bool = True  # static-shape gemm: per-work-item register tiles of C
+    max_tile: int = 16  # most C elements one work-item keeps in registers
+    local_staging: bool = True  # copy static A/B of a gemm to local memory first
+    local_staging_bytes: int = 32768  # budget for that copy (per gemm)
+    local_staging_min_reuse: int = 32  # stage only when every element is reused this often
+    # (min(M, N)); small GEMMs run faster straight from the cache (measured on an H200)
+    unroll_k: int = 8  # `#pragma unroll` factor of the K loop of a static-shape gemm (1: none)
+    local_memory_bytes: int = 49152  # budget for alloca + staging; more is a BackendError
+    reuse_local_memory: bool = True  # allocas whose lifetimes do not overlap share memory
+    minimise_barriers: bool = True  # False: a barrier after every memory-touching step
+    # OpenCL C 1.2 forbids `global T*global*` kernel parameters and NVIDIA enforces it: pass
+    # the pointer array as `global ulong*` instead (same bytes; the runtime sets this there)
+    group_pointers_as_ulong: bool = False
+
+    @staticmethod
+    def from_overrides(overrides: dict[str, str] | list[str] | None = None,
+                       base: Optional[LoweringConfig] = None) -> LoweringConfig:
+        """Parse `KEY=VALUE` overrides (`tlrun --lowering`); unknown keys are a BackendError."""
+        base = base or LoweringConfig()
+        if overrides is None:
+            return base
+        if not isinstance(overrides, dict):
+            pairs = {}
+            for item in overrides:
+                key, sep, value = item.partition("=")
+                if not sep:
+                    raise BackendError(f"--lowering expects KEY=VALUE, got '{item}'")
+                pairs[key.strip()] = value.strip()
+            overrides = pairs
+        known = {f.name: f for f in fields(LoweringConfig)}
+        changes = {}
+        for key, value in overrides.items():
+            if key not in known:
+                raise BackendError(f"unknown lowering option '{key}' (known: "
+                                   f"{', '.join(sorted(known))})")
+            changes[key] = _parse_value(key, str(value), getattr(base, key))
+        return dataclasses.replace(base, **changes)
+
+
+def _parse_value(key: str, text: str, current):
+    try:
+        if key == "work_group_size":
+            if text.lower() in ("", "none", "auto"):
+                return None
+            parts = [int(p) for p in text.replace("x", ",").split(",")]
+            if len(parts) != 2 or min(parts) < 1:
+                raise ValueError
+            return (parts[0], parts[1])
+        if isinstance(current, bool):
+            low = text.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError
+        value = int(text)
+        if value < 1:
+            raise ValueError
+        return value
+    except ValueError:
+        kind = ("W,H (two positive integers)" if key == "work_group_size"
+                else "true/false" if isinstance(current, bool) else "a positive integer")
+        raise BackendError(f"lowering option '{key}': '{text}' is not {kind}") from None

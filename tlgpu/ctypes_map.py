@@ -1,0 +1,92 @@
+"""Scalar types as OpenCL C types, and constants printed so that they round-trip exactly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tlinterp.types import ScalarType
+
+C_TYPES = {
+    ScalarType.i1: "bool",
+    ScalarType.i8: "char",
+    ScalarType.i16: "short",
+    ScalarType.i32: "int",
+    ScalarType.i64: "long",
+    ScalarType.index: "long",
+    ScalarType.u8: "uchar",
+    ScalarType.u16: "ushort",
+    ScalarType.u32: "uint",
+    ScalarType.u64: "ulong",
+    ScalarType.f32: "float",
+    ScalarType.f64: "double",
+}
+
+
+def ctype(t: ScalarType) -> str:
+    return C_TYPES[t]
+
+
+def _rank(t: ScalarType) -> int:
+    return 32 if t.bits < 32 else t.bits  # integer promotion: narrower than int becomes int
+
+
+def common_type(*types: ScalarType) -> ScalarType:
+    """C's usual arithmetic conversions over several operand types (after integer promotion)."""
+    if ScalarType.f64 in types:
+        return ScalarType.f64
+    if ScalarType.f32 in types:
+        return ScalarType.f32
+    result = ScalarType.i32
+    for t in types:
+        result = _usual(result, _promote(t))
+    return result
+
+
+def _promote(t: ScalarType) -> ScalarType:
+    return t if t.bits >= 32 else ScalarType.i32  # every type narrower than int fits in int
+
+
+def _usual(a: ScalarType, b: ScalarType) -> ScalarType:
+    if a.is_signed == b.is_signed:
+        return a if _rank(a) >= _rank(b) else b
+    s, u = (a, b) if a.is_signed else (b, a)
+    if _rank(u) >= _rank(s):
+        return u
+    return s  # a signed type of greater rank represents every value of the narrower unsigned
+
+
+def float_literal(value: float, t: ScalarType) -> str:
+    """Exact C literal of `value` rounded to `t` (hex floats; infinities and NaN spelled out)."""
+    v = float(np.float32(value)) if t is ScalarType.f32 else float(value)
+    if math.isnan(v):
+        return "NAN" if t is ScalarType.f32 else "((double)NAN)"
+    if math.isinf(v):
+        base = "INFINITY" if t is ScalarType.f32 else "((double)INFINITY)"
+        return base if v > 0 else f"(-{base})"
+    text = v.hex() + ("f" if t is ScalarType.f32 else "")
+    return f"({text})" if text.startswith("-") else text  # never `--x` after a unary minus
+
+
+def int_literal(value: int, t: ScalarType) -> str:
+    """C literal for an integer constant of type `t` (wrapping as a C conversion would)."""
+    if t.is_bool:
+        return "true" if value != 0 else "false"
+    if t.is_float:
+        return float_literal(float(value), t)
+    if value == -(2**63):
+        lit = "(-9223372036854775807L - 1L)"
+    elif value < 0:
+        lit = f"({value}L)"
+    else:
+        lit = f"{value}UL" if value >= 2**63 else f"{value}L"
+    return f"(({ctype(t)}){lit})"
+
+
+def literal(value, is_float: bool, t: ScalarType) -> str:
+    if t.is_float:
+        return float_literal(float(value), t)
+    if is_float:  # a float spelling used for an integer type: C conversion truncates
+        return int_literal(int(value), t)
+    return int_literal(int(value), t)

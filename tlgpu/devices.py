@@ -1,0 +1,105 @@
+"""OpenCL device choice (`--device pocl|nvidia|oclgrind|PLATFORM:DEVICE`, PYOPENCL_CTX) and the
+context/queue cache."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from tlinterp.diagnostics import BackendError
+
+_ALIASES = {"pocl": ("portable computing language", "pocl"), "nvidia": ("nvidia",),
+            "oclgrind": ("oclgrind",)}
+
+
+@dataclass
+class DeviceHandle:
+    device: object  # pyopencl.Device
+    context: object
+    queue: object  # a profiling-enabled in-order queue
+
+    @property
+    def key(self) -> str:
+        d = self.device
+        return f"{d.platform.name}|{d.name}|{d.driver_version}"
+
+    @property
+    def keeps_f32_denormals(self) -> bool:
+        import pyopencl as cl
+
+        return bool(self.device.single_fp_config & cl.device_fp_config.DENORM)
+
+
+_CACHE: dict[str, DeviceHandle] = {}
+
+
+def _cl():
+    try:
+        import pyopencl as cl
+    except ImportError as e:  # pragma: no cover - pyopencl is a dependency
+        raise BackendError(f"pyopencl is not installed ({e})") from None
+    return cl
+
+
+def _all_devices():
+    cl = _cl()
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as e:
+        raise BackendError(f"no OpenCL platform found ({e}); install pyopencl[pocl] for a "
+                           "CPU device") from None
+    out = []
+    for p in platforms:
+        try:
+            out += [(p, d) for d in p.get_devices()]
+        except cl.Error:
+            continue
+    return out
+
+
+def _describe(devs) -> str:
+    return "; ".join(f"{p.name}: {d.name}" for p, d in devs) or "none"
+
+
+def find_device(spec: Optional[str] = None):
+    """The pyopencl device a device string names (see module doc); BackendError if none."""
+    devs = _all_devices()
+    if not devs:
+        raise BackendError("no OpenCL device found; install pyopencl[pocl] for a CPU device")
+    if spec is None and os.environ.get("PYOPENCL_CTX"):
+        cl = _cl()
+        try:
+            ctx = cl.create_some_context(interactive=False)
+        except (cl.Error, RuntimeError, ValueError) as e:
+            raise BackendError(f"PYOPENCL_CTX={os.environ['PYOPENCL_CTX']!r} selects no "
+                               f"device ({e}); available: {_describe(devs)}") from None
+        return ctx.devices[0]
+    spec = spec or "pocl"
+    low = spec.lower()
+    if low in _ALIASES:
+        for p, d in devs:
+            if any(a in p.name.lower() for a in _ALIASES[low]):
+                return d
+    elif ":" in spec:
+        plat, _, dev = low.partition(":")
+        for p, d in devs:
+            if plat in p.name.lower() and dev in d.name.lower():
+                return d
+    else:
+        for p, d in devs:
+            if low in p.name.lower() or low in d.name.lower():
+                return d
+    raise BackendError(f"no OpenCL device matches '{spec}'; available: {_describe(devs)}")
+
+
+def handle(spec: Optional[str] = None) -> DeviceHandle:
+    """One context and queue per device, however it was named."""
+    cl = _cl()
+    dev = find_device(spec)
+    cache_key = f"{dev.platform.name}|{dev.name}|{dev.int_ptr}"
+    if cache_key not in _CACHE:
+        ctx = cl.Context([dev])
+        queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        _CACHE[cache_key] = DeviceHandle(dev, ctx, queue)
+    return _CACHE[cache_key]

@@ -1,0 +1,275 @@
+"""Collective BLAS instructions spread over the work-items of a work-group.
+
+Every collective computes out(i,j) = alpha * sum_k term(i,j,k) + beta * out(i,j) (no sum when
+there is no K). GEMM gets register tiles of C per work-item over a (wg0, wg1) grid, optionally
+with A and B staged in local memory; the others use one element per work-item in turn.
+Arithmetic happens in the C usual-arithmetic-conversion type of all operands (SPEC_NOTES);
+beta == 0 never reads the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Optional
+
+from tlinterp import ir
+from tlinterp.types import ScalarType
+
+from . import prelude
+from .ctypes_map import common_type, ctype
+from .views import View, static_or
+
+Term = Callable[[str, str, str], str]  # (i, j, k) -> C expression in the compute type
+
+
+@dataclass
+class Problem:
+    out: View
+    out_index: Callable[[str, str], list]  # (i, j) -> index list of the output
+    M: str
+    N: str
+    K: Optional[str]
+    term: Term
+    reads: set
+    ct: ScalarType
+
+
+def _op(v: View, trans: bool):
+    """Element (r, c) of op(v) for a matrix (transposed when `trans`), and its shape."""
+    if trans:
+        return (lambda r, c: v.at([c, r])), (v.shape[1], v.shape[0])
+    return (lambda r, c: v.at([r, c])), (v.shape[0], v.shape[1])
+
+
+def _cast(ct: ScalarType, e: str) -> str:
+    return f"(({ctype(ct)}){e})"
+
+
+def problem(lw, inst) -> Problem:
+    def view(v):
+        return lw.view(v)
+
+    if isinstance(inst, ir.Gemm):
+        a, b, c = view(inst.a), view(inst.b), view(inst.c)
+        ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
+        fa, sa = _op(a, inst.trans_a)
+        fb, _ = _op(b, inst.trans_b)
+        return Problem(c, lambda i, j: [i, j], c.shape[0], c.shape[1], sa[1],
+                       lambda i, j, k: f"{_cast(ct, fa(i, k))} * {_cast(ct, fb(k, j))}",
+                       {a.root, b.root}, ct)
+    if isinstance(inst, ir.Gemv):
+        a, b, c = view(inst.a), view(inst.b), view(inst.c)
+        ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
+        fa, sa = _op(a, inst.trans_a)
+        return Problem(c, lambda i, j: [i], c.shape[0], "1", sa[1],
+                       lambda i, j, k: f"{_cast(ct, fa(i, k))} * {_cast(ct, b.at([k]))}",
+                       {a.root, b.root}, ct)
+    if isinstance(inst, ir.Ger):
+        a, b, c = view(inst.a), view(inst.b), view(inst.c)
+        ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
+        return Problem(c, lambda i, j: [i, j], c.shape[0], c.shape[1], None,
+                       lambda i, j, k: f"{_cast(ct, a.at([i]))} * {_cast(ct, b.at([j]))}",
+                       {a.root, b.root}, ct)
+    if isinstance(inst, ir.Hadamard):
+        a, b, c = view(inst.a), view(inst.b), view(inst.c)
+        ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
+        idx = _elementwise_index(len(c.shape))
+        M, N = _elementwise_dims(c)
+        return Problem(c, idx, M, N, None,
+                       lambda i, j, k: f"{_cast(ct, a.at(idx(i, j)))} * "
+                                       f"{_cast(ct, b.at(idx(i, j)))}",
+                       {a.root, b.root}, ct)
+    if isinstance(inst, ir.Axpby):
+        a, b = view(inst.a), view(inst.b)
+        ct = common_type(inst.alpha_type, a.elem, inst.beta_type, b.elem)
+        idx = _elementwise_index(len(b.shape))
+        M, N = _elementwise_dims(b)
+        if len(a.shape) == 2 and inst.trans:
+            def term(i, j, k):
+                return _cast(ct, a.at([j, i]))
+        else:
+            def term(i, j, k):
+                return _cast(ct, a.at(idx(i, j)))
+        return Problem(b, idx, M, N, None, term, {a.root}, ct)
+    if isinstance(inst, ir.Sum):
+        a, b = view(inst.a), view(inst.b)
+        ct = common_type(inst.alpha_type, a.elem, inst.beta_type, b.elem)
+        if len(a.shape) == 1:
+            return Problem(b, lambda i, j: [], "1", "1", a.shape[0],
+                           lambda i, j, k: _cast(ct, a.at([k])), {a.root}, ct)
+        fa, sa = _op(a, inst.trans)
+        return Problem(b, lambda i, j: [i], sa[0], "1", sa[1],
+                       lambda i, j, k: _cast(ct, fa(i, k)), {a.root}, ct)
+    raise AssertionError(type(inst))  # pragma: no cover
+
+
+def _elementwise_index(order: int):
+    if order == 0:
+        return lambda i, j: []
+    if order == 1:
+        return lambda i, j: [i]
+    return lambda i, j: [i, j]
+
+
+def _elementwise_dims(v: View) -> tuple[str, str]:
+    sh = list(v.shape) + ["1", "1"]
+    return sh[0], sh[1]
+
+
+def _scalar_operand(lw, op, t: ScalarType, ct: ScalarType) -> tuple[str, Optional[float]]:
+    """C expression of alpha/beta in the compute type and its value if constant."""
+    if isinstance(op, ir.Const):
+        return _cast(ct, lw.operand(op, t)), float(op.value)
+    return _cast(ct, lw.operand(op, t)), None
+
+
+def lower_blas(lw, w, inst) -> None:
+    p = problem(lw, inst)
+    ct, T = p.ct, p.out.elem
+    alpha, alpha_c = _scalar_operand(lw, inst.alpha, inst.alpha_type, ct)
+    beta, beta_c = _scalar_operand(lw, inst.beta, inst.beta_type, ct)
+    reads = set(p.reads)
+    if beta_c != 0.0:
+        reads.add(p.out.root)
+    atomic = inst.atomic
+
+    def store(lines, i, j, acc):
+        val = acc if alpha_c == 1.0 else f"{alpha} * {acc}"
+        at = p.out.at(p.out_index(i, j))
+        if atomic:
+            addr = p.out.addr(p.out_index(i, j))
+            if beta_c == 1.0 and prelude.native_add(T):
+                name = prelude.add_name(p.out.space, T)
+                lw.helpers.setdefault(name, prelude.add_helper(p.out.space, T))
+                lines.append(f"{name}({addr}, ({ctype(T)})({val}));")
+                return
+            name = prelude.update_name(p.out.space, T, ct)
+            lw.helpers.setdefault(name, prelude.update_helper(p.out.space, T, ct))
+            lines.append(f"{name}({addr}, {val}, {beta});")
+            return
+        if beta_c == 0.0:
+            new = val
+        elif beta_c == 1.0:
+            new = f"{val} + {_cast(ct, at)}"
+        elif beta_c is not None:
+            new = f"{val} + {beta} * {_cast(ct, at)}"
+        else:  # run-time beta: 0 must not read the output (BLAS convention)
+            new = f"({beta} == 0 ? {val} : {val} + {beta} * {_cast(ct, at)})"
+        lines.append(f"{at} = ({ctype(T)})({new});")
+
+    w.open(f"/* {type(inst).__name__.lower()} */")
+    if isinstance(inst, ir.Gemm) and lw.config.register_tiles:
+        _tiled_gemm(lw, w, inst, p, reads, store)
+    else:
+        lw.access(w, reads, {p.out.root})
+        _generic(lw, w, p, store)
+    w.close()
+
+
+def _generic(lw, w, p: Problem, store) -> None:
+    ct = ctype(p.ct)
+    t, i, j = lw.fresh("t"), lw.fresh("i"), lw.fresh("j")
+    w.line(f"const long {i}M = {p.M}, {i}N = {p.N};")
+    w.open(f"for (long {t} = tl_lid; {t} < {i}M * {i}N; {t} += tl_nwi)")
+    w.line(f"const long {i} = {t} % {i}M, {j} = {t} / {i}M;")
+    if p.K is None:
+        acc = p.term(i, j, "0")
+    else:
+        acc, k = lw.fresh("acc"), lw.fresh("k")
+        w.line(f"{ct} {acc} = 0;")
+        w.line(f"for (long {k} = 0; {k} < {p.K}; ++{k}) {acc} += {p.term(i, j, k)};")
+    lines: list[str] = []
+    store(lines, i, j, acc)
+    for ln in lines:
+        w.line(ln)
+    w.close()
+
+
+def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
+    """Copy op(A) (M x K) and op(B) (K x N) of a static gemm into local memory, when it pays."""
+    cfg = lw.config
+    if not cfg.local_staging:
+        return None
+    a, b = lw.view(inst.a), lw.view(inst.b)
+    M, N, K = (static_or(x) for x in (p.M, p.N, p.K))
+    if None in (M, N, K) or a.space != "global" or b.space != "global":
+        return None
+    if min(M, N) < cfg.local_staging_min_reuse:
+        return None
+    ct_size = p.ct.dtype.itemsize
+    lda, ldb = M, K + (1 - K % 2)  # odd leading dim of B: no bank conflicts across columns
+    nbytes = (M * K + ldb * N) * ct_size
+    if nbytes > cfg.local_staging_bytes:
+        return None
+    lw.stage_bytes = max(lw.stage_bytes, (nbytes + 7) // 8 * 8)
+    C = ctype(p.ct)
+    la, lb = lw.fresh("As"), lw.fresh("Bs")
+    lw.access(w, reads - {p.out.root}, {"stage"})
+    w.line(f"local {C}* {la} = (local {C}*)((local char*)tl_local + {lw.alloca_bytes});")
+    w.line(f"local {C}* {lb} = {la} + {M * K};")
+    fa, _ = _op(a, inst.trans_a)
+    fb, _ = _op(b, inst.trans_b)
+    t = lw.fresh("t")
+    w.line(f"for (long {t} = tl_lid; {t} < {M * K}; {t} += tl_nwi) "
+           f"{la}[{t}] = ({C}){fa(f'{t} % {M}', f'{t} / {M}')};")
+    w.line(f"for (long {t} = tl_lid; {t} < {K * N}; {t} += tl_nwi) "
+           f"{lb}[{t} % {K} + {t} / {K} * {ldb}] = ({C}){fb(f'{t} % {K}', f'{t} / {K}')};")
+    lw.barrier(w)
+    sa = View(la, "local", p.ct, (str(M), str(K)), ("1", str(lda)), "stage")
+    sb = View(lb, "local", p.ct, (str(K), str(N)), ("1", str(ldb)), "stage")
+    return sa, sb
+
+
+def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
+    cfg, g = lw.config, lw.geo
+    staged = _stage(lw, w, inst, p, reads)
+    if staged is not None:
+        sa, sb = staged
+        reads = (reads - {lw.view(inst.a).root, lw.view(inst.b).root}) | {"stage"}
+        fa, fb = (lambda r, c: sa.at([r, c])), (lambda r, c: sb.at([r, c]))
+    else:
+        fa, _ = _op(lw.view(inst.a), inst.trans_a)
+        fb, _ = _op(lw.view(inst.b), inst.trans_b)
+    lw.access(w, reads, {p.out.root})
+    M, N = static_or(p.M), static_or(p.N)
+    rm = min(-(-M // g.wg0), cfg.max_tile) if M is not None else 1
+    rn = max(1, min(-(-N // g.wg1), cfg.max_tile // rm)) if N is not None else 1
+    C = ctype(p.ct)
+    bi, bj, k = lw.fresh("bi"), lw.fresh("bj"), lw.fresh("k")
+    acc, av, bv = lw.fresh("acc"), lw.fresh("a"), lw.fresh("b")
+    w.line(f"const long {bi}M = {p.M}, {bj}N = {p.N}, {k}K = {p.K};")
+    w.open(f"for (long {bi} = (long)get_local_id(0); {bi} < {bi}M; {bi} += {g.wg0 * rm})")
+    w.open(f"for (long {bj} = (long)get_local_id(1); {bj} < {bj}N; {bj} += {g.wg1 * rn})")
+    w.line(f"{C} {acc}[{rm}][{rn}];")
+    w.line("#pragma unroll")
+    w.line(f"for (int r = 0; r < {rm}; ++r) for (int c = 0; c < {rn}; ++c) {acc}[r][c] = 0;")
+    if cfg.unroll_k > 1:
+        w.line(f"#pragma unroll {cfg.unroll_k}")
+    w.open(f"for (long {k} = 0; {k} < {k}K; ++{k})")
+    w.line(f"{C} {av}[{rm}], {bv}[{rn}];")
+    w.line("#pragma unroll")
+    i_r = f"{bi} + r * {g.wg0}"
+    j_c = f"{bj} + c * {g.wg1}"
+    w.line(f"for (int r = 0; r < {rm}; ++r) {av}[r] = {i_r} < {bi}M ? "
+           f"({C}){fa(i_r, k)} : 0;")
+    w.line("#pragma unroll")
+    w.line(f"for (int c = 0; c < {rn}; ++c) {bv}[c] = {j_c} < {bj}N ? "
+           f"({C}){fb(k, j_c)} : 0;")
+    w.line("#pragma unroll")
+    w.line(f"for (int r = 0; r < {rm}; ++r) for (int c = 0; c < {rn}; ++c) "
+           f"{acc}[r][c] += {av}[r] * {bv}[c];")
+    w.close()
+    w.line("#pragma unroll")
+    w.open(f"for (int r = 0; r < {rm}; ++r)")
+    w.line("#pragma unroll")
+    w.open(f"for (int c = 0; c < {rn}; ++c)")
+    lines: list[str] = []
+    store(lines, f"({i_r})", f"({j_c})", f"{acc}[r][c]")
+    w.line(f"if ({i_r} < {bi}M && {j_c} < {bj}N) " + lines[0])
+    w.close()
+    w.close()
+    w.close()
+    w.close()
+    if staged is not None:
+        lw.pending.add({"stage"}, set())

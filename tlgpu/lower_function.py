@@ -1,0 +1,457 @@
+"""Lowering of one function to an OpenCL C kernel: arguments (the calling convention of
+SPEC_NOTES), views, scalar code, control flow, alloca and barrier placement. Collectives are
+delegated to lower_collectives."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Union
+
+from tlinterp import ir
+from tlinterp.diagnostics import BackendError, Diagnostic
+from tlinterp.typerules import result_types
+from tlinterp.types import GroupType, MemrefType, ScalarType
+
+from . import lower_scalar as S
+from .barriers import Pending
+from .config import LoweringConfig
+from .ctypes_map import ctype, literal
+from .cwriter import CWriter
+from .memory import plan_allocas
+from .views import Group, Scalar, View, mul
+
+Val = Union[Scalar, View, Group]
+
+RESERVED = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "kernel", "__kernel", "global", "local",
+    "constant", "private", "bool", "uchar", "ushort", "uint", "ulong", "half", "main",
+}
+
+
+def kernel_name(fn: ir.Function) -> str:
+    """The kernel's name: the function's, unless that is no valid OpenCL C identifier."""
+    name = fn.name
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) and name not in RESERVED \
+            and not name.startswith("tl_"):
+        return name
+    return f"tl_fn_{name}"
+
+
+def var(name: str) -> str:
+    return f"v_{name}"
+
+
+@dataclass(frozen=True)
+class Geometry:
+    wg0: int
+    wg1: int
+
+    @property
+    def size(self) -> int:
+        return self.wg0 * self.wg1
+
+
+class FunctionLowerer:
+    def __init__(self, program: ir.Program, fn: ir.Function, config: LoweringConfig,
+                 geometry: Geometry, helpers: dict[str, str]):
+        self.program = program
+        self.fn = fn
+        self.config = config
+        self.geo = geometry
+        self.helpers = helpers  # shared across the program's kernels: name -> C code
+        self.env: dict[str, Val] = {}
+        self.tmp = 0
+        self.alloca_offsets, self.alloca_bytes = plan_allocas(fn.body, config.reuse_local_memory)
+        self.stage_bytes = 0  # local memory the collectives stage A/B in (set while lowering)
+        self.pending = Pending()
+        self.spmd = False  # inside a foreach: one work-item per iteration, no barriers
+
+    # --- helpers ------------------------------------------------------------------------
+    def fresh(self, stem: str) -> str:
+        self.tmp += 1
+        return f"tl_{stem}{self.tmp}"
+
+    def error(self, message: str, span) -> BackendError:
+        return BackendError([Diagnostic(message, span, self.program.filename)],
+                            self.program.source)
+
+    def operand(self, op: ir.Operand, t: ScalarType) -> str:
+        if isinstance(op, ir.Const):
+            return literal(op.value, op.is_float, t)
+        v = self.env[op.name]
+        assert isinstance(v, Scalar)
+        return v.expr
+
+    def index(self, op: ir.Operand) -> str:
+        return self.operand(op, ScalarType.index)
+
+    def view(self, v: ir.Value) -> View:
+        val = self.env[v.name]
+        assert isinstance(val, View)
+        return val
+
+    def barrier(self, w: CWriter) -> None:
+        w.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
+        self.pending.clear()
+
+    def access(self, w: CWriter, reads: set[str], writes: set[str]) -> None:
+        """Record a work-group step's memory accesses, with a barrier first when needed."""
+        if self.spmd:
+            self.pending.add(reads, writes)
+            return
+        if self.pending.conflicts(reads, writes, self.config.minimise_barriers):
+            self.barrier(w)
+        self.pending.add(reads, writes)
+
+    # --- kernel -------------------------------------------------------------------------
+    def signature(self) -> list[str]:
+        params: list[str] = []
+        for a in self.fn.args:
+            n, t = var(a.value.name), a.type
+            if isinstance(t, ScalarType):
+                if t.is_bool:
+                    raise self.error(f"argument %{a.value.name}: i1 arguments cannot be passed "
+                                     "to OpenCL kernels", a.span)
+                params.append(f"{ctype(t)} {n}")
+                self.env[a.value.name] = Scalar(n, t)
+            elif isinstance(t, MemrefType):
+                params.append(f"global {ctype(t.element)}* {n}")
+                shape = []
+                for k, s in enumerate(t.shape):
+                    if s is None:
+                        params.append(f"long {n}_shape{k}")
+                    shape.append(str(s) if s is not None else f"{n}_shape{k}")
+                stride = []
+                for k, s in enumerate(t.stride):
+                    if s is None:
+                        params.append(f"long {n}_stride{k}")
+                    stride.append(str(s) if s is not None else f"{n}_stride{k}")
+                self.env[a.value.name] = View(n, "global", t.element, tuple(shape),
+                                              tuple(stride), a.value.name)
+            elif isinstance(t, GroupType):
+                m = t.memref
+                if self.config.group_pointers_as_ulong:
+                    params.append(f"global ulong* {n}")
+                else:
+                    params.append(f"global {ctype(m.element)}*global* {n}")
+                sh, st = [], []
+                for k, s in enumerate(m.shape):
+                    sh.append(None if s is not None else f"{n}_shape{k}")
+                    if s is None:
+                        params.append(f"global long* {n}_shape{k}")
+                for k, s in enumerate(m.stride):
+                    st.append(None if s is not None else f"{n}_stride{k}")
+                    if s is None:
+                        params.append(f"global long* {n}_stride{k}")
+                off = str(t.offset) if t.offset is not None else f"{n}_offset"
+                if t.offset is None:
+                    params.append(f"long {n}_offset")
+                self.env[a.value.name] = Group(n, m, tuple(sh), tuple(st), off, a.value.name)
+            else:
+                raise self.error(f"argument %{a.value.name} of type {t} cannot be passed",
+                                 a.span)
+        return params
+
+    def lower(self) -> CWriter:
+        w = CWriter()
+        w.span = self.fn.span
+        params = self.signature()
+        body = CWriter()
+        body.depth = 1
+        self.region(body, self.fn.body)
+        local_bytes = self.alloca_bytes + self.stage_bytes
+        if local_bytes > self.config.local_memory_bytes:
+            raise self.error(f"@{self.fn.name} needs {local_bytes} bytes of local memory, more "
+                             f"than the {self.config.local_memory_bytes} allowed "
+                             "(lowering option local_memory_bytes)", self.fn.span)
+        g = self.geo
+        w.line(f"kernel __attribute__((reqd_work_group_size({g.wg0}, {g.wg1}, 1)))")
+        w.line(f"void {kernel_name(self.fn)}(")
+        for k, p in enumerate(params):
+            w.line(f"        {p}" + ("," if k + 1 < len(params) else ")"))
+        if not params:
+            w.line("        void)")
+        w.line("{")
+        w.depth += 1
+        w.line(f"const long tl_lid = (long)get_local_id(0) + (long)get_local_id(1) * {g.wg0};")
+        w.line(f"const long tl_nwi = {g.size};")
+        if local_bytes:
+            w.line(f"local ulong tl_local[{(local_bytes + 7) // 8}];")
+        w.extend(body)
+        w.close()
+        return w
+
+    # --- regions ------------------------------------------------------------------------
+    def region(self, w: CWriter, region: ir.Region) -> None:
+        for inst in region.instructions:
+            w.span = inst.span
+            if inst.span is not None:
+                w.line(f"// tl:{inst.span.line}.{inst.span.col}")
+            self.instruction(w, inst)
+
+    def instruction(self, w: CWriter, inst: ir.Instruction) -> None:
+        from . import lower_collectives as C
+
+        method = getattr(self, "lower_" + type(inst).__name__.lower(), None)
+        if method is not None:
+            method(w, inst)
+        elif isinstance(inst, ir.BLAS):
+            C.lower_blas(self, w, inst)
+        else:  # pragma: no cover - every IR class has a rule above
+            raise self.error(f"cannot lower {type(inst).__name__}", inst.span)
+
+    def define(self, w: CWriter, result: ir.Value, t: ScalarType, expr: str) -> None:
+        n = var(result.name)
+        w.line(f"const {ctype(t)} {n} = {expr};")
+        self.env[result.name] = Scalar(n, t)
+
+    # --- scalar instructions ----------------------------------------------------------------
+    def lower_arith(self, w, inst: ir.Arith):
+        a, b = self.operand(inst.lhs, inst.type), self.operand(inst.rhs, inst.type)
+        self.define(w, inst.result, inst.type, S.binary(inst.op, a, b, inst.type))
+
+    def lower_arithunary(self, w, inst: ir.ArithUnary):
+        a = self.operand(inst.operand, inst.type)
+        self.define(w, inst.result, inst.type, S.unary(inst.op, a, inst.type))
+
+    def lower_cast(self, w, inst: ir.Cast):
+        a = self.operand(inst.operand, inst.from_type)
+        self.define(w, inst.result, inst.to_type, S.cast(a, inst.from_type, inst.to_type))
+
+    def lower_compare(self, w, inst: ir.Compare):
+        a, b = self.operand(inst.lhs, inst.type), self.operand(inst.rhs, inst.type)
+        self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b))
+
+    def lower_groupid(self, w, inst):
+        self.define(w, inst.result, ScalarType.index, "(long)get_global_id(2)")
+
+    def lower_groupsize(self, w, inst):
+        self.define(w, inst.result, ScalarType.index, "(long)get_num_groups(2)")
+
+    def lower_size(self, w, inst: ir.Size):
+        self.define(w, inst.result, ScalarType.index, self.view(inst.operand).shape[inst.mode])
+
+    # --- memory -------------------------------------------------------------------------
+    def lower_load(self, w, inst: ir.Load):
+        src = self.env[inst.operand.name]
+        if isinstance(src, Group):
+            self.load_group(w, inst, src)
+            return
+        assert isinstance(src, View)
+        self.access(w, {src.root}, set())
+        idx = [self.index(i) for i in inst.indices]
+        self.define(w, inst.result, src.elem, src.at(idx))
+
+    def load_group(self, w, inst: ir.Load, g: Group):
+        i = self.index(inst.indices[0])
+        n = var(inst.result.name)
+        m = g.type
+        T = ctype(m.element)
+        ptr = f"((global {T}*){g.ptrs}[{i}])" if self.config.group_pointers_as_ulong \
+            else f"{g.ptrs}[{i}]"
+        w.line(f"global {T}* {n} = {ptr} + {g.offset};")
+        shape, stride = [], []
+        for k, s in enumerate(m.shape):
+            if s is None:
+                w.line(f"const long {n}_shape{k} = {g.shape_arrays[k]}[{i}];")
+            shape.append(str(s) if s is not None else f"{n}_shape{k}")
+        for k, s in enumerate(m.stride):
+            if s is None:
+                w.line(f"const long {n}_stride{k} = {g.stride_arrays[k]}[{i}];")
+            stride.append(str(s) if s is not None else f"{n}_stride{k}")
+        self.env[inst.result.name] = View(n, "global", m.element, tuple(shape), tuple(stride),
+                                          g.root)
+
+    def lower_store(self, w, inst: ir.Store):
+        dst = self.view(inst.operand)
+        value = self.operand(inst.value, dst.elem)
+        idx = [self.index(i) for i in inst.indices]
+        self.access(w, set(), {dst.root})
+        if self.spmd:
+            w.line(f"{dst.at(idx)} = {value};")
+        else:  # a replicated store in a mixed region is one write
+            w.line(f"if (tl_lid == 0) {dst.at(idx)} = {value};")
+
+    def lower_alloca(self, w, inst: ir.Alloca):
+        t = inst.type
+        n = var(inst.result.name)
+        off = self.alloca_offsets[inst.result.name]
+        w.line(f"local {ctype(t.element)}* {n} = (local {ctype(t.element)}*)"
+               f"((local char*)tl_local + {off});")
+        self.env[inst.result.name] = View(n, "local", t.element,
+                                          tuple(str(s) for s in t.shape),
+                                          tuple(str(s) for s in t.stride), "local")
+
+    def lower_lifetimestop(self, w, inst):
+        w.line(f"/* end of the lifetime of {var(inst.operand.name)} */")
+
+    def lower_barrier(self, w, inst):
+        self.barrier(w)
+
+    # --- views --------------------------------------------------------------------------
+    def new_view(self, w, result: ir.Value, base: View, ptr_expr: str, shape, stride) -> None:
+        n = var(result.name)
+        w.line(f"{base.space} {ctype(base.elem)}* {n} = {ptr_expr};")
+        out_shape, out_stride = [], []
+        for k, e in enumerate(shape):
+            out_shape.append(self.bind_long(w, f"{n}_shape{k}", e))
+        for k, e in enumerate(stride):
+            out_stride.append(self.bind_long(w, f"{n}_stride{k}", e))
+        self.env[result.name] = View(n, base.space, base.elem, tuple(out_shape),
+                                     tuple(out_stride), base.root)
+
+    def bind_long(self, w, name: str, expr: str) -> str:
+        if expr.lstrip("-").isdigit() or expr.isidentifier():
+            return expr
+        w.line(f"const long {name} = {expr};")
+        return name
+
+    def lower_subview(self, w, inst: ir.Subview):
+        src = self.view(inst.operand)
+        (rt,) = result_types(inst)
+        offs, shape, stride = [], [], []
+        for k, sl in enumerate(inst.slices):
+            off = self.index(sl.offset)
+            offs.append(off)
+            if not sl.is_range:
+                continue
+            static = rt.shape[len(shape)]
+            if static is not None:
+                size = str(static)
+            elif sl.size is None:
+                size = f"{src.shape[k]} - {off}"
+            else:
+                size = self.index(sl.size)
+            shape.append(size)
+            stride.append(src.stride[k])
+        self.new_view(w, inst.result, src, src.addr(offs), shape, stride)
+
+    def lower_expand(self, w, inst: ir.Expand):
+        src = self.view(inst.operand)
+        (rt,) = result_types(inst)
+        m = inst.mode
+        sizes: list[Optional[str]] = []
+        for e, static in zip(inst.shape, rt.shape[m:m + len(inst.shape)]):
+            if static is not None:
+                sizes.append(str(static))
+            elif isinstance(e, ir.Value):
+                sizes.append(self.index(e))
+            else:
+                sizes.append(None)
+        if None in sizes:
+            known = [s for s in sizes if s is not None]
+            prod = "1"
+            for s in known:
+                prod = mul(prod, s)
+            sizes[sizes.index(None)] = f"{src.shape[m]} / {prod}" if prod != "1" \
+                else src.shape[m]
+        strides, s = [], src.stride[m]
+        for size in sizes:
+            strides.append(s)
+            s = mul(s, size)
+        shape = list(src.shape[:m]) + sizes + list(src.shape[m + 1:])
+        stride = list(src.stride[:m]) + strides + list(src.stride[m + 1:])
+        self.new_view(w, inst.result, src, src.ptr, shape, stride)
+
+    def lower_fuse(self, w, inst: ir.Fuse):
+        src = self.view(inst.operand)
+        i, j = inst.first, inst.last
+        size = "1"
+        for s in src.shape[i:j + 1]:
+            size = mul(size, s)
+        shape = list(src.shape[:i]) + [size] + list(src.shape[j + 1:])
+        stride = list(src.stride[:i + 1]) + list(src.stride[j + 1:])
+        self.new_view(w, inst.result, src, src.ptr, shape, stride)
+
+    # --- control flow -------------------------------------------------------------------
+    def lower_if(self, w, inst: ir.If):
+        for r, t in zip(inst.results, inst.result_types):
+            w.line(f"{ctype(t)} {var(r.name)};")
+        cond = self.operand(inst.cond, ScalarType.i1)
+        before = self.pending.copy()
+        w.open(f"if ({cond})")
+        self.branch(w, inst.then, inst.results)
+        after = self.pending
+        if inst.otherwise is not None:
+            self.pending = before.copy()
+            w.close("} else {")
+            w.depth += 1
+            self.branch(w, inst.otherwise, inst.results)
+            after = after.union(self.pending)
+        else:
+            after = after.union(before)
+        w.close()
+        self.pending = after
+        for r, t in zip(inst.results, inst.result_types):
+            self.env[r.name] = Scalar(var(r.name), t)
+
+    def branch(self, w, region: ir.Region, results) -> None:
+        saved = getattr(self, "yield_targets", ())
+        self.yield_targets = results
+        self.region(w, region)
+        self.yield_targets = saved
+
+    def lower_yield(self, w, inst: ir.Yield):
+        targets = self.yield_targets
+        vals = [self.operand(v, t) for v, t in zip(inst.values, inst.types)]
+        for r, v in zip(targets, vals):
+            w.line(f"{var(r.name)} = {v};")
+
+    def lower_for(self, w, inst: ir.For):
+        t = inst.type
+        start = self.operand(inst.start, t)
+        stop = self.operand(inst.stop, t)
+        step = self.operand(inst.step, t) if inst.step is not None else "1"
+        lo, hi, st = (self.fresh(x) for x in ("lo", "hi", "step"))
+        trips, it = self.fresh("trips"), self.fresh("it")
+        w.line(f"const long {lo} = (long){start}, {hi} = (long){stop}, {st} = (long){step};")
+        # trip count first: stepping the induction variable itself could overflow its type
+        w.line(f"const long {trips} = {st} > 0 ? ({lo} < {hi} ? ({hi} - {lo} + {st} - 1) / {st}"
+               f" : 0) : ({st} < 0 && {lo} > {hi} ? ({lo} - {hi} - {st} - 1) / (-{st}) : 0);")
+        # the loop body sees its own pending accesses from the previous iteration
+        entry = self.pending.copy()
+        saved_tmp = self.tmp
+        while True:
+            self.pending = entry.copy()
+            self.tmp = saved_tmp
+            body = w.scratch()
+            body.depth += 1
+            self.loop_body(body, inst, t, lo, st, it)
+            if self.pending <= entry:
+                break
+            entry = entry.union(self.pending)
+        w.open(f"for (long {it} = 0; {it} < {trips}; ++{it})")
+        w.extend(body)
+        w.close()
+        self.pending = entry.union(self.pending)
+
+    def loop_body(self, w, inst, t, lo, st, it):
+        w.line(f"const {ctype(t)} {var(inst.var.name)} = ({ctype(t)})({lo} + {it} * {st});")
+        self.env[inst.var.name] = Scalar(var(inst.var.name), t)
+        self.region(w, inst.body)
+
+    def lower_foreach(self, w, inst: ir.Foreach):
+        t = inst.type
+        start = self.operand(inst.start, t)
+        stop = self.operand(inst.stop, t)
+        lo, n, it = self.fresh("lo"), self.fresh("n"), self.fresh("it")
+        outer = self.pending
+        self.pending = Pending()
+        self.spmd = True
+        body = w.scratch()
+        body.depth += 1
+        body.line(f"const {ctype(t)} {var(inst.var.name)} = ({ctype(t)})({lo} + {it});")
+        self.env[inst.var.name] = Scalar(var(inst.var.name), t)
+        self.region(body, inst.body)
+        self.spmd = False
+        inner, self.pending = self.pending, outer
+        self.access(w, inner.reads, inner.writes)
+        w.line(f"const long {lo} = (long){start};")
+        w.line(f"const long {n} = (long){stop} - {lo};")
+        w.open(f"for (long {it} = tl_lid; {it} < {n}; {it} += tl_nwi)")
+        w.extend(body)
+        w.close()

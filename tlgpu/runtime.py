@@ -1,0 +1,243 @@
+"""Run a lowered function through pyopencl: build (cached by source and device), marshal the
+bound arguments (one cl.Buffer per argument buffer; group pointer arrays built on the device),
+launch with global (wg0, wg1, N) and local (wg0, wg1, 1), read the buffers back."""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Optional, Union
+
+import numpy as np
+
+from tlinterp import ir
+from tlinterp.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
+from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
+from tlinterp.types import GroupType
+
+from .buildlog import map_log
+from .config import LoweringConfig
+from .ctypes_map import ctype
+from .devices import DeviceHandle, handle
+from .lowering import Lowered, lower_program
+
+BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
+_PROGRAMS: dict[tuple[str, str], object] = {}
+# Lowerings per live program object. Keyed by id() for speed, but an id can be reused once its
+# program is garbage-collected: the entry keeps a weak reference and is dropped with the program.
+_LOWERED: dict[tuple[int, str, LoweringConfig], tuple[weakref.ref, Lowered]] = {}
+
+
+def _as_program(program: Union[ir.Program, str]) -> ir.Program:
+    if isinstance(program, str):
+        import tlinterp
+
+        return tlinterp.check(tlinterp.parse(program))
+    return program
+
+
+def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> LoweringConfig:
+    """The config with the automatic choices capped by the device's limits."""
+    config = config or LoweringConfig()
+    d = dev.device
+    return dataclasses.replace(
+        config,
+        max_work_group_size=min(config.max_work_group_size, d.max_work_group_size),
+        local_memory_bytes=min(config.local_memory_bytes, d.local_mem_size),
+        # only pocl accepts `global T*global*` parameters (OpenCL C 1.2 forbids them; NVIDIA
+        # and Oclgrind enforce that): elsewhere pass the same bytes as `global ulong*`
+        group_pointers_as_ulong=config.group_pointers_as_ulong
+        or "portable computing language" not in d.platform.name.lower())
+
+
+def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) -> Lowered:
+    key = (id(program), dev.key, config)
+    entry = _LOWERED.get(key)
+    if entry is not None and entry[0]() is program:
+        return entry[1]
+
+    def forget(ref: weakref.ref, key=key) -> None:
+        if _LOWERED.get(key, (None,))[0] is ref:
+            del _LOWERED[key]
+
+    lowered = lower_program(program, None, config)
+    _LOWERED[key] = (weakref.ref(program, forget), lowered)
+    return lowered
+
+
+def _require_extensions(source: str, dev: DeviceHandle) -> None:
+    ext = dev.device.extensions.split()
+    if "double" in source and "cl_khr_fp64" not in ext:
+        raise BackendError(f"device '{dev.device.name}' lacks cl_khr_fp64 (f64 support)")
+    if "atom_" in source and "cl_khr_int64_base_atomics" not in ext:
+        raise BackendError(f"device '{dev.device.name}' lacks cl_khr_int64_base_atomics "
+                           "(needed for 64-bit atomic updates)")
+
+
+def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = None):
+    """The built cl.Program, from the cache when this source was built for this device."""
+    import pyopencl as cl
+
+    key = (lowered.source, dev.key)
+    if key in _PROGRAMS:
+        return _PROGRAMS[key]
+    _require_extensions(lowered.source, dev)
+    try:
+        prog = cl.Program(dev.context, lowered.source).build(options=BUILD_OPTIONS)
+    except cl.RuntimeError as e:
+        log = str(e)  # pyopencl puts the device's build log in the message
+        filename = program.filename if program else "<input>"
+        diags = map_log(log, lowered.line_spans, filename)
+        diags.append(Diagnostic(f"the OpenCL C compiler of '{dev.device.name}' rejected the "
+                                f"generated code; its log:\n{log.strip()}", None, filename))
+        raise BackendError(diags, program.source if program else "") from None
+    _PROGRAMS[key] = prog
+    return prog
+
+
+_HELPERS: dict[tuple[str, str], object] = {}
+
+
+def _pointer_kernel(dev: DeviceHandle, elem: str):
+    """A kernel filling a group's pointer array: out[i] = base + offsets[i] (on the device,
+    since host code cannot form device pointers)."""
+    import pyopencl as cl
+
+    key = (dev.key, elem)
+    if key not in _HELPERS:
+        src = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+               f"kernel void tl_pointers(global {elem}* base, global long* offsets, "
+               "global ulong* out) {\n"  # ulong: OpenCL C 1.2 has no pointer-to-pointer args
+               "    size_t i = get_global_id(0);\n    out[i] = (ulong)(base + offsets[i]);\n}\n")
+        _HELPERS[key] = cl.Program(dev.context, src).build().tl_pointers
+    return _HELPERS[key]
+
+
+def _padded(host: np.ndarray) -> np.ndarray:
+    """A copy padded to a multiple of 8 bytes: 8/16-bit atomics touch the containing word."""
+    nbytes = max(8, (host.nbytes + 7) // 8 * 8)
+    out = np.zeros(nbytes // host.itemsize, host.dtype)
+    out[:host.size] = host
+    return out
+
+
+class _Marshal:
+    def __init__(self, dev: DeviceHandle):
+        import pyopencl as cl
+
+        self.cl = cl
+        self.dev = dev
+        self.readback: list[tuple[object, np.ndarray, np.ndarray]] = []  # (buf, padded, dst)
+        self.keep: list[object] = []
+
+    def buffer(self, host: np.ndarray, writable: bool = True):
+        cl = self.cl
+        pad = _padded(host)
+        buf = cl.Buffer(self.dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                        hostbuf=pad)
+        if writable:
+            self.readback.append((buf, pad, host))
+        self.keep.append(buf)
+        return buf
+
+    def longs(self, values) -> object:
+        return self.buffer(np.asarray(list(values) or [0], np.int64), writable=False)
+
+    def args(self, fn: ir.Function, bound: BoundArgs) -> list:
+        out: list = []
+        for a in fn.args:
+            v, t = bound.values[a.value.name], a.type
+            if isinstance(v, MemrefArg):
+                out.append(self.buffer(v.buffer[v.offset:]))
+                out += [np.int64(s) for s, st in zip(v.shape, t.shape) if st is None]
+                out += [np.int64(s) for s, st in zip(v.strides, t.stride) if st is None]
+            elif isinstance(v, GroupArg):
+                out += self.group(v, t)
+            else:
+                out.append(v)
+        return out
+
+    def group(self, g: GroupArg, t: GroupType) -> list:
+        m = t.memref
+        n = len(g.members)
+        base = g.members[0].buffer if g.members else np.zeros(1, m.element.dtype)
+        base_buf = self.buffer(base)
+        ptrs = self.cl.Buffer(self.dev.context, self.cl.mem_flags.READ_WRITE,
+                              max(1, n) * self.dev.device.address_bits // 8)
+        self.keep.append(ptrs)
+        if n:
+            offs = self.longs(mm.offset - g.offset for mm in g.members)
+            _pointer_kernel(self.dev, ctype(m.element))(self.dev.queue, (n,), None,
+                                                        base_buf, offs, ptrs)
+        out = [ptrs]
+        out += [self.longs(mm.shape[k] for mm in g.members)
+                for k, s in enumerate(m.shape) if s is None]
+        out += [self.longs(mm.strides[k] for mm in g.members)
+                for k, s in enumerate(m.stride) if s is None]
+        if t.offset is None:
+            out.append(np.int64(g.offset))
+        return out
+
+    def read_back(self) -> None:
+        for buf, pad, _ in self.readback:
+            self.cl.enqueue_copy(self.dev.queue, pad, buf)
+        self.dev.queue.finish()
+        for _, pad, dst in self.readback:
+            dst[...] = pad[:dst.size]
+
+
+def prepare(program: ir.Program, function: ir.Function, device: Optional[str],
+            config: Optional[LoweringConfig]):
+    """(device, kernel, geometry) for a function: lowered and built once per program."""
+    dev = handle(device)
+    cfg = device_config(dev, config)
+    lowered = lowered_for(program, dev, cfg)
+    kname, geo = lowered.kernels[function.name]
+    if geo.size > dev.device.max_work_group_size:
+        raise BackendError([Diagnostic(
+            f"work-group size {geo.wg0}x{geo.wg1} = {geo.size} exceeds the maximum "
+            f"{dev.device.max_work_group_size} of '{dev.device.name}'", function.span,
+            program.filename)], program.source)
+    prog = build(lowered, dev, program)
+    import pyopencl as cl
+
+    kernel = cl.Kernel(prog, kname)
+
+    limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev.device)
+    if geo.size > limit:
+        raise BackendError([Diagnostic(
+            f"work-group size {geo.size} exceeds the {limit} work-items the compiled kernel "
+            f"allows on '{dev.device.name}'", function.span, program.filename)],
+            program.source)
+    return dev, kernel, geo
+
+
+def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
+              device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> None:
+    import pyopencl as cl
+
+    dev, kernel, geo = prepare(program, function, device, config)
+    if groups == 0:
+        return
+    try:
+        marshal = _Marshal(dev)
+        kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1),
+               *marshal.args(function, bound))
+        marshal.read_back()
+    except cl.Error as e:
+        raise ExecutionError(f"OpenCL launch of @{function.name} on '{dev.device.name}' "
+                             f"failed: {e}") from None
+
+
+def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
+        groups: Optional[int] = None, device: Optional[str] = None,
+        config: Optional[LoweringConfig] = None) -> dict[str, np.ndarray]:
+    program = _as_program(program)
+    try:
+        function = program.function(func)
+    except KeyError as e:  # same message and exit status as the interpreter
+        names = ", ".join("@" + f.name for f in program.functions) or "none"
+        raise ArgumentError(f"{e.args[0]} (functions in {program.filename}: {names})") from None
+    bound = bind(function, args)
+    run_bound(program, function, bound, bound.num_groups(groups), device=device, config=config)
+    return unbind(bound)
