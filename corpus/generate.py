@@ -112,7 +112,8 @@ def verify_valid(case: ValidCase) -> list[str]:
         return [f"{case.id}: the reference failed: {e.format()}"]
     except Exception as e:  # noqa: BLE001 - a crashing reference is a problem to report
         return [f"{case.id}: the reference crashed: {type(e).__name__}: {e}"]
-    mismatches = compare(program, case.func, case.args, case.expected, actual)
+    mismatches = compare(program, case.func, case.args, case.expected, actual,
+                         groups=case.groups)
     return [f"{case.id}: interpreter disagrees with the NumPy reference: {m}"
             for m in mismatches[:5]]
 

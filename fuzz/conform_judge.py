@@ -41,8 +41,8 @@ def judge_valid(case: Case, o: Outcome) -> tuple[str, str]:
 
     try:
         program = tlinterp.parse(case.source(), filename=str(case.kernel))
-        mismatches = compare(program, case.func, case.args(), case.expected(),
-                                     o.outputs)
+        mismatches = compare(program, case.func, case.args(), case.expected(), o.outputs,
+                             groups=case.groups)
     except Exception as e:  # noqa: BLE001 - e.g. outputs of the wrong shape or dtype
         return FAIL, f"outputs cannot be compared: {type(e).__name__}: {e}"
     if mismatches:
@@ -90,21 +90,9 @@ def judge(case: Case, o: Outcome, impl: Implementation) -> Verdict:
     return Verdict(case, status, detail, o)
 
 
-def compare(program, func, args, expected, actual) -> list:
-    """fuzz.compare's verdict: [] when `actual` agrees with `expected`."""
-    try:
-        from fuzz.compare import compare_outputs
-    except ImportError:  # TEMPORARY until fuzz/compare.py lands
-        compare_outputs = _exact
-    return compare_outputs(program, func, args, expected, actual)
+def compare(program, func, args, expected, actual, groups=None) -> list:
+    """fuzz.compare's verdict: [] when `actual` agrees with `expected`. `groups` must be the
+    run's work-group count (the error bounds come from a magnitude run over every group)."""
+    from fuzz.compare import compare_outputs
 
-
-def _exact(program, func, args, expected, actual):
-    import numpy as np
-
-    bad = []
-    for k, v in expected.items():
-        a = actual.get(k)
-        if a is None or a.shape != v.shape or not np.allclose(a, v, rtol=1e-5, equal_nan=True):
-            bad.append(f"{k} differs")
-    return bad
+    return compare_outputs(program, func, args, expected, actual, groups=groups)

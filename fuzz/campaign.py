@@ -1,0 +1,285 @@
+"""`tlfuzz`: a differential fuzzing campaign, interpreter against the OpenCL backend.
+
+    tlfuzz [--time 10m] [--backend opencl] [--device pocl] [--jobs N] [--seed S]
+           [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
+           [--mutation NAME]
+
+Each job runs seeded Hypothesis searches (job j, round k uses a seed derived from S, j, k, so
+a campaign replays deterministically from its seed); every failing batch is shrunk and
+saved as NAME.tl + NAME.npz + NAME.txt (message and the `tlrun` command that reproduces it).
+At start, the saved findings in --out are re-run first (one still failing makes the exit
+status 1), then the Hypothesis example database (--out/hypothesis-db, given to every search)
+is replayed. A live view shows cases/s, instruction
+coverage and findings; Ctrl-C or the time limit ends the campaign with a summary table.
+Exit status: 0 no findings, 1 findings, 2 bad command line, 3 internal error of the fuzzer,
+130 interrupted by Ctrl-C with no findings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import hashlib
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import re
+import signal
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Optional
+
+from tlinterp import ir
+
+from .hunt import HuntOptions, hunt
+
+ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__}
+                   | {t.__name__ + ".atomic" for t in ir.BLAS})
+
+
+def parse_time(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a duration like 90, 30s, 10m, 1h")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def round_seed(seed: int, job: int, k: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{seed}/{job}/{k}".encode()).digest()[:8], "big")
+
+
+# --- jobs (child processes) -------------------------------------------------------------------
+
+
+def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
+         replay: bool, q) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    warnings.filterwarnings("ignore")
+    from .harness import save_finding
+    from .sandbox import Sandbox
+
+    sandbox = None if opts.frontend else Sandbox(opts.device, opts.timeout, opts.mutation)
+
+    def progress(n: int, cov: set) -> None:
+        q.put(("progress", job, n, sorted(cov)))
+
+    def report(findings) -> None:
+        for f in findings:
+            base = save_finding(f, out)
+            q.put(("finding", job, f.kind, base, f.message.splitlines()[0][:120]))
+
+    try:
+        _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
+                report)
+    except Exception as e:  # noqa: BLE001 - reported as an internal error of the campaign
+        import traceback
+
+        q.put(("error", job, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+        q.put(("done", job))
+
+
+def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
+            report) -> None:
+    if replay:
+        report(_replay_saved(out, sandbox, opts, q))
+        if opts.database and os.path.isdir(opts.database):
+            report(hunt(opts, seed, 1, progress, replay_only=True, sandbox=sandbox))
+    k = 0
+    while time.time() < deadline:
+        report(hunt(opts, round_seed(seed, job, k), rounds_batches, progress,
+                    stop_at=deadline, sandbox=sandbox))
+        k += 1
+
+
+def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
+    """Re-run saved differential findings first; report which still fail."""
+    import tlinterp
+    from tlinterp.args import load_npz
+
+    from .strategies import FuzzCase
+
+    still = []
+    for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
+        name = os.path.basename(tl)
+        if opts.frontend or not name.startswith(("mismatch", "backend")):
+            continue
+        try:
+            program = tlinterp.check(tlinterp.parse(open(tl).read(), tl))
+            args = load_npz(tl[:-3] + ".npz")
+            cmd = open(tl[:-3] + ".txt").readline()
+            groups = int(re.search(r"--groups (\d+)", cmd).group(1))
+            func = re.search(r"--func (\S+)", cmd).group(1)
+        except Exception as e:  # noqa: BLE001 - a damaged file is reported, not fatal
+            q.put(("replay", tl, f"unreadable ({type(e).__name__})"))
+            continue
+        case = FuzzCase(program, func, args, groups)
+        found = sandbox.run([case], None)
+        q.put(("replay", tl, "still failing" if found else "no longer fails"))
+        still += found
+    return []  # already saved under the same names
+
+
+# --- the live view ------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    start: float = field(default_factory=time.time)
+    cases: int = 0
+    coverage: set = field(default_factory=set)
+    findings: list = field(default_factory=list)  # (kind, path, first line)
+    replays: list = field(default_factory=list)
+    done: set = field(default_factory=set)
+    errors: list = field(default_factory=list)  # internal errors of jobs
+
+    def rate(self) -> float:
+        return self.cases / max(time.time() - self.start, 1e-9)
+
+    def table(self, title: str):
+        from rich.table import Table
+
+        t = Table(title=title)
+        t.add_column("measure")
+        t.add_column("value", overflow="fold")
+        el = time.time() - self.start
+        t.add_row("elapsed", f"{el:.0f} s")
+        t.add_row("cases", str(self.cases))
+        t.add_row("cases/s", f"{self.rate():.2f}")
+        missing = [k for k in ALL_KINDS if k not in self.coverage]
+        t.add_row("instruction coverage", f"{len(set(ALL_KINDS) & self.coverage)}/"
+                  f"{len(ALL_KINDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
+        kinds: dict[str, int] = {}
+        for k, _, _ in self.findings:
+            kinds[k] = kinds.get(k, 0) + 1
+        t.add_row("findings", ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())) or "0")
+        for k, path, line in self.findings[-5:]:
+            t.add_row(f"  {k}", f"{path}.tl — {line}")
+        for path, status in self.replays:
+            t.add_row("  replayed", f"{path}: {status}")
+        return t
+
+
+def _drain(q, tally: Tally, timeout: float) -> None:
+    try:
+        msg = q.get(timeout=timeout)
+    except queue_mod.Empty:
+        return
+    while True:
+        kind = msg[0]
+        if kind == "progress":
+            tally.cases += msg[2]
+            tally.coverage |= set(msg[3])
+        elif kind == "finding":
+            tally.findings.append((msg[2], msg[3], msg[4]))
+        elif kind == "replay":
+            tally.replays.append((msg[1], msg[2]))
+        elif kind == "done":
+            tally.done.add(msg[1])
+        elif kind == "error":
+            tally.errors.append(msg[2])
+        try:
+            msg = q.get_nowait()
+        except queue_mod.Empty:
+            return
+
+
+def run_campaign(ns: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console(stderr=True)
+    os.makedirs(ns.out, exist_ok=True)
+    opts = HuntOptions(device=ns.device, batch=ns.batch, shrink_time=ns.shrink_time,
+                       frontend=ns.frontend, database=os.path.join(ns.out, "hypothesis-db"),
+                       mutation=ns.mutation)
+    deadline = time.time() + ns.time
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_job, args=(j, ns.seed, opts, deadline, ns.out, ns.rounds,
+                                            j == 0, q))
+             for j in range(ns.jobs)]
+    for p in procs:
+        p.start()
+    tally = Tally()
+    interrupted = False
+    title = (f"tlfuzz {'front-end' if ns.frontend else ns.backend + ' on ' + ns.device}, "
+             f"seed {ns.seed}, {ns.jobs} job(s)")
+    try:
+        with Live(tally.table(title), console=console, refresh_per_second=2,
+                  transient=False) as live:
+            while len(tally.done) < len(procs):
+                _drain(q, tally, 0.5)
+                live.update(tally.table(title))
+                if time.time() > deadline + ns.shrink_time + 120:
+                    break  # a job is stuck past every allowance: stop waiting
+                if all(not p.is_alive() for p in procs):
+                    _drain(q, tally, 0.1)
+                    break
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+            p.join(5)
+    _drain(q, tally, 0.1)
+    console.print(tally.table(title + (" — interrupted" if interrupted else " — summary")))
+    for e in tally.errors:
+        console.print(f"[red]internal error in a job (please report):[/red] {e}")
+    if tally.errors:
+        return 3
+    if tally.findings or any(s == "still failing" for _, s in tally.replays):
+        return 1
+    return 130 if interrupted else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tlfuzz", description=__doc__.split("\n\n")[0])
+    p.add_argument("--time", type=parse_time, default=parse_time("10m"),
+                   help="campaign length: 90, 30s, 10m, 1h (default 10m)")
+    p.add_argument("--backend", choices=["opencl"], default="opencl")
+    p.add_argument("--device", default="pocl", help="pocl, nvidia, oclgrind, PLATFORM:DEVICE")
+    p.add_argument("--jobs", type=int, default=1, help="parallel searches (processes)")
+    p.add_argument("--seed", type=int, default=0, help="campaign seed (deterministic replay)")
+    p.add_argument("--out", default="corpus/findings", help="findings directory")
+    p.add_argument("--batch", type=int, default=8, help="kernels per OpenCL build")
+    p.add_argument("--rounds", type=int, default=5, help="batches per seeded search")
+    p.add_argument("--shrink-time", type=float, default=60.0, help="seconds per shrink")
+    p.add_argument("--frontend", action="store_true",
+                   help="front-end mode: mutated programs must only produce diagnostics")
+    p.add_argument("--mutation", default=None,
+                   help="self-test: plant a known bug in the OpenCL lowering "
+                        "(wrong-transpose, off-by-one-k, missing-barrier)")
+    return p
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = build_parser()
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if ns.jobs < 1 or ns.batch < 1 or ns.rounds < 1 or ns.shrink_time <= 0:
+        print("tlfuzz: --jobs, --batch, --rounds and --shrink-time must be positive",
+              file=sys.stderr)
+        return 2
+    if ns.mutation is not None:
+        from .mutations import MUTATIONS
+
+        if ns.mutation not in MUTATIONS:
+            print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "
+                  f"{', '.join(MUTATIONS)})", file=sys.stderr)
+            return 2
+    try:
+        return run_campaign(ns)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

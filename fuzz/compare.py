@@ -1,0 +1,164 @@
+"""Compare two backends' outputs of one run: `compare_outputs(...) -> list[Mismatch]`.
+
+Contract (an empty list means the outputs agree):
+
+- Every key of `expected` must be in `actual` with the same shape and dtype, and vice versa.
+- Integer data, `.strides`/`.offset` entries, and float outputs of functions without float
+  collectives are compared exactly: equal values, equal sign of zero, NaN where NaN (any
+  payload). Scalar float code is exact in the language (no contraction, each op rounded in
+  its type), so any difference is a bug.
+- Float outputs of functions with float collectives are compared element-wise against an
+  error bound computed from the operands' magnitudes and the reduction lengths (see
+  `fuzz.magnitude`): `|e - a| <= 2 gamma_N M + N tiny`, M from the magnitude run of the same
+  function on the same arguments. Where M is not finite (NaN/Inf inputs, overflow) the
+  element has no bound and is not compared; where M is finite, a NaN or infinity on either
+  side is a mismatch (the exact result is finite and far from overflow).
+- A function whose float values reach comparisons, divisions, remainders or integer casts
+  while it also has float collectives cannot be bounded: its float outputs are not compared
+  and `explain()` says why (the fuzz generator never produces such functions).
+
+No false alarms is the requirement: every bound above holds for any correct implementation
+that may reassociate collective sums. The bound costs one interpreter run (check=False).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from tlinterp import ir
+
+from .magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
+
+MAX_PER_KEY = 8  # mismatches listed per output; the rest are summarised in one entry
+
+__all__ = ["Mismatch", "compare_outputs", "explain"]
+
+
+@dataclass
+class Mismatch:
+    key: str
+    index: Optional[tuple]  # element index, None for whole-array problems
+    expected: Any
+    actual: Any
+    bound: Optional[float]  # allowed |difference|, None when compared exactly
+    reason: str
+
+    def __str__(self) -> str:
+        where = self.key + ("" if self.index is None else str(list(self.index)))
+        text = f"{where}: expected {self.expected}, got {self.actual}"
+        if self.bound is not None:
+            try:
+                diff = abs(float(self.expected) - float(self.actual))
+                text += f" (|difference| {diff:.3g} > bound {self.bound:.3g})"
+            except (TypeError, ValueError):
+                pass
+        return f"{text}: {self.reason}"
+
+
+def _program(program: Union[str, ir.Program]) -> ir.Program:
+    if isinstance(program, str):
+        import tlinterp
+
+        return tlinterp.check(tlinterp.parse(program))
+    return program
+
+
+def _groups(function: ir.Function, args: Mapping, groups: Optional[int]) -> int:
+    if groups is not None:
+        return groups
+    from tlinterp.args import bind
+
+    return bind(function, args).num_groups(None)
+
+
+def explain(program, func: Optional[str], args: Mapping, groups: Optional[int] = None) -> Plan:
+    """How `compare_outputs` will compare this function's outputs."""
+    f = _program(program).function(func)
+    return plan(f, dict(args), _groups(f, args, groups))
+
+
+def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mapping,
+                    actual: Mapping, groups: Optional[int] = None) -> list[Mismatch]:
+    """Mismatches between two runs of `func` on `args` (see the module docstring). `groups`
+    is the work-group count of the runs (default: the .npz convention's)."""
+    program = _program(program)
+    function = program.function(func)
+    out: list[Mismatch] = []
+    for key in sorted(set(expected) | set(actual)):
+        if key not in actual or key not in expected:
+            side = "actual" if key not in actual else "expected"
+            out.append(Mismatch(key, None, "present" if side == "actual" else "absent",
+                                "absent" if side == "actual" else "present", None,
+                                f"output missing from the {side} results"))
+            continue
+        e, a = np.asarray(expected[key]), np.asarray(actual[key])
+        if e.shape != a.shape or e.dtype != a.dtype:
+            out.append(Mismatch(key, None, f"{e.dtype}{list(e.shape)}",
+                                f"{a.dtype}{list(a.shape)}", None, "shape or dtype differs"))
+    if out:
+        return out
+    g = _groups(function, args, groups)
+    p: Optional[Plan] = None
+    magnitudes: Optional[dict] = None
+    for key in sorted(expected):
+        e, a = np.asarray(expected[key]), np.asarray(actual[key])
+        if e.dtype.kind != "f" or key.endswith((".strides", ".offset")):
+            out.extend(_exact(key, e, a))
+            continue
+        if p is None:
+            p = plan(function, dict(args), g)
+        if not p.float_collectives:
+            out.extend(_exact(key, e, a))
+        elif p.nonlinear is None:
+            if magnitudes is None:
+                magnitudes = _magnitudes(program, function, args, g)
+            out.extend(_bounded(key, e, a, np.abs(np.asarray(magnitudes[key], np.float64)), p))
+    return out
+
+
+def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups: int):
+    from tlinterp.interp import run
+
+    mag = magnitude_function(function)
+    prog = ir.Program((mag,), program.filename)
+    with np.errstate(all="ignore"):
+        return run(prog, magnitude_args(dict(args)), func=mag.name, groups=groups, check=False)
+
+
+def _report(key: str, bad: np.ndarray, e, a, bound, reason: str) -> list[Mismatch]:
+    idx = np.argwhere(bad)
+    out = []
+    for ix in idx[:MAX_PER_KEY]:
+        t = tuple(int(i) for i in ix)
+        b = None if bound is None else float(bound[t])
+        out.append(Mismatch(key, t, e[t].item(), a[t].item(), b, reason))
+    if len(idx) > MAX_PER_KEY:
+        out.append(Mismatch(key, None, "...", "...", None,
+                            f"{len(idx) - MAX_PER_KEY} more elements differ"))
+    return out
+
+
+def _exact(key: str, e: np.ndarray, a: np.ndarray) -> list[Mismatch]:
+    if e.dtype.kind == "f":
+        en, an = np.isnan(e), np.isnan(a)
+        same = (en & an) | (~en & ~an & (e == a) & (np.signbit(e) == np.signbit(a)))
+    else:
+        same = e == a
+    return _report(key, ~same, e, a, None, "exact comparison")
+
+
+def _bounded(key: str, e: np.ndarray, a: np.ndarray, m: np.ndarray, p: Plan
+             ) -> list[Mismatch]:
+    with np.errstate(all="ignore"):
+        bound = 2 * gamma(p.steps, p.unit_roundoff) * m + p.steps * p.tiny
+        has_bound = np.isfinite(bound)
+        e64, a64 = e.astype(np.float64), a.astype(np.float64)
+        finite = np.isfinite(e64) & np.isfinite(a64)
+        diff = np.abs(e64 - a64)
+        bad = has_bound & (~finite | (diff > bound))
+    return _report(key, bad, e, a, bound,
+                   f"outside the collective rounding bound (N={p.steps} rounding steps)")

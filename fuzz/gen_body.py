@@ -1,0 +1,370 @@
+"""Statements of generated kernels: stores, collectives, foreach, for, if, alloca, barrier.
+
+Each statement either emits well-defined code or raises `Unavailable` before emitting the
+instruction that would make it undefined (views and scalars emitted on the way are harmless).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from tlinterp import ir
+from tlinterp.ir import Const
+from tlinterp.types import INDEX, MemrefType, ScalarType
+
+from .gen_core import CoreGenerator, exact_dim
+from .model import Buf, Scal, Unavailable, View
+from .ranges import IRange
+
+COLLECTIVE_ORDERS = {  # kind -> possible orders of the output
+    "gemm": (2,), "ger": (2,), "gemv": (1,), "hadamard": (1, 2), "axpby": (1, 2), "sum": (0, 1),
+}
+
+
+def int_cap(t: ScalarType) -> int:
+    """Magnitude cap for integer buffers that are read back."""
+    return {8: 40, 16: 1000}.get(t.bits, 100000)
+
+
+def int_limit(t: ScalarType) -> int:
+    """Largest magnitude an integer sink may reach: the signed maximum of the width, also for
+    unsigned types (their collectives may compute in a promoted signed type)."""
+    return (1 << (t.bits - 1)) - 1
+
+
+def _op_dims(x, y, transposed: bool) -> list:
+    """Modes of X such that op(X) has modes (x, y)."""
+    return [y, x] if transposed else [x, y]
+
+
+class BodyGenerator(CoreGenerator):
+    # --- regions ----------------------------------------------------------------------------
+
+    def gen_block(self, depth: int, at_least: int = 0) -> None:
+        level = len(self.scopes)
+        for _ in range(self.int(at_least, self.p.max_statements)):
+            self.gen_statement(depth)
+        for b in [b for b in self.bufs if b.kind == "alloca" and b.level == level and b.alive]:
+            b.alive = False
+            if self.flip(50):
+                self.emit(ir.LifetimeStop(self.roots[id(b)].value))
+
+    def gen_statement(self, depth: int) -> None:
+        w = dict(self.p.statement_weights)
+        if self.spmd:
+            w = {k: v for k, v in w.items() if k in ("store", "for_", "if_", "scalar")}
+        if depth >= self.p.max_depth:
+            for k in ("for_", "if_", "foreach"):
+                w.pop(k, None)
+        kind = self.weighted(w)
+        try:
+            {"store": self.gen_store, "collective": self.gen_collective,
+             "foreach": self.gen_foreach, "for_": self.gen_for, "if_": self.gen_if,
+             "alloca": self.gen_alloca, "barrier": self.gen_barrier,
+             "scalar": self.gen_scalar_statement}[kind](depth)
+        except Unavailable:
+            pass
+
+    def gen_scalar_statement(self, depth: int) -> None:
+        self.gen_scalar(self.pick(self.scalar_types()), 2)
+
+    def gen_barrier(self, depth: int) -> None:
+        self.emit(ir.Barrier())
+
+    # --- stores ---------------------------------------------------------------------------
+
+    def store_value(self, buf: Buf) -> Scal:
+        v = self.gen_scalar(buf.elem, 2)
+        if buf.elem.is_int:
+            if buf.readable:
+                v = self.clamp(v, buf.cap)
+            else:
+                buf.acc = max(buf.acc, v.rng.mag)
+        return v
+
+    def writable_views(self) -> list[View]:
+        return [v for v in self.visible_views()
+                if v.buf.kind in ("own", "alloca") and v.buf.alive]
+
+    def gen_store(self, depth: int) -> None:
+        if self.spmd:
+            if self.foreach_target is None:
+                raise Unavailable("no foreach target")
+            w, d, ivar = self.foreach_target
+            idx = [self.index_in(lo).op if m != d else ivar.op for m, (lo, _) in enumerate(w.dims)]
+        else:
+            w = self.pick([v for v in self.writable_views() if all(lo >= 1 for lo, _ in v.dims)])
+            if self.flip(30) and w.type.order:
+                w = self.derive_view(w, self.int(0, w.type.order))
+            idx = [self.index_in(lo).op for lo, _ in w.dims]
+        val = self.store_value(w.buf)
+        self.emit(ir.Store(val.op, w.value, tuple(idx), w.type))
+
+    # --- control flow -----------------------------------------------------------------------
+
+    def gen_for(self, depth: int) -> None:
+        t = INDEX if self.flip(60) else self.pick([ScalarType.i32, ScalarType.i64,
+                                                   ScalarType.i16, ScalarType.u32])
+        start = self.int(0, 3)
+        step = self.int(1, 2)
+        trips = self.int(0, self.p.max_trips)
+        stop = start + trips * step
+        var = self.fresh("i")
+        saved = self.mult
+        self.push()
+        try:
+            self.mult *= max(trips, 1)
+            last = start + max(trips - 1, 0) * step
+            s = self.add_scalar(Scal(var, t, IRange(start, last)))
+            if t is not INDEX and trips:
+                self.cast(s, INDEX)
+            self.gen_block(depth + 1, at_least=1)
+        finally:
+            body = self.pop()
+            self.mult = saved
+        step_op = None if step == 1 and self.flip(50) else Const(step)
+        self.emit(ir.For(var, Const(start), Const(stop), step_op, t, body))
+
+    def gen_if(self, depth: int) -> None:
+        cond = self.gen_scalar(ScalarType.i1, 1)
+        n = self.int(0, 2)
+        types = tuple(self.pick(self.scalar_types()) for _ in range(n))
+        regions, ranges = [], []
+        with_else = n > 0 or self.flip(50)
+        for _ in range(2 if with_else else 1):
+            self.push()
+            try:
+                self.gen_block(depth + 1)
+                vals = [self.gen_scalar(t, 1) for t in types]
+                if types or self.flip(20):
+                    self.emit(ir.Yield(tuple(v.op for v in vals), types))
+                ranges.append([v.rng for v in vals])
+            finally:
+                regions.append(self.pop())
+        results = tuple(self.fresh() for _ in types)
+        self.emit(ir.If(results, cond.op, types, regions[0],
+                        regions[1] if with_else else None))
+        for k, (r, t) in enumerate(zip(results, types)):
+            self.add_scalar(Scal(r, t, ranges[0][k].union(ranges[1][k])))
+
+    def gen_foreach(self, depth: int) -> None:
+        w = self.pick([v for v in self.writable_views() if v.type.order >= 1
+                       and all(lo >= 1 for lo, _ in v.dims)])
+        w = self.derive_view(w, self.int(1, min(2, w.type.order)))
+        self.foreach_over(w, depth, fill=False)
+
+    def foreach_over(self, w: View, depth: int, fill: bool) -> None:
+        """foreach over one mode of w; the body stores to w at that mode's loop index. With
+        `fill`, every element of w is written exactly once (initialises an alloca)."""
+        d = 0 if fill else self.int(0, w.type.order - 1)
+        lo, hi = w.dims[d]
+        start = 0 if fill else self.int(0, lo - 1)
+        const_stop = lo == hi and (fill or self.flip(60))
+        t = self.pick([INDEX, ScalarType.i32, ScalarType.i64]) if const_stop else INDEX
+        stop: ir.Operand = Const(lo) if const_stop else self.size_of(w, d).op
+        var = self.fresh("i")
+        saved = (self.spmd, self.foreach_buf, self.foreach_target)
+        self.push()
+        try:
+            self.spmd, self.foreach_buf = True, w.buf
+            s = self.add_scalar(Scal(var, t, IRange(start, hi - 1)))
+            ivar = self.cast(s, INDEX)
+            self.foreach_target = (w, d, ivar)
+            if fill:
+                self.fill_rest(w, d, ivar)
+            else:
+                self.gen_block(depth + 1)
+                self.gen_store(depth + 1)
+        finally:
+            body = self.pop()
+            self.spmd, self.foreach_buf, self.foreach_target = saved
+        self.emit(ir.Foreach(var, Const(start), stop, t, body))
+
+    def fill_rest(self, w: View, d: int, ivar: Scal) -> None:
+        """Store to w[ivar, j] for every j of the other mode (order <= 2)."""
+        if w.type.order == 1:
+            val = self.store_value(w.buf)
+            self.emit(ir.Store(val.op, w.value, (ivar.op,), w.type))
+            return
+        n = w.dims[1][0]
+        var = self.fresh("j")
+        self.push()
+        try:
+            j = self.add_scalar(Scal(var, INDEX, IRange(0, n - 1)))
+            val = self.store_value(w.buf)
+            self.emit(ir.Store(val.op, w.value, (ivar.op, j.op), w.type))
+        finally:
+            body = self.pop()
+        self.emit(ir.For(var, Const(0), Const(n), None, INDEX, body))
+
+    # --- alloca ---------------------------------------------------------------------------
+
+    def gen_alloca(self, depth: int) -> None:
+        elem = self.pick(self.p.memref_types) if self.flip(30) else self.main
+        if elem.is_float and self.float_forbidden:
+            elem = self.main
+        order = self.int(1, 2)
+        shape = tuple(self.int(1, self.p.max_size) for _ in range(order))
+        strides = [self.int(1, 2)]
+        for k in range(1, order):
+            strides.append(strides[-1] * shape[k - 1] + self.int(0, 2) * int(self.flip(30)))
+        t = MemrefType.make(elem, shape, None if self.flip(60) else strides)
+        r = self.fresh("t")
+        self.emit(ir.Alloca(r, t))
+        buf = Buf(r.name, "alloca", elem, cap=int_cap(elem) if elem.is_int else 0,
+                  initialised=False)
+        buf.level, buf.alive = len(self.scopes), True
+        self.bufs.append(buf)
+        view = self.add_view(View(r, t, tuple((n, n) for n in shape), tuple(t.stride), buf,
+                                  full=True))
+        self.roots[id(buf)] = view
+        how = self.weighted({"fill": 4, "collective": 3, "none": 1})
+        try:
+            if how == "fill":
+                self.foreach_over(view, depth, fill=True)
+                buf.initialised = True
+            elif how == "collective":
+                self.gen_collective(depth, dest=view)
+        except Unavailable:
+            pass
+
+    # --- collectives ------------------------------------------------------------------------
+
+    def input_view(self, elem: ScalarType, dims: list, exclude: Buf) -> View:
+        def ok(v: View) -> bool:
+            e = v.type.element
+            same = e is elem or (elem.is_float and e.is_float and self.p_mixed)
+            return same and v.buf is not exclude and v.type.order >= len(dims)
+
+        cands = [v for v in self.readable_views() if ok(v)]
+        return self.derive_view(self.pick(cands), len(dims), exact=dims)
+
+    def scale(self, t: ScalarType, role: str, atomic_shared: bool) -> Scal:
+        if role == "beta" and atomic_shared:
+            return self.const(t, 1)
+        if t.is_float:
+            if self.flip(25):
+                vals = [s for s in self.visible_scalars(t)]
+                if vals:
+                    return self.pick(vals)
+            return self.const(t, self.pick([1.0, 0.0, -1.0, 0.5, 2.0, -1.5])
+                              if role == "beta" else self.pick([1.0, -1.0, 0.5, 2.0, 0.0]))
+        if self.flip(20):
+            vals = [s for s in self.visible_scalars(t) if s.rng.mag <= 2]
+            if vals and role == "alpha":
+                return self.pick(vals)
+        if role == "beta":
+            return self.const(t, self.pick([0, 1] if not t.is_signed else [0, 1, -1]))
+        return self.const(t, self.pick([1, 2, 0] if not t.is_signed else [1, -1, 2, 0]))
+
+    def gen_collective(self, depth: int, dest: Optional[View] = None) -> None:
+        for attempt in range(3):  # shapes may not fit: try another kind/output
+            try:
+                return self.try_collective(dest)
+            except Unavailable:
+                if attempt == 2:
+                    raise
+
+    def try_collective(self, dest: Optional[View]) -> None:
+        kind = self.weighted(self.p.collective_weights)
+        if dest is not None:  # initialise an alloca: the whole view, beta = 0
+            c = dest
+            if c.type.order not in COLLECTIVE_ORDERS[kind]:
+                fits = {k: w for k, w in self.p.collective_weights.items()
+                        if c.type.order in COLLECTIVE_ORDERS[k]}
+                kind = self.weighted(fits)  # Unavailable when none is enabled
+            shared = False
+        else:
+            roots = [v for v in self.visible_views()
+                     if v.buf.kind in ("own", "atomic", "alloca") and v.buf.alive
+                     and self.roots.get(id(v.buf)) is v and v.buf.initialised]
+            order = self.pick(COLLECTIVE_ORDERS[kind])
+            root = self.pick([r for r in roots if r.type.order >= order] or roots)
+            c = self.derive_view(root, order)
+            shared = root.buf.kind == "atomic"
+        if any(lo < 1 for lo, _ in c.dims):
+            raise Unavailable("empty output")
+        elem = c.type.element
+        if elem.is_float and not self.float_collectives:
+            raise Unavailable("float collectives are off in this function")
+        self.p_mixed = elem.is_float and self.flip(20)
+        dims = [exact_dim(self, c, m) for m in range(c.type.order)]
+        k = self.int(1, self.p.max_k)
+        trans_a, trans_b = self.flip(40), self.flip(40)
+        sw = _op_dims
+        if kind == "gemm":
+            a = self.input_view(elem, sw(dims[0], k, trans_a), c.buf)
+            b = self.input_view(elem, sw(k, dims[1], trans_b), c.buf)
+        elif kind == "gemv":
+            a = self.input_view(elem, sw(dims[0], k, trans_a), c.buf)
+            b = self.input_view(elem, [k], c.buf)
+        elif kind == "ger":
+            a = self.input_view(elem, [dims[0]], c.buf)
+            b = self.input_view(elem, [dims[1]], c.buf)
+            k = 1
+        elif kind == "hadamard":
+            a = self.input_view(elem, dims, c.buf)
+            b = self.input_view(elem, dims, c.buf)
+            k = 1
+        elif kind == "axpby":
+            a = self.input_view(elem, sw(*dims, trans_a) if len(dims) == 2 else dims, c.buf)
+            b, k = None, 1
+        else:  # sum
+            a = self.input_view(elem, sw(dims[0], k, trans_a) if dims else [k], c.buf)
+            b = None
+        alpha_t = elem if not (elem.is_float and self.flip(20)) else self.pick(
+            [ScalarType.f32, ScalarType.f64])
+        beta_t = elem if not (elem.is_float and self.flip(20)) else self.pick(
+            [ScalarType.f32, ScalarType.f64])
+        alpha = self.scale(alpha_t, "alpha", shared)
+        beta = self.const(beta_t, 0) if dest is not None else self.scale(beta_t, "beta", shared)
+        atomic = shared or (c.buf.kind == "own" and self.flip(15))
+        if elem.is_int:
+            self.account(c.buf, kind, k, alpha, beta, a, b, shared)
+        inst = self.collective_inst(kind, atomic, trans_a, trans_b, alpha, a, b, beta, c)
+        self.emit(inst)
+        if dest is not None and len(self.scopes) == c.buf.level:
+            c.buf.initialised = True
+
+    def account(self, out: Buf, kind: str, k: int, alpha: Scal, beta: Scal, a: View,
+                b: Optional[View], shared: bool) -> None:
+        """Integer collectives: prove the result fits, update the sink bound."""
+        cap_a = a.buf.cap
+        cap_b = 1 if b is None else b.buf.cap
+        contrib = alpha.rng.mag * k * cap_a * cap_b
+        bm = beta.rng.mag
+        if out.readable:
+            if bm != 0 or contrib > out.cap:
+                raise Unavailable("integer result could exceed the cap")
+            return
+        acc = out.acc
+        reps = self.mult * (self.groups if shared else 1)
+        for _ in range(reps):
+            acc = max(acc, contrib) if bm == 0 else bm * acc + contrib
+            if acc > int_limit(out.elem):
+                raise Unavailable("integer sink could overflow")
+        out.acc = acc
+
+    def collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):
+        common = dict(atomic=atomic, alpha=alpha.op, beta=beta.op, alpha_type=alpha.type,
+                      beta_type=beta.type)
+        if kind == "gemm":
+            return ir.Gemm(trans_a=ta, trans_b=tb, a=a.value, b=b.value, c=c.value,
+                           a_type=a.type, b_type=b.type, c_type=c.type, **common)
+        if kind == "gemv":
+            return ir.Gemv(trans_a=ta, a=a.value, b=b.value, c=c.value, a_type=a.type,
+                           b_type=b.type, c_type=c.type, **common)
+        if kind == "ger":
+            return ir.Ger(a=a.value, b=b.value, c=c.value, a_type=a.type, b_type=b.type,
+                          c_type=c.type, **common)
+        if kind == "hadamard":
+            return ir.Hadamard(a=a.value, b=b.value, c=c.value, a_type=a.type, b_type=b.type,
+                               c_type=c.type, **common)
+        if kind == "axpby":
+            return ir.Axpby(trans=ta and a.type.order == 2, a=a.value, b=c.value,
+                            a_type=a.type, b_type=c.type, **common)
+        return ir.Sum(trans=ta and a.type.order == 2, a=a.value, b=c.value, a_type=a.type,
+                      b_type=c.type, **common)
+
+
+__all__ = ["BodyGenerator", "int_cap", "int_limit"]

@@ -1,0 +1,490 @@
+"""The core of the random kernel builder behind `fuzz.strategies.kernels()`: drawing,
+scopes, scalar expressions, loads and views (statements: `gen_body`, functions: `gen_function`).
+
+A `Generator` draws every decision through a Hypothesis `draw` function (so cases shrink) and
+builds `tlinterp.ir` directly. It keeps enough knowledge of the run-time state to make the
+program free of undefined behaviour by construction:
+
+- scalars carry value ranges (`fuzz.ranges`); an operation is only emitted when its range
+  proves it defined (divisors are forced into [1, 8], shift amounts masked, ...);
+- memory is a set of `Buf`s: read-only inputs, per-work-group output slices ("own"), allocas
+  and one shared atomic sink. A work-group only writes its own slices, its allocas and (with
+  `.atomic` and beta = 1) the sink; nobody reads the sink;
+- integer buffers that are read back have a magnitude cap that every write respects, so loads
+  have known ranges; integer buffers that are only written ("sinks") track an accumulated
+  bound instead, multiplied by the trip counts of enclosing loops;
+- a foreach writes one view, each iteration to elements indexed by its own loop variable, and
+  does not read that buffer; allocas are read only after a full initialisation;
+- views (subview/expand/fuse/load from a group) carry the run-time size interval of every mode
+  and, where uniform, the concrete strides, so indices stay in bounds and fuses are legal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Optional
+
+from hypothesis import strategies as st
+
+from tlinterp import ir, typerules
+from tlinterp.ir import Const, Slice, Value
+from tlinterp.types import INDEX, ScalarType
+
+from .model import Buf, Scal, Scope, Unavailable, View
+from .params import GenParams
+from .ranges import (
+    UNKNOWN_F,
+    FRange,
+    IRange,
+    cast_range,
+    const_range,
+    float_binary,
+    int_binary,
+    int_unary,
+    type_range,
+)
+
+
+class CoreGenerator:
+    def __init__(self, draw: Callable, params: GenParams, fname: str):
+        self.draw = draw
+        self.p = params
+        self.fname = fname
+        self.n = 0
+        self.scopes: list[Scope] = [Scope()]
+        self.spmd = False
+        self.foreach_buf: Optional[Buf] = None
+        self.mult = 1
+        self.bufs: list[Buf] = []
+        self.roots: dict[int, View] = {}  # id(buf) -> root view (for own/alloca/atomic)
+        self.groups = 1
+        self.used: set[str] = set()  # instruction kinds emitted (coverage)
+        self.float_collectives = False
+        self.float_forbidden = False
+        self.gid: Optional[Scal] = None
+        self.main = ScalarType.f32  # the function's main element type
+        self.foreach_target = None  # (view, mode, index Scal) inside a foreach
+        self.p_mixed = False  # current collective may mix f32 and f64 operands
+
+    # --- drawing --------------------------------------------------------------------------
+
+    def int(self, lo: int, hi: int) -> int:
+        return lo if hi <= lo else self.draw(st.integers(lo, hi))
+
+    def flip(self, percent: int) -> bool:
+        """True with about `percent`% probability; shrinks to False."""
+        return self.draw(st.integers(0, 99)) >= 100 - percent
+
+    def pick(self, seq):
+        seq = list(seq)
+        if not seq:
+            raise Unavailable("nothing to pick")
+        return seq[self.int(0, len(seq) - 1)]
+
+    def weighted(self, weights: dict[str, int]) -> str:
+        items = [(k, w) for k, w in weights.items() if w > 0]
+        if not items:
+            raise Unavailable("no option")
+        total = sum(w for _, w in items)
+        x = self.int(0, total - 1)
+        for k, w in items:
+            if x < w:
+                return k
+            x -= w
+        return items[-1][0]
+
+    # --- emission and scopes --------------------------------------------------------------
+
+    def fresh(self, prefix: str = "v") -> Value:
+        self.n += 1
+        return Value(f"{prefix}{self.n}")
+
+    def emit(self, inst) -> None:
+        self.scopes[-1].insts.append(inst)
+        self.used.add(type(inst).__name__)
+
+    def push(self) -> Scope:
+        s = Scope()
+        self.scopes.append(s)
+        return s
+
+    def pop(self) -> ir.Region:
+        return ir.Region(self.scopes.pop().insts)
+
+    def visible_scalars(self, t: Optional[ScalarType] = None) -> list[Scal]:
+        out = [s for sc in self.scopes for s in sc.scalars]
+        return [s for s in out if t is None or s.type is t]
+
+    def visible_views(self) -> list[View]:
+        return [v for sc in self.scopes for v in sc.views]
+
+    def add_scalar(self, s: Scal) -> Scal:
+        if isinstance(s.op, Value):
+            self.scopes[-1].scalars.append(s)
+        return s
+
+    def add_view(self, v: View) -> View:
+        self.scopes[-1].views.append(v)
+        return v
+
+    # --- scalars ----------------------------------------------------------------------------
+
+    def const(self, t: ScalarType, value) -> Scal:
+        if t.is_float:
+            return Scal(Const(float(value), True), t, const_range(value, t))
+        return Scal(Const(int(value)), t, const_range(value, t))
+
+    def small_const(self, t: ScalarType) -> Scal:
+        if t.is_bool:
+            return self.const(t, self.int(0, 1))
+        if t.is_float:
+            return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, 1e-3]))
+        if t.is_signed:
+            return self.const(t, self.pick([1, 2, -1, 0, 3, -7, 5]))
+        return self.const(t, self.pick([1, 2, 0, 3, 7]))
+
+    def index_const(self, v: int) -> Scal:
+        return self.const(INDEX, v)
+
+    def linear_float(self) -> bool:
+        """In functions with float collectives, float scalars only meet add/sub/mul/neg and
+        float casts, so that fuzz.compare can bound the collectives' rounding errors."""
+        return self.float_collectives
+
+    def binary(self, op: str, a: Scal, b: Scal) -> Scal:
+        t = a.type
+        rng = float_binary(op, a.rng, b.rng) if t.is_float else int_binary(op, a.rng, b.rng, t)
+        if rng is None:
+            raise Unavailable(op)
+        r = self.fresh()
+        self.emit(ir.Arith(r, op, a.op, b.op, t))
+        return self.add_scalar(Scal(r, t, rng))
+
+    def unary(self, op: str, a: Scal) -> Scal:
+        t = a.type
+        if t.is_float:
+            rng = FRange(-a.rng.hi, -a.rng.lo) if a.rng.known else UNKNOWN_F
+        else:
+            rng = int_unary(op, a.rng, t)
+        if rng is None:
+            raise Unavailable(op)
+        r = self.fresh()
+        self.emit(ir.ArithUnary(r, op, a.op, t))
+        return self.add_scalar(Scal(r, t, rng))
+
+    def cast(self, a: Scal, to: ScalarType) -> Scal:
+        if a.type is to:
+            return a
+        rng = cast_range(a.rng, a.type, to)
+        if rng is None:
+            raise Unavailable("cast")
+        r = self.fresh()
+        self.emit(ir.Cast(r, a.op, a.type, to))
+        return self.add_scalar(Scal(r, to, rng))
+
+    def guard_nonzero(self, b: Scal) -> Scal:
+        """b & 7 + 1: a divisor in [1, 8] whatever b is."""
+        m = self.binary("and", b, self.const(b.type, 7))
+        return self.binary("add", m, self.const(b.type, 1))
+
+    def clamp(self, a: Scal, cap: int) -> Scal:
+        """A value of `a`'s integer type whose magnitude is at most `cap`."""
+        lim = IRange(0, cap) if not a.type.is_signed else IRange(-cap, cap)
+        if a.rng.within(lim):
+            return a
+        return self.binary("rem", a, self.const(a.type, cap + 1))
+
+    def scalar_types(self) -> list[ScalarType]:
+        return [t for t in self.p.scalar_types if not (t.is_float and self.float_forbidden)]
+
+    def gen_scalar(self, t: ScalarType, depth: int = 2) -> Scal:
+        """A scalar of type t: a constant, a visible value, a load or a small expression."""
+        for _ in range(4):
+            try:
+                return self._gen_scalar(t, depth)
+            except Unavailable:
+                depth = 0
+        return self.small_const(t)
+
+    def _gen_scalar(self, t: ScalarType, depth: int) -> Scal:
+        w = dict(self.p.scalar_weights)
+        if depth <= 0:
+            w = {k: v for k, v in w.items() if k in ("const", "value", "load", "special")}
+        if t.is_float and self.linear_float():
+            w.pop("cmp", None)
+        if not t.is_bool:
+            w.pop("cmp", None)
+        if t is not INDEX:
+            w.pop("special", None)
+        kind = self.weighted(w)
+        if kind == "const":
+            return self.small_const(t)
+        if kind == "value":
+            return self.pick(self.visible_scalars(t))
+        if kind == "special":
+            return self.special_index()
+        if kind == "load":
+            return self.gen_load(t)
+        if kind == "cmp":
+            return self.gen_cmp(depth)
+        if kind == "cast":
+            src = self.pick([s for s in self.scalar_types() if s is not t])
+            if self.linear_float() and src.is_float is not t.is_float and src.is_float:
+                raise Unavailable("float to int in linear mode")
+            return self.cast(self.gen_scalar(src, depth - 1), t)
+        if kind == "unary":
+            if t.is_float:
+                return self.unary("neg", self.gen_scalar(t, depth - 1))
+            op = "not" if t.is_bool else self.pick(["neg", "not"])
+            return self.unary(op, self.gen_scalar(t, depth - 1))
+        if kind == "if_":
+            return self.gen_if_value(t, depth - 1)
+        return self.gen_binary(t, depth)
+
+    def gen_binary(self, t: ScalarType, depth: int) -> Scal:
+        if t.is_bool:
+            ops = ["and", "or", "xor"]
+        elif t.is_float:
+            ops = ["add", "sub", "mul"] + ([] if self.linear_float() else ["div", "rem"])
+        else:
+            ops = list(ir.ARITH_BINARY_OPS)
+        op = self.pick(ops)
+        a = self.gen_scalar(t, depth - 1)
+        b = self.gen_scalar(t, depth - 1)
+        if t.is_int and op in ("div", "rem") and b.rng.lo <= 0 <= b.rng.hi:
+            b = self.guard_nonzero(b)
+        if t.is_int and op in ("div", "rem") and t.is_signed and a.rng.lo == type_range(t).lo:
+            a = self.binary("and", a, self.const(t, 127))
+        if op in ("shl", "shr") and not b.rng.within(IRange(0, t.bits - 1)):
+            b = self.binary("and", b, self.const(t, t.bits - 1))
+        try:
+            return self.binary(op, a, b)
+        except Unavailable:
+            if op == "shl":
+                return self.binary("shr", a, b)
+            if op in ("add", "sub", "mul") and t.is_int:
+                return self.binary("xor", a, b)
+            raise
+
+    def gen_cmp(self, depth: int) -> Scal:
+        ts = [s for s in self.scalar_types() if not s.is_bool
+              and not (s.is_float and self.linear_float())]
+        t = self.pick(ts)
+        a, b = self.gen_scalar(t, depth - 1), self.gen_scalar(t, depth - 1)
+        r = self.fresh()
+        self.emit(ir.Compare(r, self.pick(ir.COMPARE_CONDS), a.op, b.op, t))
+        return self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1)))
+
+    def special_index(self) -> Scal:
+        k = self.pick(["group_id", "group_size", "size", "arith"])
+        if k == "group_id":
+            return self.gid
+        if k == "group_size":
+            r = self.fresh()
+            self.emit(ir.GroupSize(r))
+            return self.add_scalar(Scal(r, INDEX, IRange(self.groups, self.groups)))
+        if k == "size":
+            v = self.pick(self.visible_views())
+            if v.type.order == 0:
+                raise Unavailable("order 0")
+            m = self.int(0, v.type.order - 1)
+            return self.size_of(v, m)
+        # (group_id + 1) rem group_size: another group's index, exercises index arithmetic
+        gs = self.fresh()
+        self.emit(ir.GroupSize(gs))
+        g = Scal(gs, INDEX, IRange(self.groups, self.groups))
+        s = self.binary("add", self.gid, self.index_const(1))
+        return self.binary("rem", s, g)
+
+    def size_of(self, v: View, m: int) -> Scal:
+        r = self.fresh()
+        self.emit(ir.Size(r, v.value, m, v.type))
+        lo, hi = v.dims[m]
+        return self.add_scalar(Scal(r, INDEX, IRange(lo, hi)))
+
+    def index_in(self, n: int) -> Scal:
+        """An index operand in [0, n) (n >= 1): constant, visible value, or masked value."""
+        k = self.weighted({"const": 5, "value": 3, "mask": 2})
+        if k == "value":
+            ok = [s for s in self.visible_scalars(INDEX) if s.rng.within(IRange(0, n - 1))]
+            if ok:
+                return self.pick(ok)
+        if k == "mask" and n >= 2:
+            base = self.pick(self.visible_scalars(INDEX) or [self.gid])
+            mask = (1 << (n.bit_length() - 1)) - 1  # largest 2^j - 1 below n
+            return self.binary("and", base, self.index_const(mask))
+        return self.index_const(self.int(0, n - 1))
+
+    def gen_if_value(self, t: ScalarType, depth: int) -> Scal:
+        cond = self.gen_scalar(ScalarType.i1, depth)
+        results, rngs = (self.fresh(),), []
+        regions = []
+        for _ in range(2):
+            self.push()
+            v = self.gen_scalar(t, depth)
+            self.emit(ir.Yield((v.op,), (t,)))
+            rngs.append(v.rng)
+            regions.append(self.pop())
+        self.emit(ir.If(results, cond.op, (t,), regions[0], regions[1]))
+        return self.add_scalar(Scal(results[0], t, rngs[0].union(rngs[1])))
+
+    # --- loads ----------------------------------------------------------------------------
+
+    def readable_views(self, elem: Optional[ScalarType] = None) -> list[View]:
+        out = []
+        for v in self.visible_views():
+            b = v.buf
+            if not (b.readable and b.initialised and b.alive) or b is self.foreach_buf:
+                continue
+            if elem is not None and v.type.element is not elem:
+                continue
+            out.append(v)
+        return out
+
+    def load_range(self, buf: Buf):
+        if buf.elem.is_float:
+            if buf.kind == "input" and buf.finite:
+                return FRange(-self.p.float_data_max, self.p.float_data_max)
+            return UNKNOWN_F
+        if buf.elem.is_signed:
+            return IRange(-buf.cap, buf.cap)
+        return IRange(0, buf.cap)
+
+    def gen_load(self, t: ScalarType) -> Scal:
+        views = [v for v in self.readable_views(t) if min(lo for lo, _ in v.dims or ((1, 1),))]
+        v = self.pick(views)
+        if self.flip(30) and v.type.order:
+            v = self.derive_view(v, self.int(0, v.type.order))
+        idx = tuple(self.index_in(lo).op for lo, _ in v.dims)
+        r = self.fresh()
+        self.emit(ir.Load(r, v.value, idx, v.type))
+        return self.add_scalar(Scal(r, t, self.load_range(v.buf)))
+
+    # --- views ------------------------------------------------------------------------------
+
+    def size_operand(self, n: int) -> ir.Operand:
+        """Constant n, or a run-time index value equal to n (makes the type dynamic)."""
+        if self.flip(25):
+            exact = [s for s in self.visible_scalars(INDEX) if s.rng == IRange(n, n)]
+            if exact:
+                return self.pick(exact).op
+            if n >= 2:
+                return self.binary("add", self.index_const(n - 1), self.index_const(1)).op
+        return Const(n)
+
+    def subview(self, v: View, slices: list, dims: list, strides: list) -> View:
+        r = self.fresh()
+        inst = ir.Subview(r, v.value, tuple(slices), v.type)
+        t = typerules.subview_type(inst)
+        self.emit(inst)
+        return self.add_view(View(r, t, tuple(dims), tuple(strides), v.buf))
+
+    def derive_view(self, v: View, order: int, exact: Optional[list] = None) -> View:
+        """A subview of `v` with `order` modes. `exact[k]`, when given, is the size mode k of
+        the result must have at run time: an int, or a (Scal holding it, lo, hi) triple."""
+        v = self.random_chain(v)
+        while v.type.order < order:
+            v = self.expand(v)  # raises Unavailable when no mode can be split
+        keep = sorted(self.draw(st.permutations(range(v.type.order)))[:order])
+        slices, dims, strides = [], [], []
+        for m in range(v.type.order):
+            lo, hi = v.dims[m]
+            if m not in keep:
+                if lo < 1:
+                    raise Unavailable("empty mode")
+                slices.append(Slice(self.index_in(lo).op))
+                continue
+            want = exact[keep.index(m)] if exact is not None else None
+            if want is None:
+                if lo < 1:
+                    raise Unavailable("empty mode")
+                off = self.int(0, lo - 1)
+                if self.flip(30):  # '?': the rest of the mode
+                    slices.append(Slice(self.index_const(off).op, None, True))
+                    dims.append((lo - off, hi - off))
+                else:
+                    size = self.int(1, lo - off)
+                    slices.append(Slice(self.index_const(off).op, self.size_operand(size), True))
+                    dims.append((size, size))
+            elif isinstance(want, int):
+                if lo < want:
+                    raise Unavailable("mode too small")
+                off = self.int(0, lo - want)
+                if off + want == lo == hi and self.flip(20):
+                    slices.append(Slice(self.index_const(off).op, None, True))
+                else:
+                    slices.append(Slice(self.index_const(off).op, self.size_operand(want), True))
+                dims.append((want, want))
+            else:
+                s, wlo, whi = want
+                if lo < whi:
+                    raise Unavailable("mode too small")
+                off = self.int(0, lo - whi)
+                slices.append(Slice(self.index_const(off).op, s.op, True))
+                dims.append((wlo, whi))
+            strides.append(v.strides[m])
+        return self.subview(v, slices, dims, strides)
+
+    def random_chain(self, v: View) -> View:
+        """Zero to two expand/fuse steps that keep the memory the view covers."""
+        for _ in range(self.int(0, self.p.max_view_chain)):
+            k = self.pick(["expand", "fuse"])
+            try:
+                v = self.expand(v) if k == "expand" else self.fuse(v)
+            except Unavailable:
+                pass
+        return v
+
+    def expand(self, v: View) -> View:
+        modes = [m for m, (lo, hi) in enumerate(v.dims) if lo == hi and lo >= 2]
+        if not modes or v.type.order >= 4:
+            raise Unavailable("no mode to expand")
+        m = self.pick(modes)
+        n = v.dims[m][0]
+        divisors = [d for d in range(1, n + 1) if n % d == 0]
+        a = self.pick(divisors)
+        b = n // a
+        entries: list = [a, b]
+        k = self.weighted({"static": 4, "dyn": 3, "value": 2})
+        j = self.int(0, 1)
+        if k == "dyn":
+            entries[j] = None
+        elif k == "value":
+            entries[j] = self.binary("add", self.index_const(entries[j] - 1),
+                                     self.index_const(1)).op
+            if self.flip(50):
+                entries[1 - j] = None
+        r = self.fresh()
+        inst = ir.Expand(r, v.value, m, tuple(entries), v.type)
+        t = typerules.expand_type(inst)
+        self.emit(inst)
+        s = v.strides[m]
+        dims = v.dims[:m] + ((a, a), (b, b)) + v.dims[m + 1:]
+        strides = v.strides[:m] + (s, None if s is None else s * a) + v.strides[m + 1:]
+        return self.add_view(View(r, t, dims, strides, v.buf, v.full))
+
+    def fuse(self, v: View) -> View:
+        ok = []
+        for m in range(v.type.order - 1):
+            (lo, hi), s0, s1 = v.dims[m], v.strides[m], v.strides[m + 1]
+            if lo == hi and s0 is not None and s1 is not None and s0 * lo == s1:
+                ok.append(m)
+        if not ok:
+            raise Unavailable("nothing to fuse")
+        m = self.pick(ok)
+        r = self.fresh()
+        inst = ir.Fuse(r, v.value, m, m + 1, v.type)
+        t = typerules.fuse_type(inst)
+        self.emit(inst)
+        n = v.dims[m][0]  # exact; the next mode may vary between work-groups
+        dims = v.dims[:m] + ((n * v.dims[m + 1][0], n * v.dims[m + 1][1]),) + v.dims[m + 2:]
+        strides = v.strides[:m + 1] + v.strides[m + 2:]
+        return self.add_view(View(r, t, dims, strides, v.buf, v.full))
+
+
+def exact_dim(g: CoreGenerator, v: View, m: int):
+    """The size of mode m of v as `derive_view` wants it: int or (Scal, lo, hi)."""
+    lo, hi = v.dims[m]
+    if lo == hi:
+        return lo
+    return (g.size_of(v, m), lo, hi)

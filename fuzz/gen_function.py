@@ -1,0 +1,241 @@
+"""Whole generated functions: arguments (types and data), per-work-group views, the body."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from tlinterp import ir, typerules
+from tlinterp.ir import Const, Slice
+from tlinterp.types import INDEX, GroupType, MemrefType, ScalarType
+
+from .gen_body import BodyGenerator, int_cap
+from .model import Buf, Scal, View
+from .ranges import FRange, IRange
+
+
+def _strides(shape: list[int], padded: bool, pad) -> list[int]:
+    if not padded:
+        out, acc = [], 1
+        for s in shape:
+            out.append(acc)
+            acc *= s
+        return out
+    if not shape:
+        return []
+    out = [pad(1, 2)]
+    for k in range(1, len(shape)):
+        out.append(out[-1] * shape[k - 1] + pad(0, 2))
+    return out
+
+
+class FunctionGenerator(BodyGenerator):
+    def build(self) -> tuple[ir.Function, dict, int]:
+        """Draw one function; returns it, its arguments (.npz convention) and the group count."""
+        p = self.p
+        self.groups = self.int(1, p.max_groups)
+        floats = [t for t in p.memref_types if t.is_float]
+        ints = [t for t in p.memref_types if t.is_int]
+        self.main = self.pick(floats if floats and (not ints or self.flip(50)) else ints)
+        self.float_collectives = self.flip(p.float_collective_percent)
+        self.data_rng = np.random.default_rng(self.draw(st.integers(0, 2**32 - 1)))
+        self.arguments: list[ir.Argument] = []
+        self.npz: dict[str, np.ndarray] = {}
+        self.top: list = []  # per-argument setup emitted at the start of the body
+
+        gid = self.fresh("gid")
+        self.emit(ir.GroupId(gid))
+        self.gid = self.add_scalar(Scal(gid, INDEX, IRange(0, self.groups - 1)))
+        for _ in range(self.int(1, p.max_inputs)):
+            self.gen_input()
+        for _ in range(self.int(1, p.max_outputs)):
+            self.gen_output()
+        if self.flip(35):
+            self.gen_atomic_sink()
+        for _ in range(self.int(0, 2)):
+            self.gen_scalar_arg()
+        self.gen_block(0, at_least=1)
+        wgs = None
+        if self.flip(15):
+            wgs = (self.pick([1, 2, 4, 8, 16, 32]), self.pick([1, 2, 4]))
+        body = ir.Region(self.scopes[0].insts)
+        return ir.Function(self.fname, tuple(self.arguments), body, wgs), self.npz, self.groups
+
+    # --- data ---------------------------------------------------------------------------------
+
+    def elem_type(self) -> ScalarType:
+        return self.main if self.flip(85) else self.pick(self.p.memref_types)
+
+    def data(self, t: ScalarType, shape, nonfinite: bool = False) -> np.ndarray:
+        r = self.data_rng
+        if t.is_float:
+            a = r.uniform(-self.p.float_data_max, self.p.float_data_max, shape)
+            if r.integers(0, 2):  # short mantissas half of the time: exact products
+                a = np.round(a * 8) / 8
+            if nonfinite:
+                flat = a.reshape(-1)
+                for _ in range(max(1, flat.size // 8)):
+                    flat[r.integers(0, flat.size)] = r.choice([np.nan, np.inf, -np.inf])
+            return a.astype(t.dtype)
+        m = self.p.int_data_max
+        lo = -m if t.is_signed else 0
+        return r.integers(lo, m + 1, shape).astype(t.dtype)
+
+    def layout(self, shape: list[int], dyn: list[bool]) -> tuple:
+        """(type shape, type strides or None for canonical, concrete strides, strides to
+        pass as NAME.strides or None)."""
+        kind = self.weighted({"canonical": 5, "static": 2, "dynamic": 2})
+        strides = _strides(shape, kind != "canonical", self.int)
+        tshape = tuple(None if d else s for s, d in zip(shape, dyn))
+        if kind == "canonical":
+            return tshape, None, strides, None
+        if kind == "static":
+            return tshape, tuple(strides), strides, None
+        return tshape, tuple(None for _ in shape), strides, strides
+
+    # --- arguments ------------------------------------------------------------------------------
+
+    def arg(self, t) -> ir.Value:
+        v = self.fresh("a")
+        self.arguments.append(ir.Argument(v, t))
+        return v
+
+    def gen_input(self) -> None:
+        elem = self.elem_type()
+        order = self.int(1, self.p.max_order) if self.flip(95) else 0
+        shape = [self.int(1, self.p.max_size + 2) for _ in range(order)]
+        dyn = [self.flip(30) for _ in range(order)]
+        nonfinite = elem.is_float and not self.float_collectives and self.flip(
+            self.p.nonfinite_percent)
+        buf = Buf("", "input", elem, cap=self.p.int_data_max, finite=not nonfinite)
+        self.bufs.append(buf)
+        if order and self.flip(25):
+            self.gen_group(buf, shape, dyn, nonfinite)
+            return
+        tshape, tstride, strides, given = self.layout(shape, dyn)
+        t = MemrefType.make(elem, tshape, tstride)
+        v = self.arg(t)
+        buf.name = v.name
+        self.npz[v.name] = self.data(elem, shape, nonfinite)
+        if given is not None:
+            self.npz[f"{v.name}.strides"] = np.array(given, np.int64)
+        self.add_view(View(v, t, tuple((s, s) for s in shape), tuple(strides), buf))
+
+    def gen_group(self, buf: Buf, shape, dyn, nonfinite: bool = False,
+                  own: bool = False) -> None:
+        """A group argument with one member per work-group; dynamic modes may differ in size
+        between members. Loads member %gid (outputs) or some member (inputs)."""
+        g = self.groups
+        sizes = [[self.int(1, self.p.max_size) if d else s for s, d in zip(shape, dyn)]
+                 for _ in range(g)]
+        big = [max(col) for col in zip(*sizes)]
+        mixed = any(len({m[k] for m in sizes}) > 1 for k in range(len(shape)))
+        tshape, tstride, strides, given = self.layout(big, dyn)
+        concrete = list(strides)
+        if mixed and given is None and tstride is None:
+            # canonical strides after a varying mode differ between members
+            concrete = [s if all(not dyn[j] for j in range(k)) else None
+                        for k, s in enumerate(strides)]
+        off_dyn = self.flip(40)
+        offset = self.int(0, 3)
+        mt = MemrefType.make(buf.elem, tshape, tstride)
+        gt = GroupType(mt, None if off_dyn else offset)
+        v = self.arg(gt)
+        buf.name = v.name
+        datas = [self.data(buf.elem, s, nonfinite) for s in sizes]
+        if mixed:
+            for i, d in enumerate(datas):
+                self.npz[f"{v.name}.{i}"] = d
+        else:
+            self.npz[v.name] = np.stack(datas)
+        if off_dyn:
+            self.npz[f"{v.name}.offset"] = np.array(offset, np.int64)
+        if given is not None:
+            self.npz[f"{v.name}.strides"] = np.array(given, np.int64)
+        if own:
+            idx = self.gid
+        else:
+            idx = self.pick([self.gid, self.const(INDEX, 0), "other"])
+            if idx == "other":
+                idx = self.special_index_other()
+        lo_hi = [(min(col), max(col)) for col in zip(*sizes)]  # over all members
+        r = self.fresh()
+        self.emit(ir.Load(r, v, (idx.op,), gt))
+        view = self.add_view(View(r, mt, tuple(lo_hi), tuple(concrete), buf))
+        if own:
+            self.roots[id(buf)] = view
+
+    def special_index_other(self) -> Scal:
+        gs = self.fresh()
+        self.emit(ir.GroupSize(gs))
+        s = self.binary("add", self.gid, self.const(INDEX, 1))
+        return self.binary("rem", s, Scal(gs, INDEX, IRange(self.groups, self.groups)))
+
+    def gen_output(self) -> None:
+        elem = self.main if self.flip(80) else self.pick(self.p.memref_types)
+        readable = elem.is_float or self.flip(60)
+        buf = Buf("", "own", elem, cap=int_cap(elem) if elem.is_int else 0,
+                  readable=readable, acc=self.p.int_data_max)
+        self.bufs.append(buf)
+        order = 2 if self.p.max_order >= 2 and self.flip(65) else 1
+        shape = [self.int(1, self.p.max_size) for _ in range(order)]
+        dyn = [self.flip(30) for _ in range(order)]
+        form = self.weighted({"batched": 4, "group": 3, "flat": 2})
+        g = self.groups
+        if form == "group":
+            self.gen_group(buf, shape, dyn, own=True)
+            return
+        if form == "flat":
+            n = shape[0]
+            t = MemrefType.make(elem, (None if dyn[0] else n * g,))
+            v = self.arg(t)
+            self.npz[v.name] = self.data(elem, [n * g])
+            off = self.binary("mul", self.gid, self.const(INDEX, n))
+            r = self.fresh()
+            inst = ir.Subview(r, v, (Slice(off.op, self.size_operand(n), True),), t)
+            vt = typerules.subview_type(inst)
+            self.emit(inst)
+            view = View(r, vt, ((n, n),), (1,), buf)
+        else:
+            full = shape + [g]
+            tshape, tstride, strides, given = self.layout(full, dyn + [self.flip(50)])
+            t = MemrefType.make(elem, tshape, tstride)
+            v = self.arg(t)
+            self.npz[v.name] = self.data(elem, full)
+            if given is not None:
+                self.npz[f"{v.name}.strides"] = np.array(given, np.int64)
+            slices = [Slice(Const(0), None, True) for _ in shape] + [Slice(self.gid.op)]
+            r = self.fresh()
+            inst = ir.Subview(r, v, tuple(slices), t)
+            vt = typerules.subview_type(inst)
+            self.emit(inst)
+            view = View(r, vt, tuple((s, s) for s in shape), tuple(strides[:-1]), buf)
+        buf.name = v.name
+        self.roots[id(buf)] = self.add_view(view)
+
+    def gen_atomic_sink(self) -> None:
+        elem = self.main
+        if elem.is_float and not self.float_collectives:
+            return
+        shape = [self.int(1, self.p.max_size) for _ in range(self.int(1, 2))]
+        t = MemrefType.make(elem, tuple(shape))
+        v = self.arg(t)
+        self.npz[v.name] = self.data(elem, shape)
+        buf = Buf(v.name, "atomic", elem, readable=False, acc=self.p.int_data_max)
+        self.bufs.append(buf)
+        view = View(v, t, tuple((s, s) for s in shape), tuple(t.stride), buf)
+        self.roots[id(buf)] = self.add_view(view)
+
+    def gen_scalar_arg(self) -> None:
+        if self.flip(50):
+            n = self.int(1, 6)
+            v = self.arg(INDEX)
+            self.npz[v.name] = np.array(n, np.int64)
+            self.add_scalar(Scal(v, INDEX, IRange(n, n)))
+            return
+        t = self.pick([s for s in self.p.scalar_types if not s.is_bool])
+        x = self.data(t, ())
+        v = self.arg(t)
+        self.npz[v.name] = np.array(x, t.dtype)
+        rng = FRange(float(x), float(x)) if t.is_float else IRange(int(x), int(x))
+        self.add_scalar(Scal(v, t, rng))

@@ -1,0 +1,153 @@
+"""Differential runs: the reference interpreter against the OpenCL backend on the same cases.
+
+A batch of N generated functions goes into ONE program, so the OpenCL side builds once
+(tlgpu caches builds by source and device) and runs every function from that build.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import shlex
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from tlinterp import ir
+from tlinterp.args import save_npz
+from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
+
+from .compare import compare_outputs
+from .strategies import FuzzCase
+
+__all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_command",
+           "config_overrides"]
+
+# BackendErrors that are legitimate refusals of a configuration, not lowering bugs.
+_LIMITS = ("bytes of local memory", "exceeds the maximum", "exceeds the ")
+
+
+@dataclass
+class Finding:
+    case: FuzzCase
+    kind: str  # "mismatch" | "backend-error" | "backend-crash" | "generator" | "interp-error"
+    message: str
+    config: object = None  # tlgpu.LoweringConfig used
+    device: Optional[str] = None
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+def combine(cases: list[FuzzCase]) -> ir.Program:
+    """One program holding every case's function (names are already distinct)."""
+    funcs = tuple(c.program.functions[0] for c in cases)
+    names = [f.name for f in funcs]
+    if len(set(names)) != len(names):
+        funcs = tuple(dataclasses.replace(f, name=f"{f.name}_{i}") for i, f in enumerate(funcs))
+    return ir.Program(funcs, "<fuzz-batch>", "\n".join(c.source for c in cases))
+
+
+def _interp(case: FuzzCase):
+    from tlinterp.interp import run
+
+    try:
+        return run(case.program, case.args, func=case.func, groups=case.groups), None
+    except UndefinedBehaviour as e:
+        return None, Finding(case, "generator", "the interpreter reports undefined behaviour "
+                             f"in a generated program (a generator bug):\n{e}")
+    except TLError as e:
+        return None, Finding(case, "interp-error", f"{type(e).__name__}: {e}")
+
+
+def differential(cases: list[FuzzCase], config=None, device: Optional[str] = None,
+                 backend: str = "opencl") -> list[Finding]:
+    """Run every case on both sides; the findings (empty when all agree)."""
+    import tlgpu
+
+    program = combine(cases)
+    findings: list[Finding] = []
+    batch_ok = True
+    for case, func in zip(cases, program.functions):
+        expected, problem = _interp(case)
+        if problem is not None:
+            problem.config, problem.device = config, device
+            findings.append(problem)
+            continue
+        target = program if batch_ok else case.program
+        name = func.name if batch_ok else case.func
+        try:
+            try:
+                actual = tlgpu.run(target, case.args, func=name, groups=case.groups,
+                                   device=device, config=config)
+            except BackendError:
+                if not batch_ok:
+                    raise
+                batch_ok = False  # one function spoils the batch build: go one by one
+                actual = tlgpu.run(case.program, case.args, func=case.func,
+                                   groups=case.groups, device=device, config=config)
+        except BackendError as e:
+            if not any(s in str(e) for s in _LIMITS):
+                findings.append(Finding(case, "backend-error", str(e), config, device))
+            continue
+        except TLError as e:
+            findings.append(Finding(case, "backend-error", f"{type(e).__name__}: {e}",
+                                    config, device))
+            continue
+        except Exception as e:  # a crash inside the backend is a finding, never fatal
+            findings.append(Finding(case, "backend-crash", f"{type(e).__name__}: {e}",
+                                    config, device))
+            continue
+        mism = compare_outputs(case.program, case.func, case.args, expected, actual,
+                               groups=case.groups)
+        if mism:
+            text = "\n".join(str(m) for m in mism)
+            findings.append(Finding(case, "mismatch", f"interpreter vs OpenCL:\n{text}",
+                                    config, device))
+    return findings
+
+
+def config_overrides(config) -> list[str]:
+    """`--lowering KEY=VALUE` strings for the fields that differ from the defaults."""
+    if config is None:
+        return []
+    default = type(config)()
+    out = []
+    for f in dataclasses.fields(config):
+        v = getattr(config, f.name)
+        if v != getattr(default, f.name):
+            if isinstance(v, tuple):
+                v = ",".join(str(x) for x in v)
+            out.append(f"{f.name}={v}")
+    return out
+
+
+def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
+    parts = ["tlrun", tl, "--args", npz, "--func", finding.case.func,
+             "--groups", str(finding.case.groups)]
+    if finding.kind in ("mismatch", "backend-error", "backend-crash"):
+        parts += ["--backend", "opencl", "--device", finding.device or "pocl"]
+        for o in config_overrides(finding.config):
+            parts += ["--lowering", o]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def save_finding(finding: Finding, out_dir: str) -> str:
+    """Write NAME.tl, NAME.npz and NAME.txt (message + the command that reproduces it);
+    NAME is a hash of the program and arguments, so a finding is saved once. Returns the
+    path without extension."""
+    os.makedirs(out_dir, exist_ok=True)
+    h = hashlib.sha1(finding.case.source.encode())
+    for k in sorted(finding.case.args):
+        h.update(k.encode())
+        h.update(np.ascontiguousarray(finding.case.args[k]).tobytes())
+    base = os.path.join(out_dir, f"{finding.kind}-{h.hexdigest()[:12]}")
+    with open(base + ".tl", "w") as f:
+        f.write(finding.case.source)
+    save_npz(base + ".npz", finding.case.args)
+    with open(base + ".txt", "w") as f:
+        f.write(reproduce_command(base + ".tl", base + ".npz", finding) + "\n\n")
+        f.write(finding.message + "\n")
+    return base

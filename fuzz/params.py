@@ -1,0 +1,50 @@
+"""Knobs that bias what `fuzz.strategies.kernels()` generates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tlinterp.types import ScalarType
+
+MEMREF_TYPES = tuple(t for t in ScalarType if not t.is_bool)  # i1 has no storage type
+
+
+def _weights(**kw: int) -> dict[str, int]:
+    return dict(kw)
+
+
+@dataclass
+class GenParams:
+    """Size limits, type choices and weights (0 disables a kind; larger is more frequent).
+
+    statement_weights: store, collective, foreach, for, if, alloca, barrier, scalar
+    collective_weights: axpby, gemm, gemv, ger, hadamard, sum
+    scalar_weights: const, value, load, special (group_id/size/...), binary, unary, cast,
+    cmp, if (an `if` yielding the value)
+    """
+
+    max_groups: int = 4
+    max_size: int = 6  # largest mode size of arguments and allocas
+    max_order: int = 3  # largest order of argument memrefs
+    max_k: int = 6  # largest reduction length
+    max_depth: int = 2  # nesting depth of if/for/foreach
+    max_statements: int = 5  # statements per region
+    max_view_chain: int = 2  # expand/fuse steps before a subview
+    max_trips: int = 3  # trip count of generated for loops
+    max_inputs: int = 3
+    max_outputs: int = 2
+    memref_types: tuple[ScalarType, ...] = MEMREF_TYPES
+    scalar_types: tuple[ScalarType, ...] = tuple(ScalarType)
+    int_data_max: int = 3  # integer argument data lies in [-3, 3] ([0, 3] unsigned)
+    float_data_max: float = 2.0
+    nonfinite_percent: int = 3  # chance of NaN/Inf in float inputs (scalar-float functions)
+    float_collective_percent: int = 75  # float functions that use collectives
+    statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
+        collective=5, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=1))
+    collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
+        gemm=3, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
+    scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
+        const=3, value=3, load=4, special=2, binary=5, unary=1, cast=2, cmp=3, if_=1))
+
+    def with_(self, **changes) -> GenParams:
+        return replace(self, **changes)

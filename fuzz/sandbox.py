@@ -1,0 +1,113 @@
+"""Run differential batches in a child process, so that a crashing or hanging OpenCL
+compiler/driver becomes a finding instead of killing the campaign.
+
+The child (spawned, never forked: OpenCL state must not be inherited) keeps its OpenCL
+context and program cache between batches; it is restarted after a crash or a hang.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import warnings
+from typing import Optional
+
+from .harness import Finding, combine, differential
+from .strategies import FuzzCase
+
+__all__ = ["Sandbox"]
+
+
+def _child(conn, mutation: Optional[str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    warnings.filterwarnings("ignore")
+    # the OpenCL compiler writes warnings straight to fd 2; build errors come back as
+    # exceptions, so the child's stderr is only noise in the live view
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    if mutation:
+        from .mutations import apply
+
+        apply(mutation)
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        cases, config, device = msg
+        conn.send(differential(cases, config=config, device=device))
+
+
+class Sandbox:
+    """`sandbox.run(cases, config)` -> findings, like `harness.differential`."""
+
+    def __init__(self, device: Optional[str] = "pocl", timeout: float = 120.0,
+                 mutation: Optional[str] = None):
+        self.device = device
+        self.mutation = mutation  # fuzz.mutations name applied in the child (self-tests)
+        self.timeout = timeout
+        self.ctx = mp.get_context("spawn")
+        self.proc = None
+        self.conn = None
+        self.restarts = 0
+
+    def _start(self) -> None:
+        parent, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_child, args=(child, self.mutation), daemon=True)
+        self.proc.start()
+        child.close()
+        self.conn = parent
+
+    def _kill(self) -> None:
+        if self.proc is not None:
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(5)
+        self.proc = self.conn = None
+        self.restarts += 1
+
+    def run(self, cases: list[FuzzCase], config=None) -> list[Finding]:
+        if self.proc is None or not self.proc.is_alive():
+            self._start()
+        try:
+            self.conn.send((cases, config, self.device))
+            if self.conn.poll(self.timeout):
+                return self.conn.recv()
+            problem = f"no answer within {self.timeout:.0f} s (hang)"
+        except (EOFError, ConnectionError, OSError):
+            problem = None
+        self.proc.join(1)
+        code = self.proc.exitcode
+        self._kill()
+        if problem is None:
+            problem = f"the OpenCL side died (exit code {code})"
+        return [_crash(cases, config, self.device, problem)]
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            try:
+                self.conn.send(None)
+                self.proc.join(5)
+            except (OSError, ConnectionError):
+                pass
+            if self.proc.is_alive():
+                self.proc.kill()
+        self.proc = None
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _crash(cases: list[FuzzCase], config, device, problem: str) -> Finding:
+    if len(cases) == 1:
+        case = cases[0]
+    else:  # the whole batch was one build: keep it whole, run its first function
+        program = combine(cases)
+        case = FuzzCase(program, cases[0].func, cases[0].args, cases[0].groups)
+    return Finding(case, "backend-crash", problem, config, device)

@@ -1,0 +1,132 @@
+"""fuzz.compare: exact where the language is exact, error-bounded for float collectives."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tlinterp
+from fuzz.compare import Mismatch, compare_outputs, explain
+from tlinterp.interp import run
+
+SCALAR = """
+func @s(%x: memref<f32x4>, %y: memref<i32x4>) {
+  %0 = load %x[1] : memref<f32x4>
+  %1 = arith.mul %0, 3.0 : f32
+  store %1, %x[2] : memref<f32x4>
+}
+"""
+
+GEMM = """
+func @g(%A: memref<f32x64x64>, %B: memref<f32x64x64>, %C: memref<f32x64x64>) {
+  gemm.n.t 1.5, %A, %B, 1.0, %C : f32, memref<f32x64x64>, memref<f32x64x64>, f32, memref<f32x64x64>
+}
+"""
+
+NONLINEAR = """
+func @n(%A: memref<f32x4x4>, %C: memref<f32x4x4>) {
+  gemm.n.n 1.0, %A, %A, 0.0, %C : f32, memref<f32x4x4>, memref<f32x4x4>, f32, memref<f32x4x4>
+  %0 = load %C[0, 0] : memref<f32x4x4>
+  %1 = cmp.lt %0, 0.0 : f32
+}
+"""
+
+
+def prog(text):
+    return tlinterp.check(tlinterp.parse(text))
+
+
+def scalar_args():
+    return {"x": np.array([1, 2, 3, 4], np.float32), "y": np.arange(4, dtype=np.int32)}
+
+
+def test_identical_outputs_agree():
+    p = prog(SCALAR)
+    out = run(p, scalar_args())
+    assert compare_outputs(p, "s", scalar_args(), out, out) == []
+
+
+def test_integers_and_scalar_floats_are_exact():
+    p = prog(SCALAR)
+    out = run(p, scalar_args())
+    bad = {k: v.copy() for k, v in out.items()}
+    bad["x"][2] = np.nextafter(bad["x"][2], np.float32(10))
+    bad["y"][3] += 1
+    mm = compare_outputs(p, "s", scalar_args(), out, bad)
+    assert [(m.key, m.index) for m in mm] == [("x", (2,)), ("y", (3,))]
+    assert all(m.bound is None for m in mm)
+    assert "exact comparison" in str(mm[0])
+
+
+def test_nan_and_signed_zero():
+    p = prog(SCALAR)
+    e = {"x": np.array([np.nan, 0.0, 1, 1], np.float32), "y": np.zeros(4, np.int32)}
+    a = {"x": np.array([np.nan, -0.0, 1, 1], np.float32), "y": np.zeros(4, np.int32)}
+    mm = compare_outputs(p, "s", scalar_args(), e, a)
+    assert [m.index for m in mm] == [(1,)]  # NaN matches NaN, +0 differs from -0
+
+
+def test_missing_key_shape_and_dtype():
+    p = prog(SCALAR)
+    out = run(p, scalar_args())
+    mm = compare_outputs(p, "s", scalar_args(), out, {"x": out["x"]})
+    assert mm and mm[0].key == "y" and "missing" in mm[0].reason
+    mm = compare_outputs(p, "s", scalar_args(), out, {**out, "y": out["y"].astype(np.int64)})
+    assert mm and "dtype" in mm[0].reason
+
+
+def gemm_args(rng):
+    return {k: rng.uniform(-1, 1, (64, 64)).astype(np.float32) for k in "ABC"}
+
+
+def test_reassociated_gemm_is_within_the_bound_and_a_wrong_one_is_not():
+    rng = np.random.default_rng(1)
+    args = gemm_args(rng)
+    p = prog(GEMM)
+    expected = run(p, args)
+    # another summation order (pairwise halves in f32) and rounding of alpha*AB separately
+    A, B, C = (args[k].astype(np.float32) for k in "ABC")
+    lo = A[:, :32] @ B[:, :32].T
+    hi = A[:, 32:] @ B[:, 32:].T
+    other = {**expected, "C": (np.float32(1.5) * (hi + lo) + C).astype(np.float32)}
+    assert compare_outputs(p, "g", args, expected, other) == []
+    plan = explain(p, "g", args)
+    assert plan.float_collectives and plan.nonlinear is None and plan.steps >= 64
+    wrong = {**expected, "C": other["C"].copy()}
+    wrong["C"][5, 7] += 1e-2 * (1 + abs(wrong["C"][5, 7]))  # e.g. one term lost
+    mm = compare_outputs(p, "g", args, expected, wrong)
+    assert [m.index for m in mm] == [(5, 7)]
+    assert isinstance(mm[0], Mismatch) and mm[0].bound is not None and mm[0].bound < 1e-2
+
+
+def test_nonfinite_where_the_bound_is_finite_is_a_mismatch():
+    rng = np.random.default_rng(2)
+    args = gemm_args(rng)
+    p = prog(GEMM)
+    expected = run(p, args)
+    wrong = {**expected, "C": expected["C"].copy()}
+    wrong["C"][0, 0] = np.nan
+    assert [m.index for m in compare_outputs(p, "g", args, expected, wrong)] == [(0, 0)]
+
+
+def test_elements_without_a_finite_bound_are_not_compared():
+    rng = np.random.default_rng(3)
+    args = gemm_args(rng)
+    args["A"][2, 2] = np.inf  # row 2 of C has no finite magnitude
+    p = prog(GEMM)
+    expected = run(p, args)
+    other = {**expected, "C": expected["C"].copy()}
+    other["C"][2, :] = np.nan
+    assert compare_outputs(p, "g", args, expected, other) == []
+
+
+def test_functions_that_cannot_be_bounded_say_why():
+    p = prog(NONLINEAR)
+    args = {"A": np.eye(4, dtype=np.float32), "C": np.zeros((4, 4), np.float32)}
+    assert explain(p, "n", args).nonlinear == "a float comparison"
+
+
+@pytest.mark.parametrize("text", [SCALAR])
+def test_accepts_source_text(text):
+    out = run(prog(text), scalar_args())
+    assert compare_outputs(text, "s", scalar_args(), out, out) == []

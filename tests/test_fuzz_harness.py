@@ -1,0 +1,98 @@
+"""fuzz.harness / fuzz.sandbox / fuzz.frontend: batching, findings on disk, crash isolation."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+import tlinterp
+from fuzz.frontend import frontend_problem, mutants
+from fuzz.harness import Finding, combine, config_overrides, differential, save_finding
+from fuzz.sandbox import Sandbox
+from fuzz.strategies import FuzzCase
+from tlgpu import LoweringConfig
+from tlinterp.args import load_npz
+
+AXPY = """
+func @k{n}(%x: memref<f32x8x?>, %y: memref<f32x8x?>) {{
+  %g = group_id
+  %a = subview %x[:, %g] : memref<f32x8x?>
+  %b = subview %y[:, %g] : memref<f32x8x?>
+  axpby.n 2.0, %a, 1.0, %b : f32, memref<f32x8>, f32, memref<f32x8>
+}}
+"""
+
+
+def case(n: int) -> FuzzCase:
+    text = AXPY.format(n=n)
+    rng = np.random.default_rng(n)
+    args = {k: rng.uniform(-1, 1, (8, 3)).astype(np.float32) for k in "xy"}
+    return FuzzCase(tlinterp.check(tlinterp.parse(text)), f"k{n}", args, 3)
+
+
+def test_a_batch_is_one_program_and_agrees():
+    cases = [case(0), case(1), case(2)]
+    program = combine(cases)
+    assert [f.name for f in program.functions] == ["k0", "k1", "k2"]
+    assert differential(cases, config=LoweringConfig(), device="pocl") == []
+
+
+def test_a_wrong_backend_result_is_a_finding(monkeypatch):
+    import tlgpu
+
+    real = tlgpu.run
+
+    def off(*a, **kw):
+        out = real(*a, **kw)
+        out["y"][0, 0] += 1
+        return out
+
+    monkeypatch.setattr(tlgpu, "run", off)
+    found = differential([case(0)], device="pocl")
+    assert len(found) == 1 and found[0].kind == "mismatch"
+    assert "y[0, 0]" in found[0].message
+
+
+def test_findings_are_saved_with_a_reproducing_command(tmp_path):
+    cfg = LoweringConfig.from_overrides({"unroll_k": "2", "work_group_size": "4,2"})
+    f = Finding(case(0), "mismatch", "interpreter vs OpenCL:\ny[0, 0]: ...", cfg, "pocl")
+    base = save_finding(f, str(tmp_path))
+    assert open(base + ".tl").read() == case(0).source
+    assert set(load_npz(base + ".npz")) == {"x", "y"}
+    cmd = open(base + ".txt").readline().split()
+    assert cmd[:2] == ["tlrun", base + ".tl"]
+    for flag in ("--args", "--func", "--groups", "--backend", "--device"):
+        assert flag in cmd
+    assert config_overrides(cfg) == ["work_group_size=4,2", "unroll_k=2"]
+    assert save_finding(f, str(tmp_path)) == base  # saved once
+
+
+def test_sandbox_runs_batches_in_a_child_and_survives_its_death():
+    with Sandbox("pocl", timeout=60) as box:
+        assert box.run([case(0), case(1)]) == []
+    with Sandbox("pocl", timeout=60, mutation="crash") as box:
+        found = box.run([case(2), case(3)])
+        assert [f.kind for f in found] == ["backend-crash"]
+        assert "exit code 139" in found[0].message
+        assert len(found[0].case.program.functions) == 2  # the whole batch is kept
+        assert [f.kind for f in box.run([case(4)])] == ["backend-crash"]  # restarted
+        assert box.restarts == 2
+
+
+@seed(7)
+@settings(max_examples=25, deadline=None, database=None, phases=[Phase.generate],
+          suppress_health_check=list(HealthCheck))
+@given(mutants())
+def test_front_end_mutants_only_produce_diagnostics(item):
+    text, original = item
+    assert frontend_problem(text, original.args, original.groups) is None
+
+
+def test_front_end_problem_reports_non_diagnostic_exceptions(monkeypatch):
+    import tlinterp.parser
+
+    def boom(text, filename="<input>"):
+        raise IndexError("oops")
+
+    monkeypatch.setattr(tlinterp.parser, "parse", boom)
+    assert frontend_problem("func @f() {}", {}, 1) == "IndexError: oops"
