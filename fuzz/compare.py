@@ -68,11 +68,9 @@ def _program(program: Union[str, ir.Program]) -> ir.Program:
 
 
 def _groups(function: ir.Function, args: Mapping, groups: Optional[int]) -> int:
-    if groups is not None:
-        return groups
-    from tlinterp.args import bind
+    from tlinterp.args import count_groups
 
-    return bind(function, args).num_groups(None)
+    return count_groups(function, args, groups)
 
 
 def explain(program, func: Optional[str], args: Mapping, groups: Optional[int] = None) -> Plan:

@@ -228,6 +228,26 @@ def _group(name: str, t: GroupType, args: Mapping[str, Any]) -> GroupArg:
     return GroupArg(members, off, separate)
 
 
+def _member_count(name: str, args: Mapping[str, Any]) -> int:
+    if name in args:
+        return len(np.asarray(args[name]))
+    n = 0
+    while f"{name}.{n}" in args:
+        n += 1
+    return n
+
+
+def count_groups(function: ir.Function, args: Mapping[str, Any],
+                 groups: Optional[int] = None) -> int:
+    """The launch's work-group count as `bind(...).num_groups(groups)` gives it, without
+    binding (copying) the arguments. Assumes `args` binds; `bind` reports what is wrong."""
+    if groups is not None:
+        return groups
+    counts = {_member_count(a.value.name, args) for a in function.args
+              if isinstance(a.type, GroupType)}
+    return counts.pop() if len(counts) == 1 else 1
+
+
 def bind(function: ir.Function, args: Mapping[str, Any]) -> BoundArgs:
     """Validate and copy `args` (the .npz convention) for `function`; raises ArgumentError."""
     names = {a.value.name for a in function.args}

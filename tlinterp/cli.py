@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from .args import load_npz, save_npz
+from .args import count_groups, load_npz, save_npz
 from .diagnostics import ArgumentError, BackendError, SourceError, TLError
 
 EXIT_INTERNAL = 3
@@ -152,9 +152,8 @@ def _run(ns) -> int:
     seconds = time.perf_counter() - start
     if ns.out:
         save_npz(ns.out, out)
-    from .args import bind as _bind
-
-    groups = _bind(function, args).num_groups(ns.groups) if ns.backend == "opencl" else groups
+    if ns.backend == "opencl":
+        groups = count_groups(function, args, ns.groups)
     _summary(err, function, ns.backend, groups, args, out, seconds, not ns.no_check)
     return 0
 
