@@ -309,6 +309,8 @@ def unbind(bound: BoundArgs) -> dict[str, np.ndarray]:
 
 def load_npz(path: str) -> dict[str, np.ndarray]:
     """Read an arguments file; any failure is an ArgumentError (exit 2)."""
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise ArgumentError(f"{path}: not an .npz file (numpy.savez writes a zip archive)")
     try:
         with np.load(path, allow_pickle=False) as f:
             return {k: f[k] for k in f.files}

@@ -21,8 +21,9 @@ class Diagnostic:
 
     def format(self, source: str = "") -> str:
         """The message, then the source line(s) with the range underlined."""
-        if self.span is None:
-            return f"{self.filename}: {self.message}"
+        if self.span is None:  # not about a place in a file: no "<input>:" noise
+            where = "error" if self.filename == "<input>" else self.filename
+            return f"{where}: {self.message}"
         head = f"{self.filename}:{self.span}: {self.message}"
         lines = source.splitlines()
         if not (1 <= self.span.line <= len(lines)):
