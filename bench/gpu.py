@@ -18,6 +18,7 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -27,19 +28,8 @@ import tlinterp  # noqa: E402
 from tlgpu import runtime  # noqa: E402
 from tlgpu.config import LoweringConfig  # noqa: E402
 
-SAMPLE = """
-func @fused_kernel(%alpha: f32, %A: group<memref<f32x16x8>>, %B: memref<f32x8x8>,
-                   %C: memref<f32x8x16>, %D: memref<f32x16x16x?>) {
-  %0 = group_id
-  %1 = load %A[%0] : group<memref<f32x16x8>>
-  %2 = subview %D[:,:,%0] : memref<f32x16x16x?>
-  %tmp0 = alloca -> memref<f32x16x8>
-  gemm.n.t 1.0, %1, %B, 0.0, %tmp0
-    : f32, memref<f32x16x8>, memref<f32x8x8>, f32, memref<f32x16x8>
-  gemm.n.n %alpha, %tmp0, %C, 1.0, %2
-    : f32, memref<f32x16x8>, memref<f32x8x16>, f32, memref<f32x16x16>
-}
-"""
+# the spec's sample kernel
+SAMPLE = (Path(__file__).resolve().parents[1] / "examples" / "fused_kernel.tl").read_text()
 
 BGEMM = """
 func @bgemm(%A: memref<f64x32x32x?>, %B: memref<f64x32x32x?>, %C: memref<f64x32x32x?>) {

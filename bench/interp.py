@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -22,19 +23,8 @@ import tlinterp
 from tlinterp.args import bind
 from tlinterp.interp import run_bound
 
-SAMPLE = """
-func @fused_kernel(%alpha: f32, %A: group<memref<f32x16x8>>, %B: memref<f32x8x8>,
-                   %C: memref<f32x8x16>, %D: memref<f32x16x16x?>) {
-  %0 = group_id
-  %1 = load %A[%0] : group<memref<f32x16x8>>
-  %2 = subview %D[:,:,%0] : memref<f32x16x16x?>
-  %tmp0 = alloca -> memref<f32x16x8>
-  gemm.n.t 1.0, %1, %B, 0.0, %tmp0
-    : f32, memref<f32x16x8>, memref<f32x8x8>, f32, memref<f32x16x8>
-  gemm.n.n %alpha, %tmp0, %C, 1.0, %2
-    : f32, memref<f32x16x8>, memref<f32x8x16>, f32, memref<f32x16x16>
-}
-"""
+# the spec's sample kernel
+SAMPLE = (Path(__file__).resolve().parents[1] / "examples" / "fused_kernel.tl").read_text()
 
 FOREACH = """
 func @fe(%x: memref<f32x1024x?>, %y: memref<f32x1024x?>) {

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,13 +52,14 @@ class Outcome:
     command: Optional[str] = None  # the command that ran, for templates
 
 
-class Implementation:
+class Implementation(ABC):
     name: str
     reference = False  # the reference must also report every undefined behaviour's kind
     parallel = True  # may run several cases at once
 
-    def run(self, case: Case, timeout: Optional[float]) -> Outcome:  # pragma: no cover
-        raise NotImplementedError
+    @abstractmethod
+    def run(self, case: Case, timeout: Optional[float]) -> Outcome:
+        """Run one corpus case and describe what happened."""
 
 
 # --- in-process implementations (python: plugins and the built-ins) ------------------------

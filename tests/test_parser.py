@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from kernels import SAMPLE
 from parsimonious.expressions import Literal, Regex
 
 from tlinterp import ir
@@ -51,22 +52,6 @@ def error_of(text: str) -> tuple[str, Span]:
 
 # --- the spec's sample kernel ----------------------------------------------------------------
 
-SAMPLE = """\
-func @fused_kernel(%alpha: f32,
-                   %A: group<memref<f32x16x8>>,
-                   %B: memref<f32x8x8>,
-                   %C: memref<f32x8x16>,
-                   %D: memref<f32x16x16x?>) {
-  %0 = group_id
-  %1 = load %A[%0] : group<memref<f32x16x8>> ; Returns memref<f32x16x8>
-  %2 = subview %D[:,:,%0] : memref<f32x16x16x?> ; Returns memref<f32x16x16>
-  %tmp0 = alloca -> memref<f32x16x8>
-  gemm.n.t 1.0, %1, %B, 0.0, %tmp0
-    : f32, memref<f32x16x8>, memref<f32x8x8>, f32, memref<f32x16x8>
-  gemm.n.n %alpha, %tmp0, %C, 1.0, %2
-    : f32, memref<f32x16x8>, memref<f32x8x16>, f32, memref<f32x16x16>
-}
-"""
 
 
 def test_sample_kernel():

@@ -16,6 +16,7 @@ running foreach touching one element race while accesses ordered by program orde
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -163,7 +164,7 @@ def _grid(shape) -> list[np.ndarray]:
             for i, s in enumerate(shape)]
 
 
-class Footprint:
+class Footprint(ABC):
     """Addresses (n, *shape) one access touches in one buffer."""
 
     n: int
@@ -171,17 +172,21 @@ class Footprint:
     disjoint: bool  # no element is touched twice (lanes never share elements)
     shared: bool = False  # every lane touches exactly the same elements
 
+    @abstractmethod
     def take(self, arr):
-        raise NotImplementedError
+        """See the concrete footprints."""
 
+    @abstractmethod
     def put(self, arr, vals):
-        raise NotImplementedError
+        """See the concrete footprints."""
 
+    @abstractmethod
     def addr(self) -> np.ndarray:
-        raise NotImplementedError
+        """See the concrete footprints."""
 
+    @abstractmethod
     def bounds(self) -> tuple[int, int]:
-        raise NotImplementedError
+        """See the concrete footprints."""
 
 
 class StridedFP(Footprint):
