@@ -121,12 +121,9 @@ def _header(inst: ir.Instruction) -> str:
     if isinstance(inst, ir.Store):
         return (f"store {format_operand(inst.value)}, %{inst.operand.name}"
                 f"[{_ops(*inst.indices)}] : {format_type(inst.type)}")
-    if isinstance(inst, ir.Axpby):
-        return (f"axpby{_t(inst.trans)}{_atomic(inst.atomic)} "
-                f"{_ops(inst.alpha, inst.a, inst.beta, inst.b)} : "
-                f"{_types(inst.alpha_type, inst.a_type, inst.beta_type, inst.b_type)}")
-    if isinstance(inst, ir.Sum):
-        return (f"sum{_t(inst.trans)}{_atomic(inst.atomic)} "
+    if isinstance(inst, (ir.Axpby, ir.Sum)):
+        head = "axpby" if isinstance(inst, ir.Axpby) else "sum"
+        return (f"{head}{_t(inst.trans)}{_atomic(inst.atomic)} "
                 f"{_ops(inst.alpha, inst.a, inst.beta, inst.b)} : "
                 f"{_types(inst.alpha_type, inst.a_type, inst.beta_type, inst.b_type)}")
     if isinstance(inst, (ir.Gemm, ir.Gemv, ir.Ger, ir.Hadamard)):
