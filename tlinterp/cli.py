@@ -68,14 +68,7 @@ def _tlgpu():
 
 
 def _lowering(opts: list[str]):
-    tlgpu = _tlgpu()
-    overrides = {}
-    for o in opts:
-        key, sep, value = o.partition("=")
-        if not sep:
-            raise BackendError(f"--lowering expects KEY=VALUE, got '{o}'")
-        overrides[key.strip()] = value.strip()
-    return tlgpu.LoweringConfig.from_overrides(overrides)
+    return _tlgpu().LoweringConfig.from_overrides(opts)  # parses and validates KEY=VALUE
 
 
 def _describe(v: np.ndarray) -> str:
