@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from fuzz.sandbox import Sandbox
+    from fuzz.campaign.sandbox import Sandbox
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cases", type=int, default=48)

@@ -6,7 +6,7 @@
 Every expected result comes from the NumPy reference written for its case in corpus/cases/;
 verification then demands that (1) the files on disk are exactly what the cases produce,
 (2) the checker accepts every valid and undefined-behaviour kernel, (3) the reference
-interpreter agrees with every expected result (exact, or within fuzz.compare's bound for float
+interpreter agrees with every expected result (exact, or within the fuzz.oracle bound for float
 collectives), (4) the checker rejects every invalid program with a diagnostic whose range is
 the text the case blames, and (5) the interpreter reports the recorded kind for every
 undefined-behaviour kernel. Exit status 0 iff everything verifies.
@@ -101,7 +101,7 @@ def _parse_check(case):
 
 
 def verify_valid(case: ValidCase) -> list[str]:
-    from fuzz.conform_judge import compare
+    from fuzz.oracle import compare_outputs
     from tlinterp import TLError
     from tlinterp.interp import run
 
@@ -112,7 +112,7 @@ def verify_valid(case: ValidCase) -> list[str]:
         return [f"{case.id}: the reference failed: {e.format()}"]
     except Exception as e:  # noqa: BLE001 - a crashing reference is a problem to report
         return [f"{case.id}: the reference crashed: {type(e).__name__}: {e}"]
-    mismatches = compare(program, case.func, case.args, case.expected, actual,
+    mismatches = compare_outputs(program, case.func, case.args, case.expected, actual,
                          groups=case.groups)
     return [f"{case.id}: interpreter disagrees with the NumPy reference: {m}"
             for m in mismatches[:5]]

@@ -10,9 +10,9 @@ scalar type, static and dynamic shapes and strides, subview/expand/fuse chains, 
 arguments with offsets and mixed member sizes, nested if/for/foreach, alloca, barrier,
 atomics with beta = 1) together with its arguments (the .npz convention of
 `tlinterp.args`) and a work-group count. Programs are free of undefined behaviour by
-construction (see `fuzz.gen_core`). The IR is printed, reparsed and checked, so every case
+construction (see `fuzz.gen.core`). The IR is printed, reparsed and checked, so every case
 also exercises the printer, the parser and the checker; the program in the case is the
-reparsed one, with source spans. Keyword parameters are `fuzz.params.GenParams` fields
+reparsed one, with source spans. Keyword parameters are `fuzz.gen.params.GenParams` fields
 (size limits, type lists, weights), e.g. `kernels(max_groups=2, collective_weights={...})`.
 
 `lowering_configs()` draws `tlgpu.LoweringConfig`s (tiling, staging, unrolling, barriers,
@@ -30,8 +30,8 @@ from hypothesis import strategies as st
 
 from tlinterp import ir
 
-from .gen_function import FunctionGenerator
-from .params import GenParams
+from .gen.function import FunctionGenerator
+from .gen.params import GenParams
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
            "to_program", "coverage_of"]

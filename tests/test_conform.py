@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import tlinterp
-from fuzz.conform import main, run_all
-from fuzz.conform_corpus import default_corpus, load_corpus
-from fuzz.conform_impl import UB_KINDS, SpecError, expand_template, from_spec
+from fuzz.conform.cli import main, run_all
+from fuzz.conform.corpus import default_corpus, load_corpus
+from fuzz.conform.impl import UB_KINDS, SpecError, expand_template, from_spec
 from tlinterp.ir import BLAS, walk
 from tlinterp.types import GroupType, MemrefType, canonical_strides
 

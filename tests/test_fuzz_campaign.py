@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from fuzz.campaign import ALL_KINDS, main, parse_time, round_seed
+from fuzz.campaign.cli import ALL_KINDS, main, parse_time, round_seed
 
 
 def test_durations():

@@ -1,4 +1,4 @@
-"""fuzz.compare: exact where the language is exact, error-bounded for float collectives."""
+"""fuzz.oracle.compare: exact where the language is exact, error-bounded for float collectives."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tlinterp
-from fuzz.compare import Mismatch, compare_outputs, explain
+from fuzz.oracle.compare import Mismatch, compare_outputs, explain
 from tlinterp.interp import run
 
 SCALAR = """

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import tlinterp
-from fuzz.params import GenParams
+from fuzz.gen.params import GenParams
 from fuzz.strategies import FuzzCase, coverage_of, kernels
 from tlinterp.interp import run
 from tlinterp.printer import format_program
@@ -52,7 +52,7 @@ def test_every_instruction_kind_is_generated():
         seen.update(coverage_of(case.program))
 
     collect()
-    from fuzz.campaign import ALL_KINDS
+    from fuzz.campaign.cli import ALL_KINDS
 
     assert set(ALL_KINDS) - seen == set()
 

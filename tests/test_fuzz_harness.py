@@ -1,4 +1,4 @@
-"""fuzz.harness / fuzz.sandbox / fuzz.frontend: batching, findings on disk, crash isolation."""
+"""fuzz.campaign: harness, sandbox, frontend mutants; batching, findings, crash isolation."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import tlinterp
-from fuzz.frontend import frontend_problem, mutants
-from fuzz.harness import Finding, combine, config_overrides, differential, save_finding
-from fuzz.sandbox import Sandbox
+from fuzz.campaign.frontend import frontend_problem, mutants
+from fuzz.campaign.harness import Finding, combine, config_overrides, differential, save_finding
+from fuzz.campaign.sandbox import Sandbox
 from fuzz.strategies import FuzzCase
 from tlgpu import LoweringConfig
 from tlinterp.args import load_npz

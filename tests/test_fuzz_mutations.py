@@ -1,6 +1,6 @@
 """The fuzzer finds planted lowering bugs and shrinks them to small programs.
 
-Each mutation in fuzz.mutations monkeypatches one tlgpu lowering rule into a wrong one in
+Each mutation in fuzz.campaign.mutations monkeypatches one tlgpu lowering rule into a wrong one in
 the sandboxed OpenCL process; a short seeded search must report a mismatch whose program is
 small. (The time limit of the issue, 60 s, is the shrink budget given here.)"""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fuzz.hunt import HuntOptions, hunt
+from fuzz.campaign.hunt import HuntOptions, hunt
 from tlinterp import ir
 
 BIAS = dict(statement_weights=dict(collective=10, foreach=2, store=2, alloca=4, for_=0, if_=0,

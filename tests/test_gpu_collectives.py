@@ -1,4 +1,4 @@
-"""Collective instructions on pocl against the interpreter (fuzz.compare's error bounds for
+"""Collective instructions on pocl against the interpreter (fuzz.oracle.compare's error bounds for
 floats, exact for integers): every BLAS instruction and transpose, static and dynamic shapes,
 beta 0 / 1 / other / run-time, atomics, mixed precision; under several lowering configs."""
 
@@ -11,7 +11,7 @@ import pytest
 
 import tlgpu
 import tlinterp
-from fuzz.compare import compare_outputs
+from fuzz.oracle.compare import compare_outputs
 from tlgpu import LoweringConfig
 from tlinterp.interp import run as interp_run
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import tlgpu
-from fuzz.compare import compare_outputs
+from fuzz.oracle.compare import compare_outputs
 from fuzz.strategies import kernels, lowering_configs
 from tlinterp.interp import run as interp_run
 

@@ -14,7 +14,7 @@ from kernels import SAMPLE
 
 import tlgpu
 import tlinterp
-from fuzz.compare import compare_outputs
+from fuzz.oracle.compare import compare_outputs
 from tlgpu import LoweringConfig
 from tlinterp.interp import run as interp_run
 

@@ -4,7 +4,7 @@ types, layouts and work-group counts.
 Each family has its own NumPy reference below (the formulas of spec v0.2). References compute
 in float64 / int64 and round once to the output type; inputs are multiples of 1/8 or small
 integers, so the correctly rounded result is also what any summation order gives, except in
-the `rough` cases, which the comparison checks with fuzz.compare's error bound.
+the `rough` cases, which the comparison checks with fuzz.oracle.compare's error bound.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def mutate(text: str, draw) -> str:
 @st.composite
 def mutants(draw, **params):
     """(mutated source, the original case) from a generated kernel."""
-    from .strategies import kernels
+    from ..strategies import kernels
 
     case = draw(kernels(**params))
     return mutate(case.source, draw), case

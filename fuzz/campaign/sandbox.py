@@ -13,8 +13,8 @@ import signal
 import warnings
 from typing import Optional
 
+from ..strategies import FuzzCase
 from .harness import Finding, combine, differential
-from .strategies import FuzzCase
 
 __all__ = ["Sandbox"]
 
@@ -47,7 +47,7 @@ class Sandbox:
     def __init__(self, device: Optional[str] = "pocl", timeout: float = 120.0,
                  mutation: Optional[str] = None):
         self.device = device
-        self.mutation = mutation  # fuzz.mutations name applied in the child (self-tests)
+        self.mutation = mutation  # fuzz.campaign.mutations name applied in the child (self-tests)
         self.timeout = timeout
         self.ctx = mp.get_context("spawn")
         self.proc = None

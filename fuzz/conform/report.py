@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .conform_judge import FAIL, INFO, PASS, Verdict
+from .judge import FAIL, INFO, PASS, Verdict
 
 DIMENSIONS = ("instruction", "type", "layout")
 

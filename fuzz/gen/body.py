@@ -12,7 +12,7 @@ from tlinterp import ir
 from tlinterp.ir import Const
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
-from .gen_core import CoreGenerator, exact_dim
+from .core import CoreGenerator, exact_dim
 from .model import Buf, Scal, Unavailable, View
 from .ranges import IRange
 

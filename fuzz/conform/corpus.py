@@ -90,9 +90,13 @@ def _shown(path: Path) -> str:
 
 
 def default_corpus() -> Path:
-    """corpus/ next to the fuzz package (a source checkout), else ./corpus."""
-    here = Path(__file__).resolve().parent.parent / "corpus"
-    return here if here.is_dir() else Path("corpus")
+    """The installed `corpus` package's data (a wheel ships it as package data; in a source
+    checkout that is the repository's corpus/), else ./corpus."""
+    try:
+        import corpus
+    except ImportError:
+        return Path("corpus")
+    return Path(corpus.__file__).resolve().parent
 
 
 def matches(case_id: str, pattern: Optional[str]) -> bool:

@@ -19,8 +19,8 @@ from tlinterp import ir
 from tlinterp.args import save_npz
 from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
 
-from .compare import compare_outputs
-from .strategies import FuzzCase
+from ..oracle.compare import compare_outputs
+from ..strategies import FuzzCase
 
 __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_command",
            "config_overrides"]

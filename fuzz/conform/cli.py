@@ -22,10 +22,10 @@ from typing import Optional
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .conform_corpus import Case, CorpusError, default_corpus, load_corpus
-from .conform_impl import Implementation, SpecError, from_spec
-from .conform_judge import FAIL, Verdict, judge
-from .conform_report import print_summary, write_junit, write_log
+from .corpus import Case, CorpusError, default_corpus, load_corpus
+from .impl import Implementation, SpecError, from_spec
+from .judge import FAIL, Verdict, judge
+from .report import print_summary, write_junit, write_log
 
 
 def run_case(impl: Implementation, case: Case, timeout: Optional[float]) -> Verdict:

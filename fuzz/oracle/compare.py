@@ -9,7 +9,7 @@ Contract (an empty list means the outputs agree):
   its type), so any difference is a bug.
 - Float outputs of functions with float collectives are compared element-wise against an
   error bound computed from the operands' magnitudes and the reduction lengths (see
-  `fuzz.magnitude`): `|e - a| <= 2 gamma_N M + N tiny`, M from the magnitude run of the same
+  `fuzz.oracle.magnitude`): `|e - a| <= 2 gamma_N M + N tiny`, M from the magnitude run of the same
   function on the same arguments. Where M is not finite (NaN/Inf inputs, overflow) the
   element has no bound and is not compared; where M is finite, a NaN or infinity on either
   side is a mismatch (the exact result is finite and far from overflow).

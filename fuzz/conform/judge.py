@@ -1,6 +1,6 @@
 """Judging an implementation's outcome on one corpus case.
 
-valid: must exit 0 with outputs that `fuzz.compare.compare_outputs` accepts.
+valid: must exit 0 with outputs that `fuzz.oracle.compare.compare_outputs` accepts.
 invalid: must be rejected (exit 2); whether the diagnostic (range and message) matches the
     expected one is reported separately and never fails the case.
 undefined: the reference must report the recorded kind (exit 1); for any other
@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .conform_corpus import Case
-from .conform_impl import Implementation, Outcome
+from ..oracle import compare_outputs
+from .corpus import Case
+from .impl import Implementation, Outcome
 
 PASS, FAIL, INFO = "pass", "fail", "info"
 
@@ -41,7 +42,7 @@ def judge_valid(case: Case, o: Outcome) -> tuple[str, str]:
 
     try:
         program = tlinterp.parse(case.source(), filename=str(case.kernel))
-        mismatches = compare(program, case.func, case.args(), case.expected(), o.outputs,
+        mismatches = compare_outputs(program, case.func, case.args(), case.expected(), o.outputs,
                              groups=case.groups)
     except Exception as e:  # noqa: BLE001 - e.g. outputs of the wrong shape or dtype
         return FAIL, f"outputs cannot be compared: {type(e).__name__}: {e}"
@@ -89,10 +90,3 @@ def judge(case: Case, o: Outcome, impl: Implementation) -> Verdict:
     status, detail = judge_undefined(case, o, impl)
     return Verdict(case, status, detail, o)
 
-
-def compare(program, func, args, expected, actual, groups=None) -> list:
-    """fuzz.compare's verdict: [] when `actual` agrees with `expected`. `groups` must be the
-    run's work-group count (the error bounds come from a magnitude run over every group)."""
-    from fuzz.compare import compare_outputs
-
-    return compare_outputs(program, func, args, expected, actual, groups=groups)

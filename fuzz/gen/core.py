@@ -1,11 +1,11 @@
 """The core of the random kernel builder behind `fuzz.strategies.kernels()`: drawing,
-scopes, scalar expressions, loads and views (statements: `gen_body`, functions: `gen_function`).
+scopes, scalar expressions, loads and views (statements: `body`, functions: `function`).
 
 A `Generator` draws every decision through a Hypothesis `draw` function (so cases shrink) and
 builds `tlinterp.ir` directly. It keeps enough knowledge of the run-time state to make the
 program free of undefined behaviour by construction:
 
-- scalars carry value ranges (`fuzz.ranges`); an operation is only emitted when its range
+- scalars carry value ranges (`fuzz.gen.ranges`); an operation is only emitted when its range
   proves it defined (divisors are forced into [1, 8], shift amounts masked, ...);
 - memory is a set of `Buf`s: read-only inputs, per-work-group output slices ("own"), allocas
   and one shared atomic sink. A work-group only writes its own slices, its allocas and (with
@@ -148,7 +148,7 @@ class CoreGenerator:
 
     def linear_float(self) -> bool:
         """In functions with float collectives, float scalars only meet add/sub/mul/neg and
-        float casts, so that fuzz.compare can bound the collectives' rounding errors."""
+        float casts, so that fuzz.oracle.compare can bound the collectives' rounding errors."""
         return self.float_collectives
 
     def binary(self, op: str, a: Scal, b: Scal) -> Scal:

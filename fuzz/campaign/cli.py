@@ -101,7 +101,7 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     import tlinterp
     from tlinterp.args import load_npz
 
-    from .strategies import FuzzCase
+    from ..strategies import FuzzCase
 
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):

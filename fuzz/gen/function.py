@@ -9,7 +9,7 @@ from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice
 from tlinterp.types import INDEX, GroupType, MemrefType, ScalarType
 
-from .gen_body import BodyGenerator, int_cap
+from .body import BodyGenerator, int_cap
 from .model import Buf, Scal, View
 from .ranges import FRange, IRange
 

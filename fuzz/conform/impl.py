@@ -25,7 +25,7 @@ import numpy as np
 from tlinterp import TLError, UndefinedBehaviour
 from tlinterp.args import load_npz, save_npz
 
-from .conform_corpus import Case
+from .corpus import Case
 
 UB_KINDS = ("out-of-bounds", "data-race", "uninitialised-read", "use-after-lifetime",
             "division-by-zero", "division-overflow", "signed-overflow", "shift-out-of-range",

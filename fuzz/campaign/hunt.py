@@ -23,10 +23,10 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import HypothesisException
 from hypothesis.internal.conjecture import engine
 
+from ..strategies import FuzzCase, coverage_of, kernels, lowering_configs
 from .frontend import frontend_problem, mutants
 from .harness import Finding
 from .sandbox import Sandbox
-from .strategies import FuzzCase, coverage_of, kernels, lowering_configs
 
 __all__ = ["HuntOptions", "hunt", "batches"]
 
@@ -49,7 +49,7 @@ class HuntOptions:
     inflight: Optional[str] = None  # file holding the batch being run (crash forensics)
     params: dict = field(default_factory=dict)  # GenParams overrides
     random_configs: bool = True
-    mutation: Optional[str] = None  # fuzz.mutations bug to plant in the OpenCL side
+    mutation: Optional[str] = None  # fuzz.campaign.mutations bug to plant in the OpenCL side
     timeout: float = 120.0  # per batch, before the OpenCL side counts as hung
     kinds: Optional[frozenset] = None  # only these finding kinds count (None: all)
 

@@ -1,0 +1,1 @@
+"""Differential campaigns: the harness, the Hypothesis hunt, the sandbox and `tlfuzz`."""

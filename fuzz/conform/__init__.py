@@ -1,0 +1,1 @@
+"""The conformance tool `tlconform`: any implementation over the corpus, judged and reported."""
