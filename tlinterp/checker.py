@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from typing import Optional, Union
 
@@ -36,15 +36,12 @@ class _Unknown:
 UNKNOWN = _Unknown()
 SeenType = Union[Type, _Unknown]
 
-COLLECTIVE_NAMES = {
-    ir.Alloca: "alloca", ir.Axpby: "axpby", ir.Gemm: "gemm", ir.Gemv: "gemv", ir.Ger: "ger",
-    ir.Hadamard: "hadamard_product", ir.Sum: "sum", ir.Foreach: "foreach",
-}
 INTEGER_ONLY_OPS = ("shl", "shr", "and", "or", "xor", "not")
 BOOL_OPS = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
 BOOL_CONDS = ("eq", "ne")  # i1 has no order (signless: is true 1 or -1?)
-_SCALAR_INSTRUCTIONS = (ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize,
-                        ir.Barrier, ir.LifetimeStop, ir.If, ir.For, ir.Foreach)  # no memref type
+_SCALAR_INSTRUCTIONS = (  # no memref type written
+    ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize, ir.Barrier,
+    ir.LifetimeStop, ir.If, ir.Yield, ir.For, ir.Foreach)
 
 
 def check(program: ir.Program) -> ir.Program:
@@ -246,6 +243,7 @@ class _Context:
 
     spmd: bool = False
     yield_types: Optional[tuple[ScalarType, ...]] = None  # None: not an if region
+    last: bool = False  # the instruction is the last of its region (where a yield may stand)
 
 
 @dataclass
@@ -365,9 +363,9 @@ class _FunctionChecker:
     def _region(self, region: ir.Region, ctx: _Context) -> None:
         insts = region.instructions
         last = len(insts) - 1
-        self.todo.extend(reversed([
-            partial(self._yield, inst, ctx, k == last) if isinstance(inst, ir.Yield)
-            else partial(self._instruction, inst, ctx) for k, inst in enumerate(insts)]))
+        at_end = replace(ctx, last=True)
+        self.todo.extend(reversed([partial(self._instruction, inst, at_end if k == last else ctx)
+                                   for k, inst in enumerate(insts)]))
 
     def _nested(self, region: ir.Region, ctx: _Context,
                 defines: tuple[tuple[Value, SeenType], ...] = ()) -> Callable[[], None]:
@@ -380,13 +378,13 @@ class _FunctionChecker:
 
         return lambda: self._later(enter, self.scopes.pop)
 
-    def _yield(self, inst: ir.Yield, ctx: _Context, is_last: bool) -> None:
+    def _yield(self, inst: ir.Yield, ctx: _Context) -> None:
         if len(inst.values) != len(inst.types):
             self._error(f"yield has {_count(len(inst.values), 'value')} but "
                         f"{_count(len(inst.types), 'type')}", inst.span)
         for value, t in zip(inst.values, inst.types):
             self._operand(value, t)
-        if ctx.yield_types is None or not is_last:
+        if ctx.yield_types is None or not ctx.last:
             self._error("yield is only allowed as the last instruction of an if region",
                         inst.span)
             return
@@ -402,7 +400,7 @@ class _FunctionChecker:
 
     def _instruction(self, inst: ir.Instruction, ctx: _Context) -> None:
         if ctx.spmd and isinstance(inst, ir.COLLECTIVES):
-            self._error(f"collective instruction '{COLLECTIVE_NAMES[type(inst)]}' is not allowed "
+            self._error(f"collective instruction '{inst.MNEMONIC}' is not allowed "
                         "inside a foreach (SPMD region)", inst.span)
         malformed = False
         if not isinstance(inst, _SCALAR_INSTRUCTIONS):
@@ -417,8 +415,7 @@ class _FunctionChecker:
             for value in ir.results_of(inst):
                 self._define(value, UNKNOWN)
             return
-        handler = getattr(self, "_" + type(inst).__name__.lower())
-        handler(inst, ctx)
+        _HANDLERS[type(inst)](self, inst, ctx)
         if isinstance(inst, (ir.If, ir.For, ir.Foreach)):
             return  # they define their names themselves
         try:
@@ -558,7 +555,8 @@ class _FunctionChecker:
 
     # collectives ------------------------------------------------------------------------
 
-    def _collective_operands(self, inst, *memrefs: tuple[Value, MemrefType]) -> None:
+    def _collective_operands(self, inst: ir.Blas) -> None:
+        memrefs = [(getattr(inst, r.field), inst.memref_type(r.field)) for r in inst.ROLES]
         self._operand(inst.alpha, inst.alpha_type, integral_float_ok=True)
         for value, t in memrefs[:-1]:
             self._operand(value, t)
@@ -575,17 +573,28 @@ class _FunctionChecker:
             self._error(f"the output element type {out} is an integer type but operands are "
                         f"floating-point ({', '.join(floats)})", inst.span)
 
-    def _orders(self, inst, name: str, wanted: dict[str, tuple[Value, MemrefType, tuple]]
+    def _orders(self, inst: ir.Blas, roles: Optional[tuple[ir.MemrefRole, ...]] = None
                 ) -> bool:
-        """Check operand orders; True when all are as wanted."""
+        """Check the orders of `roles` (default: every memref operand); True when all are
+        as the instruction declares."""
         ok = True
-        for role, (value, t, orders) in wanted.items():
-            if t.order not in orders:
-                want = " or ".join(map(str, orders))
-                self._error(f"{name} needs {role} of order {want}, got order {t.order}",
-                            value.span or inst.span)
+        for role in inst.ROLES if roles is None else roles:
+            value, t = getattr(inst, role.field), inst.memref_type(role.field)
+            if t.order not in role.orders:
+                want = " or ".join(map(str, role.orders))
+                self._error(f"{inst.MNEMONIC} needs {role.label} of order {want}, got order "
+                            f"{t.order}", value.span or inst.span)
                 ok = False
         return ok
+
+    def _relations(self, inst: ir.Blas) -> None:
+        """The declared M/N/K relations between op() shapes."""
+        fields = [r.field for r in inst.ROLES]
+        parts = [(f"op({r.label})" if r.trans else r.label, inst.op_shape(r.field))
+                 for r in inst.ROLES]
+        self._shapes_agree(inst, parts, [
+            (label, fields.index(fi), mi, fields.index(fj), mj)
+            for label, (fi, mi), (fj, mj) in inst.RELATIONS])
 
     def _shapes_agree(self, inst, parts: list[tuple[str, tuple]],
                       pairs: list[tuple[str, int, int, int, int]]) -> None:
@@ -602,10 +611,9 @@ class _FunctionChecker:
                         inst.span)
 
     def _axpby(self, inst: ir.Axpby, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type))
-        if self._orders(inst, "axpby", {"A": (inst.a, inst.a_type, (1, 2)),
-                                        "B": (inst.b, inst.b_type, (1, 2))}):
-            a = _op(inst.a_type.shape, inst.trans)
+        self._collective_operands(inst)
+        if self._orders(inst):
+            a = inst.op_shape("a")
             b = inst.b_type.shape
             if len(a) != len(b):
                 self._error(f"incompatible tensor shapes: op(A) is {_shape_text(a)} and B is "
@@ -615,46 +623,24 @@ class _FunctionChecker:
                                [(f"mode {k}", 0, k, 1, k) for k in range(len(a))])
 
     def _gemm(self, inst: ir.Gemm, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
-                                  (inst.c, inst.c_type))
-        if self._orders(inst, "gemm", {"A": (inst.a, inst.a_type, (2,)),
-                                       "B": (inst.b, inst.b_type, (2,)),
-                                       "C": (inst.c, inst.c_type, (2,))}):
-            a = _op(inst.a_type.shape, inst.trans_a)
-            b = _op(inst.b_type.shape, inst.trans_b)
-            self._shapes_agree(inst, [("op(A)", a), ("op(B)", b), ("C", inst.c_type.shape)],
-                               [("M", 0, 0, 2, 0), ("N", 1, 1, 2, 1), ("K", 0, 1, 1, 0)])
+        self._collective_operands(inst)
+        if self._orders(inst):
+            self._relations(inst)
 
     def _gemv(self, inst: ir.Gemv, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
-                                  (inst.c, inst.c_type))
-        if self._orders(inst, "gemv", {"A": (inst.a, inst.a_type, (2,)),
-                                       "b": (inst.b, inst.b_type, (1,)),
-                                       "c": (inst.c, inst.c_type, (1,))}):
-            a = _op(inst.a_type.shape, inst.trans_a)
-            self._shapes_agree(inst, [("op(A)", a), ("b", inst.b_type.shape),
-                                      ("c", inst.c_type.shape)],
-                               [("M", 0, 0, 2, 0), ("K", 0, 1, 1, 0)])
+        self._collective_operands(inst)
+        if self._orders(inst):
+            self._relations(inst)
 
     def _ger(self, inst: ir.Ger, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
-                                  (inst.c, inst.c_type))
-        if self._orders(inst, "ger", {"a": (inst.a, inst.a_type, (1,)),
-                                      "b": (inst.b, inst.b_type, (1,)),
-                                      "C": (inst.c, inst.c_type, (2,))}):
-            self._shapes_agree(inst, [("a", inst.a_type.shape), ("b", inst.b_type.shape),
-                                      ("C", inst.c_type.shape)],
-                               [("M", 0, 0, 2, 0), ("N", 1, 0, 2, 1)])
+        self._collective_operands(inst)
+        if self._orders(inst):
+            self._relations(inst)
 
     def _hadamard(self, inst: ir.Hadamard, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
-                                  (inst.c, inst.c_type))
-        # The spec says vectors; the original compiler also takes matrices of equal shape.
-        if self._orders(inst, "hadamard_product", {"a": (inst.a, inst.a_type, (1, 2)),
-                                                   "b": (inst.b, inst.b_type, (1, 2)),
-                                                   "c": (inst.c, inst.c_type, (1, 2))}):
-            shapes = [("a", inst.a_type.shape), ("b", inst.b_type.shape),
-                      ("c", inst.c_type.shape)]
+        self._collective_operands(inst)
+        if self._orders(inst):
+            shapes = [(r.label, inst.memref_type(r.field).shape) for r in inst.ROLES]
             if len({len(s) for _, s in shapes}) != 1:
                 self._error("incompatible tensor shapes: "
                             + ", ".join(f"{n} is {_shape_text(s)}" for n, s in shapes)
@@ -666,10 +652,10 @@ class _FunctionChecker:
                                 for k in range(len(shapes[0][1]))])
 
     def _sum(self, inst: ir.Sum, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type))
-        if not self._orders(inst, "sum", {"A": (inst.a, inst.a_type, (1, 2))}):
+        self._collective_operands(inst)
+        if not self._orders(inst, inst.ROLES[:1]):  # B's order follows from A's, below
             return
-        a = _op(inst.a_type.shape, inst.trans)
+        a = inst.op_shape("a")
         want = len(a) - 1  # a vector sums into a scalar, a matrix into a vector
         if inst.b_type.order != want:
             kind = "a vector" if len(a) == 2 else "a scalar memref (order 0)"
@@ -677,8 +663,38 @@ class _FunctionChecker:
                         f"{inst.b_type.order}", inst.b.span or inst.span)
             return
         if want == 1:
-            self._shapes_agree(inst, [("op(A)", a), ("B", inst.b_type.shape)],
-                               [("mode 0", 0, 0, 1, 0)])
+            self._relations(inst)
+
+
+# The one dispatch table of the checker: every instruction class to its rule (if, for and
+# foreach define their own names; the others get theirs from `result_types`).
+_HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], None]] = {
+    ir.Alloca: _FunctionChecker._alloca,
+    ir.Arith: _FunctionChecker._arith,
+    ir.ArithUnary: _FunctionChecker._arithunary,
+    ir.Cast: _FunctionChecker._cast,
+    ir.Compare: _FunctionChecker._compare,
+    ir.Expand: _FunctionChecker._expand,
+    ir.Fuse: _FunctionChecker._fuse,
+    ir.GroupId: _FunctionChecker._groupid,
+    ir.GroupSize: _FunctionChecker._groupsize,
+    ir.Load: _FunctionChecker._load,
+    ir.Size: _FunctionChecker._size,
+    ir.Subview: _FunctionChecker._subview,
+    ir.Store: _FunctionChecker._store,
+    ir.Barrier: _FunctionChecker._barrier,
+    ir.LifetimeStop: _FunctionChecker._lifetimestop,
+    ir.If: _FunctionChecker._if,
+    ir.Yield: _FunctionChecker._yield,
+    ir.For: _FunctionChecker._for,
+    ir.Foreach: _FunctionChecker._foreach,
+    ir.Axpby: _FunctionChecker._axpby,
+    ir.Gemm: _FunctionChecker._gemm,
+    ir.Gemv: _FunctionChecker._gemv,
+    ir.Ger: _FunctionChecker._ger,
+    ir.Hadamard: _FunctionChecker._hadamard,
+    ir.Sum: _FunctionChecker._sum,
+}
 
 
 def _walk(region: ir.Region) -> Iterator[ir.Instruction]:
@@ -695,11 +711,6 @@ def _walk(region: ir.Region) -> Iterator[ir.Instruction]:
 
 def _count(n: int, noun: str, plural: Optional[str] = None) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
-
-
-def _op(shape: tuple, trans: bool) -> tuple:
-    """Shape of op(X): transposed for '.t' on a matrix; '.t' has no effect on vectors."""
-    return shape[::-1] if trans and len(shape) == 2 else shape
 
 
 __all__ = ["check", "constant_problem", "layout_problems", "UNKNOWN"]
