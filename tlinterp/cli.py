@@ -115,9 +115,9 @@ def _run(ns) -> int:
         tlgpu = _tlgpu()
         sys.stdout.write(tlgpu.lower(program, func_name, _lowering(ns.lowering)))
         return 0
-    from .interp import _function
+    from .interp import select_function
 
-    function = _function(program, func_name)
+    function = select_function(program, func_name)
     if ns.args_file is None:
         if function.args:
             need = ", ".join(f"'{a.value.name}' ({a.type})" for a in function.args)

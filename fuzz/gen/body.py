@@ -16,9 +16,9 @@ from .core import CoreGenerator, exact_dim
 from .model import Buf, Scal, Unavailable, View
 from .ranges import IRange
 
-COLLECTIVE_ORDERS = {  # kind -> possible orders of the output
-    "gemm": (2,), "ger": (2,), "gemv": (1,), "hadamard": (1, 2), "axpby": (1, 2), "sum": (0, 1),
-}
+# kind (the class name in lower case, as in GenParams.collective_weights) -> possible orders
+# of the output, as the instruction class declares them
+COLLECTIVE_ORDERS = {cls.__name__.lower(): cls.role(cls.output()).orders for cls in ir.BLAS}
 
 
 def int_cap(t: ScalarType) -> int:

@@ -8,7 +8,8 @@ its memory effects.
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import numpy as np
 
@@ -65,17 +66,6 @@ class Executor:
         self.next_actor = n_groups + 1
         self._pure_cache: dict[int, bool] = {}
         self._addr_cache: dict[tuple, tuple] = {}  # load/store addresses, by view and indices
-        self._dispatch = {
-            ir.Arith: self._arith, ir.ArithUnary: self._unary, ir.Cast: self._cast,
-            ir.Compare: self._compare, ir.GroupId: self._group_id, ir.GroupSize: self._group_size,
-            ir.Load: self._load, ir.Store: self._store, ir.Size: self._size,
-            ir.Subview: self._subview, ir.Expand: self._expand, ir.Fuse: self._fuse,
-            ir.Alloca: self._alloca, ir.LifetimeStop: self._lifetime_stop,
-            ir.Barrier: lambda inst, env, lanes, col: None,
-            ir.If: self._if, ir.Yield: self._yield, ir.For: self._for,
-            ir.Foreach: self._foreach,
-            **{cls: self._blas for cls in ir.BLAS},
-        }
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -112,7 +102,7 @@ class Executor:
                 # Handlers raise their reports before their memory effects; what is left
                 # here (scalar faults, view checks) only guards SSA values.
                 with self.collector().checks() as col:
-                    out = self._dispatch[type(inst)](inst, env, lanes, col)
+                    out = DISPATCH[type(inst)](self, inst, env, lanes, col)
                 if is_yield:
                     result = out
                     break
@@ -398,3 +388,19 @@ class Executor:
         alpha = self.val(inst.alpha, inst.alpha_type, env)
         beta = self.val(inst.beta, inst.beta_type, env)
         collectives.execute(inst, views, alpha, beta, lanes, self.check, col)
+
+
+# The one dispatch table of the interpreter: every instruction class to its handler
+# (executor, instruction, env, lanes, collector) -> an alloca's buffer, a yield's values or None.
+DISPATCH: dict[type, Callable[..., Any]] = {
+    ir.Arith: Executor._arith, ir.ArithUnary: Executor._unary, ir.Cast: Executor._cast,
+    ir.Compare: Executor._compare, ir.GroupId: Executor._group_id,
+    ir.GroupSize: Executor._group_size, ir.Load: Executor._load, ir.Store: Executor._store,
+    ir.Size: Executor._size, ir.Subview: Executor._subview, ir.Expand: Executor._expand,
+    ir.Fuse: Executor._fuse, ir.Alloca: Executor._alloca,
+    ir.LifetimeStop: Executor._lifetime_stop,
+    ir.Barrier: lambda ex, inst, env, lanes, col: None,
+    ir.If: Executor._if, ir.Yield: Executor._yield, ir.For: Executor._for,
+    ir.Foreach: Executor._foreach,
+    **{cls: Executor._blas for cls in ir.BLAS},
+}
