@@ -59,7 +59,8 @@ SPEC_RESULT_TYPES = [
      "memref<f32x4x8x7,strided<2,8,64>>"),
     ("memref<f32x32x7,strided<2,64>>", "expand %0[0->4x?]",
      "memref<f32x4x8x7,strided<2,8,64>>"),
-    # errata fixed per SPEC_NOTES (the spec prints memref<f32x?x8,...> and memref<f32x4x?,...>)
+    # errata fixed per docs/semantics.md "Result types" (the spec prints memref<f32x?x8,...>
+    # and memref<f32x4x?,...>)
     ("memref<f32x?x7,strided<2,?>>", "expand %0[0->?x4]", "memref<f32x?x4x7,strided<2,?,?>>"),
     ("memref<f32x?x7,strided<2,?>>", "expand %0[0->4x?]", "memref<f32x4x?x7,strided<2,8,?>>"),
     # fuse

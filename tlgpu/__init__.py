@@ -5,10 +5,10 @@
 
 Modules: config (LoweringConfig), ctypes_map (types, exact literals), cwriter (C text + line
 table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_function
-(kernel signature per SPEC_NOTES, views, control flow, alloca, barriers), lower_collectives
-(BLAS instructions over the work-items), barriers (where a barrier is needed), memory
-(alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering (program,
-work-group size choice), devices (device strings, contexts), runtime (build cache,
+(kernel signature per docs/semantics.md, views, control flow, alloca, barriers),
+lower_collectives (BLAS instructions over the work-items), barriers (where a barrier is
+needed), memory (alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering
+(program, work-group size choice), devices (device strings, contexts), runtime (build cache,
 marshalling, launch), buildlog (compiler log -> tensor-language spans).
 """
 

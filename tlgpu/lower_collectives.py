@@ -3,8 +3,8 @@
 Every collective computes out(i,j) = alpha * sum_k term(i,j,k) + beta * out(i,j) (no sum when
 there is no K). GEMM gets register tiles of C per work-item over a (wg0, wg1) grid, optionally
 with A and B staged in local memory; the others use one element per work-item in turn.
-Arithmetic happens in the C usual-arithmetic-conversion type of all operands (SPEC_NOTES);
-beta == 0 never reads the output.
+Arithmetic happens in the C usual-arithmetic-conversion type of all operands; beta == 0 never
+reads the output (docs/semantics.md "Collectives").
 """
 
 from __future__ import annotations

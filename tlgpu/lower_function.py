@@ -1,6 +1,6 @@
-"""Lowering of one function to an OpenCL C kernel: arguments (the calling convention of
-SPEC_NOTES), views, scalar code, control flow, alloca and barrier placement. Collectives are
-delegated to lower_collectives."""
+"""Lowering of one function to an OpenCL C kernel: arguments (docs/semantics.md "OpenCL
+calling convention"), views, scalar code, control flow, alloca and barrier placement.
+Collectives are delegated to lower_collectives."""
 
 from __future__ import annotations
 

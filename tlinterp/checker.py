@@ -1,4 +1,4 @@
-"""The static checker: every static rule of the spec and of SPEC_NOTES "Static rules".
+"""The static checker: every rule of docs/semantics.md "Static rules".
 
 `check(program)` walks each function once in program order with a chain of scopes mapping
 visible SSA names to types. Every violation becomes a `Diagnostic`; the walk never stops at

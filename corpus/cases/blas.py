@@ -52,7 +52,8 @@ def ref_sum(alpha, a, beta, b, trans):
 
 
 def _beta_term(beta, c):
-    # BLAS convention (SPEC_NOTES): beta = 0 never reads C, so NaN there does not propagate.
+    # BLAS convention (docs/semantics.md "Collectives"): beta = 0 never reads C, so NaN there
+    # does not propagate.
     return np.zeros_like(c) if beta == 0 else beta * c
 
 

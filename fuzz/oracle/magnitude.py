@@ -1,7 +1,7 @@
 """Error bounds for float collectives: the magnitude program and the rounding-step count.
 
-Collective instructions may reassociate their sums (SPEC_NOTES), so two correct
-implementations differ by rounding. For a function whose float values flow only through
+Collective instructions may reassociate their sums (docs/semantics.md "Collectives"), so two
+correct implementations differ by rounding. For a function whose float values flow only through
 loads, stores, add/sub/mul/neg, float casts, if-yields and collectives ("linear" float code),
 the difference of any float output element is bounded by
 
