@@ -622,17 +622,8 @@ class _FunctionChecker:
             self._shapes_agree(inst, [("op(A)", a), ("B", b)],
                                [(f"mode {k}", 0, k, 1, k) for k in range(len(a))])
 
-    def _gemm(self, inst: ir.Gemm, ctx: _Context) -> None:
-        self._collective_operands(inst)
-        if self._orders(inst):
-            self._relations(inst)
-
-    def _gemv(self, inst: ir.Gemv, ctx: _Context) -> None:
-        self._collective_operands(inst)
-        if self._orders(inst):
-            self._relations(inst)
-
-    def _ger(self, inst: ir.Ger, ctx: _Context) -> None:
+    def _product(self, inst: Union[ir.Gemm, ir.Gemv, ir.Ger], ctx: _Context) -> None:
+        """gemm, gemv and ger: fixed orders and their M/N/K relations."""
         self._collective_operands(inst)
         if self._orders(inst):
             self._relations(inst)
@@ -689,9 +680,9 @@ _HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], Non
     ir.For: _FunctionChecker._for,
     ir.Foreach: _FunctionChecker._foreach,
     ir.Axpby: _FunctionChecker._axpby,
-    ir.Gemm: _FunctionChecker._gemm,
-    ir.Gemv: _FunctionChecker._gemv,
-    ir.Ger: _FunctionChecker._ger,
+    ir.Gemm: _FunctionChecker._product,
+    ir.Gemv: _FunctionChecker._product,
+    ir.Ger: _FunctionChecker._product,
     ir.Hadamard: _FunctionChecker._hadamard,
     ir.Sum: _FunctionChecker._sum,
 }

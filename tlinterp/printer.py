@@ -163,26 +163,10 @@ def _compare(inst: ir.Compare) -> str:
     return f"cmp.{inst.cond} {_ops(inst.lhs, inst.rhs)} : {inst.type.value}"
 
 
-def _expand(inst: ir.Expand) -> str:
-    return (f"expand %{inst.operand.name}[{inst.mode} -> {_expand_shape(inst.shape)}] : "
-            f"{format_type(inst.type)}")
-
-
-def _fuse(inst: ir.Fuse) -> str:
-    return f"fuse %{inst.operand.name}[{inst.first},{inst.last}] : {format_type(inst.type)}"
-
-
-def _load(inst: ir.Load) -> str:
-    return f"load %{inst.operand.name}[{_ops(*inst.indices)}] : {format_type(inst.type)}"
-
-
-def _size(inst: ir.Size) -> str:
-    return f"size %{inst.operand.name}[{inst.mode}] : {format_type(inst.type)}"
-
-
-def _subview(inst: ir.Subview) -> str:
-    return (f"subview %{inst.operand.name}[{', '.join(_slice(s) for s in inst.slices)}] : "
-            f"{format_type(inst.type)}")
+def _indexed(mnemonic: str, inside: Callable[..., object]) -> Callable[..., str]:
+    """`MNEMONIC %operand[INSIDE] : type`, the form of load, size and the view instructions."""
+    return lambda inst: (f"{mnemonic} %{inst.operand.name}[{inside(inst)}] : "
+                         f"{format_type(inst.type)}")
 
 
 def _defines(op_text: Callable[..., str]) -> Callable[..., str]:
@@ -196,13 +180,13 @@ _HEADERS: dict[type, Callable[..., str]] = {
     ir.ArithUnary: _defines(_arith_unary),
     ir.Cast: _defines(_cast),
     ir.Compare: _defines(_compare),
-    ir.Expand: _defines(_expand),
-    ir.Fuse: _defines(_fuse),
+    ir.Expand: _defines(_indexed("expand", lambda i: f"{i.mode} -> {_expand_shape(i.shape)}")),
+    ir.Fuse: _defines(_indexed("fuse", lambda i: f"{i.first},{i.last}")),
     ir.GroupId: _defines(lambda inst: "group_id"),
     ir.GroupSize: _defines(lambda inst: "group_size"),
-    ir.Load: _defines(_load),
-    ir.Size: _defines(_size),
-    ir.Subview: _defines(_subview),
+    ir.Load: _defines(_indexed("load", lambda i: _ops(*i.indices))),
+    ir.Size: _defines(_indexed("size", lambda i: i.mode)),
+    ir.Subview: _defines(_indexed("subview", lambda i: ", ".join(map(_slice, i.slices)))),
     ir.Store: _store,
     ir.Barrier: lambda inst: "barrier",
     ir.LifetimeStop: lambda inst: f"lifetime_stop %{inst.operand.name}",
