@@ -63,10 +63,9 @@ def written_roots(body) -> set[str]:
             root[inst.result.name] = root.get(inst.operand.name, inst.operand.name)
         if isinstance(inst, ir.Store):
             written.add(root.get(inst.operand.name, inst.operand.name))
-        elif isinstance(inst, (ir.Axpby, ir.Sum)):
-            written.add(root.get(inst.b.name, inst.b.name))
         elif isinstance(inst, ir.BLAS):
-            written.add(root.get(inst.c.name, inst.c.name))
+            out = getattr(inst, inst.output()).name
+            written.add(root.get(out, out))
     return written
 
 
