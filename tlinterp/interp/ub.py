@@ -76,9 +76,12 @@ class Collector:
         `describe(position) -> (groups, element, message)`; the others are counted into the
         "more element(s)" line when `count_rest`."""
         mask = np.asarray(mask, bool)
-        hits = np.flatnonzero(mask)[:, None] if mask.ndim == 1 else np.argwhere(mask)
+        hits = np.flatnonzero(mask) if mask.ndim == 1 else np.argwhere(mask)
+        if not len(hits):  # the common case: cheap
+            return
         for p in hits[:MAX_PER_KIND]:
-            self.add(kind, span, *describe(tuple(int(i) for i in p)))
+            self.add(kind, span, *describe((int(p),) if mask.ndim == 1 else
+                                           tuple(int(i) for i in p)))
         rest = len(hits) - min(len(hits), MAX_PER_KIND)
         if count_rest and rest:
             self.dropped[kind] = self.dropped.get(kind, 0) + rest
@@ -88,7 +91,9 @@ class Collector:
                   count_rest: bool = True) -> None:
         """Report the first MAX_PER_KIND lanes where `mask` (0-d or one entry per lane) holds,
         among the lanes that really run; `describe(lane, group) -> (element, message)`."""
-        m = np.broadcast_to(np.asarray(mask, bool), (lanes.n,))
+        m = np.asarray(mask, bool)
+        if m.shape != (lanes.n,):
+            m = np.broadcast_to(m, (lanes.n,))
         if lanes.live is not None:
             m = m & lanes.live
 
