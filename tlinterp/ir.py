@@ -218,6 +218,9 @@ class If:
     then: Region
     otherwise: Optional[Region] = None
     span: Optional[Span] = _span()
+    # `-> ()` was written: the same program as no arrow, kept only so the printer can
+    # reproduce the spelling (the original compiler's programs use it)
+    empty_arrow: bool = field(default=False, compare=False)
 
 
 @dataclass

@@ -101,7 +101,8 @@ def _header(inst: ir.Instruction) -> str:
     """The one-line text of an instruction; for if/for/foreach the line that opens the body."""
     if isinstance(inst, ir.If):
         lhs = (", ".join("%" + r.name for r in inst.results) + " = ") if inst.results else ""
-        types = (" -> (" + _types(*inst.result_types) + ")") if inst.result_types else ""
+        types = (" -> (" + _types(*inst.result_types) + ")") if inst.result_types else \
+            (" -> ()" if inst.empty_arrow else "")
         return f"{lhs}if {format_operand(inst.cond)}{types} {{"
     if isinstance(inst, ir.For):
         step = (", " + format_operand(inst.step)) if inst.step is not None else ""
