@@ -1,8 +1,8 @@
 """`tlrun`: check, print, lower or run a tensor-language kernel.
 
-    tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME] [--groups N]
-                    [--out OUT.npz] [--no-check] [--max-steps N] [--backend interp|opencl]
-                    [--device D] [--lowering KEY=VALUE ...]
+    tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
+                    [--groups N] [--out OUT.npz] [--no-check] [--max-steps N]
+                    [--backend interp|opencl] [--device D] [--lowering KEY=VALUE ...]
 
 Warnings go to stderr and leave the exit status alone; `--werror` makes them errors (exit 2).
 Exit status: 0 success; 1 undefined behaviour or a run-time failure; 2 source, arguments or
