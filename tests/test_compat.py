@@ -34,8 +34,9 @@ def warnings_of(src: str) -> list[tuple[str, str]]:
 
 # --- 1. names scoped by region ---------------------------------------------------------------
 
-SIBLINGS = kernel("%A: memref<f32x6x8>, %m: index, %r: i1, %o: memref<f32x8>", """
-if %r {
+SIBLINGS = kernel("%A: memref<f32x6x8>, %m: index, %r: i32, %o: memref<f32x8>", """
+%c = cmp.ne %r, 0 : i32
+if %c {
   %a = subview %A[%m:?, 0:8] : memref<f32x6x8>
   %x = load %a[0, 1] : memref<f32x?x8,strided<1,6>>
   store %x, %o[0] : memref<f32x8>
@@ -60,7 +61,7 @@ store %v, %o[7] : memref<f32x8>""")
 def test_sibling_regions_reuse_names(ragged):
     assert warnings_of(SIBLINGS) == []
     A = np.arange(48, dtype=np.float32).reshape(6, 8)
-    out = run(SIBLINGS, {"A": A, "m": np.int64(1), "r": np.bool_(ragged),
+    out = run(SIBLINGS, {"A": A, "m": np.int64(1), "r": np.int32(ragged),
                          "o": np.zeros(8, np.float32)})
     want = np.zeros(8, np.float32)
     want[0] = A[1, 1] if ragged else A[1, 2]
