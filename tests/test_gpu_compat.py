@@ -1,6 +1,6 @@
 """The original compiler's constructs on pocl against the interpreter: order-0 axpby (plain
-and atomic, float and integer), names reused by sibling regions (allocas included) and
-`if %c -> ()`."""
+and atomic, float and integer), names reused by sibling regions (allocas included),
+`if %c -> ()`, and the examples/ recipes against NumPy."""
 
 from __future__ import annotations
 
@@ -57,3 +57,24 @@ def test_sibling_allocas_with_one_name(cond):
     same(SIBLING_ALLOCAS, args, groups=3)
     np.testing.assert_array_equal(interp_run(SIBLING_ALLOCAS, args, groups=3)["a"],
                                   a * (3 if cond else 4))
+
+
+@pytest.mark.parametrize("m", [150, 40])
+def test_tall_and_skinny_example(m):
+    from test_examples import module, program
+
+    gen = module("tall_and_skinny_args")
+    args = gen.make_args(np.random.default_rng(m), m=m)
+    out = tlgpu.run(program("tall_and_skinny"), args, groups=gen.groups_for(m))
+    np.testing.assert_allclose(out["C"], gen.reference(args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("beta0", [False, True])
+def test_small_batched_gemm_example(beta0):
+    from test_examples import module, program
+
+    gen = module("small_gemm_args")
+    args = gen.make_args(np.random.default_rng(3), batch=5, beta0=beta0)
+    out = tlgpu.run(program("small_gemm"), args, func="gemm_beta0" if beta0 else "gemm",
+                    groups=5)
+    np.testing.assert_allclose(out["C"], gen.reference(args), rtol=1e-5, atol=1e-5)
