@@ -216,8 +216,8 @@ def axpby_order0() -> ValidCase:
     expected = {"B": 3.0 * args["A"], "C": 0.5 + float(ids.sum()) * -1.25,
                 "I": -4 + groups * 2 * 3}
     return ValidCase("blas", "axpby_order0", src, args, outputs(args, (), **expected),
-                     tags(["axpby", "cast", "cmp.eq", "if", "group_id"], ["f32", "f64", "i32"],
-                          "scalar"), groups=groups)
+                     tags(["axpby", "atomic", "cast", "cmp.eq", "if", "group_id"],
+                          ["f32", "f64", "i32"], "canonical"), groups=groups)
 
 
 def cases() -> list[ValidCase]:
