@@ -186,6 +186,12 @@ def test_group_offset_omitted_is_a_warning_naming_both_types():
     assert float(out["o"]) == 3.0  # member 0, element 3, wherever the offset placed it
 
 
+def test_dynamic_group_offset_omitted_is_a_warning_too():
+    src = group_kernel("group<memref<f32x42>>").replace(GROUP, "group<memref<f32x42>, offset: ?>")
+    [(msg, where)] = warnings_of(src)
+    assert where == "3.13-14" and "%c has type group<memref<f32x42>, offset: ?>" in msg
+
+
 @pytest.mark.parametrize("written, shown", [
     ("group<memref<f32x42>, offset: 5>", "group<memref<f32x42>, offset: 5>"),
     ("group<memref<f32x42>, offset: ?>", "group<memref<f32x42>, offset: ?>"),
