@@ -276,7 +276,7 @@ class FunctionLowerer:
     def lower_alloca(self, w, inst: ir.Alloca):
         t = inst.type
         n = var(inst.result.name)
-        off = self.alloca_offsets[inst.result.name]
+        off = self.alloca_offsets[id(inst)]
         w.line(f"local {ctype(t.element)}* {n} = (local {ctype(t.element)}*)"
                f"((local char*)tl_local + {off});")
         self.env[inst.result.name] = View(n, "local", t.element,

@@ -18,39 +18,43 @@ def _round(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def plan_allocas(body: ir.Region, reuse: bool) -> tuple[dict[str, int], int]:
-    """Byte offset of every alloca (by result name) and the slab size.
+def plan_allocas(body: ir.Region, reuse: bool) -> tuple[dict[int, int], int]:
+    """Byte offset of every alloca (keyed by `id` of the instruction: sibling regions may
+    reuse a name) and the slab size.
 
     Instructions are numbered in pre-order; an alloca lives from its position to its
     lifetime_stop, else to the end of its enclosing region (nested regions included)."""
-    intervals: dict[str, list[int]] = {}
-    sizes: dict[str, int] = {}
+    intervals: dict[int, list[int]] = {}
+    sizes: dict[int, int] = {}
     counter = [0]
 
-    def visit(region: ir.Region) -> None:
+    def visit(region: ir.Region, outer: dict[str, int]) -> None:
+        visible = dict(outer)  # name -> alloca key, as scoped as the names themselves
         opened = []
         for inst in region.instructions:
             pos = counter[0]
             counter[0] += 1
             if isinstance(inst, ir.Alloca):
-                intervals[inst.result.name] = [pos, -1]
-                sizes[inst.result.name] = _round(alloca_bytes(inst.type))
-                opened.append(inst.result.name)
-            elif isinstance(inst, ir.LifetimeStop) and inst.operand.name in intervals:
-                intervals[inst.operand.name][1] = pos
+                key = id(inst)
+                intervals[key] = [pos, -1]
+                sizes[key] = _round(alloca_bytes(inst.type))
+                visible[inst.result.name] = key
+                opened.append(key)
+            elif isinstance(inst, ir.LifetimeStop) and inst.operand.name in visible:
+                intervals[visible[inst.operand.name]][1] = pos
             for r in ir.regions_of(inst):
-                visit(r)
-        for name in opened:
-            if intervals[name][1] < 0:
-                intervals[name][1] = counter[0]
+                visit(r, visible)
+        for key in opened:
+            if intervals[key][1] < 0:
+                intervals[key][1] = counter[0]
 
-    visit(body)
-    offsets: dict[str, int] = {}
+    visit(body, {})
+    offsets: dict[int, int] = {}
     placed: list[tuple[int, int, int, int]] = []  # (start, end, offset, size)
     total = 0
-    for name in sorted(intervals, key=lambda n: intervals[n][0]):
-        start, end = intervals[name]
-        size = sizes[name]
+    for key in sorted(intervals, key=lambda k: intervals[k][0]):
+        start, end = intervals[key]
+        size = sizes[key]
         busy = sorted((o, o + s) for (a, b, o, s) in placed
                       if not reuse or not (b < start or end < a))
         off = 0
@@ -58,7 +62,7 @@ def plan_allocas(body: ir.Region, reuse: bool) -> tuple[dict[str, int], int]:
             if off + size <= lo:
                 break
             off = max(off, hi)
-        offsets[name] = off
+        offsets[key] = off
         placed.append((start, end, off, size))
         total = max(total, off + size)
     return offsets, total

@@ -1,8 +1,11 @@
 """The static checker: every rule of docs/semantics.md "Static rules".
 
 `check(program)` walks each function once in program order with a chain of scopes mapping
-visible SSA names to types. Every violation becomes a `Diagnostic`; the walk never stops at
-the first one. A definition whose type rule failed still defines its name, with the marker
+visible SSA names to types. Every region (function body, loop body, if branch) opens a scope:
+a name must not be visible already where it is defined (no redefinition, no shadowing), and it
+vanishes when its region closes, so sibling regions may reuse it. Every violation becomes a
+`Diagnostic`; the walk never stops at the first one. Accepted but doubtful constructs become
+warnings. A definition whose type rule failed still defines its name, with the marker
 `UNKNOWN` as its type, which silences every later check on that value (no cascades).
 Result types come from `typerules.result_types` only; the rules here are the ones that
 relate operands, regions and functions to each other.
@@ -20,7 +23,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import ir
-from .diagnostics import Diagnostic, SourceError
+from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .typerules import TypeRuleError, result_types
 from .types import BOOL, INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
@@ -44,10 +47,12 @@ _SCALAR_INSTRUCTIONS = (  # no memref type written
     ir.LifetimeStop, ir.If, ir.Yield, ir.For, ir.Foreach)
 
 
-def check(program: ir.Program) -> ir.Program:
+def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> ir.Program:
     """Return `program` unchanged if it obeys every static rule; else raise `SourceError`
-    carrying one diagnostic per independent violation, sorted by source position."""
+    carrying one diagnostic per independent violation (and the warnings), sorted by source
+    position. Warnings of an accepted program are appended to `warnings` when given."""
     errors: list[tuple[str, Optional[Span]]] = []
+    found: list[tuple[str, Optional[Span]]] = []  # warnings
     first_seen: dict[str, ir.Function] = {}
     for f in program.functions:
         if f.name in first_seen:
@@ -56,11 +61,16 @@ def check(program: ir.Program) -> ir.Program:
         else:
             first_seen[f.name] = f
         errors.extend(_function_attribute_errors(f, program.source))
-        errors.extend(_FunctionChecker(f).run())
+        checker = _FunctionChecker(f)
+        errors.extend(checker.run())
+        found.extend(checker.warnings)
+    diags = [Diagnostic(msg, span, program.filename) for msg, span in errors]
+    diags += [Diagnostic(msg, span, program.filename, WARNING) for msg, span in found]
+    diags.sort(key=lambda d: _position(d.span))
     if errors:
-        errors.sort(key=lambda e: _position(e[1]))
-        diags = [Diagnostic(msg, span, program.filename) for msg, span in errors]
         raise SourceError(diags, program.source)
+    if warnings is not None:
+        warnings.extend(diags)
     return program
 
 
@@ -133,7 +143,23 @@ def layout_problems(t: MemrefType) -> list[str]:
             problems.append(
                 f"layout restriction violated: stride {prev} x size {size} of mode {k - 1} "
                 f"exceeds the stride {cur} of mode {k}")
+    if problems:  # (malformed and negative entries returned above: no hint fits them)
+        problems[-1] += _layout_hint(t)
     return problems
+
+
+def _layout_hint(t: MemrefType) -> str:
+    """How to write `t` within the layout rule: each stride raised to the least it may be."""
+    fixed: list = []
+    for k, s in enumerate(t.stride):
+        least = 1 if k == 0 else (None if None in (fixed[-1], t.shape[k - 1])
+                                  else fixed[-1] * t.shape[k - 1])
+        fixed.append(s if s is None or least is None else max(s, least))
+    good = MemrefType(t.element, t.shape, tuple(fixed))
+    return (f"; hint: the spec's layout rule wants the stride of mode 0 at least 1 and each "
+            f"other stride at least the previous stride times the previous size, so that "
+            f"elements never overlap: write {good} (the least strides allowed), or a subview "
+            f"of a larger memref for a block of one")
 
 
 def _written_memrefs(inst: ir.Instruction) -> Iterator[MemrefType]:
@@ -247,13 +273,21 @@ class _Context:
 
 
 @dataclass
+class _Binding:
+    type: SeenType
+    span: Optional[Span]  # of the definition
+
+
+@dataclass
 class _FunctionChecker:
     function: ir.Function
     errors: list[tuple[str, Optional[Span]]] = field(default_factory=list)
-    scopes: list[dict[str, SeenType]] = field(default_factory=list)
-    defined: set[str] = field(default_factory=set)  # names whose definition was walked
+    warnings: list[tuple[str, Optional[Span]]] = field(default_factory=list)
+    scopes: list[dict[str, _Binding]] = field(default_factory=list)
+    closed: dict[str, Optional[Span]] = field(default_factory=dict)  # out of scope: last def
     first_def: dict[str, Optional[Span]] = field(default_factory=dict)  # in text order
-    twice: set[str] = field(default_factory=set)  # names defined more than once
+    # results of the ifs being walked: taken inside their regions, defined after them
+    claimed: list[tuple[str, Optional[Span]]] = field(default_factory=list)
     allocas: set[str] = field(default_factory=set)
     # Pending work, last item first. Regions are walked with this explicit stack rather than
     # by recursion, so nesting depth is bounded by memory, not by Python's recursion limit.
@@ -275,39 +309,62 @@ class _FunctionChecker:
         self.todo.extend(reversed(tasks))
 
     def _find_definitions(self, f: ir.Function) -> None:
-        """Record every definition in text order (what `walk` yields: an if's results and a
-        loop's variable come before their regions); report all but the first of a name."""
+        """Record the first definition of every name in text order (what `walk` yields: an
+        if's results and a loop's variable come before their regions), so that a use before
+        it can be told from an undefined name."""
         defs = [a.value for a in f.args]
         for inst in _walk(f.body):
             if isinstance(inst, (ir.For, ir.Foreach)):
                 defs.append(inst.var)
             defs.extend(ir.results_of(inst))
         for value in defs:
-            if value.name in self.first_def:
-                self.twice.add(value.name)
-                self._error(f"%{value.name} is already defined at "
-                            f"{_where(self.first_def[value.name])}", value.span)
-            else:
-                self.first_def[value.name] = value.span
+            self.first_def.setdefault(value.name, value.span)
 
     def _error(self, message: str, span: Optional[Span]) -> None:
         self.errors.append((message, span))
 
+    def _warn(self, message: str, span: Optional[Span]) -> None:
+        self.warnings.append((message, span))
+
     # scoping ----------------------------------------------------------------------------
 
     def _define(self, value: Value, t: SeenType) -> None:
-        if value.name in self.twice:
-            t = UNKNOWN  # which definition later uses mean is unclear: check neither
-        self.defined.add(value.name)
-        self.scopes[-1][value.name] = t
+        name = value.name
+        for depth, scope in enumerate(reversed(self.scopes)):
+            if name in scope:
+                if depth == 0:
+                    self._error(f"%{name} is already defined at {_where(scope[name].span)}",
+                                value.span)
+                else:
+                    self._error(f"%{name} shadows the definition at {_where(scope[name].span)}"
+                                " in an enclosing region (a name visible here cannot be "
+                                "defined again)", value.span)
+                t = UNKNOWN  # which definition later uses mean is unclear: check none
+                break
+        else:
+            claim = next((span for n, span in reversed(self.claimed) if n == name), False)
+            if claim is not False:
+                self._error(f"%{name} is already defined at {_where(claim)}", value.span)
+                t = UNKNOWN
+        self.scopes[-1][name] = _Binding(t, value.span)
+
+    def _close_scope(self) -> None:
+        for name, binding in self.scopes.pop().items():
+            self.closed[name] = binding.span
+
+    def _visible(self, name: str) -> Optional[_Binding]:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
 
     def _lookup(self, value: Value) -> SeenType:
-        for scope in reversed(self.scopes):
-            if value.name in scope:
-                return scope[value.name]
-        if value.name in self.defined:
+        binding = self._visible(value.name)
+        if binding is not None:
+            return binding.type
+        if value.name in self.closed:
             self._error(f"%{value.name} is not visible here: it is defined inside a nested "
-                        f"region at {_where(self.first_def[value.name])}", value.span)
+                        f"region at {_where(self.closed[value.name])}", value.span)
         elif value.name in self.first_def:
             self._error(f"%{value.name} is used before its definition", value.span)
         else:
@@ -376,7 +433,7 @@ class _FunctionChecker:
                 self._define(value, t)
             self._region(region, ctx)  # schedules the body before the pop below
 
-        return lambda: self._later(enter, self.scopes.pop)
+        return lambda: self._later(enter, self._close_scope)
 
     def _yield(self, inst: ir.Yield, ctx: _Context) -> None:
         if len(inst.values) != len(inst.types):
@@ -473,8 +530,24 @@ class _FunctionChecker:
         pass
 
     def _load(self, inst: ir.Load, ctx: _Context) -> None:
-        self._operand(inst.operand, inst.type)
+        if not self._group_offset_omitted(inst.operand, inst.type):
+            self._operand(inst.operand, inst.type)
         self._indices(inst.indices, "a load index")
+
+    def _group_offset_omitted(self, op: Value, written: Type) -> bool:
+        """True (after a warning) when `written` is the operand's group type without its
+        offset. The original compiler takes the operand's own type there; the loaded memref
+        does not depend on the offset, so the program is accepted, but doubtful."""
+        binding = self._visible(op.name)
+        actual = binding.type if binding is not None else None
+        if not (isinstance(written, GroupType) and isinstance(actual, GroupType)
+                and written.offset == 0 and actual.offset != 0
+                and written.memref == actual.memref):
+            return False
+        self._warn(f"the type written for %{op.name} lacks its offset: %{op.name} has type "
+                   f"{actual}, the instruction says {written}; the load uses {actual}",
+                   op.span)
+        return True
 
     def _size(self, inst: ir.Size, ctx: _Context) -> None:
         self._operand(inst.operand, inst.type)
@@ -523,10 +596,14 @@ class _FunctionChecker:
                 self._error(f"the {name} region of an if with results must end with a yield",
                             where)
 
+        claims = [(value.name, value.span) for value in inst.results]
+
         def define_results() -> None:
+            del self.claimed[len(self.claimed) - len(claims):]
             for k, value in enumerate(inst.results):
                 self._define(value, types[k] if k < len(types) else UNKNOWN)
 
+        self.claimed.extend(claims)
         regions = [r for r in (inst.then, inst.otherwise) if r is not None]
         self._later(*(self._nested(r, inner) for r in regions), define_results)
 
@@ -581,7 +658,8 @@ class _FunctionChecker:
         for role in inst.ROLES if roles is None else roles:
             value, t = getattr(inst, role.field), inst.memref_type(role.field)
             if t.order not in role.orders:
-                want = " or ".join(map(str, role.orders))
+                want = " or ".join(filter(None, (", ".join(map(str, role.orders[:-1])),
+                                                 str(role.orders[-1]))))
                 self._error(f"{inst.MNEMONIC} needs {role.label} of order {want}, got order "
                             f"{t.order}", value.span or inst.span)
                 ok = False

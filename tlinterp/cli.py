@@ -1,9 +1,10 @@
 """`tlrun`: check, print, lower or run a tensor-language kernel.
 
-    tlrun KERNEL.tl [--check] [--emit ir|opencl] [--args ARGS.npz] [--func NAME] [--groups N]
-                    [--out OUT.npz] [--no-check] [--max-steps N] [--backend interp|opencl]
-                    [--device D] [--lowering KEY=VALUE ...]
+    tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
+                    [--groups N] [--out OUT.npz] [--no-check] [--max-steps N]
+                    [--backend interp|opencl] [--device D] [--lowering KEY=VALUE ...]
 
+Warnings go to stderr and leave the exit status alone; `--werror` makes them errors (exit 2).
 Exit status: 0 success; 1 undefined behaviour or a run-time failure; 2 source, arguments or
 backend rejected; 3 an internal error (a bug: please report it); 130 interrupted.
 Code (--emit) goes to stdout; diagnostics and the run summary go to stderr.
@@ -19,7 +20,14 @@ from typing import Optional
 import numpy as np
 
 from .args import count_groups, load_npz, save_npz
-from .diagnostics import ArgumentError, BackendError, SourceError, TLError
+from .diagnostics import (
+    ERROR,
+    ArgumentError,
+    BackendError,
+    Diagnostic,
+    SourceError,
+    TLError,
+)
 
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
@@ -31,6 +39,8 @@ def _parser() -> argparse.ArgumentParser:
                                 "the reference interpreter (or the OpenCL backend).")
     p.add_argument("kernel", help="the .tl source file")
     p.add_argument("--check", action="store_true", help="parse and check only")
+    p.add_argument("--werror", action="store_true",
+                   help="treat warnings as errors (exit status 2)")
     p.add_argument("--emit", choices=["ir", "opencl"], help="print canonical IR or OpenCL C")
     p.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
     p.add_argument("--func", help="function to run (optional when the file has one)")
@@ -102,7 +112,13 @@ def _run(ns) -> int:
 
     err = Console(stderr=True)
     text = _read(ns.kernel)
-    program = check(parse(text, filename=ns.kernel))
+    warnings: list[Diagnostic] = []
+    program = check(parse(text, filename=ns.kernel), warnings)
+    if warnings and ns.werror:
+        raise SourceError([Diagnostic(d.message, d.span, d.filename, ERROR) for d in warnings],
+                          text)
+    for d in warnings:
+        print(d.format(text), file=sys.stderr)
     if ns.check:
         return 0
     func_name = ns.func

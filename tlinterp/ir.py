@@ -220,6 +220,9 @@ class If:
     then: Region
     otherwise: Optional[Region] = None
     span: Optional[Span] = _span()
+    # `-> ()` was written: the same program as no arrow, kept only so the printer can
+    # reproduce the spelling (the original compiler's programs use it)
+    empty_arrow: bool = field(default=False, compare=False)
 
 
 @dataclass
@@ -326,7 +329,9 @@ class Blas:
 @dataclass
 class Axpby(Blas):
     MNEMONIC: ClassVar[str] = "axpby"
-    ROLES: ClassVar = (MemrefRole("a", "A", (1, 2), "trans"), MemrefRole("b", "B", (1, 2)))
+    # order 0 (a scalar update, B := alpha A + beta B) is a deviation: the spec says 1 or 2,
+    # the original compiler accepts 0 (docs/semantics.md)
+    ROLES: ClassVar = (MemrefRole("a", "A", (0, 1, 2), "trans"), MemrefRole("b", "B", (0, 1, 2)))
 
     trans: bool
     atomic: bool

@@ -105,7 +105,8 @@ def _header(inst: ir.Instruction) -> str:
 
 def _if(inst: ir.If) -> str:
     lhs = (", ".join("%" + r.name for r in inst.results) + " = ") if inst.results else ""
-    types = (" -> (" + _types(*inst.result_types) + ")") if inst.result_types else ""
+    types = (" -> (" + _types(*inst.result_types) + ")") if inst.result_types else \
+        (" -> ()" if inst.empty_arrow else "")
     return f"{lhs}if {format_operand(inst.cond)}{types} {{"
 
 

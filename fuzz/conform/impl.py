@@ -50,6 +50,7 @@ class Outcome:
     diagnostics: list[tuple[str, str]] = field(default_factory=list)  # (range, message)
     ub_kinds: list[str] = field(default_factory=list)
     command: Optional[str] = None  # the command that ran, for templates
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (range, message)
 
 
 class Implementation(ABC):
@@ -71,8 +72,10 @@ class InProcess(Implementation):
     """`fn(source_text, args_dict, func=..., groups=...) -> dict`; TLError subclasses signal
     rejection (exit_status 2) and undefined behaviour / run-time failure (exit_status 1)."""
 
-    def __init__(self, name: str, fn: PluginFn, reference: bool = False, parallel: bool = True):
+    def __init__(self, name: str, fn: PluginFn, reference: bool = False, parallel: bool = True,
+                 front_end: bool = False):
         self.name, self.fn, self.reference, self.parallel = name, fn, reference, parallel
+        self.front_end = front_end  # runs tlinterp's checker: its warnings are the impl's
 
     def run(self, case: Case, timeout: Optional[float]) -> Outcome:
         result: list[Outcome] = []
@@ -97,7 +100,25 @@ class InProcess(Implementation):
             return Outcome("crashed", message=f"raised {tb}")
         if not isinstance(out, dict):
             return Outcome("crashed", message=f"returned {type(out).__name__}, not a dict")
-        return Outcome("ok", outputs={k: np.asarray(v) for k, v in out.items()})
+        return Outcome("ok", outputs={k: np.asarray(v) for k, v in out.items()},
+                       warnings=front_end_warnings(case) if self.front_end else [])
+
+
+def front_end_warnings(case: Case) -> list[tuple[str, str]]:
+    """(range, message) of the warnings tlinterp's checker gives for an accepted kernel."""
+    import tlinterp
+
+    found: list = []
+    tlinterp.check(tlinterp.parse(case.source(), filename=str(case.kernel)), found)
+    return [(str(d.span), d.message) for d in found]
+
+
+_WARNING = re.compile(r":(\d+\.\d+-[\d.]+): warning: (.*)")
+
+
+def mentioned_warnings(text: str) -> list[tuple[str, str]]:
+    """`FILE:RANGE: warning: MESSAGE` lines of a tool's output as (range, message)."""
+    return [(m.group(1), m.group(2).strip()) for m in _WARNING.finditer(text)]
 
 
 def _tlinterp(source, args, func=None, groups=None):
@@ -195,7 +216,8 @@ class Template(Implementation):
                     outputs = load_npz(str(out))
                 except TLError as e:
                     return Outcome("crashed", message=e.format(), command=command)
-                return Outcome("ok", outputs=outputs, message=text, command=command)
+                return Outcome("ok", outputs=outputs, message=text, command=command,
+                               warnings=mentioned_warnings(text))
             if proc.returncode == 2:
                 return Outcome("rejected", message=text, command=command)
             if proc.returncode == 1:
@@ -215,10 +237,10 @@ def mentioned_kinds(text: str) -> list[str]:
 
 def from_spec(spec: str) -> Implementation:
     if spec == "tlinterp":
-        return InProcess("tlinterp", _tlinterp, reference=True)
+        return InProcess("tlinterp", _tlinterp, reference=True, front_end=True)
     if spec == "tlgpu" or spec.startswith("tlgpu:"):
         device = spec.split(":", 1)[1] if ":" in spec else "pocl"
-        return InProcess(spec, _serial(_tlgpu(device)), parallel=False)
+        return InProcess(spec, _serial(_tlgpu(device)), parallel=False, front_end=True)
     if spec.startswith("python:"):
         parts = spec.split(":")
         if len(parts) != 3 or not all(parts[1:]):

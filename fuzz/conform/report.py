@@ -44,10 +44,16 @@ def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
 def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
     by_kind = counts_by(verdicts, lambda v: [v.case.kind])
     invalid = [v for v in verdicts if v.case.kind == "invalid"]
-    matched = sum(v.message_match == "yes" for v in invalid)
-    extra = ("message matches", {"invalid": f"{matched}/{len(invalid)}"} if invalid else {})
-    tables = [_table("Conformance by case kind", by_kind, extra)]
     valid = [v for v in verdicts if v.case.kind == "valid"]
+    warned = [v for v in valid if v.warning_match]  # expected warnings: reported, not judged
+    matched: dict[str, str] = {}
+    if invalid:
+        matched["invalid"] = (f"{sum(v.message_match == 'yes' for v in invalid)}/{len(invalid)}"
+                              " messages")
+    if warned:
+        matched["valid"] = f"{sum(v.warning_match == 'yes' for v in warned)}/{len(warned)} warnings"
+    extra = ("diagnostics match", matched) if matched else None
+    tables = [_table("Conformance by case kind", by_kind, extra)]
     tables.append(_table("Valid kernels by category",
                          counts_by(valid, lambda v: [v.case.category])))
     for dim in DIMENSIONS:
@@ -84,6 +90,10 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
         lines.append(f"{v.status.upper():4} {v.case.id} ({v.seconds:.3f} s): {v.detail}")
         if v.case.kind == "invalid":
             lines.append(f"     message matches: {v.message_match}")
+        if v.warning_match:
+            lines.append(f"     expected warning reported: {v.warning_match}")
+        for where, text in v.outcome.warnings:
+            lines.append(f"     warning {where}: {text}")
         lines.append(f"     reproduce: {v.case.reproduce()}")
         if v.outcome.command:
             lines.append(f"     command:   {v.outcome.command}")
