@@ -11,8 +11,8 @@ table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_fun
 (BLAS instructions over the work-items), barriers (where a barrier is needed), memory
 (alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering (program,
 work-group size choice), kernel (compile-once API, OpenCL C from other compilers),
-implementations (the `opencl` and `opencl-c:COMMAND` implementations), devices (device strings, contexts), runtime (build cache,
-marshalling, launch), buildlog (compiler log -> tensor-language spans).
+implementations (`opencl` and `opencl-c:COMMAND`), devices (device strings, contexts),
+runtime (build cache, marshalling, launch), buildlog (compiler log -> tensor-language spans).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ class Verdict:
     outcome: Outcome
     seconds: float = 0.0
     message_match: str = ""  # invalid cases: "yes" | "no" | "n/a"
+    reproduce: str = ""  # the command that reruns the implementation on this case
 
 
 def _did(o: Outcome) -> str:

@@ -33,6 +33,9 @@ class ImplOptions:
     work_group_size: Optional[str] = None  # "W0xW1" for OpenCL C without reqd_work_group_size
 
 
+DEFAULT_OPTIONS = ImplOptions()
+
+
 @dataclass
 class Job:
     """One run: the program (text, and the checked IR when the caller has it), the function,
@@ -91,7 +94,7 @@ class Implementation(ABC):
     behaviour's kind; `parallel` ones may run several jobs at once (on threads)."""
 
     spec: str = ""
-    options: ImplOptions = ImplOptions()
+    options: ImplOptions = DEFAULT_OPTIONS
     reference = False
     parallel = True
 

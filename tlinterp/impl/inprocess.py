@@ -17,14 +17,22 @@ from typing import Optional
 import numpy as np
 
 from ..diagnostics import TLError
-from .base import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
+from .base import (
+    DEFAULT_OPTIONS,
+    Implementation,
+    ImplOptions,
+    Job,
+    Outcome,
+    SpecError,
+    outcome_of_error,
+)
 
 PluginFn = Callable[..., dict]
 
 
 class InProcess(Implementation):
-    def __init__(self, spec: str, fn: Callable[[Job], dict], options: ImplOptions = ImplOptions(),
-                 reference: bool = False):
+    def __init__(self, spec: str, fn: Callable[[Job], dict],
+                 options: ImplOptions = DEFAULT_OPTIONS, reference: bool = False):
         self.spec, self.fn, self.options, self.reference = spec, fn, options, reference
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:

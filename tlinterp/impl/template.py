@@ -9,7 +9,7 @@ from typing import Optional
 
 from ..args import load_npz, save_npz
 from ..diagnostics import TLError
-from .base import Implementation, ImplOptions, Job, Outcome, mentioned_kinds
+from .base import DEFAULT_OPTIONS, Implementation, ImplOptions, Job, Outcome, mentioned_kinds
 from .command import check_template, describe_exit, expand_template, run_command
 
 FIELDS = ("kernel", "args", "out", "func", "groups")
@@ -28,7 +28,7 @@ def write_inputs(job: Job, directory: str) -> tuple[str, str]:
 
 
 class Template(Implementation):
-    def __init__(self, template: str, options: ImplOptions = ImplOptions()):
+    def __init__(self, template: str, options: ImplOptions = DEFAULT_OPTIONS):
         check_template(template, FIELDS, ("kernel",))
         self.spec = template
         self.options = options
