@@ -113,17 +113,23 @@ class Implementation(ABC):
     def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
                   groups: Optional[int]) -> str:
         """A shell command that reruns THIS implementation on these files."""
-        cmd = ["tlrun", kernel]
-        if args is not None:
-            cmd += ["--args", args]
-        if func:
-            cmd += ["--func", func]
-        if groups is not None:
-            cmd += ["--groups", str(groups)]
-        if self.spec not in ("interp", "tlinterp"):
-            cmd += ["--backend", self.spec]
-            cmd += option_words(self.options)
-        return shlex.join(cmd)
+        return tlrun_command(self.spec, self.options, kernel, args, func, groups)
+
+
+def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[str],
+                  func: Optional[str], groups: Optional[int]) -> str:
+    """`tlrun ... --backend SPEC ...`: reruns the implementation `spec` names."""
+    cmd = ["tlrun", kernel]
+    if args is not None:
+        cmd += ["--args", args]
+    if func:
+        cmd += ["--func", func]
+    if groups is not None:
+        cmd += ["--groups", str(groups)]
+    if spec not in ("interp", "tlinterp"):
+        cmd += ["--backend", spec]
+        cmd += option_words(options)
+    return shlex.join(cmd)
 
 
 def option_words(options: ImplOptions) -> list[str]:
