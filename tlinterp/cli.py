@@ -142,6 +142,7 @@ def _run(ns) -> int:
         return 0
     from .interp import _function
 
+    impl = _implementation(ns, ns.backend)  # a bad name is reported before the arguments
     function = _function(program, func_name)
     if ns.args_file is None:
         if function.args:
@@ -153,7 +154,6 @@ def _run(ns) -> int:
         args = load_npz(ns.args_file)
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
-    impl = _implementation(ns, ns.backend)
     start = time.perf_counter()
     if not impl.reference:
         out = _run_impl(impl, program, text, ns, function.name, args)
