@@ -148,6 +148,7 @@ def test_tlinterp_imports_neither_tlgpu_nor_fuzz(tmp_path):
 
 TOOL = '''
 import os, signal, subprocess, sys, time
+import numpy as np
 import tlinterp
 from tlinterp.args import load_npz
 
