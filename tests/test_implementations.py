@@ -294,4 +294,4 @@ def test_interp_adapter_reports_kinds_and_rejections():
     assert bad.status == "rejected" and bad.exit_status == 2
     for case in load_corpus(default_corpus(), "undefined/")[:3]:
         o = impl.run(Job(case.source(), case.args(), case.func, case.groups))
-        assert o.status == "failed" and o.ub_kinds == [case.meta["kind"]]
+        assert o.status == "failed" and case.meta["kind"] in o.ub_kinds
