@@ -144,7 +144,7 @@ def test_fuzzer_finds_and_shrinks_a_bug_of_an_external_compiler(tmp_path):
     spec = f"opencl-c:sh -c '{sys.executable} -m tlinterp.cli --emit opencl \"$1\" | " \
            f"sed \"{bug}\"' sh {{tl}}"
     impl = resolve(spec, ImplOptions(device="pocl"))
-    opts = HuntOptions(device="pocl", batch=2, shrink_time=8, impl=(impl.spec, impl.options),
+    opts = HuntOptions(device="pocl", batch=2, shrink_time=4, impl=(impl.spec, impl.options),
                        timeout=60)
     start = time.monotonic()
     findings = hunt(opts, seed=1, max_batches=40, stop_at=time.time() + 50)
