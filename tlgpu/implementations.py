@@ -50,6 +50,8 @@ class OpenCL(Implementation):
                           device=self.options.device, config=self.config)
         except TLError as e:
             return outcome_of_error(e)
+        except Exception as e:  # noqa: BLE001 - a bug of the backend is that case's result
+            return Outcome("crashed", message=f"raised {type(e).__name__}: {e}")
         return Outcome("ok", outputs=out)
 
     def emit(self, program, func: Optional[str]) -> str:
@@ -156,6 +158,9 @@ class OpenCLC(Implementation):
             o = outcome_of_error(e)
             o.command = compiled.command
             return o
+        except Exception as e:  # noqa: BLE001 - e.g. a driver error pyopencl did not wrap
+            return Outcome("crashed", message=f"raised {type(e).__name__}: {e}",
+                           command=compiled.command)
         return Outcome("ok", outputs=out, message=compiled.message, command=compiled.command)
 
 
