@@ -177,10 +177,13 @@ def _run(ns) -> int:
 
 def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.ndarray]:
     """Outputs of a registry implementation; its failures as TLErrors with its exit status."""
-    from .impl import Job
+    from .impl import Job, SpecError
 
     job = Job(text, args, func=func, groups=ns.groups, filename=ns.kernel, program=program)
-    outcome = impl.run(job)
+    try:
+        outcome = impl.run(job)
+    except SpecError as e:  # e.g. a template placeholder this run has no value for
+        raise BackendError(f"--backend: {e}") from None
     if outcome.status == "ok":
         return outcome.outputs or {}
     said = outcome.message.strip() or "(no message)"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import tempfile
 from typing import Optional
 
@@ -72,8 +73,6 @@ class Template(Implementation):
 
     def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
                   groups: Optional[int]) -> str:
-        import shlex
-
         argv = self.argv(kernel, args or "args.npz", "out.npz", func, groups)
         return shlex.join(argv)
 
