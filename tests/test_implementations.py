@@ -226,10 +226,11 @@ def test_timeout_kills_the_whole_process_group(tool, groups_cases, tmp_path):
         pytest.fail(f"process {pid} outlived the timeout")
 
 
-def test_tool_that_destroys_its_inputs_gets_copies(tool, groups_cases):
+def test_tool_that_destroys_its_inputs_gets_copies(tool, groups_cases, monkeypatch):
     cases = groups_cases[:2]
     before = {c.kernel: c.kernel.read_bytes() for c in cases}
-    verdicts = run_all(resolve(_template(tool, "vandal")), cases)
+    monkeypatch.chdir(tool.parent)  # the template names the tool relative to the cwd
+    verdicts = run_all(resolve(_template(Path(tool.name), "vandal")), cases)
     assert all(v.status == "pass" for v in verdicts), [v.detail for v in verdicts]
     assert all(k.read_bytes() == b for k, b in before.items())
     assert all(c.args_path.exists() for c in cases)

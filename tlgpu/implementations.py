@@ -102,7 +102,7 @@ class OpenCLC(Implementation):
             out = os.path.join(tmp, "out.cl")
             uses_out = "{out}" in self.command
             values = {"tl": tl, "out": out, "func": job.func}
-            done = run_command(expand_template(self.command, values), timeout, cwd=tmp)
+            done = run_command(expand_template(self.command, values), timeout)
             command = " ".join(expand_template(
                 self.command, {"tl": os.path.basename(tl), "out": "out.cl", "func": job.func}))
             if done.code is None:

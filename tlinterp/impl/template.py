@@ -44,8 +44,7 @@ class Template(Implementation):
         with tempfile.TemporaryDirectory(prefix="tl-impl-") as tmp:
             kernel, args = write_inputs(job, tmp)
             out = os.path.join(tmp, "out.npz")
-            done = run_command(self.argv(kernel, args, out, job.func, job.groups), timeout,
-                               cwd=tmp)
+            done = run_command(self.argv(kernel, args, out, job.func, job.groups), timeout)
             shown = self.argv(os.path.basename(kernel), "args.npz", "out.npz", job.func,
                               job.groups)
             command = " ".join(shown)
