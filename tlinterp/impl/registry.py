@@ -81,4 +81,5 @@ def resolve(spec: str, options: Optional[ImplOptions] = None) -> Implementation:
         return Template(spec, options)
     raise SpecError(f"'{spec}' is not an implementation; known: {', '.join(sorted(known))}, "
                     "python:MODULE:FUNCTION, or a command template with {kernel} {args} "
-                    "{out} (see --list-impls)")
+                    "{out} (see --list-impls; names come from installed package metadata, so "
+                    "a package whose entry points changed must be reinstalled)")
