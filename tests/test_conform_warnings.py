@@ -9,9 +9,12 @@ from pathlib import Path
 import numpy as np
 
 from fuzz.conform.corpus import default_corpus, load_corpus
-from fuzz.conform.impl import InProcess, Template, from_spec, mentioned_warnings
+from fuzz.conform.impl import from_spec, outcome_of
 from fuzz.conform.judge import judge
 from fuzz.conform.report import log_lines, summary_tables
+from tlinterp.impl import mentioned_warnings
+from tlinterp.impl.inprocess import InProcess
+from tlinterp.impl.template import Template
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE = "valid/groups/offset_omitted_warning"
@@ -31,21 +34,21 @@ def test_the_corpus_case_expects_the_warning():
 def test_reference_reports_the_expected_warning():
     impl = from_spec("tlinterp")
     c = case()
-    v = judge(c, impl.run(c, None), impl)
+    v = judge(c, outcome_of(impl, c, None), impl)
     assert (v.status, v.warning_match) == ("pass", "yes")
     assert "expected warning reported" in v.detail
     assert any("expected warning reported: yes" in line for line in log_lines([v], "tlinterp"))
 
 
 def test_a_missing_warning_is_reported_but_not_a_failure():
-    def quiet(source, args, func=None, groups=None):  # right outputs, no warning
+    def quiet(job):  # right outputs, no warning
         from tlinterp.interp import run
 
-        return run(source, args, func=func, groups=groups)
+        return run(job.source, job.args, func=job.func, groups=job.groups)
 
     impl = InProcess("quiet", quiet)
     c = case()
-    v = judge(c, impl.run(c, None), impl)
+    v = judge(c, outcome_of(impl, c, None), impl)
     assert (v.status, v.warning_match) == ("pass", "no")
     assert "not reported (not a failure)" in v.detail
     [table] = summary_tables([v])[:1]
@@ -58,7 +61,7 @@ def test_a_command_reports_warnings_on_its_output():
                 " [--groups {groups}]")
     impl = Template(template)
     c = case()
-    o = impl.run(c, 120)
+    o = outcome_of(impl, c, 120)
     assert o.status == "ok", o.message
     assert o.warnings and o.warnings[0][0] == "3.13-14"
     assert judge(c, o, impl).warning_match == "yes"

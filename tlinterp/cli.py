@@ -1,8 +1,13 @@
 """`tlrun`: check, print, lower or run a tensor-language kernel.
 
     tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
-                    [--groups N] [--out OUT.npz] [--no-check] [--max-steps N]
-                    [--backend interp|opencl] [--device D] [--lowering KEY=VALUE ...]
+                    [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--backend NAME]
+                    [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
+    tlrun --list-impls
+
+--backend takes any implementation name of the registry (`--list-impls`): interp (default),
+opencl, opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, or one another
+package registers.
 
 Warnings go to stderr and leave the exit status alone; `--werror` makes them errors (exit 2).
 Exit status: 0 success; 1 undefined behaviour or a run-time failure; 2 source, arguments or
@@ -25,6 +30,7 @@ from .diagnostics import (
     ArgumentError,
     BackendError,
     Diagnostic,
+    ExecutionError,
     SourceError,
     TLError,
 )
@@ -37,7 +43,9 @@ DEFAULT_MAX_STEPS = 10_000_000
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlrun", description="Run a tensor-language kernel with "
                                 "the reference interpreter (or the OpenCL backend).")
-    p.add_argument("kernel", help="the .tl source file")
+    p.add_argument("kernel", nargs="?", help="the .tl source file")
+    p.add_argument("--list-impls", action="store_true",
+                   help="list the implementations --backend accepts, then exit")
     p.add_argument("--check", action="store_true", help="parse and check only")
     p.add_argument("--werror", action="store_true",
                    help="treat warnings as errors (exit status 2)")
@@ -51,8 +59,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                    help=f"instruction budget against runaway loops (default "
                         f"{DEFAULT_MAX_STEPS}; 0 = unlimited)")
-    p.add_argument("--backend", choices=["interp", "opencl"], default="interp")
+    p.add_argument("--backend", default="interp", metavar="NAME",
+                   help="implementation to run: interp (default), opencl, "
+                        "opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, "
+                        "... (see --list-impls)")
     p.add_argument("--device", help="OpenCL device: pocl, nvidia, oclgrind, PLATFORM:DEVICE")
+    p.add_argument("--work-group-size", metavar="W0xW1",
+                   help="opencl-c: work-group size of kernels without reqd_work_group_size")
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
                    help="override a lowering decision (repeatable)")
     return p
@@ -68,17 +81,24 @@ def _read(path: str) -> str:
         raise SourceError(f"{path}: cannot read ({e})") from None
 
 
-def _tlgpu():
+def _implementation(ns, name: str):
+    """The implementation `name` from the registry, made with the command line's options."""
+    from .impl import ImplOptions, SpecError, resolve
+
+    options = ImplOptions(device=ns.device, lowering=tuple(ns.lowering),
+                          work_group_size=ns.work_group_size)
     try:
-        import tlgpu
-        tlgpu.lower  # noqa: B018 - fails while the backend is not built yet
-    except (ImportError, AttributeError) as e:
-        raise BackendError(f"the OpenCL backend is not available ({e})") from None
-    return tlgpu
+        return resolve(name, options)
+    except SpecError as e:
+        raise BackendError(f"--backend: {e}") from None
 
 
-def _lowering(opts: list[str]):
-    return _tlgpu().LoweringConfig.from_overrides(opts)  # parses and validates KEY=VALUE
+def _list_impls() -> int:
+    from .impl import available
+
+    for name, doc in available():
+        print(f"{name:12} {doc}")
+    return 0
 
 
 def _describe(v: np.ndarray) -> str:
@@ -88,7 +108,7 @@ def _describe(v: np.ndarray) -> str:
 def _summary(console, function, backend, groups, args, out, seconds, check) -> None:
     from rich.table import Table
 
-    note = "" if check or backend != "interp" else " (no checks)"
+    note = "" if check or backend not in ("interp", "tlinterp") else " (no checks)"
     console.print(f"@{function.name}: {groups} work-group(s), backend {backend}{note}, "
                   f"{seconds * 1e3:.1f} ms", highlight=False, soft_wrap=True)
     t = Table()
@@ -111,6 +131,10 @@ def _run(ns) -> int:
     from . import check, parse
 
     err = Console(stderr=True)
+    if ns.list_impls:
+        return _list_impls()
+    if ns.kernel is None:
+        raise ArgumentError("give a kernel file (tlrun KERNEL.tl ...), or --list-impls")
     text = _read(ns.kernel)
     warnings: list[Diagnostic] = []
     program = check(parse(text, filename=ns.kernel), warnings)
@@ -128,11 +152,14 @@ def _run(ns) -> int:
         sys.stdout.write(format_program(program))
         return 0
     if ns.emit == "opencl":
-        tlgpu = _tlgpu()
-        sys.stdout.write(tlgpu.lower(program, func_name, _lowering(ns.lowering)))
+        code = _implementation(ns, "opencl").emit(program, func_name)
+        if code is None:
+            raise BackendError("the 'opencl' implementation emits no code")
+        sys.stdout.write(code)
         return 0
     from .interp import select_function
 
+    impl = _implementation(ns, ns.backend)  # a bad name is reported before the arguments
     function = select_function(program, func_name)
     if ns.args_file is None:
         if function.args:
@@ -145,10 +172,8 @@ def _run(ns) -> int:
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
     start = time.perf_counter()
-    if ns.backend == "opencl":
-        tlgpu = _tlgpu()
-        out = tlgpu.run(program, args, func=function.name, groups=ns.groups, device=ns.device,
-                        config=_lowering(ns.lowering))
+    if impl.spec != "interp":  # the reference runs here, with its own options
+        out = _run_impl(impl, program, text, ns, function.name, args)
     else:
         from .args import bind, unbind
         from .interp import run_bound
@@ -161,10 +186,28 @@ def _run(ns) -> int:
     seconds = time.perf_counter() - start
     if ns.out:
         save_npz(ns.out, out)
-    if ns.backend == "opencl":
+    if impl.spec != "interp":  # the reference runs here, with its own options
         groups = count_groups(function, args, ns.groups)
-    _summary(err, function, ns.backend, groups, args, out, seconds, not ns.no_check)
+    _summary(err, function, impl.name, groups, args, out, seconds, not ns.no_check)
     return 0
+
+
+def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.ndarray]:
+    """Outputs of a registry implementation; its failures as TLErrors with its exit status."""
+    from .impl import Job, SpecError
+
+    job = Job(text, args, func=func, groups=ns.groups, filename=ns.kernel, program=program)
+    try:
+        outcome = impl.run(job)
+    except SpecError as e:  # e.g. a template placeholder this run has no value for
+        raise BackendError(f"--backend: {e}") from None
+    if outcome.status == "ok":
+        return outcome.outputs or {}
+    said = outcome.message.strip() or "(no message)"
+    if outcome.status == "rejected":
+        raise BackendError(f"{impl.name} rejected it:\n{said}")
+    verb = {"failed": "failed", "timeout": "timed out"}.get(outcome.status, "crashed")
+    raise ExecutionError(f"{impl.name} {verb}:\n{said}")
 
 
 def main(argv: Optional[list[str]] = None) -> int:

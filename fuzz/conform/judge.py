@@ -28,6 +28,7 @@ class Verdict:
     seconds: float = 0.0
     message_match: str = ""  # invalid cases: "yes" | "no" | "n/a"
     warning_match: str = ""  # valid cases expecting a warning: "yes" | "no"
+    reproduce: str = ""  # the command that reruns the implementation on this case
 
 
 def _did(o: Outcome) -> str:

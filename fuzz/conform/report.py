@@ -74,7 +74,8 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
     failures = [v for v in verdicts if v.status == FAIL]
     for v in failures[:max_failures]:
         console.print(f"[red]FAIL[/red] {v.case.id}: {v.detail}", highlight=False)
-        console.print(f"     reproduce: {v.case.reproduce()}", highlight=False, style="dim")
+        console.print(f"     reproduce: {v.reproduce or v.case.reproduce()}", highlight=False,
+                      style="dim")
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
     n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO)}
@@ -94,7 +95,7 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
             lines.append(f"     expected warning reported: {v.warning_match}")
         for where, text in v.outcome.warnings:
             lines.append(f"     warning {where}: {text}")
-        lines.append(f"     reproduce: {v.case.reproduce()}")
+        lines.append(f"     reproduce: {v.reproduce or v.case.reproduce()}")
         if v.outcome.command:
             lines.append(f"     command:   {v.outcome.command}")
         if v.status != PASS and v.outcome.message.strip():
@@ -122,9 +123,9 @@ def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
                                time=f"{v.seconds:.3f}")
             if v.status == FAIL:
                 f = ET.SubElement(tc, "failure", message=v.detail[:500])
-                f.text = f"{v.outcome.message}\nreproduce: {v.case.reproduce()}"
+                f.text = f"{v.outcome.message}\nreproduce: {v.reproduce or v.case.reproduce()}"
             out = ET.SubElement(tc, "system-out")
-            out.text = f"{v.detail}\nreproduce: {v.case.reproduce()}"
+            out.text = f"{v.detail}\nreproduce: {v.reproduce or v.case.reproduce()}"
     return ET.ElementTree(root)
 
 
