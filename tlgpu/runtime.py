@@ -5,6 +5,7 @@ launch with global (wg0, wg1, N) and local (wg0, wg1, 1), read the buffers back.
 from __future__ import annotations
 
 import dataclasses
+import time
 import weakref
 from typing import Optional, Union
 
@@ -20,6 +21,7 @@ from .config import LoweringConfig
 from .ctypes_map import ctype
 from .devices import DeviceHandle, handle
 from .lowering import Lowered, lower_program
+from .prelaunch import check_launch
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str], object] = {}
@@ -178,6 +180,11 @@ class _Marshal:
             out.append(np.int64(g.offset))
         return out
 
+    def restore(self) -> None:
+        """Upload the inputs again (the device copies may have been written by a launch)."""
+        for buf, pad, _ in self.readback:
+            self.cl.enqueue_copy(self.dev.queue, buf, pad)
+
     def read_back(self) -> None:
         for buf, pad, _ in self.readback:
             self.cl.enqueue_copy(self.dev.queue, pad, buf)
@@ -212,21 +219,43 @@ def prepare(program: ir.Program, function: ir.Function, device: Optional[str],
     return dev, kernel, geo
 
 
+def _kernel_seconds(event, wall: float) -> float:
+    """The event's profiled duration; the wall time when the device does not profile."""
+    import pyopencl as cl
+
+    try:
+        return (event.profile.end - event.profile.start) * 1e-9
+    except cl.Error:
+        return wall
+
+
 def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
-              device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> None:
+              device: Optional[str] = None, config: Optional[LoweringConfig] = None,
+              repeat: int = 1) -> list[float]:
+    """Launch `repeat` times on the same inputs (the results are those of one launch); returns
+    each launch's kernel time in seconds, from the queue's profiling events."""
     import pyopencl as cl
 
     dev, kernel, geo = prepare(program, function, device, config)
+    check_launch(program, function, bound, groups, geo.size, dev.device.address_bits)
     if groups == 0:
-        return
+        return []
+    times = []
     try:
         marshal = _Marshal(dev)
-        kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1),
-               *marshal.args(function, bound))
+        args = marshal.args(function, bound)
+        for k in range(max(1, repeat)):
+            if k:
+                marshal.restore()
+            start = time.perf_counter()
+            event = kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1), *args)
+            event.wait()
+            times.append(_kernel_seconds(event, time.perf_counter() - start))
         marshal.read_back()
     except cl.Error as e:
         raise ExecutionError(f"OpenCL launch of @{function.name} on '{dev.device.name}' "
                              f"failed: {e}") from None
+    return times
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
