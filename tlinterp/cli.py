@@ -45,6 +45,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="OpenCL device: pocl, nvidia, oclgrind, PLATFORM:DEVICE")
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
                    help="override a lowering decision (repeatable)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="OpenCL: launch N times on the same inputs and report the kernel "
+                        "time's median and minimum (default 1)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="OpenCL: also show compiler warnings and driver output")
     return p
 
 
@@ -75,12 +80,12 @@ def _describe(v: np.ndarray) -> str:
     return f"{v.dtype}{list(v.shape)}" if v.ndim else f"{v.dtype} = {v.item()}"
 
 
-def _summary(console, function, backend, groups, args, out, seconds, check) -> None:
+def _summary(console, function, backend, groups, args, out, timing, check) -> None:
     from rich.table import Table
 
     note = "" if check or backend != "interp" else " (no checks)"
     console.print(f"@{function.name}: {groups} work-group(s), backend {backend}{note}, "
-                  f"{seconds * 1e3:.1f} ms", highlight=False, soft_wrap=True)
+                  f"{timing}", highlight=False, soft_wrap=True)
     t = Table()
     t.add_column("argument")
     t.add_column("value")
@@ -93,6 +98,28 @@ def _summary(console, function, backend, groups, args, out, seconds, check) -> N
             changed = f"{int(a.size - np.count_nonzero(same))} / {a.size}"
         t.add_row(k, _describe(np.asarray(v)), changed)
     console.print(t)
+
+
+def _run_opencl(ns, program, function, args) -> tuple[dict, str]:
+    """Outputs and the timing line of a run in a child process (tlgpu.isolated)."""
+    _tlgpu()
+    from tlgpu.isolated import run_isolated
+
+    if ns.repeat < 1:
+        raise ArgumentError(f"--repeat must be >= 1, got {ns.repeat}")
+    try:
+        r = run_isolated(program, args, func=function.name, groups=ns.groups,
+                         device=ns.device, config=_lowering(ns.lowering), repeat=ns.repeat)
+    except TLError as e:
+        if ns.verbose and getattr(e, "log", ""):
+            print(e.log, file=sys.stderr)
+        raise
+    if ns.verbose and r.log:
+        print(r.log, file=sys.stderr)
+    k = [t * 1e3 for t in r.kernel_seconds] or [0.0]
+    kernel = (f"kernel {k[0]:.3f} ms" if len(k) == 1 else
+              f"kernel {float(np.median(k)):.3f} ms median, {min(k):.3f} ms min of {len(k)}")
+    return r.outputs, f"device {r.device}, build {r.build_seconds * 1e3:.1f} ms, {kernel}"
 
 
 def _run(ns) -> int:
@@ -129,10 +156,9 @@ def _run(ns) -> int:
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
     start = time.perf_counter()
+    timing = ""
     if ns.backend == "opencl":
-        tlgpu = _tlgpu()
-        out = tlgpu.run(program, args, func=function.name, groups=ns.groups, device=ns.device,
-                        config=_lowering(ns.lowering))
+        out, timing = _run_opencl(ns, program, function, args)
     else:
         from .args import bind, unbind
         from .interp import run_bound
@@ -147,7 +173,8 @@ def _run(ns) -> int:
         save_npz(ns.out, out)
     if ns.backend == "opencl":
         groups = count_groups(function, args, ns.groups)
-    _summary(err, function, ns.backend, groups, args, out, seconds, not ns.no_check)
+    _summary(err, function, ns.backend, groups, args, out, timing or f"{seconds * 1e3:.1f} ms",
+             not ns.no_check)
     return 0
 
 
