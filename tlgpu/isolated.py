@@ -69,9 +69,20 @@ def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> 
             "build_seconds": build, "kernel_seconds": times}
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGKILL when the parent dies (even by SIGKILL), so no launch outlives `tlrun`."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
 def _serve() -> None:
     """The child: one pickled job on stdin, one pickled (reply, log) on the saved stdout."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    _die_with_parent()
     reply_fd = os.dup(1)
     # the OpenCL compiler writes warnings straight to fds 1 and 2: keep them for --verbose
     log = tempfile.TemporaryFile()
@@ -132,6 +143,7 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
     env = dict(os.environ)  # the child imports this very tlgpu
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env["PYOPENCL_COMPILER_OUTPUT"] = "1"  # the build log itself goes to `log`, not a hint
     # a session of its own: a terminal's Ctrl-C reaches only us, and we kill the child
     proc = subprocess.Popen([sys.executable, "-m", "tlgpu.isolated"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
