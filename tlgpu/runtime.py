@@ -20,6 +20,7 @@ from .buildlog import map_log
 from .config import LoweringConfig
 from .ctypes_map import ctype
 from .devices import DeviceHandle, handle
+from .guards import Guards
 from .lowering import Lowered, lower_program
 from .prelaunch import check_launch
 
@@ -124,19 +125,23 @@ def _padded(host: np.ndarray) -> np.ndarray:
 
 
 class _Marshal:
-    def __init__(self, dev: DeviceHandle):
+    def __init__(self, dev: DeviceHandle, guard: bool = False):
         import pyopencl as cl
 
         self.cl = cl
         self.dev = dev
         self.readback: list[tuple[object, np.ndarray, np.ndarray]] = []  # (buf, padded, dst)
         self.keep: list[object] = []
+        self.guards = Guards(dev) if guard else None  # tlgpu.guards: stores outside arguments
 
-    def buffer(self, host: np.ndarray, writable: bool = True):
+    def buffer(self, host: np.ndarray, writable: bool = True, name: Optional[str] = None):
         cl = self.cl
         pad = _padded(host)
-        buf = cl.Buffer(self.dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                        hostbuf=pad)
+        if self.guards is not None and writable:
+            buf = self.guards.buffer(pad, name)
+        else:
+            buf = cl.Buffer(self.dev.context,
+                            cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=pad)
         if writable:
             self.readback.append((buf, pad, host))
         self.keep.append(buf)
@@ -150,20 +155,20 @@ class _Marshal:
         for a in fn.args:
             v, t = bound.values[a.value.name], a.type
             if isinstance(v, MemrefArg):
-                out.append(self.buffer(v.buffer[v.offset:]))
+                out.append(self.buffer(v.buffer[v.offset:], name=a.value.name))
                 out += [np.int64(s) for s, st in zip(v.shape, t.shape) if st is None]
                 out += [np.int64(s) for s, st in zip(v.strides, t.stride) if st is None]
             elif isinstance(v, GroupArg):
-                out += self.group(v, t)
+                out += self.group(v, t, a.value.name)
             else:
                 out.append(v)
         return out
 
-    def group(self, g: GroupArg, t: GroupType) -> list:
+    def group(self, g: GroupArg, t: GroupType, name: Optional[str] = None) -> list:
         m = t.memref
         n = len(g.members)
         base = g.members[0].buffer if g.members else np.zeros(1, m.element.dtype)
-        base_buf = self.buffer(base)
+        base_buf = self.buffer(base, name=name)
         ptrs = self.cl.Buffer(self.dev.context, self.cl.mem_flags.READ_WRITE,
                               max(1, n) * self.dev.device.address_bits // 8)
         self.keep.append(ptrs)
@@ -231,9 +236,11 @@ def _kernel_seconds(event, wall: float) -> float:
 
 def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
               device: Optional[str] = None, config: Optional[LoweringConfig] = None,
-              repeat: int = 1) -> list[float]:
+              repeat: int = 1, guard: bool = False) -> list[float]:
     """Launch `repeat` times on the same inputs (the results are those of one launch); returns
-    each launch's kernel time in seconds, from the queue's profiling events."""
+    each launch's kernel time in seconds, from the queue's profiling events. `guard`: surround
+    the argument buffers with guard zones and raise ExecutionError when the kernel stored
+    into one (tlgpu.guards)."""
     import pyopencl as cl
 
     dev, kernel, geo = prepare(program, function, device, config)
@@ -242,7 +249,7 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
         return []
     times = []
     try:
-        marshal = _Marshal(dev)
+        marshal = _Marshal(dev, guard=guard)
         args = marshal.args(function, bound)
         for k in range(max(1, repeat)):
             if k:
@@ -251,6 +258,8 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
             event = kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1), *args)
             event.wait()
             times.append(_kernel_seconds(event, time.perf_counter() - start))
+        if marshal.guards is not None:
+            marshal.guards.check(function.name)
         marshal.read_back()
     except cl.Error as e:
         raise ExecutionError(f"OpenCL launch of @{function.name} on '{dev.device.name}' "
