@@ -2,7 +2,7 @@
 
     tlrun KERNEL.tl [--check] [--emit ir|opencl] [--args ARGS.npz] [--func NAME] [--groups N]
                     [--out OUT.npz] [--no-check] [--max-steps N] [--backend interp|opencl]
-                    [--device D] [--lowering KEY=VALUE ...]
+                    [--device D] [--lowering KEY=VALUE ...] [--repeat N] [-v]
 
 Exit status: 0 success; 1 undefined behaviour or a run-time failure; 2 source, arguments or
 backend rejected; 3 an internal error (a bug: please report it); 130 interrupted.
