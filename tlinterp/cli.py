@@ -12,6 +12,7 @@ Code (--emit) goes to stdout; diagnostics and the run summary go to stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Optional
@@ -107,14 +108,16 @@ def _run_opencl(ns, program, function, args) -> tuple[dict, str]:
 
     if ns.repeat < 1:
         raise ArgumentError(f"--repeat must be >= 1, got {ns.repeat}")
+    # Oclgrind's output is its error reports, not noise: always shown
+    show = ns.verbose or "oclgrind" in (ns.device or os.environ.get("PYOPENCL_CTX", "")).lower()
     try:
         r = run_isolated(program, args, func=function.name, groups=ns.groups,
                          device=ns.device, config=_lowering(ns.lowering), repeat=ns.repeat)
     except TLError as e:
-        if ns.verbose and getattr(e, "log", ""):
+        if show and getattr(e, "log", ""):
             print(e.log, file=sys.stderr)
         raise
-    if ns.verbose and r.log:
+    if (show or "oclgrind" in r.device.lower()) and r.log:
         print(r.log, file=sys.stderr)
     k = [t * 1e3 for t in r.kernel_seconds] or [0.0]
     kernel = (f"kernel {k[0]:.3f} ms" if len(k) == 1 else
