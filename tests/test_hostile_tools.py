@@ -265,3 +265,34 @@ def test_tlconform_json_report(mini_corpus, tmp_path, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out)["summary"]["total"] == 3
     assert "3 passed" in captured.err
+
+
+MEMBERS = """func @f(%A: group<memref<f32x4>>) {
+  %g = group_id
+  %m = load %A[IDX] : group<memref<f32x4>>
+  %x = load %m[0] : memref<f32x4>
+  store %x, %m[1] : memref<f32x4>
+}
+"""
+API_CASES = {  # id: (member index, groups, error class, message)
+    "group-id-past-the-members": ("%g", 3, "UndefinedBehaviour",
+                                  "work-group 2 loads member 2 of %A, which has 2 members"),
+    "constant-member-past-the-end": ("5", 1, "UndefinedBehaviour",
+                                     "every work-group loads member 5 of %A, which has 2"),
+    "groups-beyond-size-t": ("%g", 10**31, "ArgumentError", "exceed what the device can"),
+}
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("case", API_CASES, ids=list(API_CASES))
+def test_tlgpu_run_checks_before_the_launch(case):
+    import tlgpu
+    import tlinterp
+
+    index, groups, error, message = API_CASES[case]
+    program = tlinterp.check(tlinterp.parse(MEMBERS.replace("IDX", index), "m.tl"))
+    args = {"A": np.arange(8, dtype=np.float32).reshape(2, 4)}
+    with pytest.raises(getattr(tlinterp, error), match=message) as e:
+        tlgpu.run(program, args, groups=groups)
+    assert e.value.exit_status == (1 if error == "UndefinedBehaviour" else 2)
+    assert "m.tl:3.3" in e.value.format() or error == "ArgumentError"
