@@ -41,6 +41,7 @@ from .config import LoweringConfig
 
 __all__ = ["IsolatedResult", "run_isolated"]
 
+
 @dataclass
 class IsolatedResult:
     outputs: dict[str, np.ndarray]
