@@ -52,11 +52,14 @@ def compile(program: ir.Program, func: Optional[str] = None, device: Optional[st
 
 
 def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
-              device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> None:
-    """Run on already bound arguments, writing the results into their buffers."""
+              device: Optional[str] = None, config: Optional[LoweringConfig] = None,
+              repeat: int = 1) -> list[float]:
+    """Run on already bound arguments, writing the results into their buffers; returns the
+    kernel time in seconds of each of the `repeat` launches (all on the same inputs)."""
     from .runtime import run_bound as _run_bound
 
-    _run_bound(program, function, bound, groups, device=device, config=config)
+    return _run_bound(program, function, bound, groups, device=device, config=config,
+                      repeat=repeat)
 
 
 __all__ = ["LoweringConfig", "compile", "lower", "run", "run_bound"]

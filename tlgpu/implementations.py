@@ -55,6 +55,15 @@ class OpenCL(Implementation):
             return Outcome("crashed", message=f"raised {type(e).__name__}: {e}")
         return Outcome("ok", outputs=out)
 
+    def run_isolated(self, program, args, func: Optional[str], groups: Optional[int],
+                     repeat: int = 1):
+        """Build and launch (`repeat` times) in a child process (tlgpu.isolated): what tlrun
+        uses, so that a crash on the device is a result and never takes the tool down."""
+        from .isolated import run_isolated
+
+        return run_isolated(program, args, func=func, groups=groups, device=self.options.device,
+                            config=self.config, repeat=repeat)
+
     def emit(self, program, func: Optional[str]) -> str:
         from . import lower
 

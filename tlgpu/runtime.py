@@ -5,6 +5,7 @@ launch with global (wg0, wg1, N) and local (wg0, wg1, 1), read the buffers back.
 from __future__ import annotations
 
 import dataclasses
+import time
 import weakref
 from typing import Optional, Union
 
@@ -19,7 +20,9 @@ from .buildlog import map_log
 from .config import LoweringConfig
 from .ctypes_map import ctype
 from .devices import DeviceHandle, handle
+from .guards import Guards
 from .lowering import Lowered, lower_program
+from .prelaunch import check_launch
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str], object] = {}
@@ -122,19 +125,23 @@ def _padded(host: np.ndarray) -> np.ndarray:
 
 
 class _Marshal:
-    def __init__(self, dev: DeviceHandle):
+    def __init__(self, dev: DeviceHandle, guard: bool = False):
         import pyopencl as cl
 
         self.cl = cl
         self.dev = dev
         self.readback: list[tuple[object, np.ndarray, np.ndarray]] = []  # (buf, padded, dst)
         self.keep: list[object] = []
+        self.guards = Guards(dev) if guard else None  # tlgpu.guards: stores outside arguments
 
-    def buffer(self, host: np.ndarray, writable: bool = True):
+    def buffer(self, host: np.ndarray, writable: bool = True, name: Optional[str] = None):
         cl = self.cl
         pad = _padded(host)
-        buf = cl.Buffer(self.dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                        hostbuf=pad)
+        if self.guards is not None and writable:
+            buf = self.guards.buffer(pad, name)
+        else:
+            buf = cl.Buffer(self.dev.context,
+                            cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=pad)
         if writable:
             self.readback.append((buf, pad, host))
         self.keep.append(buf)
@@ -148,20 +155,20 @@ class _Marshal:
         for a in fn.args:
             v, t = bound.values[a.value.name], a.type
             if isinstance(v, MemrefArg):
-                out.append(self.buffer(v.buffer[v.offset:]))
+                out.append(self.buffer(v.buffer[v.offset:], name=a.value.name))
                 out += [np.int64(s) for s, st in zip(v.shape, t.shape) if st is None]
                 out += [np.int64(s) for s, st in zip(v.strides, t.stride) if st is None]
             elif isinstance(v, GroupArg):
-                out += self.group(v, t)
+                out += self.group(v, t, a.value.name)
             else:
                 out.append(v)
         return out
 
-    def group(self, g: GroupArg, t: GroupType) -> list:
+    def group(self, g: GroupArg, t: GroupType, name: Optional[str] = None) -> list:
         m = t.memref
         n = len(g.members)
         base = g.members[0].buffer if g.members else np.zeros(1, m.element.dtype)
-        base_buf = self.buffer(base)
+        base_buf = self.buffer(base, name=name)
         ptrs = self.cl.Buffer(self.dev.context, self.cl.mem_flags.READ_WRITE,
                               max(1, n) * self.dev.device.address_bits // 8)
         self.keep.append(ptrs)
@@ -177,6 +184,11 @@ class _Marshal:
         if t.offset is None:
             out.append(np.int64(g.offset))
         return out
+
+    def restore(self) -> None:
+        """Upload the inputs again (the device copies may have been written by a launch)."""
+        for buf, pad, _ in self.readback:
+            self.cl.enqueue_copy(self.dev.queue, buf, pad)
 
     def read_back(self) -> None:
         for buf, pad, _ in self.readback:
@@ -212,21 +224,47 @@ def prepare(program: ir.Program, function: ir.Function, device: Optional[str],
     return dev, kernel, geo
 
 
+def _kernel_seconds(event, wall: float) -> float:
+    """The event's profiled duration; the wall time when the device does not profile."""
+    import pyopencl as cl
+
+    try:
+        return (event.profile.end - event.profile.start) * 1e-9
+    except cl.Error:
+        return wall
+
+
 def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
-              device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> None:
+              device: Optional[str] = None, config: Optional[LoweringConfig] = None,
+              repeat: int = 1, guard: bool = False) -> list[float]:
+    """Launch `repeat` times on the same inputs (the results are those of one launch); returns
+    each launch's kernel time in seconds, from the queue's profiling events. `guard`: surround
+    the argument buffers with guard zones and raise ExecutionError when the kernel stored
+    into one (tlgpu.guards)."""
     import pyopencl as cl
 
     dev, kernel, geo = prepare(program, function, device, config)
+    check_launch(program, function, bound, groups, geo.size, dev.device.address_bits)
     if groups == 0:
-        return
+        return []
+    times = []
     try:
-        marshal = _Marshal(dev)
-        kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1),
-               *marshal.args(function, bound))
+        marshal = _Marshal(dev, guard=guard)
+        args = marshal.args(function, bound)
+        for k in range(max(1, repeat)):
+            if k:
+                marshal.restore()
+            start = time.perf_counter()
+            event = kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1), *args)
+            event.wait()
+            times.append(_kernel_seconds(event, time.perf_counter() - start))
+        if marshal.guards is not None:
+            marshal.guards.check(function.name)
         marshal.read_back()
     except cl.Error as e:
         raise ExecutionError(f"OpenCL launch of @{function.name} on '{dev.device.name}' "
                              f"failed: {e}") from None
+    return times
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,

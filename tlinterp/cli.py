@@ -3,6 +3,7 @@
     tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
                     [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--backend NAME]
                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
+                    [--repeat N] [-v]
     tlrun --list-impls
 
 --backend takes any implementation name of the registry (`--list-impls`): interp (default),
@@ -18,6 +19,7 @@ Code (--emit) goes to stdout; diagnostics and the run summary go to stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Optional
@@ -68,6 +70,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="opencl-c: work-group size of kernels without reqd_work_group_size")
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
                    help="override a lowering decision (repeatable)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="OpenCL: launch N times on the same inputs and report the kernel "
+                        "time's median and minimum (default 1)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="OpenCL: also show compiler warnings and driver output")
     return p
 
 
@@ -105,12 +112,12 @@ def _describe(v: np.ndarray) -> str:
     return f"{v.dtype}{list(v.shape)}" if v.ndim else f"{v.dtype} = {v.item()}"
 
 
-def _summary(console, function, backend, groups, args, out, seconds, check) -> None:
+def _summary(console, function, backend, groups, args, out, timing, check) -> None:
     from rich.table import Table
 
     note = "" if check or backend not in ("interp", "tlinterp") else " (no checks)"
     console.print(f"@{function.name}: {groups} work-group(s), backend {backend}{note}, "
-                  f"{seconds * 1e3:.1f} ms", highlight=False, soft_wrap=True)
+                  f"{timing}", highlight=False, soft_wrap=True)
     t = Table()
     t.add_column("argument")
     t.add_column("value")
@@ -172,7 +179,10 @@ def _run(ns) -> int:
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
     start = time.perf_counter()
-    if impl.spec != "interp":  # the reference runs here, with its own options
+    timing = ""
+    if hasattr(impl, "run_isolated"):  # our OpenCL lowering: a child process, timed
+        out, timing = _run_opencl(ns, impl, program, function, args)
+    elif impl.spec != "interp":  # the reference runs here, with its own options
         out = _run_impl(impl, program, text, ns, function.name, args)
     else:
         from .args import bind, unbind
@@ -188,8 +198,31 @@ def _run(ns) -> int:
         save_npz(ns.out, out)
     if impl.spec != "interp":  # the reference runs here, with its own options
         groups = count_groups(function, args, ns.groups)
-    _summary(err, function, impl.name, groups, args, out, seconds, not ns.no_check)
+    _summary(err, function, impl.name, groups, args, out, timing or f"{seconds * 1e3:.1f} ms",
+             not ns.no_check)
     return 0
+
+
+def _run_opencl(ns, impl, program, function, args) -> tuple[dict, str]:
+    """Outputs and the timing line of a run of our OpenCL lowering in a child process, so a
+    crash on the device cannot take tlrun down (tlgpu.isolated)."""
+    if ns.repeat < 1:
+        raise ArgumentError(f"--repeat must be >= 1, got {ns.repeat}")
+    # Oclgrind's output is its error reports, not noise: always shown
+    show = ns.verbose or "oclgrind" in (ns.device or os.environ.get("PYOPENCL_CTX", "")).lower()
+    try:
+        r = impl.run_isolated(program, args, func=function.name, groups=ns.groups,
+                              repeat=ns.repeat)
+    except TLError as e:
+        if show and getattr(e, "log", ""):
+            print(e.log, file=sys.stderr)
+        raise
+    if (show or "oclgrind" in r.device.lower()) and r.log:
+        print(r.log, file=sys.stderr)
+    k = [t * 1e3 for t in r.kernel_seconds] or [0.0]
+    kernel = (f"kernel {k[0]:.3f} ms" if len(k) == 1 else
+              f"kernel {float(np.median(k)):.3f} ms median, {min(k):.3f} ms min of {len(k)}")
+    return r.outputs, f"device {r.device}, build {r.build_seconds * 1e3:.1f} ms, {kernel}"
 
 
 def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.ndarray]:

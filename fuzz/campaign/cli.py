@@ -38,6 +38,7 @@ from typing import Optional
 from tlinterp import ir
 
 from .hunt import HuntOptions, hunt
+from .options import check_device, check_out_dir, keep_hypothesis_under, positive_seconds
 
 ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__}
                    | {t.__name__ + ".atomic" for t in ir.BLAS})
@@ -261,7 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="corpus/findings", help="findings directory")
     p.add_argument("--batch", type=int, default=8, help="kernels per OpenCL build")
     p.add_argument("--rounds", type=int, default=5, help="batches per seeded search")
-    p.add_argument("--shrink-time", type=float, default=60.0, help="seconds per shrink")
+    p.add_argument("--shrink-time", type=positive_seconds, default=60.0,
+                   help="seconds per shrink")
     p.add_argument("--frontend", action="store_true",
                    help="front-end mode: mutated programs must only produce diagnostics")
     p.add_argument("--mutation", default=None,
@@ -294,10 +296,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         ns = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    if ns.jobs < 1 or ns.batch < 1 or ns.rounds < 1 or ns.shrink_time <= 0:
-        print("tlfuzz: --jobs, --batch, --rounds and --shrink-time must be positive",
+    if ns.jobs < 1 or ns.batch < 1 or ns.rounds < 1 or ns.seed < 0:
+        print("tlfuzz: --jobs, --batch and --rounds must be positive, --seed >= 0",
               file=sys.stderr)
         return 2
+    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
+    if problem:
+        print(f"tlfuzz: {problem}", file=sys.stderr)
+        return 2
+    keep_hypothesis_under(ns.out)
     if ns.mutation is not None:
         from .mutations import MUTATIONS
 
