@@ -18,8 +18,9 @@ from typing import Optional
 
 import numpy as np
 
-from .args import count_groups, load_npz, save_npz
+from .args import check_groups, count_groups, load_npz, save_npz
 from .diagnostics import ArgumentError, BackendError, SourceError, TLError
+from .outfile import check_target
 
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
@@ -106,6 +107,9 @@ def _run(ns) -> int:
     if ns.check:
         return 0
     func_name = ns.func
+    check_groups(ns.groups)
+    if ns.out:
+        check_target(ns.out)  # before the run, not after it
     if ns.emit == "ir":
         from .printer import format_program
 
@@ -125,7 +129,8 @@ def _run(ns) -> int:
                                 "--args ARGS.npz")
         args: dict[str, np.ndarray] = {}
     else:
-        args = load_npz(ns.args_file)
+        # declared shapes are checked before loading; the run copies the data once more
+        args = load_npz(ns.args_file, function, factor=2)
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
     start = time.perf_counter()
