@@ -22,6 +22,7 @@ from .args import check_groups, count_groups, load_npz, save_npz
 from .diagnostics import ArgumentError, BackendError, SourceError, TLError
 from .outfile import check_target
 
+MAX_SOURCE_BYTES = 16 * 2**20  # far beyond any real kernel; parsing that much takes a minute
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 DEFAULT_MAX_STEPS = 10_000_000
@@ -51,12 +52,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)  # bounded: /dev/zero or a huge file
+        if len(data) > MAX_SOURCE_BYTES:
+            raise SourceError(f"{path}: larger than {MAX_SOURCE_BYTES // 2**20} MiB, the most "
+                              "tlrun reads as kernel source")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SourceError(f"{path}: cannot read ({e})") from None
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory, not a kernel source file") from None
+    except UnicodeDecodeError as e:
+        raise SourceError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except OSError as e:
+        raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
 
 
 def _tlgpu():
