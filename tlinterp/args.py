@@ -144,7 +144,7 @@ def check_groups(groups: Any) -> Optional[int]:
     if groups is None:
         return None
     if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, (int, np.integer)):
-        raise ArgumentError(f"the number of work-groups must be an integer, got "
+        raise ArgumentError(f"groups (the number of work-groups) must be an integer, got "
                             f"{type(groups).__name__} {groups!r}"[:200])
     groups = int(groups)
     if not 0 <= groups <= MAX_GROUPS:
@@ -321,7 +321,7 @@ def count_groups(function: ir.Function, args: Mapping[str, Any],
 def bind(function: ir.Function, args: Mapping[str, Any]) -> BoundArgs:
     """Validate and copy `args` (the .npz convention) for `function`; raises ArgumentError."""
     if not isinstance(args, Mapping):
-        raise TypeError(f"args must be a mapping of argument names to arrays (the .npz "
+        raise TypeError(f"args: expected a mapping of argument names to arrays (the .npz "
                         f"convention), got {type(args).__name__}")
     names = {a.value.name for a in function.args}
     known = set()

@@ -28,9 +28,68 @@ EXIT_INTERRUPTED = 130
 DEFAULT_MAX_STEPS = 10_000_000
 
 
+EPILOG = """examples:
+  tlrun kernel.tl --check                      parse and check only
+  tlrun kernel.tl --emit ir                    print the canonical text
+  tlrun kernel.tl --args in.npz --out out.npz  run on the interpreter, save the results
+  tlrun kernel.tl --args in.npz --groups 8     run 8 work-groups
+  tlrun kernel.tl --args in.npz --backend opencl --device pocl
+
+arguments file (.npz): one entry per argument, keyed by its name; a group is one array
+(members, ...) or entries NAME.0, NAME.1, ...; NAME.strides and NAME.offset give layouts.
+See docs/language.md.
+
+exit status:
+  0  success
+  1  undefined behaviour or a run-time failure (step budget, memory)
+  2  the source, the arguments or the backend setup was rejected, or a usage error
+  3  an internal error (a bug: please report it)
+  130 interrupted (Ctrl-C)
+"""
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return "unknown"
+    try:
+        return version("tensor-language-reference")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _lowering_keys() -> str:
+    """The --lowering keys, read when help is asked for: tlinterp does not import the OpenCL
+    backend otherwise."""
+    try:
+        from dataclasses import fields
+
+        from tlgpu.config import LoweringConfig
+    except Exception:  # noqa: BLE001 - help must print even without the backend
+        return "--lowering keys: the OpenCL backend is not available here.\n"
+    keys = ", ".join(f.name for f in fields(LoweringConfig))
+    return f"--lowering keys (KEY=VALUE, repeatable): {keys}\n"
+
+
+class _Help(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.epilog = (parser.epilog or "") + "\n" + _lowering_keys()
+        parser.print_help()
+        parser.exit()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlrun", description="Run a tensor-language kernel with "
-                                "the reference interpreter (or the OpenCL backend).")
+                                "the reference interpreter (or the OpenCL backend).",
+                                epilog=EPILOG, add_help=False,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-h", "--help", action=_Help, help="show this help and exit")
+    p.add_argument("--version", action="version", version=f"tlrun {_version()}")
     p.add_argument("kernel", help="the .tl source file")
     p.add_argument("--check", action="store_true", help="parse and check only")
     p.add_argument("--emit", choices=["ir", "opencl"], help="print canonical IR or OpenCL C")
@@ -110,7 +169,8 @@ def _run(ns) -> int:
 
     from . import check, parse
 
-    err = Console(stderr=True)
+    # piped or redirected: no wrapping at rich's default 80 columns
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else 100_000)
     text = _read(ns.kernel)
     program = check(parse(text, filename=ns.kernel))
     if ns.check:
