@@ -265,7 +265,8 @@ class Executor:
         shape, strides = tuple(t.shape), tuple(t.stride)
         ext = mem.extent(shape, strides)
         n = lanes.n
-        check_allocation(n * ext * t.element.dtype.itemsize * (2 if self.check else 1),
+        per_element = t.element.dtype.itemsize + (mem.SHADOW_BYTES if self.check else 0)
+        check_allocation(n * max(ext, 1) * per_element,
                          f"alloca {inst.result} for {n} work-groups", ExecutionError)
         buf = AllocaBuffer("%" + inst.result.name, t.element, shape, strides, ext,
                            lanes.gid.copy(), self.check)

@@ -22,11 +22,17 @@ from typing import Optional
 
 import numpy as np
 
+from ..args import check_allocation
+from ..diagnostics import ExecutionError
 from ..types import ScalarType
 from .ub import Collector, groups_text
 from .values import Lanes, is_var
 
 NONE, MANY = -1, -2
+
+# Worst-case shadow bytes per element in checking mode: W/R/A (int32), Wa/Ra/Aa (int64) and an
+# alloca's initialisation flag. The memory guard counts them with the data.
+SHADOW_BYTES = 3 * 4 + 3 * 8 + 1
 
 
 class Buffer:
@@ -44,6 +50,8 @@ class Buffer:
         s = self.shadow.get(key)
         if s is None:
             dt = np.int32 if len(key) == 1 else np.int64
+            check_allocation(len(self.data) * np.dtype(dt).itemsize,
+                             f"undefined-behaviour tracking of {self.name}", ExecutionError)
             s = self.shadow[key] = np.full(len(self.data), NONE, dt)
         return s
 
