@@ -190,13 +190,13 @@ class Executor:
             self._addr_cache[key] = (parts, addr, fp)
         if not mem.safe_bounds(view.buf, fp):
             if self.check:
-                mem.check_root(view, fp, lanes, col, inst.span, what)
+                mem.check_root(view, fp, lanes, col, inst.span, what, idx)
                 self.flush(col)
             col.add("out-of-bounds", inst.span, (int(lanes.gid[0]),), None,
                     f"%{inst.operand.name}: an element outside its memory is accessed")
             self.flush(col)
         if self.check:
-            mem.check_root(view, fp, lanes, col, inst.span, what)
+            mem.check_root(view, fp, lanes, col, inst.span, what, idx)
             mem.check_lifetime(view, lanes, col, inst.span)
             self.flush(col)
         return addr, fp
@@ -205,8 +205,9 @@ class Executor:
         src = env.get(inst.operand.name)
         if isinstance(src, vw.GroupValue):
             idx = self.val(inst.indices[0], INDEX, env)
-            env.set(inst.result.name, vw.load_member(src, idx, lanes, col, inst.span,
-                                                     "%" + inst.result.name))
+            member = vw.load_member(src, idx, lanes, col, inst.span, "%" + inst.result.name)
+            member.origin = ("load", inst.span)
+            env.set(inst.result.name, member)
             return
         addr, fp = self._element(inst, src, inst.indices, env, lanes, col, "reads")
         if self.check:
@@ -248,6 +249,7 @@ class Executor:
 
     def _named(self, v: View, inst) -> View:
         v.name = "%" + inst.result.name
+        v.origin = (type(inst).__name__.lower(), inst.span)  # blamed if it leaves its root
         return v
 
     def _expand(self, inst: ir.Expand, env, lanes, col):
