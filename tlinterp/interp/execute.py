@@ -16,7 +16,7 @@ from .. import ir
 from ..args import check_allocation
 from ..diagnostics import Diagnostic, ExecutionError
 from ..types import INDEX, ScalarType
-from . import collectives, scalar
+from . import collectives, fastpath, scalar
 from . import memory as mem
 from . import views as vw
 from .memory import AllocaBuffer, View
@@ -65,6 +65,7 @@ class Executor:
         self.next_actor = n_groups + 1
         self._pure_cache: dict[int, bool] = {}
         self._addr_cache: dict[tuple, tuple] = {}  # load/store addresses, by view and indices
+        self._fast_cache: dict[int, bool] = {}  # for loops the scalar fast path can run
         self._dispatch = {
             ir.Arith: self._arith, ir.ArithUnary: self._unary, ir.Cast: self._cast,
             ir.Compare: self._compare, ir.GroupId: self._group_id, ir.GroupSize: self._group_size,
@@ -102,6 +103,11 @@ class Executor:
             if extra:
                 col.dropped[kind] = col.dropped.get(kind, 0) + extra
 
+    def step_budget_exceeded(self, inst) -> None:
+        raise ExecutionError([Diagnostic(
+            f"step budget of {self.max_steps} instructions exceeded (raise it with "
+            "--max-steps)", inst.span, self.program.filename)], self.program.source)
+
     def run_region(self, region: ir.Region, env: Env, lanes: Lanes):
         """Run a region; returns the values of its trailing yield (or None)."""
         allocas: list[AllocaBuffer] = []
@@ -113,9 +119,7 @@ class Executor:
                     break
                 self.steps += 1
                 if self.max_steps is not None and self.steps > self.max_steps:
-                    raise ExecutionError([Diagnostic(
-                        f"step budget of {self.max_steps} instructions exceeded (raise it with "
-                        "--max-steps)", inst.span, self.program.filename)], self.program.source)
+                    self.step_budget_exceeded(inst)
                 col = Collector()
                 out = self._dispatch[type(inst)](inst, env, lanes, col)
                 self.flush(col)
@@ -330,6 +334,12 @@ class Executor:
         return p
 
     def _for(self, inst: ir.For, env, lanes, col):
+        # One lane that nothing can race with (one work-group, outside foreach): Python scalars
+        if (lanes.n == 1 and lanes.live is None and not lanes.has_act
+                and (self.n_groups == 1 or not self.check)
+                and fastpath.eligible(inst, self._fast_cache)):
+            fastpath.FastRunner(self, env, lanes).run_for(inst)
+            return
         t = inst.type
         i = self.val(inst.start, t, env)
         stop = self.val(inst.stop, t, env)
