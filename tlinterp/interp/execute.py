@@ -340,6 +340,9 @@ class Executor:
                 and fastpath.eligible(inst, self._fast_cache)):
             fastpath.FastRunner(self, env, lanes).run_for(inst)
             return
+        self.for_general(inst, env, lanes)
+
+    def for_general(self, inst: ir.For, env, lanes) -> None:
         t = inst.type
         i = self.val(inst.start, t, env)
         stop = self.val(inst.stop, t, env)

@@ -251,7 +251,10 @@ class FastRunner:
             dt = self.dtypes.get(name)
             tmp.set(name, np.array(v, dt) if dt is not None else v)
         col = Collector()
-        self.ex._dispatch[type(inst)](inst, tmp, self.lanes, col)
+        if isinstance(inst, ir.For):  # not back into the fast path
+            self.ex.for_general(inst, tmp, self.lanes)
+        else:
+            self.ex._dispatch[type(inst)](inst, tmp, self.lanes, col)
         self.ex.flush(col)
         for r in ir.results_of(inst):
             v = tmp.vars[r.name]
