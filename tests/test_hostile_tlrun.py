@@ -329,7 +329,10 @@ def test_long_source_lines_are_clipped(kernel, capsys):
     (lambda: tlinterp.check("text"), TypeError, "check(program)"),
     (lambda: tlinterp.parse(b"text"), TypeError, "str"),
     (lambda: tlinterp.run(MEMREF, {"A": F4}, groups="4"), tlinterp.ArgumentError, "groups"),
-], ids=["run-args-None", "func-123", "run-int", "check-text", "parse-bytes", "groups-str"])
+    (lambda: tlinterp.run(MEMREF, {"A": F4}, max_steps="9"), TypeError, "max_steps"),
+    (lambda: tlinterp.run(MEMREF, {"A": F4}, max_steps=-1), tlinterp.ArgumentError, "max_steps"),
+], ids=["run-args-None", "func-123", "run-int", "check-text", "parse-bytes", "groups-str",
+        "max-steps-str", "max-steps-negative"])
 def test_api_misuse_names_the_parameter(call, exc, words):
     with pytest.raises(exc) as info:
         call()

@@ -50,6 +50,12 @@ def run(program, args, func=None, groups=None, check=True, **options):
     if func is not None and not isinstance(func, str):
         raise TypeError(f"run(func=...): expected a function name (str) or None, got "
                         f"{type(func).__name__}")
+    steps = options.get("max_steps")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)):
+        raise TypeError(f"run(max_steps=...): expected an int or None, got "
+                        f"{type(steps).__name__}")
+    if steps is not None and steps < 0:
+        raise ArgumentError(f"max_steps must be >= 0, got {steps}")
 
     return _run(program, args, func=func, groups=groups, check=check, **options)
 
