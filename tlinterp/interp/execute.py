@@ -175,7 +175,7 @@ class Executor:
                 el = tuple(int(i[lane]) if is_var(i) else int(i) for i in idx)
                 shape = tuple(int(s[lane]) if is_var(s) else int(s) for s in view.shape)
                 col.add("out-of-bounds", inst.span, (g,), el,
-                        f"{groups_text([g])} {what} element {mem._fmt(el)} of %"
+                        f"{mem.lane_text(lanes, int(lane))} {what} element {mem._fmt(el)} of %"
                         f"{inst.operand.name}, whose shape is {shape}")
             self.flush(col)
         # Addresses depend on the offset, strides and indices only: views of equal layout
