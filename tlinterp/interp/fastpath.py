@@ -31,7 +31,6 @@ from .ub import Collector
 
 _F32 = struct.Struct("f")
 _BAIL = object()  # "let the executor run this instruction"
-_MISSING = object()
 
 # Instructions that would need real lanes (new lanes, allocations that die with a region,
 # collectives over memory): a loop containing one runs on the general path.
@@ -55,6 +54,7 @@ def _f32(x: float) -> Any:
         return _BAIL
 
 
+@cache
 def _range(t: ScalarType) -> tuple[int, int]:
     bits = t.bits
     return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if t.is_signed else (0, (1 << bits) - 1)
@@ -151,14 +151,6 @@ def cast(src: ScalarType, dst: ScalarType, a):
     t = math.trunc(a)
     lo, hi = _range(dst)
     return t if lo <= t <= hi else _BAIL
-
-
-_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "gt": lambda a, b: a > b,
-        "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
-
-
-def _int1(x) -> int:
-    return x if isinstance(x, int) else int(np.asarray(x).reshape(-1)[0])
 
 
 _INF = math.inf
