@@ -24,6 +24,8 @@ def check_target(path: str) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ArgumentError(f"{path}: cannot write (directory {parent} does not exist)")
+    if not os.access(parent, os.W_OK | os.X_OK):  # the temporary file goes there
+        raise ArgumentError(f"{path}: cannot write (no permission to create files in {parent})")
 
 
 def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
