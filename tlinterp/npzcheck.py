@@ -12,7 +12,10 @@ from __future__ import annotations
 import math
 import os
 import stat
+import struct
+import tokenize
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Optional
@@ -23,6 +26,13 @@ import numpy.lib.format as npy
 from . import ir
 from .diagnostics import ArgumentError
 from .types import GroupType, MemrefType
+
+# what a damaged archive or member raises while being read (zlib.error: corrupt deflate
+# data; NotImplementedError: unknown zip versions or compression methods; TokenError and
+# SyntaxError: numpy tokenising a damaged header)
+_READ_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
+                RuntimeError, zlib.error, struct.error, OverflowError, KeyError,
+                tokenize.TokenError, SyntaxError)
 
 # npy headers are a few hundred bytes; numpy's own default cap (10,000) is kept
 MAX_HEADER = 10_000
@@ -63,7 +73,8 @@ def _open(path: str) -> zipfile.ZipFile:
         raise ArgumentError(f"{path}: not a regular file (an .npz archive is expected)")
     try:
         return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, EOFError, ValueError):
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, struct.error,
+            OverflowError):
         raise ArgumentError(f"{path}: not an .npz file (numpy.savez writes a zip archive)") \
             from None
     except OSError as e:
@@ -83,8 +94,7 @@ def _header(path: str, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> Header:
                 npy.read_array_header_2_0
             shape, _fortran, dtype = read(fp, max_header_size=MAX_HEADER)
             data_start = fp.tell()
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
-            RuntimeError) as e:
+    except _READ_ERRORS as e:
         raise ArgumentError(f"{bad} ({e})") from None
     if dtype.hasobject:
         raise ArgumentError(f"{path}: member '{name}' holds Python objects (pickled data); "
@@ -198,7 +208,7 @@ def load_npz(path: str, function: Optional[ir.Function] = None,
                 with z.open(h.info) as fp:
                     out[key] = npy.read_array(fp, allow_pickle=False,
                                               max_header_size=MAX_HEADER)
-            except (ValueError, OSError, EOFError, zipfile.BadZipFile, RuntimeError) as e:
+            except _READ_ERRORS as e:
                 raise ArgumentError(f"{path}: member '{h.info.filename}' cannot be read "
                                     f"({e})") from None
         return out
