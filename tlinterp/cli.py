@@ -26,7 +26,7 @@ from typing import Optional
 
 import numpy as np
 
-from .args import count_groups, load_npz, save_npz
+from .args import check_groups, count_groups, load_npz, save_npz
 from .diagnostics import (
     ERROR,
     ArgumentError,
@@ -36,15 +36,76 @@ from .diagnostics import (
     SourceError,
     TLError,
 )
+from .outfile import check_target
 
+MAX_SOURCE_BYTES = 4 * 2**20  # far beyond any real kernel; parsing 4 MiB takes ~15 s, ~1 GB
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
-DEFAULT_MAX_STEPS = 10_000_000
+DEFAULT_MAX_STEPS = 1_000_000  # a runaway scalar loop stops in ~3 s (fast path: ~300k/s)
+
+
+EPILOG = """examples:
+  tlrun kernel.tl --check                      parse and check only
+  tlrun kernel.tl --emit ir                    print the canonical text
+  tlrun kernel.tl --args in.npz --out out.npz  run on the interpreter, save the results
+  tlrun kernel.tl --args in.npz --groups 8     run 8 work-groups
+  tlrun kernel.tl --args in.npz --backend opencl --device pocl
+
+arguments file (.npz): one entry per argument, keyed by its name; a group is one array
+(members, ...) or entries NAME.0, NAME.1, ...; NAME.strides and NAME.offset give layouts.
+See docs/language.md.
+
+exit status:
+  0  success
+  1  undefined behaviour or a run-time failure (step budget, memory)
+  2  the source, the arguments or the backend setup was rejected, or a usage error
+  3  an internal error (a bug: please report it)
+  130 interrupted (Ctrl-C)
+"""
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return "unknown"
+    try:
+        return version("tensor-language-reference")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _lowering_keys() -> str:
+    """The --lowering keys, read when help is asked for: tlinterp does not import the OpenCL
+    backend otherwise."""
+    try:
+        from dataclasses import fields
+
+        from tlgpu.config import LoweringConfig
+    except Exception:  # noqa: BLE001 - help must print even without the backend
+        return "--lowering keys: the OpenCL backend is not available here.\n"
+    keys = ", ".join(f.name for f in fields(LoweringConfig))
+    return f"--lowering keys (KEY=VALUE, repeatable): {keys}\n"
+
+
+class _Help(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.epilog = (parser.epilog or "") + "\n" + _lowering_keys()
+        parser.print_help()
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlrun", description="Run a tensor-language kernel with "
-                                "the reference interpreter (or the OpenCL backend).")
+                                "the reference interpreter (or the OpenCL backend).",
+                                epilog=EPILOG, add_help=False,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-h", "--help", action=_Help, help="show this help and exit")
+    p.add_argument("--version", action="version", version=f"tlrun {_version()}")
     p.add_argument("kernel", nargs="?", help="the .tl source file")
     p.add_argument("--list-impls", action="store_true",
                    help="list the implementations --backend accepts, then exit")
@@ -80,12 +141,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)  # bounded: /dev/zero or a huge file
+        if len(data) > MAX_SOURCE_BYTES:
+            raise SourceError(f"{path}: larger than {MAX_SOURCE_BYTES // 2**20} MiB, the most "
+                              "tlrun reads as kernel source")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SourceError(f"{path}: cannot read ({e})") from None
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory, not a kernel source file") from None
+    except UnicodeDecodeError as e:
+        raise SourceError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except OSError as e:
+        raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
 
 
 def _implementation(ns, name: str):
@@ -137,7 +206,8 @@ def _run(ns) -> int:
 
     from . import check, parse
 
-    err = Console(stderr=True)
+    # piped or redirected: no wrapping at rich's default 80 columns
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else 100_000)
     if ns.list_impls:
         return _list_impls()
     if ns.kernel is None:
@@ -153,6 +223,9 @@ def _run(ns) -> int:
     if ns.check:
         return 0
     func_name = ns.func
+    check_groups(ns.groups)
+    if ns.out:
+        check_target(ns.out)  # before the run, not after it
     if ns.emit == "ir":
         from .printer import format_program
 
@@ -175,7 +248,9 @@ def _run(ns) -> int:
                                 "--args ARGS.npz")
         args: dict[str, np.ndarray] = {}
     else:
-        args = load_npz(ns.args_file)
+        # declared shapes are checked before loading; the run holds the loaded arrays, their
+        # bound copy, the results and the summary's comparisons: about four times the data
+        args = load_npz(ns.args_file, function, factor=4)
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
     start = time.perf_counter()
