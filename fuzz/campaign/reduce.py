@@ -1,0 +1,175 @@
+"""Reduce a device-compiler suspect at the OpenCL C level with Lithium (`lithium-reducer`,
+Mozilla's line/brace/token delta reducer, used as a library; `pip install tlinterp[triage]`).
+
+Only the kernel's body is reduced (the signature stays, so the finding's arguments still
+fit). A candidate is kept while all of these hold:
+- the suspect device still disagrees with pocl;
+- on the elements where they disagree, pocl still gives the interpreter's original result
+  (so the difference is still the finding's, not a new one of the reduced code);
+- Oclgrind (when installed) runs it to the end and reports nothing.
+Candidates that cannot compile (unbalanced brackets, a variable used but no longer declared)
+are rejected before any compiler sees them: most of a delta reducer's tries are such.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from .clexec import Outcome, Target, differing, run_source
+from .triage import Prepared
+
+MISSING = ("OpenCL C reduction needs the lithium reducer: pip install 'tlinterp[triage]' "
+           "(or pip install lithium-reducer)")
+
+
+class ReducerMissing(RuntimeError):
+    pass
+
+
+@dataclass
+class Reduction:
+    source: str
+    body_lines: int  # non-blank lines of the kernel body
+    original_lines: int
+    tests: int
+    seconds: float
+    timed_out: bool
+
+
+def _lithium():
+    try:
+        from lithium import strategies, testcases
+    except ImportError:
+        raise ReducerMissing(MISSING) from None
+    return strategies, testcases
+
+
+def split_kernel(source: str, kernel: str) -> tuple[str, list[str], str]:
+    """(text up to the kernel's opening brace, body lines, closing brace and the rest)."""
+    lines = source.splitlines(keepends=True)
+    start = next(i for i, ln in enumerate(lines) if re.match(rf"void {re.escape(kernel)}\(", ln))
+    open_at = next(i for i in range(start, len(lines)) if lines[i].rstrip() == "{")
+    close_at = next(i for i in range(open_at + 1, len(lines)) if lines[i].rstrip() == "}")
+    return ("".join(lines[:open_at + 1]), lines[open_at + 1:close_at],
+            "".join(lines[close_at:]))
+
+
+def body_size(body: list[str]) -> int:
+    return sum(1 for ln in body if ln.strip())
+
+
+_TYPE = (r"(?:const\s+)?(?:(?:global|local|private)\s+)?"
+         r"(?:u?char|u?short|u?int|u?long|float|double|bool|half|size_t)\s*\*?\s*")
+_DECL = re.compile(rf"(?:{_TYPE}|,\s*)\b((?:v|tl)_\w+)\b")
+_USE = re.compile(r"\b((?:v|tl)_\w+)\b")
+
+
+def plausible(head: str, body: str) -> bool:
+    """False for a body that cannot compile: unbalanced brackets or an undeclared name."""
+    for o, c in ("()", "[]", "{}"):
+        depth = 0
+        for ch in body:
+            depth += (ch == o) - (ch == c)
+            if depth < 0:
+                return False
+        if depth:
+            return False
+    declared = set(_DECL.findall(head)) | set(_DECL.findall(body))
+    return set(_USE.findall(body)) <= declared
+
+
+def interesting_for(prepared: Prepared, case, expected: dict, suspect: Target,
+                    reference: Target, checker: Optional[Target],
+                    options: tuple[str, ...]) -> Callable[[str], bool]:
+    """The reduction's test for one candidate source (see the module doc)."""
+    def run(target: Target, source: str) -> Outcome:
+        return run_source(target, source, prepared.kernel, prepared.function, case.args,
+                          case.groups, prepared.geometry, prepared.local_bytes, options)
+
+    def test(source: str) -> bool:
+        ref = run(reference, source)
+        if ref.outputs is None:
+            return False
+        if suspect.source_for(source, options) == source and suspect.device == reference.device:
+            return False  # the same compiler on the same code cannot disagree
+        sus = run(suspect, source)
+        if sus.outputs is None:
+            return False
+        diff = differing(ref.outputs, sus.outputs)
+        if not diff:
+            return False
+        for key, mask in diff.items():
+            want, got = np.asarray(expected[key]), np.asarray(ref.outputs[key])
+            if want.shape != got.shape or (want[mask] != got[mask]).any():
+                return False
+        if checker is not None:
+            chk = run(checker, source)
+            if chk.outputs is None or chk.reports:
+                return False
+        return True
+
+    return test
+
+
+def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
+                  time_limit: float = 120.0,
+                  progress: Callable[[int, int, float], None] = lambda n, t, s: None
+                  ) -> Reduction:
+    """Shrink the kernel body of `source` while `test` holds, for at most `time_limit` s.
+    `progress(body_lines, tests_run, seconds)` is called after every kept candidate."""
+    strategies, testcases = _lithium()
+    t0 = time.time()
+    head, body, tail = split_kernel(source, kernel)
+    original = body_size(body)
+    tests = 0
+    # comments (the line table) and blank lines first: they never matter to a compiler
+    stripped = [ln for ln in body if ln.strip() and not ln.strip().startswith("//")]
+    if test(head + "".join(stripped) + tail):
+        body = stripped
+    tests += 1
+    timed_out = False
+
+    def attempt(tc_type, strategy) -> bool:
+        nonlocal body, tests, timed_out
+        tc = tc_type()
+        tc.before, tc.after = b"", b""
+        tc.split_parts("".join(body).encode())
+        it = strategy.reduce(tc)
+        changed = False
+        for cand in it:
+            if time.time() - t0 > time_limit:
+                timed_out = True
+                it.feedback(False)
+                break
+            text = (cand.before + b"".join(cand.parts) + cand.after).decode()
+            ok = plausible(head, text)
+            if ok:
+                tests += 1
+                ok = test(head + text + tail)
+            it.feedback(ok)
+            if ok:
+                changed = True
+                body = text.splitlines(keepends=True)
+                progress(body_size(body), tests, time.time() - t0)
+        return changed
+
+    plan = [(testcases.TestcaseLine, strategies.Minimize),
+            (testcases.TestcaseLine, strategies.MinimizeBalancedPairs),
+            (testcases.TestcaseLine, strategies.CollapseEmptyBraces),
+            (testcases.TestcaseSymbol, strategies.Minimize)]
+    progress_made = True
+    while progress_made and not timed_out:
+        progress_made = False
+        for tc_type, strategy in plan:
+            if attempt(tc_type, strategy()):
+                progress_made = True
+            if timed_out:
+                break
+    return Reduction(head + "".join(body) + tail, body_size(body), original, tests,
+                     time.time() - t0, timed_out)

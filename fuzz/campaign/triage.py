@@ -1,0 +1,187 @@
+"""Triage of an OpenCL finding: rerun it, with optimisation off, on the other devices (Oclgrind
+with its checks on) and under alternative lowering configs, and name its class:
+
+- "our lowering": every device agrees with the others and not with the interpreter;
+- "undefined behaviour in the generated C": Oclgrind reports something, or the devices
+  disagree with each other in a way that no single faulty compiler explains;
+- "device compiler suspect": only the finding's device disagrees (with optimisation on), and
+  the C is clean on Oclgrind;
+- "flaky": the finding's device does not reproduce it on rerun.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .clexec import OPT_DISABLE, Outcome, Target, count, differing, run_source
+
+LOWERING = "our lowering"
+UB = "undefined behaviour in the generated C"
+DEVICE = "device compiler suspect"
+FLAKY = "flaky"
+CLASSES = (LOWERING, UB, DEVICE, FLAKY)
+SHORT = {LOWERING: "lowering", UB: "ub-in-c", DEVICE: "device", FLAKY: "flaky"}
+
+# alternative lowerings: results never depend on these, so any change is evidence
+ALTERNATIVES = {
+    "defaults": {},
+    "barrier-after-every-step": {"minimise_barriers": False},
+    "no-tiles-no-staging": {"register_tiles": False, "local_staging": False},
+    "one-work-item": {"work_group_size": (1, 1)},
+}
+
+
+@dataclass
+class Run:
+    what: str  # e.g. "nvidia, -cl-opt-disable"
+    verdict: str  # "agrees", "differs in N elements", "failed: ...", "Oclgrind: ..."
+    agrees: Optional[bool]  # None when it did not run to the end
+    reports: tuple[str, ...] = ()
+
+
+@dataclass
+class Triage:
+    verdict: str
+    reason: str
+    runs: list[Run] = field(default_factory=list)
+    device: str = ""
+
+    @property
+    def short(self) -> str:
+        return SHORT.get(self.verdict, self.verdict)
+
+    def text(self) -> str:
+        lines = [f"triage: {self.verdict}", f"  because {self.reason}"]
+        lines += [f"  {r.what:<48} {r.verdict}" for r in self.runs]
+        for r in self.runs:
+            lines += [f"    {r.what}: {rep}" for rep in r.reports[:5]]
+        return "\n".join(lines)
+
+
+@dataclass
+class Prepared:
+    """A finding lowered for one device: what clexec.run_source needs."""
+
+    source: str
+    kernel: str
+    geometry: object
+    local_bytes: int
+    function: object
+
+
+def prepare(case, target: Target, config) -> Prepared:
+    """Lower the case as tlgpu would for `target`'s device and config."""
+    from tlgpu.devices import handle
+    from tlgpu.lowering import lower_program
+    from tlgpu.runtime import device_config
+
+    cfg = device_config(handle(target.device), config)
+    lowered = lower_program(case.program, case.func, cfg)
+    kname, geo = lowered.kernels[case.func]
+    return Prepared(lowered.source, kname, geo, lowered.local_args.get(case.func, 0),
+                    case.program.function(case.func))
+
+
+def expected_outputs(case) -> dict:
+    from tlinterp.interp import run
+
+    return run(case.program, case.args, func=case.func, groups=case.groups)
+
+
+def _judge(case, expected: dict, out: Outcome) -> tuple[str, Optional[bool]]:
+    from ..oracle.compare import compare_outputs
+
+    if out.outputs is None:
+        return f"failed: {out.error.splitlines()[0][:100]}", None
+    mism = compare_outputs(case.program, case.func, case.args, expected, out.outputs,
+                           groups=case.groups)
+    note = f"; Oclgrind: {len(out.reports)} report(s)" if out.reports else ""
+    if not mism:
+        return "agrees" + note, True
+    return f"differs in {count(differing(expected, out.outputs))} element(s){note}", False
+
+
+def available_others(target: Target) -> list[Target]:
+    """pocl and Oclgrind when installed, except the finding's own device."""
+    from tlgpu.devices import find_device
+    from tlinterp.diagnostics import TLError
+
+    out = []
+    for name in ("pocl", "oclgrind"):
+        try:
+            d = find_device(name)
+        except TLError:
+            continue
+        try:
+            own = find_device(target.device)
+        except TLError:
+            own = None
+        if own is None or d.int_ptr != own.int_ptr or type(target) is not Target:
+            out.append(Target(name))
+    return out
+
+
+def triage(case, config, target: Target, others: Optional[list[Target]] = None,
+           alternatives: Optional[dict] = None,
+           progress: Callable[[str], None] = lambda s: None) -> Triage:
+    """Rerun and classify one finding (see the module doc)."""
+    from tlgpu.runtime import BUILD_OPTIONS
+
+    others = available_others(target) if others is None else others
+    alternatives = ALTERNATIVES if alternatives is None else alternatives
+    expected = expected_outputs(case)
+    opts = tuple(BUILD_OPTIONS)
+    runs: list[Run] = []
+
+    def do(what: str, tgt: Target, cfg, options) -> Run:
+        progress(what)
+        try:
+            p = prepare(case, tgt, cfg)
+        except Exception as e:  # noqa: BLE001 - a refused config is evidence, not a crash
+            run = Run(what, f"failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}",
+                      None)
+            runs.append(run)
+            return run
+        out = run_source(tgt, p.source, p.kernel, p.function, case.args, case.groups,
+                         p.geometry, p.local_bytes, options)
+        verdict, agrees = _judge(case, expected, out)
+        run = Run(what, verdict, agrees, out.reports)
+        runs.append(run)
+        return run
+
+    first = do(f"{target.label} (rerun)", target, config, opts)
+    second = do(f"{target.label} (rerun)", target, config, opts)
+    noopt = do(f"{target.label}, {OPT_DISABLE}", target, config, opts + (OPT_DISABLE,))
+    other_runs = [do(o.label, o, config, opts) for o in others]
+    alt_runs = []
+    for name, changes in alternatives.items():
+        cfg = dataclasses.replace(config, **changes) if config is not None else None
+        if cfg is None:
+            from tlgpu.config import LoweringConfig
+
+            cfg = dataclasses.replace(LoweringConfig(), **changes)
+        alt_runs.append(do(f"{target.label}, config {name}", target, cfg, opts))
+        alt_runs += [do(f"{o.label}, config {name}", o, cfg, opts)
+                     for o in others if o.device == "oclgrind"]
+
+    def result(verdict: str, reason: str) -> Triage:
+        return Triage(verdict, reason, runs, target.label)
+
+    if first.agrees is not False or second.agrees is not False:
+        return result(FLAKY, "the finding's device does not reproduce it on rerun")
+    reported = [r for r in runs if r.reports]
+    if reported:
+        return result(UB, f"Oclgrind reports {reported[0].reports[0]}")
+    same = [r for r in [noopt] + other_runs if r.agrees is not None]
+    if same and all(r.agrees is False for r in same):
+        return result(LOWERING, "every device disagrees with the interpreter (optimisation "
+                      "on and off), so the generated C computes the wrong thing")
+    if same and all(r.agrees for r in same):
+        return result(DEVICE, "only the finding's device with optimisation on disagrees; "
+                      f"{OPT_DISABLE}, {', '.join(o.label for o in others) or 'no other'} "
+                      "agree with the interpreter and Oclgrind reports nothing")
+    return result(UB, "the devices disagree with each other, and not as one faulty compiler "
+                  "would: the generated C's result is not defined by the language")
