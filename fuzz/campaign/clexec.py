@@ -91,7 +91,7 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
     try:
         with without_query_noise(grind):
             prog = cl.Program(dev.context, text).build(options=list(options))
-        k = getattr(prog, kernel)
+            k = getattr(prog, kernel)
     except (cl.Error, AttributeError) as e:
         return Outcome(None, f"build failed: {str(e).strip()[:2000]}")
     bound = bind(function, args)
@@ -138,3 +138,60 @@ def differing(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> dict[str, n
 
 def count(masks: dict[str, np.ndarray]) -> int:
     return int(sum(m.sum() for m in masks.values()))
+
+
+def _serve(conn) -> None:
+    import os
+    import signal
+    import warnings
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    warnings.filterwarnings("ignore")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # compiler chatter; Oclgrind's reports are captured per run
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        conn.send(run_source(*msg[0], **msg[1]))
+
+
+class Isolated:
+    """`run_source` in a child process with a time limit: a reducer's candidate may loop
+    forever or crash the driver; that candidate fails and the child is restarted."""
+
+    def __init__(self, timeout: float = 30.0):
+        import multiprocessing as mp
+
+        self.ctx = mp.get_context("spawn")  # OpenCL state must not be inherited
+        self.timeout = timeout
+        self.proc = self.conn = None
+        self.restarts = 0
+
+    def __call__(self, *args, **kwargs) -> Outcome:
+        if self.proc is None or not self.proc.is_alive():
+            parent, child = self.ctx.Pipe()
+            self.proc = self.ctx.Process(target=_serve, args=(child,), daemon=True)
+            self.proc.start()
+            child.close()
+            self.conn = parent
+        try:
+            self.conn.send((args, kwargs))
+            if self.conn.poll(self.timeout):
+                return self.conn.recv()
+            problem = f"no answer within {self.timeout:.0f} s"
+        except (EOFError, ConnectionError, OSError):
+            problem = "the OpenCL side died"
+        self.close()
+        self.restarts += 1
+        return Outcome(None, problem)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join(5)
+        self.proc = self.conn = None

@@ -86,17 +86,26 @@ def plausible(head: str, body: str) -> bool:
 
 def interesting_for(prepared: Prepared, case, expected: dict, suspect: Target,
                     reference: Target, checker: Optional[Target],
-                    options: tuple[str, ...]) -> Callable[[str], bool]:
-    """The reduction's test for one candidate source (see the module doc)."""
-    def run(target: Target, source: str) -> Outcome:
-        return run_source(target, source, prepared.kernel, prepared.function, case.args,
-                          case.groups, prepared.geometry, prepared.local_bytes, options)
+                    options: tuple[str, ...],
+                    runner: Callable[..., Outcome] = run_source,
+                    reference_options: Optional[tuple[str, ...]] = None
+                    ) -> Callable[[str], bool]:
+    """The reduction's test for one candidate source (see the module doc); `runner` is
+    `clexec.run_source` or an `clexec.Isolated` one. Without pocl, the reference may be the
+    suspect device itself with `reference_options` (e.g. optimisation disabled)."""
+    ref_options = options if reference_options is None else reference_options
+
+    def run(target: Target, source: str, opts: tuple[str, ...] = options) -> Outcome:
+        return runner(target, source, prepared.kernel, prepared.function, case.args,
+                      case.groups, prepared.geometry, prepared.local_bytes, opts)
 
     def test(source: str) -> bool:
-        ref = run(reference, source)
+        ref = run(reference, source, ref_options)
         if ref.outputs is None:
             return False
-        if suspect.source_for(source, options) == source and suspect.device == reference.device:
+        if (reference == suspect and ref_options == options) or (
+                suspect.device == reference.device and ref_options == options
+                and suspect.source_for(source, options) == source):
             return False  # the same compiler on the same code cannot disagree
         sus = run(suspect, source)
         if sus.outputs is None:
@@ -118,10 +127,11 @@ def interesting_for(prepared: Prepared, case, expected: dict, suspect: Target,
 
 
 def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
-                  time_limit: float = 120.0,
+                  time_limit: float = 120.0, stop_at_lines: int = 0,
                   progress: Callable[[int, int, float], None] = lambda n, t, s: None
                   ) -> Reduction:
-    """Shrink the kernel body of `source` while `test` holds, for at most `time_limit` s.
+    """Shrink the kernel body of `source` while `test` holds, for at most `time_limit` s
+    (or until it has at most `stop_at_lines` lines).
     `progress(body_lines, tests_run, seconds)` is called after every kept candidate."""
     strategies, testcases = _lithium()
     t0 = time.time()
@@ -133,18 +143,21 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
     if test(head + "".join(stripped) + tail):
         body = stripped
     tests += 1
-    timed_out = False
+    timed_out = stop = False
 
     def attempt(tc_type, strategy) -> bool:
-        nonlocal body, tests, timed_out
+        nonlocal body, tests, timed_out, stop
         tc = tc_type()
         tc.before, tc.after = b"", b""
         tc.split_parts("".join(body).encode())
+        # line breaks stay: the result is read (and measured) in lines
+        tc.reducible = [bool(part.strip()) for part in tc.parts]
         it = strategy.reduce(tc)
         changed = False
         for cand in it:
-            if time.time() - t0 > time_limit:
-                timed_out = True
+            if time.time() - t0 > time_limit or body_size(body) <= stop_at_lines:
+                stop = True
+                timed_out = time.time() - t0 > time_limit
                 it.feedback(False)
                 break
             text = (cand.before + b"".join(cand.parts) + cand.after).decode()
@@ -164,12 +177,12 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
             (testcases.TestcaseLine, strategies.CollapseEmptyBraces),
             (testcases.TestcaseSymbol, strategies.Minimize)]
     progress_made = True
-    while progress_made and not timed_out:
+    while progress_made and not stop:
         progress_made = False
         for tc_type, strategy in plan:
             if attempt(tc_type, strategy()):
                 progress_made = True
-            if timed_out:
+            if stop:
                 break
     return Reduction(head + "".join(body) + tail, body_size(body), original, tests,
                      time.time() - t0, timed_out)

@@ -185,3 +185,103 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
                       "agree with the interpreter and Oclgrind reports nothing")
     return result(UB, "the devices disagree with each other, and not as one faulty compiler "
                   "would: the generated C's result is not defined by the language")
+
+
+# --- a saved finding, end to end ----------------------------------------------------------------
+
+
+def load_finding(path: str):
+    """(case, config, device) of a finding saved by tlfuzz: PATH is NAME, NAME.tl or NAME.txt
+    (NAME.npz holds the arguments; the first line of NAME.txt the tlrun command)."""
+    import re
+    import shlex
+
+    import tlinterp
+    from tlgpu.config import LoweringConfig
+    from tlinterp.args import load_npz
+
+    from ..strategies import FuzzCase
+
+    base = re.sub(r"\.(tl|txt|npz)$", "", path)
+    program = tlinterp.check(tlinterp.parse(open(base + ".tl").read(), base + ".tl"))
+    words = shlex.split(open(base + ".txt").readline()) if _exists(base + ".txt") else []
+
+    def opt(name: str, default=None):
+        return words[words.index(name) + 1] if name in words else default
+
+    lowering = [words[i + 1] for i, w in enumerate(words) if w == "--lowering"]
+    func = opt("--func", program.functions[0].name)
+    groups = opt("--groups")
+    args = load_npz(base + ".npz")
+    from tlinterp.args import bind
+
+    bound = bind(program.function(func), args)
+    case = FuzzCase(program, func, args, bound.num_groups(int(groups) if groups else None))
+    return case, LoweringConfig.from_overrides(lowering), opt("--device", "pocl")
+
+
+def _exists(path: str) -> bool:
+    import os
+
+    return os.path.exists(path)
+
+
+def investigate(case, config, target: Target, base: str, reduce_seconds: float = 120.0,
+                progress: Callable[[str], None] = lambda s: None) -> Triage:
+    """Triage; for a device-compiler suspect also reduce and write the reproducer. Writes
+    BASE.triage.txt and, for a suspect, the directory BASE.repro/."""
+    from tlgpu.runtime import BUILD_OPTIONS
+
+    result = triage(case, config, target, progress=progress)
+    notes = [result.text()]
+    if result.verdict == DEVICE:
+        notes.append(_reduce_and_write(case, config, target, base, reduce_seconds, result,
+                                       tuple(BUILD_OPTIONS), progress))
+    with open(base + ".triage.txt", "w") as f:
+        f.write("\n".join(notes) + "\n")
+    return result
+
+
+def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
+                      result: Triage, options: tuple[str, ...],
+                      progress: Callable[[str], None]) -> str:
+    from . import reproducer
+    from .clexec import Isolated, device_info
+    from .reduce import ReducerMissing, interesting_for, reduce_kernel
+
+    prep = prepare(case, target, config)
+    expected = expected_outputs(case)
+    others = {o.device: o for o in available_others(target)}
+    # the reference is pocl; without it, the suspect device with optimisation off
+    reference = others.get("pocl", target)
+    ref_options = options if reference is not target else options + (OPT_DISABLE,)
+    source, reduction, note = prep.source, None, ""
+    runner = Isolated()
+    try:
+        test = interesting_for(prep, case, expected, target, reference,
+                               others.get("oclgrind"), options, runner, ref_options)
+        reduction = reduce_kernel(prep.source, prep.kernel, test, seconds,
+                                  lambda n, t, s: progress(
+                                      f"reducing: {n} lines, {t} tests, {s:.0f} s"))
+        source = reduction.source
+        limit = ", time limit reached" if reduction.timed_out else ""
+        note = (f"reference: {reference.label} {' '.join(ref_options)}; "
+                f"reduced the kernel body from {reduction.original_lines} to "
+                f"{reduction.body_lines} lines in {reduction.seconds:.0f} s "
+                f"({reduction.tests} tests{limit})")
+    except ReducerMissing as e:
+        note = f"not reduced: {e}"
+    finally:
+        runner.close()
+    ref = run_source(reference, source, prep.kernel, prep.function,
+                     case.args, case.groups, prep.geometry, prep.local_bytes, ref_options)
+    act = run_source(target, source, prep.kernel, prep.function, case.args, case.groups,
+                     prep.geometry, prep.local_bytes, options)
+    if ref.outputs is None or act.outputs is None:
+        return note + f"\nno reproducer: {ref.error or act.error}"
+    info = device_info(target)
+    if type(target) is not Target:
+        info["device"] = f"{info['device']} ({target.label})"
+    path = reproducer.write(base + ".repro", source, prep, case, ref.outputs, act.outputs,
+                            info, options, result.text(), reduction)
+    return note + f"\nreproducer: {path}"
