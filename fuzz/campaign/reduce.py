@@ -13,7 +13,10 @@ are rejected before any compiler sees them: most of a delta reducer's tries are 
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -80,8 +83,18 @@ def plausible(head: str, body: str) -> bool:
                 return False
         if depth:
             return False
-    declared = set(_DECL.findall(head)) | set(_DECL.findall(body))
-    return set(_USE.findall(body)) <= declared
+    # in order: a name is usable only after the statement declaring it (a reducer easily
+    # makes `long x = 1 | x;`, an uninitialised read no checker sees in private memory)
+    declared = set(_DECL.findall(head))
+    for statement in re.split(r"[;{}]", body):
+        own = set(_DECL.findall(statement))
+        if not set(_USE.findall(statement)) - own <= declared:
+            return False
+        for name in own:
+            if len(re.findall(rf"\b{name}\b", statement)) > 1:
+                return False
+        declared |= own
+    return True
 
 
 def interesting_for(prepared: Prepared, case, expected: dict, suspect: Target,
@@ -144,11 +157,13 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
         body = stripped
     tests += 1
     timed_out = stop = False
+    scratch = tempfile.mkdtemp(prefix="tl-reduce-")
 
     def attempt(tc_type, strategy) -> bool:
         nonlocal body, tests, timed_out, stop
         tc = tc_type()
         tc.before, tc.after = b"", b""
+        tc.filename = os.path.join(scratch, "body.cl")  # Lithium rewrites files in some passes
         tc.split_parts("".join(body).encode())
         # line breaks stay: the result is read (and measured) in lines
         tc.reducible = [bool(part.strip()) for part in tc.parts]
@@ -184,5 +199,6 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
                 progress_made = True
             if stop:
                 break
+    shutil.rmtree(scratch, ignore_errors=True)
     return Reduction(head + "".join(body) + tail, body_size(body), original, tests,
                      time.time() - t0, timed_out)

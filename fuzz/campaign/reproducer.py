@@ -39,7 +39,8 @@ for a in spec["args"]:
     if a["kind"] == "buffer":
         host = inputs[a["name"]].copy()
         bufs[a["name"]] = (host, cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host))
-        args.append(bufs[a["name"]][1])
+        if a["pass"]:  # a group's data is reached through its pointer array only
+            args.append(bufs[a["name"]][1])
     elif a["kind"] == "scalar":
         args.append(np.dtype(a["dtype"]).type(a["value"]))
     elif a["kind"] == "local":
@@ -75,9 +76,9 @@ def describe_args(function, bound, local_bytes: int) -> tuple[list[dict], dict[s
     args: list[dict] = []
     bufs: dict[str, np.ndarray] = {}
 
-    def buffer(host: np.ndarray, name: str) -> str:
+    def buffer(host: np.ndarray, name: str, passed: bool = True) -> str:
         bufs[name] = _padded(np.ascontiguousarray(host))
-        args.append({"kind": "buffer", "name": name})
+        args.append({"kind": "buffer", "name": name, "pass": passed})
         return name
 
     def scalar(value) -> None:
@@ -99,7 +100,7 @@ def describe_args(function, bound, local_bytes: int) -> tuple[list[dict], dict[s
             assert isinstance(t, GroupType)
             m = t.memref
             base = v.members[0].buffer if v.members else np.zeros(1, m.element.dtype)
-            buffer(base, name)
+            buffer(base, name, passed=False)
             args.append({"kind": "pointers", "base": name, "ctype": ctype(m.element),
                          "offsets": [int(mm.offset - v.offset) for mm in v.members]})
             for k, s in enumerate(m.shape):

@@ -261,7 +261,7 @@ def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
         test = interesting_for(prep, case, expected, target, reference,
                                others.get("oclgrind"), options, runner, ref_options)
         reduction = reduce_kernel(prep.source, prep.kernel, test, seconds,
-                                  lambda n, t, s: progress(
+                                  progress=lambda n, t, s: progress(
                                       f"reducing: {n} lines, {t} tests, {s:.0f} s"))
         source = reduction.source
         limit = ", time limit reached" if reduction.timed_out else ""
