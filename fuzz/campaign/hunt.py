@@ -52,6 +52,7 @@ class HuntOptions:
     mutation: Optional[str] = None  # fuzz.campaign.mutations bug to plant in the OpenCL side
     timeout: float = 120.0  # per batch, before the OpenCL side counts as hung
     kinds: Optional[frozenset] = None  # only these finding kinds count (None: all)
+    triage_time: float = 120.0  # reduction budget of a device-compiler suspect (0: no triage)
 
 
 class _Found(AssertionError):

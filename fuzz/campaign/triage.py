@@ -285,3 +285,25 @@ def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
     path = reproducer.write(base + ".repro", source, prep, case, ref.outputs, act.outputs,
                             info, options, result.text(), reduction)
     return note + f"\nreproducer: {path}"
+
+
+_MUTATED: set = set()
+
+
+def triage_saved(finding, base: str, reduce_seconds: float,
+                 mutation: Optional[str] = None) -> str:
+    """Triage a finding a campaign has just saved at BASE; its short class for the live view
+    (or "triage failed: ..."; a campaign must go on)."""
+    from tlgpu.config import LoweringConfig
+
+    if mutation and mutation not in _MUTATED:  # the campaign planted it in its OpenCL side
+        from .mutations import apply
+
+        apply(mutation)
+        _MUTATED.add(mutation)
+    try:
+        result = investigate(finding.case, finding.config or LoweringConfig(),
+                             Target(finding.device or "pocl"), base, reduce_seconds)
+    except Exception as e:  # noqa: BLE001 - reported in the live view, never fatal
+        return f"triage failed: {type(e).__name__}"
+    return result.short
