@@ -21,7 +21,9 @@ from .triage import Prepared
 HOST = '''\
 """Run kernel.cl as described in args.json; compare the buffers with expected.npz.
 Usage: python host.py [PLATFORM-SUBSTRING]   (needs numpy and pyopencl only)"""
-import json, sys
+import json
+import sys
+
 import numpy as np
 import pyopencl as cl
 
@@ -29,10 +31,12 @@ spec = json.load(open("args.json"))
 name = sys.argv[1].lower() if len(sys.argv) > 1 else spec["platform"].lower()
 dev = next(d for p in cl.get_platforms() for d in p.get_devices()
            if name in f"{p.name} {p.vendor} {d.name}".lower())
-ctx = cl.Context([dev]); q = cl.CommandQueue(ctx)
+ctx = cl.Context([dev])
+q = cl.CommandQueue(ctx)
 print("device:", dev.platform.name, "|", dev.name, "| driver", dev.driver_version)
 prog = cl.Program(ctx, open("kernel.cl").read()).build(options=spec["options"])
-inputs = np.load("inputs.npz"); expected = np.load("expected.npz")
+inputs = np.load("inputs.npz")
+expected = np.load("expected.npz")
 mf = cl.mem_flags
 bufs, args = {}, []
 for a in spec["args"]:
@@ -47,9 +51,9 @@ for a in spec["args"]:
         args.append(cl.LocalMemory(a["bytes"]))
     else:  # "pointers": device addresses base + offsets[i], formed on the device
         ptrs = cl.Buffer(ctx, mf.READ_WRITE, 8 * max(1, len(a["offsets"])))
-        fill = cl.Program(ctx, "kernel void f(global %s* b, global long* o, global ulong* p)"
+        fill = cl.Program(ctx, "kernel void f(global T* b, global long* o, global ulong* p)"
                           "{ size_t i = get_global_id(0); p[i] = (ulong)(b + o[i]); }"
-                          % a["ctype"]).build()
+                          .replace("T*", a["ctype"] + "*")).build()
         offs = np.array(a["offsets"] or [0], np.int64)
         ob = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=offs)
         fill.f(q, (max(1, len(a["offsets"])),), None, bufs[a["base"]][1], ob, ptrs)
@@ -122,7 +126,7 @@ def describe_args(function, bound, local_bytes: int) -> tuple[list[dict], dict[s
 
 def write(directory: str, source: str, prepared: Prepared, case, expected: dict, actual: dict,
           info: dict, options: tuple[str, ...], triage_text: str,
-          reduction: Optional[object] = None) -> str:
+          reduction: Optional[object] = None, reference: str = "pocl") -> str:
     """Write the reproducer directory; returns its path."""
     os.makedirs(directory, exist_ok=True)
     fn = prepared.function
@@ -158,7 +162,7 @@ def write(directory: str, source: str, prepared: Prepared, case, expected: dict,
             opencl_c=info.get("opencl_c", "?"), options=" ".join(options) or "(none)",
             kernel=prepared.kernel, glob=meta["global"], loc=meta["local"],
             diffs="\n".join(diffs) or "    (none recorded)", size=size,
-            triage=triage_text))
+            triage=triage_text, reference=reference))
     return directory
 
 
@@ -170,8 +174,9 @@ README = """\
 - NDRange: global {glob}, local {loc}
 {size}
 `kernel.cl` is valid OpenCL C without undefined behaviour: Oclgrind (data-race,
-out-of-bounds, uninitialised-value and API checks) reports nothing, and pocl computes the
-expected result, as does this device when the same source is built with `-cl-opt-disable`.
+out-of-bounds, uninitialised-value and API checks) reports nothing, and the reference
+({reference}) computes the expected result; the triage below shows this device agreeing when
+the same source is built with `-cl-opt-disable`.
 
 Reproduce (numpy and pyopencl only):
 

@@ -283,7 +283,8 @@ def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
     if type(target) is not Target:
         info["device"] = f"{info['device']} ({target.label})"
     path = reproducer.write(base + ".repro", source, prep, case, ref.outputs, act.outputs,
-                            info, options, result.text(), reduction)
+                            info, options, result.text(), reduction,
+                            f"{reference.label} {' '.join(ref_options)}")
     return note + f"\nreproducer: {path}"
 
 
