@@ -4,8 +4,9 @@ Mozilla's line/brace/token delta reducer, used as a library; `pip install tlinte
 Only the kernel's body is reduced (the signature stays, so the finding's arguments still
 fit). A candidate is kept while all of these hold:
 - the suspect device still disagrees with pocl;
-- on the elements where they disagree, pocl still gives the interpreter's original result
-  (so the difference is still the finding's, not a new one of the reduced code);
+- on some element where they disagree, pocl still gives the interpreter's original result
+  (so the finding's difference survives, not only new ones of the reduced code; asking this
+  of every such element keeps every store that an original difference was overwritten by);
 - Oclgrind (when installed) runs it to the end and reports nothing.
 Candidates that cannot compile (unbalanced brackets, a variable used but no longer declared)
 are rejected before any compiler sees them: most of a delta reducer's tries are such.
@@ -73,6 +74,11 @@ _DECL = re.compile(rf"(?:{_TYPE}|,\s*)\b((?:v|tl)_\w+)\b")
 _USE = re.compile(r"\b((?:v|tl)_\w+)\b")
 
 
+# `const long v_x = EXPR;` (one name, no comma at the top level is checked by the caller's
+# test: a multi-name declaration fails to compile once its first name is inlined)
+_ONE_DECL = re.compile(rf"^\s*{_TYPE}((?:v|tl)_\w+)\s*=\s*([^;,]+);\s*$")
+
+
 def plausible(head: str, body: str) -> bool:
     """False for a body that cannot compile: unbalanced brackets or an undeclared name."""
     for o, c in ("()", "[]", "{}"):
@@ -95,6 +101,11 @@ def plausible(head: str, body: str) -> bool:
                 return False
         declared |= own
     return True
+
+
+def _agrees_somewhere(expected, reference, mask) -> bool:
+    want, got = np.asarray(expected), np.asarray(reference)
+    return want.shape == got.shape and bool((want[mask] == got[mask]).any())
 
 
 def interesting_for(prepared: Prepared, case, expected: dict, suspect: Target,
@@ -124,12 +135,9 @@ def interesting_for(prepared: Prepared, case, expected: dict, suspect: Target,
         if sus.outputs is None:
             return False
         diff = differing(ref.outputs, sus.outputs)
-        if not diff:
+        if not any(_agrees_somewhere(expected[key], ref.outputs[key], mask)
+                   for key, mask in diff.items()):
             return False
-        for key, mask in diff.items():
-            want, got = np.asarray(expected[key]), np.asarray(ref.outputs[key])
-            if want.shape != got.shape or (want[mask] != got[mask]).any():
-                return False
         if checker is not None:
             chk = run(checker, source)
             if chk.outputs is None or chk.reports:
@@ -187,6 +195,32 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
                 progress(body_size(body), tests, time.time() - t0)
         return changed
 
+    def inline_pass() -> bool:
+        """Lithium only deletes. This pass replaces, the way C-Reduce's copy propagation
+        does: a one-name declaration goes and its initializer takes the place of its uses
+        (a candidate like any other, so the test decides whether that kept the meaning)."""
+        nonlocal body, tests, timed_out, stop
+        changed = False
+        k = len(body) - 1
+        while k >= 0:
+            if time.time() - t0 > time_limit or body_size(body) <= stop_at_lines:
+                stop, timed_out = True, time.time() - t0 > time_limit
+                break
+            m = _ONE_DECL.match(body[k]) if k < len(body) else None
+            if m:
+                name, init = m.group(1), m.group(2)
+                use = re.compile(rf"\b{name}\b")
+                rest = [use.sub(lambda _, e=init: f"({e})", ln) for ln in body[k + 1:]]
+                cand = body[:k] + rest
+                text = "".join(cand)
+                if plausible(head, text):
+                    tests += 1
+                    if test(head + text + tail):
+                        body, changed = cand, True
+                        progress(body_size(body), tests, time.time() - t0)
+            k -= 1
+        return changed
+
     plan = [(testcases.TestcaseLine, strategies.Minimize),
             (testcases.TestcaseLine, strategies.MinimizeBalancedPairs),
             (testcases.TestcaseLine, strategies.CollapseEmptyBraces),
@@ -199,6 +233,8 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
                 progress_made = True
             if stop:
                 break
+        if not stop and inline_pass():
+            progress_made = True
     shutil.rmtree(scratch, ignore_errors=True)
     return Reduction(head + "".join(body) + tail, body_size(body), original, tests,
                      time.time() - t0, timed_out)
