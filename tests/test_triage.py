@@ -111,6 +111,7 @@ def test_uninitialised_local_memory_read_by_the_lowering_is_ub(monkeypatch):
     assert "Uninitialized" in r.reason or "uninitialized" in r.reason.lower(), r.text()
 
 
+@pytest.mark.slow
 def test_reduction_and_reproducer_of_the_simulated_device_bug(tmp_path):
     pytest.importorskip("lithium", reason="the reducer is the [triage] extra")
     from fuzz.campaign import reproducer
