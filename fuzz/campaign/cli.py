@@ -171,7 +171,7 @@ class Tally:
                 classes[c] = classes.get(c, 0) + 1
             t.add_row("triage", ", ".join(f"{c}: {n}" for c, n in sorted(classes.items())))
         for k, path, line in self.findings[-5:]:
-            cls = f" [{self.triage[path]}]" if path in self.triage else ""
+            cls = f" ({self.triage[path]})" if path in self.triage else ""
             t.add_row(f"  {k}{cls}", f"{path}.tl — {line}")
         for path, status in self.replays:
             t.add_row("  replayed", f"{path}: {status}")
