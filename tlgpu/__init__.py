@@ -9,7 +9,8 @@ table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_fun
 (BLAS instructions over the work-items), barriers (where a barrier is needed), memory
 (alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering (program,
 work-group size choice), devices (device strings, contexts), runtime (build cache,
-marshalling, launch), buildlog (compiler log -> tensor-language spans).
+marshalling, launch), buildlog (compiler log -> tensor-language spans), oclgrind (Oclgrind's
+checks on; its reports as OclgrindReport errors).
 """
 
 from __future__ import annotations
