@@ -12,7 +12,8 @@ table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_fun
 (alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering (program,
 work-group size choice), kernel (compile-once API, OpenCL C from other compilers),
 implementations (`opencl` and `opencl-c:COMMAND`), devices (device strings, contexts),
-runtime (build cache, marshalling, launch), buildlog (compiler log -> tensor-language spans).
+runtime (build cache, marshalling, launch), buildlog (compiler log -> tensor-language spans),
+oclgrind (Oclgrind's checks on; its reports as OclgrindReport errors).
 """
 
 from __future__ import annotations

@@ -30,6 +30,9 @@ class LoweringConfig:
     # OpenCL C 1.2 forbids `global T*global*` kernel parameters and NVIDIA enforces it: pass
     # the pointer array as `global ulong*` instead (same bytes; the runtime sets this there)
     group_pointers_as_ulong: bool = False
+    # the alloca/staging slab as a `local ulong*` kernel argument instead of a kernel-scope
+    # array (same memory; Oclgrind checks uninitialised reads only there, the runtime sets it)
+    local_slab_argument: bool = False
 
     @staticmethod
     def from_overrides(overrides: dict[str, str] | list[str] | None = None,

@@ -4,6 +4,7 @@ launch with global (wg0, wg1, N) and local (wg0, wg1, 1), read the buffers back.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import weakref
@@ -22,6 +23,7 @@ from .ctypes_map import ctype
 from .devices import DeviceHandle, handle
 from .guards import Guards
 from .lowering import Lowered, lower_program
+from .oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
 from .prelaunch import check_launch
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
@@ -50,7 +52,9 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
         # only pocl accepts `global T*global*` parameters (OpenCL C 1.2 forbids them; NVIDIA
         # and Oclgrind enforce that): elsewhere pass the same bytes as `global ulong*`
         group_pointers_as_ulong=config.group_pointers_as_ulong
-        or "portable computing language" not in d.platform.name.lower())
+        or "portable computing language" not in d.platform.name.lower(),
+        # Oclgrind tracks uninitialised values only in local memory passed as an argument
+        local_slab_argument=config.local_slab_argument or is_oclgrind(d))
 
 
 def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) -> Lowered:
@@ -86,7 +90,8 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
         return _PROGRAMS[key]
     _require_extensions(lowered.source, dev)
     try:
-        prog = cl.Program(dev.context, lowered.source).build(options=BUILD_OPTIONS)
+        with without_query_noise(is_oclgrind(dev.device)):
+            prog = cl.Program(dev.context, lowered.source).build(options=BUILD_OPTIONS)
     except cl.RuntimeError as e:
         log = str(e)  # pyopencl puts the device's build log in the message
         filename = program.filename if program else "<input>"
@@ -213,7 +218,8 @@ def prepare(program: ir.Program, function: ir.Function, device: Optional[str],
     prog = build(lowered, dev, program)
     import pyopencl as cl
 
-    kernel = cl.Kernel(prog, kname)
+    with without_query_noise(is_oclgrind(dev.device)):
+        kernel = cl.Kernel(prog, kname)
 
     limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev.device)
     if geo.size > limit:
@@ -247,24 +253,39 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
     check_launch(program, function, bound, groups, geo.size, dev.device.address_bits)
     if groups == 0:
         return []
+    lowered = lowered_for(program, dev, device_config(dev, config))
+    extra = []
+    slab = lowered.local_args.get(function.name, 0)
+    if slab:  # Oclgrind tracks uninitialised local memory only in kernel arguments
+        extra.append(cl.LocalMemory(slab))
+    grind = is_oclgrind(dev.device)
     times = []
     try:
-        marshal = _Marshal(dev, guard=guard)
-        args = marshal.args(function, bound)
-        for k in range(max(1, repeat)):
-            if k:
-                marshal.restore()
-            start = time.perf_counter()
-            event = kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1), *args)
-            event.wait()
-            times.append(_kernel_seconds(event, time.perf_counter() - start))
-        if marshal.guards is not None:
-            marshal.guards.check(function.name)
-        marshal.read_back()
+        with captured_stderr() if grind else _nothing() as cap:
+            marshal = _Marshal(dev, guard=guard and not grind)
+            args = marshal.args(function, bound)
+            for k in range(max(1, repeat)):
+                if k:
+                    marshal.restore()
+                start = time.perf_counter()
+                event = kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1),
+                               *args, *extra)
+                event.wait()
+                times.append(_kernel_seconds(event, time.perf_counter() - start))
+            if marshal.guards is not None:
+                marshal.guards.check(function.name)
+            marshal.read_back()
     except cl.Error as e:
         raise ExecutionError(f"OpenCL launch of @{function.name} on '{dev.device.name}' "
                              f"failed: {e}") from None
+    if grind:
+        raise_reports(cap.text, lowered.line_spans, program.filename, program.source)
     return times
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield None
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,

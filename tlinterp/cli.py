@@ -76,16 +76,18 @@ def _version() -> str:
 
 
 def _lowering_keys() -> str:
-    """The --lowering keys, read when help is asked for: tlinterp does not import the OpenCL
-    backend otherwise."""
-    try:
-        from dataclasses import fields
+    """The --lowering keys of the `opencl` implementation, asked of the registry when help is
+    printed (tlinterp knows no backend: the entry point loads it)."""
+    from dataclasses import fields
 
-        from tlgpu.config import LoweringConfig
+    from .impl import resolve
+
+    try:
+        config = resolve("opencl").config
+        keys = ", ".join(f.name for f in fields(config))
     except Exception:  # noqa: BLE001 - help must print even without the backend
         return "--lowering keys: the OpenCL backend is not available here.\n"
-    keys = ", ".join(f.name for f in fields(LoweringConfig))
-    return f"--lowering keys (KEY=VALUE, repeatable): {keys}\n"
+    return f"--lowering keys of the opencl backend (KEY=VALUE, repeatable): {keys}\n"
 
 
 class _Help(argparse.Action):
