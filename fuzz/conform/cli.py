@@ -35,7 +35,7 @@ from .impl import (
     outcome_of,
     reproduce,
 )
-from .interrupt import kill_children
+from .interrupt import kill_children_settled
 from .jsonreport import write_json
 from .judge import FAIL, Verdict, judge
 from .report import print_summary, write_junit, write_log
@@ -131,7 +131,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return _main(opts)
     except KeyboardInterrupt:
-        kill_children()
+        kill_children_settled()
         print("tlconform: interrupted", file=sys.stderr)
         return 130
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 
-__all__ = ["descendants", "kill_children"]
+__all__ = ["descendants", "kill_children", "kill_children_settled"]
 
 
 def _parents() -> dict[int, int]:
@@ -63,3 +63,18 @@ def kill_children() -> int:
         except (ProcessLookupError, PermissionError):
             continue
     return len(pids)
+
+
+def kill_children_settled(quiet: float = 0.3, limit: float = 3.0) -> None:
+    """Kill every process below us until none has appeared for `quiet` seconds: a worker
+    thread that had taken its next case just before the interrupt may still start one."""
+    import time
+
+    deadline = time.monotonic() + limit
+    calm_since = time.monotonic()
+    while time.monotonic() < deadline:
+        if kill_children():
+            calm_since = time.monotonic()
+        elif time.monotonic() - calm_since >= quiet:
+            return
+        time.sleep(0.02)
