@@ -23,6 +23,12 @@ class LoweringConfig:
     local_staging_min_reuse: int = 32  # stage only when every element is reused this often
     # (min(M, N)); small GEMMs run faster straight from the cache (measured on an H200)
     unroll_k: int = 8  # `#pragma unroll` factor of the K loop of a static-shape gemm (1: none)
+    planned_tiles: bool = True  # static-shape gemm: pick its own work-item grid and tile from
+    # its M x N (fewest idle SIMD lanes) instead of the work-group's (wg0, wg1) grid
+    fused_multiply_add: bool = True  # float collectives accumulate with fma(): collective sums
+    # may be reassociated (their rounding is bounded, not fixed), so one rounding less is allowed
+    narrow_indices: bool = True  # 32-bit index arithmetic in collectives whose static extents
+    # and strides provably fit (64-bit integer multiplies are slow on GPUs)
     local_memory_bytes: int = 49152  # budget for alloca + staging; more is a BackendError
     reuse_local_memory: bool = True  # allocas whose lifetimes do not overlap share memory
     minimise_barriers: bool = True  # False: a barrier after every memory-touching step
