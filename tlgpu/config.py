@@ -8,6 +8,9 @@ from typing import Optional
 
 from tlinterp.diagnostics import BackendError
 
+# knobs whose None means "decided by the device kind" (see LoweringConfig)
+DEVICE_DEFAULT = ("planned_tiles", "fused_multiply_add", "narrow_indices")
+
 
 @dataclass(frozen=True)
 class LoweringConfig:
@@ -23,12 +26,14 @@ class LoweringConfig:
     local_staging_min_reuse: int = 32  # stage only when every element is reused this often
     # (min(M, N)); small GEMMs run faster straight from the cache (measured on an H200)
     unroll_k: int = 8  # `#pragma unroll` factor of the K loop of a static-shape gemm (1: none)
-    planned_tiles: bool = True  # static-shape gemm: pick its own work-item grid and tile from
-    # its M x N (fewest idle SIMD lanes) instead of the work-group's (wg0, wg1) grid
-    fused_multiply_add: bool = True  # float collectives accumulate with fma(): collective sums
-    # may be reassociated (their rounding is bounded, not fixed), so one rounding less is allowed
-    narrow_indices: bool = True  # 32-bit index arithmetic in collectives whose static extents
-    # and strides provably fit (64-bit integer multiplies are slow on GPUs)
+    # The next three are None = "on for GPUs, off for CPUs" (runtime.device_config decides;
+    # `--emit opencl` without a device lowers for a GPU); on pocl they measured slower.
+    planned_tiles: Optional[bool] = None  # static-shape gemm: pick its own work-item grid and
+    # tile from its M x N (fewest idle SIMD lanes) instead of the work-group's (wg0, wg1) grid
+    fused_multiply_add: Optional[bool] = None  # float gemm accumulates with fma(): collective
+    # sums may be reassociated (their rounding is bounded, not fixed), so one rounding less is ok
+    narrow_indices: Optional[bool] = None  # 32-bit index arithmetic in collectives whose static
+    # extents and strides provably fit (64-bit integer multiplies are slow on GPUs)
     local_memory_bytes: int = 49152  # budget for alloca + staging; more is a BackendError
     reuse_local_memory: bool = True  # allocas whose lifetimes do not overlap share memory
     minimise_barriers: bool = True  # False: a barrier after every memory-touching step
@@ -70,7 +75,9 @@ def _parse_value(key: str, text: str, current):
             if len(parts) != 2 or min(parts) < 1:
                 raise ValueError
             return (parts[0], parts[1])
-        if isinstance(current, bool):
+        if key in DEVICE_DEFAULT and text.lower() in ("", "none", "auto"):
+            return None
+        if isinstance(current, bool) or key in DEVICE_DEFAULT:
             low = text.lower()
             if low in ("1", "true", "yes", "on"):
                 return True
@@ -83,5 +90,6 @@ def _parse_value(key: str, text: str, current):
         return value
     except ValueError:
         kind = ("W,H (two positive integers)" if key == "work_group_size"
+                else "true/false/auto" if key in DEVICE_DEFAULT
                 else "true/false" if isinstance(current, bool) else "a positive integer")
         raise BackendError(f"lowering option '{key}': '{text}' is not {kind}") from None

@@ -227,7 +227,7 @@ def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
 
 def _index_type(lw, inst, extents: list[Optional[int]]) -> str:
     """`int` when 32-bit index arithmetic is safe for this collective (tiles.fits_int)."""
-    if not lw.config.narrow_indices or None in extents:
+    if lw.config.narrow_indices is False or None in extents:
         return "long"
     strides = [s for name in ("a", "b", "c") if hasattr(inst, name)
                for s in lw.view(getattr(inst, name)).stride]
@@ -246,7 +246,7 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
         fb, _ = _op(lw.view(inst.b), inst.trans_b)
     lw.access(w, reads, {p.out.root})
     M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
-    if M is not None and N is not None and cfg.planned_tiles:
+    if M is not None and N is not None and cfg.planned_tiles is not False:
         tp = tiles.plan(M, N, g.wg0, g.wg1, cfg.max_tile)
     else:
         rm = min(-(-M // g.wg0), cfg.max_tile) if M is not None else 1
@@ -255,7 +255,7 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     rm, rn, g0, g1 = tp.rm, tp.rn, tp.g0, tp.g1
     I = _index_type(lw, inst, [M, N, K])  # noqa: E741
     C = ctype(p.ct)
-    fused = cfg.fused_multiply_add and p.ct.is_float
+    fused = cfg.fused_multiply_add is not False and p.ct.is_float
     bi, bj, k = lw.fresh("bi"), lw.fresh("bj"), lw.fresh("k")
     acc, av, bv = lw.fresh("acc"), lw.fresh("a"), lw.fresh("b")
     w.line(f"const {I} {bi}M = {p.M}, {bj}N = {p.N}, {k}K = {p.K};")
