@@ -2,6 +2,7 @@
 
     source = tlgpu.lower(program)                 # what `tlrun --emit opencl` prints
     out = tlgpu.run(program, args, device="pocl") # the .npz convention, like tlinterp.run
+    best = tlgpu.tune(program, args, device="nvidia").best  # autotuned LoweringConfig
 
 Modules: config (LoweringConfig), ctypes_map (types, exact literals), cwriter (C text + line
 table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_function
@@ -9,7 +10,8 @@ table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_fun
 (BLAS instructions over the work-items), barriers (where a barrier is needed), memory
 (alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering (program,
 work-group size choice), devices (device strings, contexts), runtime (build cache,
-marshalling, launch), buildlog (compiler log -> tensor-language spans).
+marshalling, launch), buildlog (compiler log -> tensor-language spans), tiles (gemm tile
+plans, 32-bit index safety), tune (the autotuner and its on-disk cache).
 """
 
 from __future__ import annotations
@@ -46,4 +48,15 @@ def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
     _run_bound(program, function, bound, groups, device=device, config=config)
 
 
-__all__ = ["LoweringConfig", "lower", "run", "run_bound"]
+def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
+         groups: Optional[int] = None, device: Optional[str] = None, reps: int = 5,
+         use_cache: bool = True):
+    """Time candidate lowering configs on `device`; the fastest is `.best` (cached on disk
+    per kernel and device; `.trials` is the search, empty on a cache hit)."""
+    from .tune import tune as _tune
+
+    return _tune(program, args, func=func, groups=groups, device=device, reps=reps,
+                 use_cache=use_cache)
+
+
+__all__ = ["LoweringConfig", "lower", "run", "run_bound", "tune"]

@@ -2,7 +2,7 @@
 
     tlrun KERNEL.tl [--check] [--emit ir|opencl] [--args ARGS.npz] [--func NAME] [--groups N]
                     [--out OUT.npz] [--no-check] [--max-steps N] [--backend interp|opencl]
-                    [--device D] [--lowering KEY=VALUE ...]
+                    [--device D] [--lowering KEY=VALUE ...] [--tune]
 
 Exit status: 0 success; 1 undefined behaviour or a run-time failure; 2 source, arguments or
 backend rejected; 3 an internal error (a bug: please report it); 130 interrupted.
@@ -45,6 +45,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--device", help="OpenCL device: pocl, nvidia, oclgrind, PLATFORM:DEVICE")
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
                    help="override a lowering decision (repeatable)")
+    p.add_argument("--tune", action="store_true",
+                   help="(opencl) time lowering configs on the device with these arguments, "
+                        "cache the fastest per kernel and device, use it (--lowering applies "
+                        "on top); the search goes to stderr")
     return p
 
 
@@ -95,6 +99,20 @@ def _summary(console, function, backend, groups, args, out, seconds, check) -> N
     console.print(t)
 
 
+def _tune_table(console, result) -> None:
+    from rich.table import Table
+
+    from tlgpu.tune import table
+
+    t = Table(title=f"lowering configs on {result.device}"
+              + (" (cached winner)" if result.cached else " (median kernel time)"))
+    for col in ("config", "time", ""):
+        t.add_column(col)
+    for row in table(result):
+        t.add_row(*row)
+    console.print(t)
+
+
 def _run(ns) -> int:
     from rich.console import Console
 
@@ -128,11 +146,20 @@ def _run(ns) -> int:
         args = load_npz(ns.args_file)
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
+    if ns.tune and ns.backend != "opencl":
+        raise ArgumentError("--tune needs --backend opencl")
+    config = _lowering(ns.lowering) if ns.backend == "opencl" else None
+    if ns.tune:
+        tlgpu = _tlgpu()
+        result = tlgpu.tune(program, args, func=function.name, groups=ns.groups,
+                            device=ns.device)
+        _tune_table(err, result)
+        config = tlgpu.LoweringConfig.from_overrides(ns.lowering, result.best)
     start = time.perf_counter()
     if ns.backend == "opencl":
         tlgpu = _tlgpu()
         out = tlgpu.run(program, args, func=function.name, groups=ns.groups, device=ns.device,
-                        config=_lowering(ns.lowering))
+                        config=config)
     else:
         from .args import bind, unbind
         from .interp import run_bound
