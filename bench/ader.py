@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from gpu import OpenCLTimer, program, torch_time  # noqa: E402
 
 from tlgpu.config import LoweringConfig  # noqa: E402
+from tlgpu.tuner import describe  # noqa: E402
 
 P_DEFAULT = 9
 DT = 1.01
@@ -144,7 +145,7 @@ def torch_chain(a: dict, N: int):
             out[:, :r, :].add_(nxt, alpha=coefficient(n))
             dq = nxt
 
-    return run, out, I0
+    return run, out
 
 
 def peak(dev, T: str) -> tuple[float | None, str]:
@@ -160,45 +161,57 @@ def peak(dev, T: str) -> tuple[float | None, str]:
                    "(Hopper whitepaper, non-tensor-core)")
 
 
-def measure(N: int, P: int, E: int, T: str, device: str, config, reps: int, use_torch: bool,
-            rng) -> dict:
+def measure_case(N: int, P: int, E: int, T: str, device: str, configs: list, reps: int,
+                 use_torch: bool, tune: bool, rng) -> list[dict]:
+    """One row per config (and one for the tuned config) on the same arguments."""
     a = arguments(N, P, E, T, rng)
     prog = program(source(N, P, T), f"ader_N{N}_{T}.tl")
-    t = OpenCLTimer(prog, "ader", a, device, config, groups=E)
-    k = t.time(reps)
     check_e = slice(0, min(E, 2000))
     ref = reference(a, N, check_e)
-    got = t.result()["I"][:, :, check_e]
-    err = float(np.max(np.abs(got - ref)) / max(1.0, float(np.max(np.abs(ref)))))
-    tol = 1e-11 if T == "f64" else 1e-4
+    scale = max(1.0, float(np.max(np.abs(ref))))
     itemsize = 8 if T == "f64" else 4
     moved = traffic(N, P, itemsize) * E
-    copy = t.copy_time(moved // 2, reps)  # a copy of moved/2 bytes reads and writes `moved`
     fl = flops(N, P) * E
-    pk, pk_src = peak(t.dev, T)
-    compute_floor = fl / pk if pk else None
-    floor = max(copy, compute_floor or 0.0)
-    row = dict(case=f"ader {T} N={N} P={P} E={E}", device=t.dev.device.name,
-               wg=f"{t.geo.wg0}x{t.geo.wg1}", kernel_s=k, build_s=t.build_s,
-               gflops=fl / k / 1e9, traffic_floor_s=copy, compute_floor_s=compute_floor,
-               peak_source=pk_src, of_floor=floor / k, max_rel_err=err, ok=err <= tol,
-               config=config_text(config))
-    t = None
+    labels = ["" for _ in configs]
+    if tune:
+        import tlgpu
+
+        result = tlgpu.tune(prog, a, func="ader", groups=E, device=device, reps=3,
+                            use_cache=False)
+        for t in result.trials:
+            s = "-" if t.seconds is None else f"{t.seconds * 1e3:.3f} ms"
+            print(f"  tune {describe(t.config)}: {s} {t.error}", flush=True)
+        configs = configs + [result.best]
+        labels = labels + ["tuned: "]
+    rows, copy = [], None
+    for cfg, label in zip(configs, labels):
+        t = OpenCLTimer(prog, "ader", a, device, cfg, groups=E)
+        k = t.time(reps)
+        err = float(np.max(np.abs(t.result()["I"][:, :, check_e] - ref)) / scale)
+        if copy is None:  # a copy of moved/2 bytes reads and writes `moved`
+            copy = t.copy_time(moved // 2, reps)
+        pk, pk_src = peak(t.dev, T)
+        compute_floor = fl / pk if pk else None
+        floor = max(copy, compute_floor or 0.0)
+        rows.append(dict(case=f"ader {T} N={N} P={P} E={E}", device=t.dev.device.name,
+                         wg=f"{t.geo.wg0}x{t.geo.wg1}", kernel_s=k, build_s=t.build_s,
+                         gflops=fl / k / 1e9, traffic_floor_s=copy,
+                         compute_floor_s=compute_floor, peak_source=pk_src,
+                         of_floor=floor / k, max_rel_err=err,
+                         ok=err <= (1e-11 if T == "f64" else 1e-4),
+                         config=label + describe(cfg)))
+        print(f"{rows[-1]['case']} [{rows[-1]['config']}]: {k * 1e3:.3f} ms", flush=True)
+        t = None
     if use_torch:
-        fn, out, I0 = torch_chain(a, N)
-        row["torch_s"] = torch_time(fn, reps)
-        row["speedup"] = row["torch_s"] / k
+        fn, out = torch_chain(a, N)
+        ts = torch_time(fn, reps)
         fn()
         tgot = np.moveaxis(out[check_e].double().cpu().numpy(), 0, 2)
-        row["torch_rel_err"] = float(np.max(np.abs(tgot - ref)) / max(1.0, float(
-            np.max(np.abs(ref)))))
-    return row
-
-
-def config_text(config: LoweringConfig) -> str:
-    base = LoweringConfig()
-    return " ".join(f"{f}={getattr(config, f)}" for f in config.__dataclass_fields__
-                    if getattr(config, f) != getattr(base, f)) or "default"
+        terr = float(np.max(np.abs(tgot - ref)) / scale)
+        for r in rows:
+            r.update(torch_s=ts, speedup=ts / r["kernel_s"], torch_rel_err=terr)
+        fn = out = None
+    return rows
 
 
 def show(rows: list[dict]) -> None:
@@ -238,6 +251,8 @@ def main(argv=None) -> int:
     ap.add_argument("--config", action="append", default=[], metavar="'K=V K=V'",
                     help="an extra config (on top of --lowering) to measure (repeatable)")
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--tune", action="store_true",
+                    help="also run tlgpu.tune at the first E of each case and measure its pick")
     ap.add_argument("--json", metavar="OUT")
     ns = ap.parse_args(argv)
     base = LoweringConfig.from_overrides(ns.lowering)
@@ -251,13 +266,9 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(12)
     for T in ns.types:
         for N in ns.N:
-            for E in ns.E:
-                for i, cfg in enumerate(configs):
-                    rows.append(measure(N, ns.P, E, T, ns.device, cfg, ns.reps,
-                                        use_torch and i == 0, rng))
-                    if len(configs) > 1:
-                        print(f"{rows[-1]['case']} [{rows[-1]['config']}]: "
-                              f"{rows[-1]['kernel_s'] * 1e3:.3f} ms", flush=True)
+            for i, E in enumerate(ns.E):
+                rows += measure_case(N, ns.P, E, T, ns.device, configs, ns.reps, use_torch,
+                                     ns.tune and i == 0, rng)
     show(rows)
     if ns.json:
         with open(ns.json, "w") as f:

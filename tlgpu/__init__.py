@@ -11,7 +11,7 @@ table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_fun
 (alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering (program,
 work-group size choice), devices (device strings, contexts), runtime (build cache,
 marshalling, launch), buildlog (compiler log -> tensor-language spans), tiles (gemm tile
-plans, 32-bit index safety), tune (the autotuner and its on-disk cache).
+plans, 32-bit index safety), tuner (the autotuner, its on-disk cache).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
          use_cache: bool = True):
     """Time candidate lowering configs on `device`; the fastest is `.best` (cached on disk
     per kernel and device; `.trials` is the search, empty on a cache hit)."""
-    from .tune import tune as _tune
+    from .tuner import tune as _tune
 
     return _tune(program, args, func=func, groups=groups, device=device, reps=reps,
                  use_cache=use_cache)

@@ -102,7 +102,7 @@ def _summary(console, function, backend, groups, args, out, seconds, check) -> N
 def _tune_table(console, result) -> None:
     from rich.table import Table
 
-    from tlgpu.tune import table
+    from tlgpu.tuner import table
 
     t = Table(title=f"lowering configs on {result.device}"
               + (" (cached winner)" if result.cached else " (median kernel time)"))
