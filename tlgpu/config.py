@@ -37,6 +37,7 @@ class LoweringConfig:
     local_memory_bytes: int = 49152  # budget for alloca + staging; more is a BackendError
     reuse_local_memory: bool = True  # allocas whose lifetimes do not overlap share memory
     minimise_barriers: bool = True  # False: a barrier after every memory-touching step
+    local_fences: bool = True  # a barrier ordering only local memory fences only local memory
     # OpenCL C 1.2 forbids `global T*global*` kernel parameters and NVIDIA enforces it: pass
     # the pointer array as `global ulong*` instead (same bytes; the runtime sets this there)
     group_pointers_as_ulong: bool = False

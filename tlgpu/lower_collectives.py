@@ -219,7 +219,7 @@ def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
            f"{la}[{t}] = ({C}){fa(f'{t} % {M}', f'{t} / {M}')};")
     w.line(f"for (long {t} = tl_lid; {t} < {K * N}; {t} += tl_nwi) "
            f"{lb}[{t} % {K} + {t} / {K} * {ldb}] = ({C}){fb(f'{t} % {K}', f'{t} / {K}')};")
-    lw.barrier(w)
+    lw.barrier(w, {"stage"})
     sa = View(la, "local", p.ct, (str(M), str(K)), ("1", str(lda)), "stage")
     sb = View(lb, "local", p.ct, (str(K), str(N)), ("1", str(ldb)), "stage")
     return sa, sb

@@ -14,7 +14,7 @@ from tlinterp.typerules import result_types
 from tlinterp.types import GroupType, MemrefType, ScalarType
 
 from . import lower_scalar as S
-from .barriers import Pending
+from .barriers import LOCAL_ROOTS, Pending
 from .config import LoweringConfig
 from .ctypes_map import ctype, literal
 from .cwriter import CWriter
@@ -94,7 +94,12 @@ class FunctionLowerer:
         assert isinstance(val, View)
         return val
 
-    def barrier(self, w: CWriter) -> None:
+    def barrier(self, w: CWriter, roots: Optional[set[str]] = None) -> None:
+        """A barrier; `roots` (the memory it must order) all local: a local fence only."""
+        if roots is not None and roots <= LOCAL_ROOTS and self.config.local_fences:
+            w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+            self.pending.drop(LOCAL_ROOTS)
+            return
         w.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
         self.pending.clear()
 
@@ -104,7 +109,8 @@ class FunctionLowerer:
             self.pending.add(reads, writes)
             return
         if self.pending.conflicts(reads, writes, self.config.minimise_barriers):
-            self.barrier(w)
+            self.barrier(w, self.pending.conflicting(reads, writes)
+                         if self.config.minimise_barriers else None)
         self.pending.add(reads, writes)
 
     # --- kernel -------------------------------------------------------------------------

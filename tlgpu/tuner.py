@@ -34,6 +34,8 @@ SPACE: tuple[tuple[str, tuple], ...] = (
     ("max_tile", (4, 8, 16, 32)),
     ("fused_multiply_add", (True, False)),
     ("local_staging", (True, False)),
+    ("local_fences", (True, False)),
+    ("narrow_indices", (True, False)),
 )
 
 
