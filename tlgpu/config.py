@@ -9,7 +9,7 @@ from typing import Optional
 from tlinterp.diagnostics import BackendError
 
 # knobs whose None means "decided by the device kind" (see LoweringConfig)
-DEVICE_DEFAULT = ("planned_tiles", "fused_multiply_add", "narrow_indices")
+DEVICE_DEFAULT = ("fused_multiply_add", "narrow_indices")
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,11 @@ class LoweringConfig:
     local_staging_min_reuse: int = 32  # stage only when every element is reused this often
     # (min(M, N)); small GEMMs run faster straight from the cache (measured on an H200)
     unroll_k: int = 8  # `#pragma unroll` factor of the K loop of a static-shape gemm (1: none)
-    # The next three are None = "on for GPUs, off for CPUs" (runtime.device_config decides;
+    planned_tiles: bool = False  # static-shape gemm: its own work-item grid and tile from its
+    # M x N (tiles.plan) instead of the work-group's (wg0, wg1) grid; off by default: an
+    # earlier cost model lost 14% on an H100 and this one is unmeasured (the tuner tries it)
+    # The next two are None = "on for GPUs, off for CPUs" (runtime.device_config decides;
     # `--emit opencl` without a device lowers for a GPU); on pocl they measured slower.
-    planned_tiles: Optional[bool] = None  # static-shape gemm: pick its own work-item grid and
-    # tile from its M x N (fewest idle SIMD lanes) instead of the work-group's (wg0, wg1) grid
     fused_multiply_add: Optional[bool] = None  # float gemm accumulates with fma(): collective
     # sums may be reassociated (their rounding is bounded, not fixed), so one rounding less is ok
     narrow_indices: Optional[bool] = None  # 32-bit index arithmetic in collectives whose static

@@ -246,7 +246,7 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
         fb, _ = _op(lw.view(inst.b), inst.trans_b)
     lw.access(w, reads, {p.out.root})
     M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
-    if M is not None and N is not None and cfg.planned_tiles is not False:
+    if M is not None and N is not None and cfg.planned_tiles:
         tp = tiles.plan(M, N, g.wg0, g.wg1, cfg.max_tile)
     else:
         rm = min(-(-M // g.wg0), cfg.max_tile) if M is not None else 1

@@ -2,11 +2,13 @@
 
 A plan spreads an M x N output over a g0 x g1 grid of work-items (work-item t of the group is
 (t % g0, t / g0); those with t >= g0 * g1 sit out), each keeping an rm x rn tile of C in
-registers; blocks of g0*rm x g1*rn repeat when the grid cannot cover C at once. The cost model
-counts SIMD issue slots per K step: every SIMD group (NVIDIA warp) with an active lane issues
-rm*rn multiply-adds and rm + rn loads, so idle lanes in partly used SIMD groups cost as much as
-busy ones. The work-group's own (wg0, wg1) grid is the fallback and is kept unless the plan is
-clearly cheaper (GEMMs that already fill the group measured as fast on it as with any plan).
+registers; blocks of g0*rm x g1*rn repeat when the grid cannot cover C at once. The cost of a
+plan is first the work-item's chain per K step (blocks x (rm*rn multiply-adds + rm + rn
+loads)): the work-group waits for its slowest work-item at the next barrier, and a kernel of
+many small GEMMs is bound by that latency (measured on an H100: a plan with fewer, busier
+work-items lost 14% on the ADER chain). Ties go to fewer SIMD issue slots (idle lanes of a
+partly used NVIDIA warp cost as much as busy ones), then to more work-items. The work-group's
+own (wg0, wg1) grid is kept unless a plan is clearly cheaper.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def cost(M: int, N: int, g0: int, g1: int, rm: int, rn: int) -> int:
-    """SIMD issue slots per K step (see the module docstring)."""
+def cost(M: int, N: int, g0: int, g1: int, rm: int, rn: int) -> tuple[int, int]:
+    """(chain length per work-item, SIMD issue slots) per K step (see the module docstring)."""
     blocks = _ceil(M, g0 * rm) * _ceil(N, g1 * rn)
-    return blocks * _ceil(g0 * g1, SIMD_WIDTH) * (rm * rn + rm + rn)
+    chain = blocks * (rm * rn + rm + rn)
+    return chain, chain * _ceil(g0 * g1, SIMD_WIDTH)
 
 
 def grid_tiles(M: int, N: int, wg0: int, wg1: int, max_tile: int) -> tuple[int, int]:
@@ -57,11 +60,10 @@ def plan(M: int, N: int, wg0: int, wg1: int, max_tile: int) -> TilePlan:
         for rn in range(1, min(N, max_tile // rm) + 1):
             for g0 in range(1, min(size, _ceil(M, rm)) + 1):
                 g1 = max(1, min(size // g0, _ceil(N, rn)))
-                c = cost(M, N, g0, g1, rm, rn)
-                key = (c, -g0 * g1, -g0, rm * rn)  # then more work-items, rows first
+                key = (*cost(M, N, g0, g1, rm, rn), -g0 * g1, -g0)
                 if best_key is None or key < best_key:
                     best, best_key = TilePlan(g0, g1, rm, rn, True), key
-    if best_key is None or best_key[0] > PLAN_GAIN * base:
+    if best_key is None or best_key[0] > PLAN_GAIN * base[0]:
         return fallback
     return best
 

@@ -29,7 +29,7 @@ from .config import LoweringConfig
 # knob -> values tried (coordinate descent, in this order)
 SPACE: tuple[tuple[str, tuple], ...] = (
     ("work_group_size", (None, (16, 4), (8, 8), (32, 2), (32, 4), (16, 8), (16, 16))),
-    ("planned_tiles", (True, False)),
+    ("planned_tiles", (False, True)),
     ("unroll_k", (1, 2, 4, 8)),
     ("max_tile", (4, 8, 16, 32)),
     ("fused_multiply_add", (True, False)),
