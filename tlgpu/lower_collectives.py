@@ -175,7 +175,8 @@ def _generic(lw, w, inst, p: Problem, store) -> None:
     I = _index_type(lw, inst, [M * N if M is not None and N is not None else None, K])  # noqa: E741
     t, i, j = lw.fresh("t"), lw.fresh("i"), lw.fresh("j")
     w.line(f"const {I} {i}M = {p.M}, {i}N = {p.N};")
-    w.open(f"for ({I} {t} = ({I})tl_lid; {t} < {i}M * {i}N; {t} += ({I})tl_nwi)")
+    lid, nwi = ("tl_lid", "tl_nwi") if I == "long" else ("(int)tl_lid", "(int)tl_nwi")
+    w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {nwi})")
     w.line(f"const {I} {i} = {t} % {i}M, {j} = {t} / {i}M;")
     if p.K is None:
         acc = p.term(i, j, "0")
