@@ -37,6 +37,8 @@ class LoweringConfig:
     # extents and strides provably fit (64-bit integer multiplies are slow on GPUs)
     local_memory_bytes: int = 49152  # budget for alloca + staging; more is a BackendError
     reuse_local_memory: bool = True  # allocas whose lifetimes do not overlap share memory
+    infer_lifetimes: bool = True  # an alloca without lifetime_stop ends at its last use, not at
+    # the end of its region (less local memory per work-group: more groups fit on a GPU core)
     minimise_barriers: bool = True  # False: a barrier after every memory-touching step
     local_fences: bool = True  # a barrier ordering only local memory fences only local memory
     # OpenCL C 1.2 forbids `global T*global*` kernel parameters and NVIDIA enforces it: pass

@@ -65,7 +65,9 @@ class FunctionLowerer:
         self.helpers = helpers  # shared across the program's kernels: name -> C code
         self.env: dict[str, Val] = {}
         self.tmp = 0
-        self.alloca_offsets, self.alloca_bytes = plan_allocas(fn.body, config.reuse_local_memory)
+        self.alloca_offsets, self.alloca_bytes = plan_allocas(
+            fn.body, config.reuse_local_memory,
+            config.reuse_local_memory and config.infer_lifetimes)
         self.stage_bytes = 0  # local memory the collectives stage A/B in (set while lowering)
         self.pending = Pending()
         self.spmd = False  # inside a foreach: one work-item per iteration, no barriers

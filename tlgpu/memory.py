@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
 from math import prod
 
 from tlinterp import ir
@@ -18,17 +20,59 @@ def _round(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def plan_allocas(body: ir.Region, reuse: bool) -> tuple[dict[str, int], int]:
+def _names(x) -> Iterator[str]:
+    if isinstance(x, ir.Value):
+        yield x.name
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            yield from _names(y)
+    elif isinstance(x, ir.Slice):
+        yield from _names(x.offset)
+        yield from _names(x.size)
+
+
+def _mentioned(inst) -> Iterator[str]:
+    """Names of the values an instruction mentions itself (nested regions excluded)."""
+    for f in dataclasses.fields(inst):
+        v = getattr(inst, f.name)
+        if not isinstance(v, ir.Region):
+            yield from _names(v)
+
+
+def _alloca_roots(body: ir.Region) -> dict[str, str]:
+    """Every alloca and every view derived from one (subview/expand/fuse) -> the alloca."""
+    roots: dict[str, str] = {}
+    for inst in ir.walk(body):
+        if isinstance(inst, ir.Alloca):
+            roots[inst.result.name] = inst.result.name
+        elif isinstance(inst, (ir.Subview, ir.Expand, ir.Fuse)) and inst.operand.name in roots:
+            roots[inst.result.name] = roots[inst.operand.name]
+    return roots
+
+
+def plan_allocas(body: ir.Region, reuse: bool,
+                 infer_lifetimes: bool = False) -> tuple[dict[str, int], int]:
     """Byte offset of every alloca (by result name) and the slab size.
 
     Instructions are numbered in pre-order; an alloca lives from its position to its
-    lifetime_stop, else to the end of its enclosing region (nested regions included)."""
+    lifetime_stop, else to the end of its enclosing region (nested regions included), or with
+    `infer_lifetimes` to the end of the last instruction of that region that uses it or a view
+    of it (a loop using it keeps it to the loop's end)."""
     intervals: dict[str, list[int]] = {}
     sizes: dict[str, int] = {}
     counter = [0]
+    roots = _alloca_roots(body) if infer_lifetimes else {}
+
+    def touched(inst) -> set[str]:
+        names = set(_mentioned(inst))
+        for r in ir.regions_of(inst):
+            for nested in ir.walk(r):
+                names.update(_mentioned(nested))
+        return {roots[n] for n in names if n in roots}
 
     def visit(region: ir.Region) -> None:
         opened = []
+        last_use: dict[str, int] = {}  # alloca -> last pre-order number of its last user here
         for inst in region.instructions:
             pos = counter[0]
             counter[0] += 1
@@ -40,9 +84,13 @@ def plan_allocas(body: ir.Region, reuse: bool) -> tuple[dict[str, int], int]:
                 intervals[inst.operand.name][1] = pos
             for r in ir.regions_of(inst):
                 visit(r)
+            if infer_lifetimes:
+                for name in touched(inst):
+                    last_use[name] = counter[0] - 1
         for name in opened:
             if intervals[name][1] < 0:
-                intervals[name][1] = counter[0]
+                intervals[name][1] = last_use.get(name, intervals[name][0]) \
+                    if infer_lifetimes else counter[0]
 
     visit(body)
     offsets: dict[str, int] = {}

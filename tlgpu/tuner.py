@@ -35,6 +35,7 @@ SPACE: tuple[tuple[str, tuple], ...] = (
     ("fused_multiply_add", (True, False)),
     ("local_staging", (True, False)),
     ("local_fences", (True, False)),
+    ("infer_lifetimes", (True, False)),
     ("narrow_indices", (True, False)),
 )
 
