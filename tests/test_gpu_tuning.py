@@ -158,3 +158,41 @@ def test_tune_needs_the_opencl_backend(tmp_path, capsys):
     np.savez(tmp_path / "a.npz", x=np.zeros((), np.int32))
     assert cli.main([str(src), "--args", str(tmp_path / "a.npz"), "--tune"]) == 2
     assert "--tune needs --backend opencl" in capsys.readouterr().err
+
+
+LIFETIMES = """func @k(%x: memref<f64x4>) {
+  %a = alloca -> memref<f64x4>
+  %b = alloca -> memref<f64x2>
+  %c = alloca -> memref<f64x4>
+  axpby.n 2.0, %x, 0.0, %a : f64, memref<f64x4>, f64, memref<f64x4>
+  %s = subview %a[1:2] : memref<f64x4>
+  axpby.n 1.0, %s, 0.0, %b : f64, memref<f64x2>, f64, memref<f64x2>
+  for %i = 0, 2 {
+    axpby.n 1.0, %s, 1.0, %b : f64, memref<f64x2>, f64, memref<f64x2>
+  }
+  axpby.n 1.0, %x, 0.0, %c : f64, memref<f64x4>, f64, memref<f64x4>
+  %t = subview %c[0:2] : memref<f64x4>
+  axpby.n 1.0, %b, 1.0, %t : f64, memref<f64x2>, f64, memref<f64x2>
+  axpby.n 1.0, %c, 0.0, %x : f64, memref<f64x4>, f64, memref<f64x4>
+}
+"""
+
+
+def test_inferred_lifetimes_end_after_the_last_use_of_any_view():
+    from tlgpu.memory import plan_allocas
+
+    body = tlinterp.check(tlinterp.parse(LIFETIMES, "l.tl")).function("k").body
+    offsets, total = plan_allocas(body, reuse=True, infer_lifetimes=True)
+    assert offsets == {"a": 0, "b": 32, "c": 0} and total == 48  # %a ends with the loop
+    offsets, total = plan_allocas(body, reuse=True)
+    assert offsets == {"a": 0, "b": 32, "c": 48} and total == 80
+
+
+@pytest.mark.opencl
+def test_inferred_lifetimes_run_like_the_interpreter():
+    p = tlinterp.check(tlinterp.parse(LIFETIMES, "l.tl"))
+    x = np.arange(4.0)
+    args = {"x": x}
+    want = interp_run(p, args, func="k")["x"]
+    for cfg in (LoweringConfig(), LoweringConfig(infer_lifetimes=False)):
+        assert np.array_equal(tlgpu.run(p, args, func="k", config=cfg)["x"], want)

@@ -55,11 +55,13 @@ def plan_allocas(body: ir.Region, reuse: bool,
     """Byte offset of every alloca (by result name) and the slab size.
 
     Instructions are numbered in pre-order; an alloca lives from its position to its
-    lifetime_stop, else to the end of its enclosing region (nested regions included), or with
-    `infer_lifetimes` to the end of the last instruction of that region that uses it or a view
-    of it (a loop using it keeps it to the loop's end)."""
+    lifetime_stop, else to the end of its enclosing region (nested regions included). With
+    `infer_lifetimes` it lives from the first to the end of the last instruction of that region
+    that uses it or a view of it (a loop using it keeps it for the whole loop): before its
+    first use it holds nothing, after its last use nothing reads it."""
     intervals: dict[str, list[int]] = {}
     sizes: dict[str, int] = {}
+    declared: dict[str, int] = {}
     counter = [0]
     roots = _alloca_roots(body) if infer_lifetimes else {}
 
@@ -72,31 +74,49 @@ def plan_allocas(body: ir.Region, reuse: bool,
 
     def visit(region: ir.Region) -> None:
         opened = []
+        first_use: dict[str, int] = {}  # alloca -> pre-order number of its first user here
         last_use: dict[str, int] = {}  # alloca -> last pre-order number of its last user here
         for inst in region.instructions:
             pos = counter[0]
             counter[0] += 1
             if isinstance(inst, ir.Alloca):
                 intervals[inst.result.name] = [pos, -1]
+                declared[inst.result.name] = pos
                 sizes[inst.result.name] = _round(alloca_bytes(inst.type))
                 opened.append(inst.result.name)
             elif isinstance(inst, ir.LifetimeStop) and inst.operand.name in intervals:
                 intervals[inst.operand.name][1] = pos
             for r in ir.regions_of(inst):
                 visit(r)
-            if infer_lifetimes:
+            if infer_lifetimes and not isinstance(inst, ir.Alloca):
                 for name in touched(inst):
+                    first_use.setdefault(name, pos)
                     last_use[name] = counter[0] - 1
         for name in opened:
+            if infer_lifetimes and name in first_use:  # untouched memory needs no place yet
+                intervals[name][0] = first_use[name]
             if intervals[name][1] < 0:
                 intervals[name][1] = last_use.get(name, intervals[name][0]) \
                     if infer_lifetimes else counter[0]
 
     visit(body)
+    if not infer_lifetimes:
+        return _first_fit(sorted(intervals, key=lambda n: intervals[n][0]), intervals, sizes,
+                          reuse)
+    # first fit depends on the order; with tighter intervals no single order always wins, so
+    # keep the smallest of three (declaration order, first use, largest first)
+    orders = (sorted(intervals, key=declared.__getitem__),
+              sorted(intervals, key=lambda n: intervals[n][0]),
+              sorted(intervals, key=lambda n: (-sizes[n], intervals[n][0])))
+    return min((_first_fit(o, intervals, sizes, reuse) for o in orders), key=lambda r: r[1])
+
+
+def _first_fit(order: list[str], intervals: dict[str, list[int]], sizes: dict[str, int],
+               reuse: bool) -> tuple[dict[str, int], int]:
     offsets: dict[str, int] = {}
     placed: list[tuple[int, int, int, int]] = []  # (start, end, offset, size)
     total = 0
-    for name in sorted(intervals, key=lambda n: intervals[n][0]):
+    for name in order:
         start, end = intervals[name]
         size = sizes[name]
         busy = sorted((o, o + s) for (a, b, o, s) in placed
