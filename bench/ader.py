@@ -1,7 +1,8 @@
 """Speed of the OpenCL backend on the ADER-DG time-integration chain (issue 12).
 
     python bench/ader.py [--device nvidia|pocl] [--E 100000 ...] [--N 3 5] [--types f64 f32]
-                         [--lowering KEY=VALUE ...] [--tune] [--json OUT]
+                         [--lowering KEY=VALUE ...] [--config 'K=V K=V' ...] [--baseline]
+                         [--tune] [--json OUT]
 
 One kernel, one work-group per element: I += dQ, then for n = 1..N the derivative
 dq_n = sum_d (K_d[0:Bd(N-n), 0:Bd(N-n+1)] dq_{n-1}) A_d in local memory and
@@ -15,6 +16,7 @@ the result check against NumPy on a slice. `--device pocl --E 64` is the CI smok
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -31,6 +33,9 @@ from tlgpu.config import LoweringConfig  # noqa: E402
 from tlgpu.tuner import describe  # noqa: E402
 
 P_DEFAULT = 9
+# the knobs issue 12 added, set so that the lowering emits the code it emitted before them
+BEFORE = dict(planned_tiles=False, fused_multiply_add=False, narrow_indices=False,
+              local_fences=False, infer_lifetimes=False)
 DT = 1.01
 
 
@@ -250,6 +255,8 @@ def main(argv=None) -> int:
                     help="a lowering override (repeatable)")
     ap.add_argument("--config", action="append", default=[], metavar="'K=V K=V'",
                     help="an extra config (on top of --lowering) to measure (repeatable)")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also measure the lowering as it was before issue 12 (its knobs off)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--tune", action="store_true",
                     help="also run tlgpu.tune at the first E of each case and measure its pick")
@@ -257,6 +264,8 @@ def main(argv=None) -> int:
     ns = ap.parse_args(argv)
     base = LoweringConfig.from_overrides(ns.lowering)
     configs = [base] + [LoweringConfig.from_overrides(c.split(), base) for c in ns.config]
+    if ns.baseline:
+        configs.append(dataclasses.replace(base, **BEFORE))
     use_torch = not ns.no_torch and ns.device != "pocl"
     if use_torch:
         import torch
