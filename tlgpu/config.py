@@ -26,6 +26,12 @@ class LoweringConfig:
     local_staging_min_reuse: int = 32  # stage only when every element is reused this often
     # (min(M, N)); small GEMMs run faster straight from the cache (measured on an H200)
     unroll_k: int = 8  # `#pragma unroll` factor of the K loop of a static-shape gemm (1: none)
+    local_memory_bytes: int = 49152  # budget for alloca + staging; more is a BackendError
+    reuse_local_memory: bool = True  # allocas whose lifetimes do not overlap share memory
+    minimise_barriers: bool = True  # False: a barrier after every memory-touching step
+    # OpenCL C 1.2 forbids `global T*global*` kernel parameters and NVIDIA enforces it: pass
+    # the pointer array as `global ulong*` instead (same bytes; the runtime sets this there)
+    group_pointers_as_ulong: bool = False
     planned_tiles: bool = False  # static-shape gemm: its own work-item grid and tile from its
     # M x N (tiles.plan) instead of the work-group's (wg0, wg1) grid; off by default: an
     # earlier cost model lost 14% on an H100 and this one is unmeasured (the tuner tries it)
@@ -35,15 +41,10 @@ class LoweringConfig:
     # sums may be reassociated (their rounding is bounded, not fixed), so one rounding less is ok
     narrow_indices: Optional[bool] = None  # 32-bit index arithmetic in collectives whose static
     # extents and strides provably fit (64-bit integer multiplies are slow on GPUs)
-    local_memory_bytes: int = 49152  # budget for alloca + staging; more is a BackendError
-    reuse_local_memory: bool = True  # allocas whose lifetimes do not overlap share memory
-    infer_lifetimes: bool = True  # an alloca without lifetime_stop ends at its last use, not at
-    # the end of its region (less local memory per work-group: more groups fit on a GPU core)
-    minimise_barriers: bool = True  # False: a barrier after every memory-touching step
+    infer_lifetimes: bool = True  # (with reuse_local_memory) an alloca lives from its first to
+    # its last use, not to the end of its region (less local memory per work-group: more
+    # work-groups fit on a GPU core)
     local_fences: bool = True  # a barrier ordering only local memory fences only local memory
-    # OpenCL C 1.2 forbids `global T*global*` kernel parameters and NVIDIA enforces it: pass
-    # the pointer array as `global ulong*` instead (same bytes; the runtime sets this there)
-    group_pointers_as_ulong: bool = False
 
     @staticmethod
     def from_overrides(overrides: dict[str, str] | list[str] | None = None,
