@@ -195,11 +195,11 @@ def measure_case(N: int, P: int, E: int, T: str, device: str, configs: list, rep
         err = float(np.max(np.abs(t.result()["I"][:, :, check_e] - ref)) / scale)
         if copy is None:  # a copy of moved/2 bytes reads and writes `moved`
             copy = t.copy_time(moved // 2, reps)
-        pk, pk_src = peak(t.dev, T)
+        pk, pk_src = peak(t.kernel.device, T)
         compute_floor = fl / pk if pk else None
         floor = max(copy, compute_floor or 0.0)
-        rows.append(dict(case=f"ader {T} N={N} P={P} E={E}", device=t.dev.device.name,
-                         wg=f"{t.geo.wg0}x{t.geo.wg1}", kernel_s=k, build_s=t.build_s,
+        rows.append(dict(case=f"ader {T} N={N} P={P} E={E}", device=t.kernel.device_name,
+                         wg=t.wg, kernel_s=k, build_s=t.build_s,
                          gflops=fl / k / 1e9, traffic_floor_s=copy,
                          compute_floor_s=compute_floor, peak_source=pk_src,
                          of_floor=floor / k, max_rel_err=err,

@@ -24,8 +24,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+import tlgpu  # noqa: E402
 import tlinterp  # noqa: E402
-from tlgpu import runtime  # noqa: E402
 from tlgpu.config import LoweringConfig  # noqa: E402
 
 # the spec's sample kernel
@@ -75,43 +75,28 @@ class OpenCLTimer:
                  groups: int | None = None):
         import pyopencl as cl
 
-        from tlinterp.args import bind
-
         self.cl = cl
-        fn = prog.function(fn_name)
         t0 = time.perf_counter()
-        self.dev, self.kernel, self.geo = runtime.prepare(prog, fn, device, config)
+        self.kernel = tlgpu.compile(prog, fn_name, device=device, config=config)
         self.build_s = time.perf_counter() - t0
-        self.bound = bind(fn, args)
-        self.groups = self.bound.num_groups(groups)
-        self.marshal = runtime._Marshal(self.dev)
-        self.kargs = self.marshal.args(fn, self.bound)
-        self.launch()  # the first launch's result is the one to check (D += ... accumulates)
-        self.marshal.read_back()
-        from tlinterp.args import unbind
+        self.binding = self.kernel.bind(args, groups)
+        self.kernel.launch(self.binding)  # the first launch's result is the one to check
+        self.first = self.binding.read()  # (D += ... accumulates over launches)
 
-        self.first = unbind(self.bound)
-
-    def launch(self):
-        g = self.geo
-        return self.kernel(self.dev.queue, (g.wg0, g.wg1, self.groups), (g.wg0, g.wg1, 1),
-                           *self.kargs)
+    @property
+    def wg(self) -> str:
+        return "x".join(str(w) for w in self.kernel.work_group_size)
 
     def time(self, reps: int) -> float:
-        self.launch().wait()  # warm-up
-        times = []
-        for _ in range(reps):
-            ev = self.launch()
-            ev.wait()
-            times.append((ev.profile.end - ev.profile.start) * 1e-9)
-        return statistics.median(times)
+        self.kernel.launch(self.binding)  # warm-up
+        return statistics.median(self.kernel.launch(self.binding).seconds for _ in range(reps))
 
     def result(self) -> dict:
         return self.first
 
     def copy_time(self, nbytes: int, reps: int) -> float:
         cl = self.cl
-        ctx, q = self.dev.context, self.dev.queue
+        ctx, q = self.kernel.context, self.kernel.queue
         src = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
         dst = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, nbytes)
         cl.enqueue_fill_buffer(q, src, np.float32(1), 0, nbytes).wait()
@@ -168,12 +153,12 @@ def part_gpu(device: str, quick: bool, config) -> list[dict]:
     D = torch.from_numpy(np.ascontiguousarray(a["D"].transpose(2, 1, 0))).to(dev)
     # column-major A (16x8) is row-major A^T (8x16): D^T += alpha C^T (B A^T)
     tt = torch_time(lambda: D.add_(torch.bmm(C, torch.bmm(Bt, A)), alpha=0.5), reps)
-    rows.append(dict(part="gpu", case=f"sample f32 N={n}", device=t.dev.device.name,
+    rows.append(dict(part="gpu", case=f"sample f32 N={n}", device=t.kernel.device_name,
                      kernel_s=k, baseline="torch 2x bmm + add", baseline_s=tt,
                      speedup=tt / k, copy_s=copy, copy_fraction=copy / k,
                      bandwidth_GBs=moved / k / 1e9, copy_GBs=moved / copy / 1e9,
-                     build_s=t.build_s, wg=f"{t.geo.wg0}x{t.geo.wg1}", max_rel_err=err,
-                     f32_denormals=t.dev.keeps_f32_denormals))
+                     build_s=t.build_s, wg=t.wg, max_rel_err=err,
+                     f32_denormals=t.kernel.device.keeps_f32_denormals))
     A = Bt = C = D = t = None  # free GPU memory before part 2
     n = 10_000 if quick else 100_000
     a = bgemm_args(n, rng)
@@ -185,10 +170,10 @@ def part_gpu(device: str, quick: bool, config) -> list[dict]:
     Bt = torch.from_numpy(np.ascontiguousarray(a["B"].transpose(2, 1, 0))).to(dev)
     out = torch.empty_like(At)
     tt = torch_time(lambda: torch.bmm(Bt, At, out=out), reps)  # (AB)^T = B^T A^T
-    rows.append(dict(part="gpu", case=f"gemm 32x32x32 f64 N={n}", device=t.dev.device.name,
+    rows.append(dict(part="gpu", case=f"gemm 32x32x32 f64 N={n}", device=t.kernel.device_name,
                      kernel_s=k, baseline="torch.bmm", baseline_s=tt, speedup=tt / k,
                      gflops=2 * 32**3 * n / k / 1e9, build_s=t.build_s,
-                     wg=f"{t.geo.wg0}x{t.geo.wg1}", max_rel_err=err))
+                     wg=t.wg, max_rel_err=err))
     return rows
 
 
@@ -217,10 +202,10 @@ def part_pocl(quick: bool, config) -> list[dict]:
         t = OpenCLTimer(prog, fn, a, "pocl", config, groups=n)
         k = t.time(3)
         base = interp_time(prog, fn, a, n, 3)
-        rows.append(dict(part="pocl", case=f"{name} N={n}", device=t.dev.device.name,
+        rows.append(dict(part="pocl", case=f"{name} N={n}", device=t.kernel.device_name,
                          kernel_s=k, baseline="interpreter (check=False)", baseline_s=base,
                          speedup=None if base is None else base / k, build_s=t.build_s,
-                         wg=f"{t.geo.wg0}x{t.geo.wg1}"))
+                         wg=t.wg))
     return rows
 
 

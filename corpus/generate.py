@@ -64,8 +64,10 @@ def files_of(case) -> dict[str, bytes]:
     if isinstance(case, ValidCase):
         out[f"{base}.args.npz"] = npz_bytes(case.args)
         out[f"{base}.expected.npz"] = npz_bytes(case.expected)
-        out[f"{base}.json"] = json_text({"func": case.func, "groups": case.groups,
-                                         "tags": case.tags}).encode()
+        meta = {"func": case.func, "groups": case.groups, "tags": case.tags}
+        if case.warns:
+            meta["warning"] = {"range": case.warning_range(), "message": case.warning}
+        out[f"{base}.json"] = json_text(meta).encode()
     elif isinstance(case, InvalidCase):
         out[f"{base}.json"] = json_text({"rule": case.rule, "message": case.message,
                                          "range": case.blame_range(), "exit": 2}).encode()
@@ -93,11 +95,33 @@ def write_files(files: dict[str, bytes]) -> None:
 
 # --- verification --------------------------------------------------------------------------
 
-def _parse_check(case):
+def _parse_check(case, warnings=None):
     import tlinterp
 
     program = tlinterp.parse(case.source, filename=f"{case.id}.tl")
-    return tlinterp.check(program)
+    return tlinterp.check(program, warnings)
+
+
+def adopt_warning(case: ValidCase) -> list[str]:
+    """Fill in `case.warning` from the checker; a valid case warns exactly where it says."""
+    from tlinterp import TLError
+
+    found: list = []
+    try:
+        _parse_check(case, found)
+    except TLError:
+        return []  # verify_valid reports it
+    got = [(str(d.span), d.message) for d in found]
+    want = case.warning_range() if case.warns else None
+    if want is None:
+        return [f"{case.id}: unexpected warning at {r}: {m}" for r, m in got]
+    for r, m in got:
+        if r == want:
+            case.warning = m
+    if not case.warning or len(got) != 1:
+        said = "; ".join(f"{r}: {m}" for r, m in got) or "nothing"
+        return [f"{case.id}: expected one warning at {want} ({case.warns!r}); got {said}"]
+    return []
 
 
 def verify_valid(case: ValidCase) -> list[str]:
@@ -193,6 +217,8 @@ def main(argv=None) -> int:
     problems: list[str] = []
     for c in invalid:
         problems += adopt_message(c)
+    for c in valid:
+        problems += adopt_warning(c)
     files: dict[str, bytes] = {}
     for c in (*valid, *invalid, *undefined):
         files.update(files_of(c))

@@ -59,7 +59,8 @@ SPEC_RESULT_TYPES = [
      "memref<f32x4x8x7,strided<2,8,64>>"),
     ("memref<f32x32x7,strided<2,64>>", "expand %0[0->4x?]",
      "memref<f32x4x8x7,strided<2,8,64>>"),
-    # errata fixed per SPEC_NOTES (the spec prints memref<f32x?x8,...> and memref<f32x4x?,...>)
+    # errata fixed per docs/semantics.md "Result types" (the spec prints memref<f32x?x8,...>
+    # and memref<f32x4x?,...>)
     ("memref<f32x?x7,strided<2,?>>", "expand %0[0->?x4]", "memref<f32x?x4x7,strided<2,?,?>>"),
     ("memref<f32x?x7,strided<2,?>>", "expand %0[0->4x?]", "memref<f32x4x?x7,strided<2,8,?>>"),
     # fuse
@@ -183,6 +184,11 @@ def test_several_functions_and_v02_spellings():
 
 # --- negative: one case per rule; the complete list of (message, range) -------------------------
 # Each case is (arguments, body[, attributes], expected diagnostics).
+
+LAYOUT_HINT = ("; hint: the spec's layout rule wants the stride of mode 0 at least 1 and each "
+               "other stride at least the previous stride times the previous size, so that "
+               "elements never overlap: write %s (the least strides allowed), or a subview of "
+               "a larger memref for a block of one")
 
 NEGATIVE = {
     "defined-twice": (
@@ -598,26 +604,30 @@ NEGATIVE = {
         "%A: memref<f32x8x8,strided<1,4>>",
         "barrier",
         [("argument %A: layout restriction violated: stride 1 x size 8 of "
-          "mode 0 exceeds the stride 4 of mode 1", "1.9-40")]),
+          "mode 0 exceeds the stride 4 of mode 1" + LAYOUT_HINT % "memref<f32x8x8>",
+          "1.9-40")]),
     "layout-first-stride": (
         "%A: memref<f32x8,strided<0>>",
         "barrier",
-        [("argument %A: the stride of mode 0 must be at least 1, got 0", "1.9-36")]),
+        [("argument %A: the stride of mode 0 must be at least 1, got 0"
+          + LAYOUT_HINT % "memref<f32x8>", "1.9-36")]),
     "layout-spec-fuse-erratum": (
         "%0: memref<f32x32x16x?x4x42,strided<1,16,?,?,?>>",
         "barrier",
         [("argument %0: layout restriction violated: stride 1 x size 32 of "
-          "mode 0 exceeds the stride 16 of mode 1", "1.9-56")]),
+          "mode 0 exceeds the stride 16 of mode 1"
+          + LAYOUT_HINT % "memref<f32x32x16x?x4x42,strided<1,32,?,?,?>>", "1.9-56")]),
     "layout-group": (
         "%A: group<memref<f32x4x4,strided<1,2>>>",
         "barrier",
         [("argument %A: layout restriction violated: stride 1 x size 4 of "
-          "mode 0 exceeds the stride 2 of mode 1", "1.9-47")]),
+          "mode 0 exceeds the stride 2 of mode 1" + LAYOUT_HINT % "memref<f32x4x4>", "1.9-47")]),
     "layout-alloca": (
         "",
         "%t = alloca -> memref<f32x4x4,strided<2,4>>",
         [("alloca: layout restriction violated: stride 2 x size 4 of mode 0 "
-          "exceeds the stride 4 of mode 1", "2.3-45")]),
+          "exceeds the stride 4 of mode 1"
+          + LAYOUT_HINT % "memref<f32x4x4,strided<2,8>>", "2.3-45")]),
     "layout-stride-count-in-instruction": (
         "%a: memref<f32x4x4>",
         "%b = expand %a[1->2x2] : memref<f32x4x4,strided<1>>\n%c = size %b[0] : memref<f32x4>",
@@ -696,8 +706,8 @@ NEGATIVE = {
     "axpby-order": (
         "%A: memref<f32x2x2x2>",
         "axpby.n 1.0, %A, 0.0, %A : f32, memref<f32x2x2x2>, f32, memref<f32x2x2x2>",
-        [("axpby needs A of order 1 or 2, got order 3", "2.16-17"),
-         ("axpby needs B of order 1 or 2, got order 3", "2.25-26")]),
+        [("axpby needs A of order 0, 1 or 2, got order 3", "2.16-17"),
+         ("axpby needs B of order 0, 1 or 2, got order 3", "2.25-26")]),
     "axpby-order-mismatch": (
         "%A: memref<f32x4>, %B: memref<f32x4x1>",
         "axpby.n 1.0, %A, 0.0, %B : f32, memref<f32x4>, f32, memref<f32x4x1>",

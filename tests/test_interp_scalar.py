@@ -46,7 +46,7 @@ def edges(t):
 
 
 def ref_binary(op, t, a, b):
-    """(value, ub_kind or None) following SPEC_NOTES' execution semantics."""
+    """(value, ub_kind or None) following docs/semantics.md "Scalars"."""
     lo, hi = rng_of(t)
     s = signed(t)
 

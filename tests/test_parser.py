@@ -382,7 +382,7 @@ def test_spec_type_examples():
     assert f.args[5].type == f.args[6].type
 
 
-# --- older spellings (SPEC_NOTES "Accepted syntax beyond v0.3") --------------------------------
+# --- older spellings (docs/semantics.md "Accepted syntax") --------------------------------
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "rem"])

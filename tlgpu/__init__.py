@@ -2,16 +2,19 @@
 
     source = tlgpu.lower(program)                 # what `tlrun --emit opencl` prints
     out = tlgpu.run(program, args, device="pocl") # the .npz convention, like tlinterp.run
+    k = tlgpu.compile(program, "f", device="pocl")  # compile once, then bind and launch many
+    b = k.bind(args); k.launch(b).seconds; out = b.read()
     best = tlgpu.tune(program, args, device="nvidia").best  # autotuned LoweringConfig
 
 Modules: config (LoweringConfig), ctypes_map (types, exact literals), cwriter (C text + line
 table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_function
-(kernel signature per SPEC_NOTES, views, control flow, alloca, barriers), lower_collectives
+(kernel signature per docs/semantics.md, views, control flow, alloca, barriers), lower_collectives
 (BLAS instructions over the work-items), barriers (where a barrier is needed), memory
 (alloca lifetimes -> local-memory offsets), prelude (atomic helpers), lowering (program,
-work-group size choice), devices (device strings, contexts), runtime (build cache,
-marshalling, launch), buildlog (compiler log -> tensor-language spans), tiles (gemm tile
-plans, 32-bit index safety), tuner (the autotuner, its on-disk cache).
+work-group size choice), kernel (compile-once API, OpenCL C from other compilers),
+implementations (`opencl` and `opencl-c:COMMAND`), devices (device strings, contexts),
+runtime (build cache, marshalling, launch), buildlog (compiler log -> tensor-language spans),
+tiles (gemm tile plans, 32-bit index safety), tuner (the autotuner, its on-disk cache).
 """
 
 from __future__ import annotations
@@ -40,6 +43,16 @@ def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
     return _run(program, args, func=func, groups=groups, device=device, config=config)
 
 
+def compile(program: ir.Program, func: Optional[str] = None, device: Optional[str] = None,
+            config: Optional[LoweringConfig] = None):
+    """A `tlgpu.kernel.Kernel` for `func`: built once, bound with `.bind(args)`, launched with
+    `.launch(binding)` (its `.seconds` is the profiled device time), read with
+    `binding.read()`."""
+    from .kernel import compile as _compile
+
+    return _compile(program, func, device=device, config=config)
+
+
 def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
               device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> None:
     """Run on already bound arguments, writing the results into their buffers."""
@@ -59,4 +72,4 @@ def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
                  use_cache=use_cache)
 
 
-__all__ = ["LoweringConfig", "lower", "run", "run_bound", "tune"]
+__all__ = ["LoweringConfig", "compile", "lower", "run", "run_bound", "tune"]

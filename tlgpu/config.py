@@ -1,4 +1,5 @@
-"""Lowering decisions as plain data (SPEC_NOTES `lowering_config`); results never depend on them."""
+"""Lowering decisions as plain data, overridable from outside (docs/architecture.md); results
+never depend on them."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 Every collective computes out(i,j) = alpha * sum_k term(i,j,k) + beta * out(i,j) (no sum when
 there is no K). GEMM gets register tiles of C per work-item over a (wg0, wg1) grid, optionally
 with A and B staged in local memory; the others use one element per work-item in turn.
-Arithmetic happens in the C usual-arithmetic-conversion type of all operands (SPEC_NOTES);
-beta == 0 never reads the output.
+Arithmetic happens in the C usual-arithmetic-conversion type of all operands; beta == 0 never
+reads the output (docs/semantics.md "Collectives").
 """
 
 from __future__ import annotations
@@ -47,62 +47,83 @@ def _cast(ct: ScalarType, e: str) -> str:
     return f"(({ctype(ct)}){e})"
 
 
-def problem(lw, inst) -> Problem:
-    def view(v):
-        return lw.view(v)
+def problem(lw, inst: ir.Blas) -> Problem:
+    return _PROBLEMS[type(inst)](lw, inst)
 
-    if isinstance(inst, ir.Gemm):
-        a, b, c = view(inst.a), view(inst.b), view(inst.c)
-        ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
-        fa, sa = _op(a, inst.trans_a)
-        fb, _ = _op(b, inst.trans_b)
-        return Problem(c, lambda i, j: [i, j], c.shape[0], c.shape[1], sa[1],
-                       lambda i, j, k: f"{_cast(ct, fa(i, k))} * {_cast(ct, fb(k, j))}",
-                       {a.root, b.root}, ct)
-    if isinstance(inst, ir.Gemv):
-        a, b, c = view(inst.a), view(inst.b), view(inst.c)
-        ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
-        fa, sa = _op(a, inst.trans_a)
-        return Problem(c, lambda i, j: [i], c.shape[0], "1", sa[1],
-                       lambda i, j, k: f"{_cast(ct, fa(i, k))} * {_cast(ct, b.at([k]))}",
-                       {a.root, b.root}, ct)
-    if isinstance(inst, ir.Ger):
-        a, b, c = view(inst.a), view(inst.b), view(inst.c)
-        ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
-        return Problem(c, lambda i, j: [i, j], c.shape[0], c.shape[1], None,
-                       lambda i, j, k: f"{_cast(ct, a.at([i]))} * {_cast(ct, b.at([j]))}",
-                       {a.root, b.root}, ct)
-    if isinstance(inst, ir.Hadamard):
-        a, b, c = view(inst.a), view(inst.b), view(inst.c)
-        ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
-        idx = _elementwise_index(len(c.shape))
-        M, N = _elementwise_dims(c)
-        return Problem(c, idx, M, N, None,
-                       lambda i, j, k: f"{_cast(ct, a.at(idx(i, j)))} * "
-                                       f"{_cast(ct, b.at(idx(i, j)))}",
-                       {a.root, b.root}, ct)
-    if isinstance(inst, ir.Axpby):
-        a, b = view(inst.a), view(inst.b)
-        ct = common_type(inst.alpha_type, a.elem, inst.beta_type, b.elem)
-        idx = _elementwise_index(len(b.shape))
-        M, N = _elementwise_dims(b)
-        if len(a.shape) == 2 and inst.trans:
-            def term(i, j, k):
-                return _cast(ct, a.at([j, i]))
-        else:
-            def term(i, j, k):
-                return _cast(ct, a.at(idx(i, j)))
-        return Problem(b, idx, M, N, None, term, {a.root}, ct)
-    if isinstance(inst, ir.Sum):
-        a, b = view(inst.a), view(inst.b)
-        ct = common_type(inst.alpha_type, a.elem, inst.beta_type, b.elem)
-        if len(a.shape) == 1:
-            return Problem(b, lambda i, j: [], "1", "1", a.shape[0],
-                           lambda i, j, k: _cast(ct, a.at([k])), {a.root}, ct)
-        fa, sa = _op(a, inst.trans)
-        return Problem(b, lambda i, j: [i], sa[0], "1", sa[1],
-                       lambda i, j, k: _cast(ct, fa(i, k)), {a.root}, ct)
-    raise AssertionError(type(inst))  # pragma: no cover
+
+def _reduction(lw, inst: ir.Blas) -> str:
+    """K as a C expression: the last mode of op(X) for the operand the class declares."""
+    v = lw.view(getattr(inst, inst.REDUCED))
+    return (v.shape[::-1] if inst.transposed(inst.REDUCED) else v.shape)[-1]
+
+
+def _gemm(lw, inst: ir.Gemm) -> Problem:
+    a, b, c = lw.view(inst.a), lw.view(inst.b), lw.view(inst.c)
+    ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
+    fa, _ = _op(a, inst.trans_a)
+    fb, _ = _op(b, inst.trans_b)
+    return Problem(c, lambda i, j: [i, j], c.shape[0], c.shape[1], _reduction(lw, inst),
+                   lambda i, j, k: f"{_cast(ct, fa(i, k))} * {_cast(ct, fb(k, j))}",
+                   {a.root, b.root}, ct)
+
+
+def _gemv(lw, inst: ir.Gemv) -> Problem:
+    a, b, c = lw.view(inst.a), lw.view(inst.b), lw.view(inst.c)
+    ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
+    fa, _ = _op(a, inst.trans_a)
+    return Problem(c, lambda i, j: [i], c.shape[0], "1", _reduction(lw, inst),
+                   lambda i, j, k: f"{_cast(ct, fa(i, k))} * {_cast(ct, b.at([k]))}",
+                   {a.root, b.root}, ct)
+
+
+def _ger(lw, inst: ir.Ger) -> Problem:
+    a, b, c = lw.view(inst.a), lw.view(inst.b), lw.view(inst.c)
+    ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
+    return Problem(c, lambda i, j: [i, j], c.shape[0], c.shape[1], None,
+                   lambda i, j, k: f"{_cast(ct, a.at([i]))} * {_cast(ct, b.at([j]))}",
+                   {a.root, b.root}, ct)
+
+
+def _hadamard(lw, inst: ir.Hadamard) -> Problem:
+    a, b, c = lw.view(inst.a), lw.view(inst.b), lw.view(inst.c)
+    ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
+    idx = _elementwise_index(len(c.shape))
+    M, N = _elementwise_dims(c)
+    return Problem(c, idx, M, N, None,
+                   lambda i, j, k: f"{_cast(ct, a.at(idx(i, j)))} * "
+                                   f"{_cast(ct, b.at(idx(i, j)))}",
+                   {a.root, b.root}, ct)
+
+
+def _axpby(lw, inst: ir.Axpby) -> Problem:
+    a, b = lw.view(inst.a), lw.view(inst.b)
+    ct = common_type(inst.alpha_type, a.elem, inst.beta_type, b.elem)
+    idx = _elementwise_index(len(b.shape))
+    M, N = _elementwise_dims(b)
+    if len(a.shape) == 2 and inst.trans:
+        def term(i, j, k):
+            return _cast(ct, a.at([j, i]))
+    else:
+        def term(i, j, k):
+            return _cast(ct, a.at(idx(i, j)))
+    return Problem(b, idx, M, N, None, term, {a.root}, ct)
+
+
+def _sum(lw, inst: ir.Sum) -> Problem:
+    a, b = lw.view(inst.a), lw.view(inst.b)
+    ct = common_type(inst.alpha_type, a.elem, inst.beta_type, b.elem)
+    if len(a.shape) == 1:
+        return Problem(b, lambda i, j: [], "1", "1", _reduction(lw, inst),
+                       lambda i, j, k: _cast(ct, a.at([k])), {a.root}, ct)
+    fa, sa = _op(a, inst.trans)
+    return Problem(b, lambda i, j: [i], sa[0], "1", _reduction(lw, inst),
+                   lambda i, j, k: _cast(ct, fa(i, k)), {a.root}, ct)
+
+
+_PROBLEMS: dict[type, Callable[..., Problem]] = {
+    ir.Axpby: _axpby, ir.Gemm: _gemm, ir.Gemv: _gemv, ir.Ger: _ger, ir.Hadamard: _hadamard,
+    ir.Sum: _sum,
+}
 
 
 def _elementwise_index(order: int):

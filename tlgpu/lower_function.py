@@ -1,10 +1,11 @@
-"""Lowering of one function to an OpenCL C kernel: arguments (the calling convention of
-SPEC_NOTES), views, scalar code, control flow, alloca and barrier placement. Collectives are
-delegated to lower_collectives."""
+"""Lowering of one function to an OpenCL C kernel: arguments (docs/semantics.md "OpenCL
+calling convention"), views, scalar code, control flow, alloca and barrier placement.
+Collectives are delegated to lower_collectives."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -13,6 +14,7 @@ from tlinterp.diagnostics import BackendError, Diagnostic
 from tlinterp.typerules import result_types
 from tlinterp.types import GroupType, MemrefType, ScalarType
 
+from . import lower_collectives as C
 from . import lower_scalar as S
 from .barriers import LOCAL_ROOTS, Pending
 from .config import LoweringConfig
@@ -202,15 +204,10 @@ class FunctionLowerer:
             self.instruction(w, inst)
 
     def instruction(self, w: CWriter, inst: ir.Instruction) -> None:
-        from . import lower_collectives as C
+        LOWER[type(inst)](self, w, inst)
 
-        method = getattr(self, "lower_" + type(inst).__name__.lower(), None)
-        if method is not None:
-            method(w, inst)
-        elif isinstance(inst, ir.BLAS):
-            C.lower_blas(self, w, inst)
-        else:  # pragma: no cover - every IR class has a rule above
-            raise self.error(f"cannot lower {type(inst).__name__}", inst.span)
+    def lower_blas(self, w, inst: ir.Blas):
+        C.lower_blas(self, w, inst)
 
     def define(self, w: CWriter, result: ir.Value, t: ScalarType, expr: str) -> None:
         n = var(result.name)
@@ -287,7 +284,7 @@ class FunctionLowerer:
     def lower_alloca(self, w, inst: ir.Alloca):
         t = inst.type
         n = var(inst.result.name)
-        off = self.alloca_offsets[inst.result.name]
+        off = self.alloca_offsets[id(inst)]
         w.line(f"local {ctype(t.element)}* {n} = (local {ctype(t.element)}*)"
                f"((local char*)tl_local + {off});")
         self.env[inst.result.name] = View(n, "local", t.element,
@@ -463,3 +460,28 @@ class FunctionLowerer:
         w.open(f"for (long {it} = tl_lid; {it} < {n}; {it} += tl_nwi)")
         w.extend(body)
         w.close()
+
+
+# The one dispatch table of the lowering: every instruction class to its rule.
+LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = {
+    ir.Alloca: FunctionLowerer.lower_alloca,
+    ir.Arith: FunctionLowerer.lower_arith,
+    ir.ArithUnary: FunctionLowerer.lower_arithunary,
+    ir.Cast: FunctionLowerer.lower_cast,
+    ir.Compare: FunctionLowerer.lower_compare,
+    ir.Expand: FunctionLowerer.lower_expand,
+    ir.Fuse: FunctionLowerer.lower_fuse,
+    ir.GroupId: FunctionLowerer.lower_groupid,
+    ir.GroupSize: FunctionLowerer.lower_groupsize,
+    ir.Load: FunctionLowerer.lower_load,
+    ir.Size: FunctionLowerer.lower_size,
+    ir.Subview: FunctionLowerer.lower_subview,
+    ir.Store: FunctionLowerer.lower_store,
+    ir.Barrier: FunctionLowerer.lower_barrier,
+    ir.LifetimeStop: FunctionLowerer.lower_lifetimestop,
+    ir.If: FunctionLowerer.lower_if,
+    ir.Yield: FunctionLowerer.lower_yield,
+    ir.For: FunctionLowerer.lower_for,
+    ir.Foreach: FunctionLowerer.lower_foreach,
+    **{cls: FunctionLowerer.lower_blas for cls in ir.BLAS},
+}

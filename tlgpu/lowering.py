@@ -34,7 +34,7 @@ def _output_dims(fn: ir.Function) -> tuple[int, int]:
     rows, cols = 0, 0
     for inst in ir.walk(fn.body):
         if isinstance(inst, ir.BLAS):
-            t = inst.b_type if isinstance(inst, (ir.Axpby, ir.Sum)) else inst.c_type
+            t = inst.memref_type(inst.output())
             sh = list(t.shape)
             if sh and sh[0] is not None:
                 rows = max(rows, sh[0])

@@ -31,94 +31,92 @@ def _names(x) -> Iterator[str]:
         yield from _names(x.size)
 
 
-def _mentioned(inst) -> Iterator[str]:
-    """Names of the values an instruction mentions itself (nested regions excluded)."""
+def _operands(inst) -> Iterator[str]:
+    """Names of the values an instruction uses itself (results, nested regions excluded)."""
     for f in dataclasses.fields(inst):
+        if f.name in ("result", "results"):
+            continue
         v = getattr(inst, f.name)
         if not isinstance(v, ir.Region):
             yield from _names(v)
 
 
-def _alloca_roots(body: ir.Region) -> dict[str, str]:
-    """Every alloca and every view derived from one (subview/expand/fuse) -> the alloca."""
-    roots: dict[str, str] = {}
-    for inst in ir.walk(body):
-        if isinstance(inst, ir.Alloca):
-            roots[inst.result.name] = inst.result.name
-        elif isinstance(inst, (ir.Subview, ir.Expand, ir.Fuse)) and inst.operand.name in roots:
-            roots[inst.result.name] = roots[inst.operand.name]
-    return roots
-
-
 def plan_allocas(body: ir.Region, reuse: bool,
-                 infer_lifetimes: bool = False) -> tuple[dict[str, int], int]:
-    """Byte offset of every alloca (by result name) and the slab size.
+                 infer_lifetimes: bool = False) -> tuple[dict[int, int], int]:
+    """Byte offset of every alloca (keyed by `id` of the instruction: sibling regions may
+    reuse a name) and the slab size.
 
     Instructions are numbered in pre-order; an alloca lives from its position to its
     lifetime_stop, else to the end of its enclosing region (nested regions included). With
     `infer_lifetimes` it lives from the first to the end of the last instruction of that region
     that uses it or a view of it (a loop using it keeps it for the whole loop): before its
     first use it holds nothing, after its last use nothing reads it."""
-    intervals: dict[str, list[int]] = {}
-    sizes: dict[str, int] = {}
-    declared: dict[str, int] = {}
+    intervals: dict[int, list[int]] = {}
+    sizes: dict[int, int] = {}
+    declared: dict[int, int] = {}
     counter = [0]
-    roots = _alloca_roots(body) if infer_lifetimes else {}
 
-    def touched(inst) -> set[str]:
-        names = set(_mentioned(inst))
-        for r in ir.regions_of(inst):
-            for nested in ir.walk(r):
-                names.update(_mentioned(nested))
-        return {roots[n] for n in names if n in roots}
-
-    def visit(region: ir.Region) -> None:
+    def visit(region: ir.Region, outer: dict[str, int]) -> set[int]:
+        """Plan the region; returns the allocas it (and its nested regions) touches."""
+        visible = dict(outer)  # name -> alloca key (allocas and views of them), scoped
         opened = []
-        first_use: dict[str, int] = {}  # alloca -> pre-order number of its first user here
-        last_use: dict[str, int] = {}  # alloca -> last pre-order number of its last user here
+        first_use: dict[int, int] = {}  # alloca -> pre-order number of its first user here
+        last_use: dict[int, int] = {}  # alloca -> last pre-order number of its last user here
+        touched: set[int] = set()
         for inst in region.instructions:
             pos = counter[0]
             counter[0] += 1
             if isinstance(inst, ir.Alloca):
-                intervals[inst.result.name] = [pos, -1]
-                declared[inst.result.name] = pos
-                sizes[inst.result.name] = _round(alloca_bytes(inst.type))
-                opened.append(inst.result.name)
-            elif isinstance(inst, ir.LifetimeStop) and inst.operand.name in intervals:
-                intervals[inst.operand.name][1] = pos
+                key = id(inst)
+                intervals[key] = [pos, -1]
+                declared[key] = pos
+                sizes[key] = _round(alloca_bytes(inst.type))
+                visible[inst.result.name] = key
+                opened.append(key)
+                continue
+            used = {visible[n] for n in _operands(inst) if n in visible}
+            if isinstance(inst, ir.LifetimeStop) and inst.operand.name in visible:
+                intervals[visible[inst.operand.name]][1] = pos
             for r in ir.regions_of(inst):
-                visit(r)
-            if infer_lifetimes and not isinstance(inst, ir.Alloca):
-                for name in touched(inst):
-                    first_use.setdefault(name, pos)
-                    last_use[name] = counter[0] - 1
-        for name in opened:
-            if infer_lifetimes and name in first_use:  # untouched memory needs no place yet
-                intervals[name][0] = first_use[name]
-            if intervals[name][1] < 0:
-                intervals[name][1] = last_use.get(name, intervals[name][0]) \
+                used |= visit(r, visible)
+            for res in ir.results_of(inst):  # a view of an alloca aliases it; others shadow
+                if isinstance(inst, (ir.Subview, ir.Expand, ir.Fuse)) \
+                        and inst.operand.name in visible:
+                    visible[res.name] = visible[inst.operand.name]
+                else:
+                    visible.pop(res.name, None)
+            for key in used:
+                first_use.setdefault(key, pos)
+                last_use[key] = counter[0] - 1
+            touched |= used
+        for key in opened:
+            if infer_lifetimes and key in first_use:  # untouched memory needs no place yet
+                intervals[key][0] = first_use[key]
+            if intervals[key][1] < 0:
+                intervals[key][1] = last_use.get(key, intervals[key][0]) \
                     if infer_lifetimes else counter[0]
+        return touched
 
-    visit(body)
+    visit(body, {})
     if not infer_lifetimes:
-        return _first_fit(sorted(intervals, key=lambda n: intervals[n][0]), intervals, sizes,
+        return _first_fit(sorted(intervals, key=lambda k: intervals[k][0]), intervals, sizes,
                           reuse)
     # first fit depends on the order; with tighter intervals no single order always wins, so
     # keep the smallest of three (declaration order, first use, largest first)
     orders = (sorted(intervals, key=declared.__getitem__),
-              sorted(intervals, key=lambda n: intervals[n][0]),
-              sorted(intervals, key=lambda n: (-sizes[n], intervals[n][0])))
+              sorted(intervals, key=lambda k: intervals[k][0]),
+              sorted(intervals, key=lambda k: (-sizes[k], intervals[k][0])))
     return min((_first_fit(o, intervals, sizes, reuse) for o in orders), key=lambda r: r[1])
 
 
-def _first_fit(order: list[str], intervals: dict[str, list[int]], sizes: dict[str, int],
-               reuse: bool) -> tuple[dict[str, int], int]:
-    offsets: dict[str, int] = {}
+def _first_fit(order: list[int], intervals: dict[int, list[int]], sizes: dict[int, int],
+               reuse: bool) -> tuple[dict[int, int], int]:
+    offsets: dict[int, int] = {}
     placed: list[tuple[int, int, int, int]] = []  # (start, end, offset, size)
     total = 0
-    for name in order:
-        start, end = intervals[name]
-        size = sizes[name]
+    for key in order:
+        start, end = intervals[key]
+        size = sizes[key]
         busy = sorted((o, o + s) for (a, b, o, s) in placed
                       if not reuse or not (b < start or end < a))
         off = 0
@@ -126,7 +124,7 @@ def _first_fit(order: list[str], intervals: dict[str, list[int]], sizes: dict[st
             if off + size <= lo:
                 break
             off = max(off, hi)
-        offsets[name] = off
+        offsets[key] = off
         placed.append((start, end, off, size))
         total = max(total, off + size)
     return offsets, total

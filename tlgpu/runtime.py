@@ -237,11 +237,15 @@ def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
         groups: Optional[int] = None, device: Optional[str] = None,
         config: Optional[LoweringConfig] = None) -> dict[str, np.ndarray]:
     program = _as_program(program)
-    try:
-        function = program.function(func)
-    except KeyError as e:  # same message and exit status as the interpreter
-        names = ", ".join("@" + f.name for f in program.functions) or "none"
-        raise ArgumentError(f"{e.args[0]} (functions in {program.filename}: {names})") from None
+    function = _function(program, func)
     bound = bind(function, args)
     run_bound(program, function, bound, bound.num_groups(groups), device=device, config=config)
     return unbind(bound)
+
+
+def _function(program: ir.Program, func: Optional[str]) -> ir.Function:
+    try:
+        return program.function(func)
+    except KeyError as e:  # same message and exit status as the interpreter
+        names = ", ".join("@" + f.name for f in program.functions) or "none"
+        raise ArgumentError(f"{e.args[0]} (functions in {program.filename}: {names})") from None

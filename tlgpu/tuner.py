@@ -204,3 +204,19 @@ def table(result: TuneResult) -> list[tuple[str, str, str]]:
     if result.cached:
         rows.append((describe(result.best), "-", "cached winner"))
     return rows
+
+
+def print_table(result: TuneResult, file=None) -> None:
+    """The search as a table (stderr by default)."""
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"lowering configs on {result.device}"
+              + (" (cached winner)" if result.cached else " (median kernel time)"))
+    for col in ("config", "time", ""):
+        t.add_column(col)
+    for row in table(result):
+        t.add_row(*row)
+    Console(file=file or sys.stderr).print(t)

@@ -23,11 +23,12 @@ def parse(text: str, filename: str = "<input>"):
     return _parse(text, filename=filename)
 
 
-def check(program):
-    """Check every static rule; returns the program, raises `SourceError` listing all errors."""
+def check(program, warnings=None):
+    """Check every static rule; returns the program, raises `SourceError` listing all errors.
+    Warnings of an accepted program are appended to the list `warnings` when given."""
     from .checker import check as _check
 
-    return _check(program)
+    return _check(program, warnings)
 
 
 def run(program, args, func=None, groups=None, check=True, **options):

@@ -1,4 +1,4 @@
-"""The argument convention (SPEC_NOTES "tlrun arguments file"): bind a dict of arrays to a
+"""The argument convention (docs/semantics.md "Arguments (`.npz`)"): bind a dict of arrays to a
 function's arguments and turn the results back into the same keys and layout.
 
 Both backends consume `BoundArgs`: every memref is a (buffer, offset, shape, strides) view on a

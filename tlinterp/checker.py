@@ -1,8 +1,11 @@
-"""The static checker: every static rule of the spec and of SPEC_NOTES "Static rules".
+"""The static checker: every rule of docs/semantics.md "Static rules".
 
 `check(program)` walks each function once in program order with a chain of scopes mapping
-visible SSA names to types. Every violation becomes a `Diagnostic`; the walk never stops at
-the first one. A definition whose type rule failed still defines its name, with the marker
+visible SSA names to types. Every region (function body, loop body, if branch) opens a scope:
+a name must not be visible already where it is defined (no redefinition, no shadowing), and it
+vanishes when its region closes, so sibling regions may reuse it. Every violation becomes a
+`Diagnostic`; the walk never stops at the first one. Accepted but doubtful constructs become
+warnings. A definition whose type rule failed still defines its name, with the marker
 `UNKNOWN` as its type, which silences every later check on that value (no cascades).
 Result types come from `typerules.result_types` only; the rules here are the ones that
 relate operands, regions and functions to each other.
@@ -13,14 +16,14 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, partial
 from typing import Optional, Union
 
 import numpy as np
 
 from . import ir
-from .diagnostics import Diagnostic, SourceError
+from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .typerules import TypeRuleError, result_types
 from .types import BOOL, INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
@@ -36,21 +39,20 @@ class _Unknown:
 UNKNOWN = _Unknown()
 SeenType = Union[Type, _Unknown]
 
-COLLECTIVE_NAMES = {
-    ir.Alloca: "alloca", ir.Axpby: "axpby", ir.Gemm: "gemm", ir.Gemv: "gemv", ir.Ger: "ger",
-    ir.Hadamard: "hadamard_product", ir.Sum: "sum", ir.Foreach: "foreach",
-}
 INTEGER_ONLY_OPS = ("shl", "shr", "and", "or", "xor", "not")
 BOOL_OPS = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
 BOOL_CONDS = ("eq", "ne")  # i1 has no order (signless: is true 1 or -1?)
-_SCALAR_INSTRUCTIONS = (ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize,
-                        ir.Barrier, ir.LifetimeStop, ir.If, ir.For, ir.Foreach)  # no memref type
+_SCALAR_INSTRUCTIONS = (  # no memref type written
+    ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize, ir.Barrier,
+    ir.LifetimeStop, ir.If, ir.Yield, ir.For, ir.Foreach)
 
 
-def check(program: ir.Program) -> ir.Program:
+def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> ir.Program:
     """Return `program` unchanged if it obeys every static rule; else raise `SourceError`
-    carrying one diagnostic per independent violation, sorted by source position."""
+    carrying one diagnostic per independent violation (and the warnings), sorted by source
+    position. Warnings of an accepted program are appended to `warnings` when given."""
     errors: list[tuple[str, Optional[Span]]] = []
+    found: list[tuple[str, Optional[Span]]] = []  # warnings
     first_seen: dict[str, ir.Function] = {}
     for f in program.functions:
         if f.name in first_seen:
@@ -59,11 +61,16 @@ def check(program: ir.Program) -> ir.Program:
         else:
             first_seen[f.name] = f
         errors.extend(_function_attribute_errors(f, program.source))
-        errors.extend(_FunctionChecker(f).run())
+        checker = _FunctionChecker(f)
+        errors.extend(checker.run())
+        found.extend(checker.warnings)
+    diags = [Diagnostic(msg, span, program.filename) for msg, span in errors]
+    diags += [Diagnostic(msg, span, program.filename, WARNING) for msg, span in found]
+    diags.sort(key=lambda d: _position(d.span))
     if errors:
-        errors.sort(key=lambda e: _position(e[1]))
-        diags = [Diagnostic(msg, span, program.filename) for msg, span in errors]
         raise SourceError(diags, program.source)
+    if warnings is not None:
+        warnings.extend(diags)
     return program
 
 
@@ -136,7 +143,23 @@ def layout_problems(t: MemrefType) -> list[str]:
             problems.append(
                 f"layout restriction violated: stride {prev} x size {size} of mode {k - 1} "
                 f"exceeds the stride {cur} of mode {k}")
+    if problems:  # (malformed and negative entries returned above: no hint fits them)
+        problems[-1] += _layout_hint(t)
     return problems
+
+
+def _layout_hint(t: MemrefType) -> str:
+    """How to write `t` within the layout rule: each stride raised to the least it may be."""
+    fixed: list = []
+    for k, s in enumerate(t.stride):
+        least = 1 if k == 0 else (None if None in (fixed[-1], t.shape[k - 1])
+                                  else fixed[-1] * t.shape[k - 1])
+        fixed.append(s if s is None or least is None else max(s, least))
+    good = MemrefType(t.element, t.shape, tuple(fixed))
+    return (f"; hint: the spec's layout rule wants the stride of mode 0 at least 1 and each "
+            f"other stride at least the previous stride times the previous size, so that "
+            f"elements never overlap: write {good} (the least strides allowed), or a subview "
+            f"of a larger memref for a block of one")
 
 
 def _written_memrefs(inst: ir.Instruction) -> Iterator[MemrefType]:
@@ -246,16 +269,25 @@ class _Context:
 
     spmd: bool = False
     yield_types: Optional[tuple[ScalarType, ...]] = None  # None: not an if region
+    last: bool = False  # the instruction is the last of its region (where a yield may stand)
+
+
+@dataclass
+class _Binding:
+    type: SeenType
+    span: Optional[Span]  # of the definition
 
 
 @dataclass
 class _FunctionChecker:
     function: ir.Function
     errors: list[tuple[str, Optional[Span]]] = field(default_factory=list)
-    scopes: list[dict[str, SeenType]] = field(default_factory=list)
-    defined: set[str] = field(default_factory=set)  # names whose definition was walked
+    warnings: list[tuple[str, Optional[Span]]] = field(default_factory=list)
+    scopes: list[dict[str, _Binding]] = field(default_factory=list)
+    closed: dict[str, Optional[Span]] = field(default_factory=dict)  # out of scope: last def
     first_def: dict[str, Optional[Span]] = field(default_factory=dict)  # in text order
-    twice: set[str] = field(default_factory=set)  # names defined more than once
+    # results of the ifs being walked: taken inside their regions, defined after them
+    claimed: list[tuple[str, Optional[Span]]] = field(default_factory=list)
     allocas: set[str] = field(default_factory=set)
     # Pending work, last item first. Regions are walked with this explicit stack rather than
     # by recursion, so nesting depth is bounded by memory, not by Python's recursion limit.
@@ -277,39 +309,62 @@ class _FunctionChecker:
         self.todo.extend(reversed(tasks))
 
     def _find_definitions(self, f: ir.Function) -> None:
-        """Record every definition in text order (what `walk` yields: an if's results and a
-        loop's variable come before their regions); report all but the first of a name."""
+        """Record the first definition of every name in text order (what `walk` yields: an
+        if's results and a loop's variable come before their regions), so that a use before
+        it can be told from an undefined name."""
         defs = [a.value for a in f.args]
         for inst in _walk(f.body):
             if isinstance(inst, (ir.For, ir.Foreach)):
                 defs.append(inst.var)
             defs.extend(ir.results_of(inst))
         for value in defs:
-            if value.name in self.first_def:
-                self.twice.add(value.name)
-                self._error(f"%{value.name} is already defined at "
-                            f"{_where(self.first_def[value.name])}", value.span)
-            else:
-                self.first_def[value.name] = value.span
+            self.first_def.setdefault(value.name, value.span)
 
     def _error(self, message: str, span: Optional[Span]) -> None:
         self.errors.append((message, span))
 
+    def _warn(self, message: str, span: Optional[Span]) -> None:
+        self.warnings.append((message, span))
+
     # scoping ----------------------------------------------------------------------------
 
     def _define(self, value: Value, t: SeenType) -> None:
-        if value.name in self.twice:
-            t = UNKNOWN  # which definition later uses mean is unclear: check neither
-        self.defined.add(value.name)
-        self.scopes[-1][value.name] = t
+        name = value.name
+        for depth, scope in enumerate(reversed(self.scopes)):
+            if name in scope:
+                if depth == 0:
+                    self._error(f"%{name} is already defined at {_where(scope[name].span)}",
+                                value.span)
+                else:
+                    self._error(f"%{name} shadows the definition at {_where(scope[name].span)}"
+                                " in an enclosing region (a name visible here cannot be "
+                                "defined again)", value.span)
+                t = UNKNOWN  # which definition later uses mean is unclear: check none
+                break
+        else:
+            claim = next((span for n, span in reversed(self.claimed) if n == name), False)
+            if claim is not False:
+                self._error(f"%{name} is already defined at {_where(claim)}", value.span)
+                t = UNKNOWN
+        self.scopes[-1][name] = _Binding(t, value.span)
+
+    def _close_scope(self) -> None:
+        for name, binding in self.scopes.pop().items():
+            self.closed[name] = binding.span
+
+    def _visible(self, name: str) -> Optional[_Binding]:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
 
     def _lookup(self, value: Value) -> SeenType:
-        for scope in reversed(self.scopes):
-            if value.name in scope:
-                return scope[value.name]
-        if value.name in self.defined:
+        binding = self._visible(value.name)
+        if binding is not None:
+            return binding.type
+        if value.name in self.closed:
             self._error(f"%{value.name} is not visible here: it is defined inside a nested "
-                        f"region at {_where(self.first_def[value.name])}", value.span)
+                        f"region at {_where(self.closed[value.name])}", value.span)
         elif value.name in self.first_def:
             self._error(f"%{value.name} is used before its definition", value.span)
         else:
@@ -365,9 +420,9 @@ class _FunctionChecker:
     def _region(self, region: ir.Region, ctx: _Context) -> None:
         insts = region.instructions
         last = len(insts) - 1
-        self.todo.extend(reversed([
-            partial(self._yield, inst, ctx, k == last) if isinstance(inst, ir.Yield)
-            else partial(self._instruction, inst, ctx) for k, inst in enumerate(insts)]))
+        at_end = replace(ctx, last=True)
+        self.todo.extend(reversed([partial(self._instruction, inst, at_end if k == last else ctx)
+                                   for k, inst in enumerate(insts)]))
 
     def _nested(self, region: ir.Region, ctx: _Context,
                 defines: tuple[tuple[Value, SeenType], ...] = ()) -> Callable[[], None]:
@@ -378,15 +433,15 @@ class _FunctionChecker:
                 self._define(value, t)
             self._region(region, ctx)  # schedules the body before the pop below
 
-        return lambda: self._later(enter, self.scopes.pop)
+        return lambda: self._later(enter, self._close_scope)
 
-    def _yield(self, inst: ir.Yield, ctx: _Context, is_last: bool) -> None:
+    def _yield(self, inst: ir.Yield, ctx: _Context) -> None:
         if len(inst.values) != len(inst.types):
             self._error(f"yield has {_count(len(inst.values), 'value')} but "
                         f"{_count(len(inst.types), 'type')}", inst.span)
         for value, t in zip(inst.values, inst.types):
             self._operand(value, t)
-        if ctx.yield_types is None or not is_last:
+        if ctx.yield_types is None or not ctx.last:
             self._error("yield is only allowed as the last instruction of an if region",
                         inst.span)
             return
@@ -402,7 +457,7 @@ class _FunctionChecker:
 
     def _instruction(self, inst: ir.Instruction, ctx: _Context) -> None:
         if ctx.spmd and isinstance(inst, ir.COLLECTIVES):
-            self._error(f"collective instruction '{COLLECTIVE_NAMES[type(inst)]}' is not allowed "
+            self._error(f"collective instruction '{inst.MNEMONIC}' is not allowed "
                         "inside a foreach (SPMD region)", inst.span)
         malformed = False
         if not isinstance(inst, _SCALAR_INSTRUCTIONS):
@@ -417,8 +472,7 @@ class _FunctionChecker:
             for value in ir.results_of(inst):
                 self._define(value, UNKNOWN)
             return
-        handler = getattr(self, "_" + type(inst).__name__.lower())
-        handler(inst, ctx)
+        _HANDLERS[type(inst)](self, inst, ctx)
         if isinstance(inst, (ir.If, ir.For, ir.Foreach)):
             return  # they define their names themselves
         try:
@@ -476,8 +530,24 @@ class _FunctionChecker:
         pass
 
     def _load(self, inst: ir.Load, ctx: _Context) -> None:
-        self._operand(inst.operand, inst.type)
+        if not self._group_offset_omitted(inst.operand, inst.type):
+            self._operand(inst.operand, inst.type)
         self._indices(inst.indices, "a load index")
+
+    def _group_offset_omitted(self, op: Value, written: Type) -> bool:
+        """True (after a warning) when `written` is the operand's group type without its
+        offset. The original compiler takes the operand's own type there; the loaded memref
+        does not depend on the offset, so the program is accepted, but doubtful."""
+        binding = self._visible(op.name)
+        actual = binding.type if binding is not None else None
+        if not (isinstance(written, GroupType) and isinstance(actual, GroupType)
+                and written.offset == 0 and actual.offset != 0
+                and written.memref == actual.memref):
+            return False
+        self._warn(f"the type written for %{op.name} lacks its offset: %{op.name} has type "
+                   f"{actual}, the instruction says {written}; the load uses {actual}",
+                   op.span)
+        return True
 
     def _size(self, inst: ir.Size, ctx: _Context) -> None:
         self._operand(inst.operand, inst.type)
@@ -526,10 +596,14 @@ class _FunctionChecker:
                 self._error(f"the {name} region of an if with results must end with a yield",
                             where)
 
+        claims = [(value.name, value.span) for value in inst.results]
+
         def define_results() -> None:
+            del self.claimed[len(self.claimed) - len(claims):]
             for k, value in enumerate(inst.results):
                 self._define(value, types[k] if k < len(types) else UNKNOWN)
 
+        self.claimed.extend(claims)
         regions = [r for r in (inst.then, inst.otherwise) if r is not None]
         self._later(*(self._nested(r, inner) for r in regions), define_results)
 
@@ -558,7 +632,8 @@ class _FunctionChecker:
 
     # collectives ------------------------------------------------------------------------
 
-    def _collective_operands(self, inst, *memrefs: tuple[Value, MemrefType]) -> None:
+    def _collective_operands(self, inst: ir.Blas) -> None:
+        memrefs = [(getattr(inst, r.field), inst.memref_type(r.field)) for r in inst.ROLES]
         self._operand(inst.alpha, inst.alpha_type, integral_float_ok=True)
         for value, t in memrefs[:-1]:
             self._operand(value, t)
@@ -575,17 +650,29 @@ class _FunctionChecker:
             self._error(f"the output element type {out} is an integer type but operands are "
                         f"floating-point ({', '.join(floats)})", inst.span)
 
-    def _orders(self, inst, name: str, wanted: dict[str, tuple[Value, MemrefType, tuple]]
+    def _orders(self, inst: ir.Blas, roles: Optional[tuple[ir.MemrefRole, ...]] = None
                 ) -> bool:
-        """Check operand orders; True when all are as wanted."""
+        """Check the orders of `roles` (default: every memref operand); True when all are
+        as the instruction declares."""
         ok = True
-        for role, (value, t, orders) in wanted.items():
-            if t.order not in orders:
-                want = " or ".join(map(str, orders))
-                self._error(f"{name} needs {role} of order {want}, got order {t.order}",
-                            value.span or inst.span)
+        for role in inst.ROLES if roles is None else roles:
+            value, t = getattr(inst, role.field), inst.memref_type(role.field)
+            if t.order not in role.orders:
+                want = " or ".join(filter(None, (", ".join(map(str, role.orders[:-1])),
+                                                 str(role.orders[-1]))))
+                self._error(f"{inst.MNEMONIC} needs {role.label} of order {want}, got order "
+                            f"{t.order}", value.span or inst.span)
                 ok = False
         return ok
+
+    def _relations(self, inst: ir.Blas) -> None:
+        """The declared M/N/K relations between op() shapes."""
+        fields = [r.field for r in inst.ROLES]
+        parts = [(f"op({r.label})" if r.trans else r.label, inst.op_shape(r.field))
+                 for r in inst.ROLES]
+        self._shapes_agree(inst, parts, [
+            (label, fields.index(fi), mi, fields.index(fj), mj)
+            for label, (fi, mi), (fj, mj) in inst.RELATIONS])
 
     def _shapes_agree(self, inst, parts: list[tuple[str, tuple]],
                       pairs: list[tuple[str, int, int, int, int]]) -> None:
@@ -602,10 +689,9 @@ class _FunctionChecker:
                         inst.span)
 
     def _axpby(self, inst: ir.Axpby, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type))
-        if self._orders(inst, "axpby", {"A": (inst.a, inst.a_type, (1, 2)),
-                                        "B": (inst.b, inst.b_type, (1, 2))}):
-            a = _op(inst.a_type.shape, inst.trans)
+        self._collective_operands(inst)
+        if self._orders(inst):
+            a = inst.op_shape("a")
             b = inst.b_type.shape
             if len(a) != len(b):
                 self._error(f"incompatible tensor shapes: op(A) is {_shape_text(a)} and B is "
@@ -614,47 +700,16 @@ class _FunctionChecker:
             self._shapes_agree(inst, [("op(A)", a), ("B", b)],
                                [(f"mode {k}", 0, k, 1, k) for k in range(len(a))])
 
-    def _gemm(self, inst: ir.Gemm, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
-                                  (inst.c, inst.c_type))
-        if self._orders(inst, "gemm", {"A": (inst.a, inst.a_type, (2,)),
-                                       "B": (inst.b, inst.b_type, (2,)),
-                                       "C": (inst.c, inst.c_type, (2,))}):
-            a = _op(inst.a_type.shape, inst.trans_a)
-            b = _op(inst.b_type.shape, inst.trans_b)
-            self._shapes_agree(inst, [("op(A)", a), ("op(B)", b), ("C", inst.c_type.shape)],
-                               [("M", 0, 0, 2, 0), ("N", 1, 1, 2, 1), ("K", 0, 1, 1, 0)])
-
-    def _gemv(self, inst: ir.Gemv, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
-                                  (inst.c, inst.c_type))
-        if self._orders(inst, "gemv", {"A": (inst.a, inst.a_type, (2,)),
-                                       "b": (inst.b, inst.b_type, (1,)),
-                                       "c": (inst.c, inst.c_type, (1,))}):
-            a = _op(inst.a_type.shape, inst.trans_a)
-            self._shapes_agree(inst, [("op(A)", a), ("b", inst.b_type.shape),
-                                      ("c", inst.c_type.shape)],
-                               [("M", 0, 0, 2, 0), ("K", 0, 1, 1, 0)])
-
-    def _ger(self, inst: ir.Ger, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
-                                  (inst.c, inst.c_type))
-        if self._orders(inst, "ger", {"a": (inst.a, inst.a_type, (1,)),
-                                      "b": (inst.b, inst.b_type, (1,)),
-                                      "C": (inst.c, inst.c_type, (2,))}):
-            self._shapes_agree(inst, [("a", inst.a_type.shape), ("b", inst.b_type.shape),
-                                      ("C", inst.c_type.shape)],
-                               [("M", 0, 0, 2, 0), ("N", 1, 0, 2, 1)])
+    def _product(self, inst: Union[ir.Gemm, ir.Gemv, ir.Ger], ctx: _Context) -> None:
+        """gemm, gemv and ger: fixed orders and their M/N/K relations."""
+        self._collective_operands(inst)
+        if self._orders(inst):
+            self._relations(inst)
 
     def _hadamard(self, inst: ir.Hadamard, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type),
-                                  (inst.c, inst.c_type))
-        # The spec says vectors; the original compiler also takes matrices of equal shape.
-        if self._orders(inst, "hadamard_product", {"a": (inst.a, inst.a_type, (1, 2)),
-                                                   "b": (inst.b, inst.b_type, (1, 2)),
-                                                   "c": (inst.c, inst.c_type, (1, 2))}):
-            shapes = [("a", inst.a_type.shape), ("b", inst.b_type.shape),
-                      ("c", inst.c_type.shape)]
+        self._collective_operands(inst)
+        if self._orders(inst):
+            shapes = [(r.label, inst.memref_type(r.field).shape) for r in inst.ROLES]
             if len({len(s) for _, s in shapes}) != 1:
                 self._error("incompatible tensor shapes: "
                             + ", ".join(f"{n} is {_shape_text(s)}" for n, s in shapes)
@@ -666,10 +721,10 @@ class _FunctionChecker:
                                 for k in range(len(shapes[0][1]))])
 
     def _sum(self, inst: ir.Sum, ctx: _Context) -> None:
-        self._collective_operands(inst, (inst.a, inst.a_type), (inst.b, inst.b_type))
-        if not self._orders(inst, "sum", {"A": (inst.a, inst.a_type, (1, 2))}):
+        self._collective_operands(inst)
+        if not self._orders(inst, inst.ROLES[:1]):  # B's order follows from A's, below
             return
-        a = _op(inst.a_type.shape, inst.trans)
+        a = inst.op_shape("a")
         want = len(a) - 1  # a vector sums into a scalar, a matrix into a vector
         if inst.b_type.order != want:
             kind = "a vector" if len(a) == 2 else "a scalar memref (order 0)"
@@ -677,8 +732,38 @@ class _FunctionChecker:
                         f"{inst.b_type.order}", inst.b.span or inst.span)
             return
         if want == 1:
-            self._shapes_agree(inst, [("op(A)", a), ("B", inst.b_type.shape)],
-                               [("mode 0", 0, 0, 1, 0)])
+            self._relations(inst)
+
+
+# The one dispatch table of the checker: every instruction class to its rule (if, for and
+# foreach define their own names; the others get theirs from `result_types`).
+_HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], None]] = {
+    ir.Alloca: _FunctionChecker._alloca,
+    ir.Arith: _FunctionChecker._arith,
+    ir.ArithUnary: _FunctionChecker._arithunary,
+    ir.Cast: _FunctionChecker._cast,
+    ir.Compare: _FunctionChecker._compare,
+    ir.Expand: _FunctionChecker._expand,
+    ir.Fuse: _FunctionChecker._fuse,
+    ir.GroupId: _FunctionChecker._groupid,
+    ir.GroupSize: _FunctionChecker._groupsize,
+    ir.Load: _FunctionChecker._load,
+    ir.Size: _FunctionChecker._size,
+    ir.Subview: _FunctionChecker._subview,
+    ir.Store: _FunctionChecker._store,
+    ir.Barrier: _FunctionChecker._barrier,
+    ir.LifetimeStop: _FunctionChecker._lifetimestop,
+    ir.If: _FunctionChecker._if,
+    ir.Yield: _FunctionChecker._yield,
+    ir.For: _FunctionChecker._for,
+    ir.Foreach: _FunctionChecker._foreach,
+    ir.Axpby: _FunctionChecker._axpby,
+    ir.Gemm: _FunctionChecker._product,
+    ir.Gemv: _FunctionChecker._product,
+    ir.Ger: _FunctionChecker._product,
+    ir.Hadamard: _FunctionChecker._hadamard,
+    ir.Sum: _FunctionChecker._sum,
+}
 
 
 def _walk(region: ir.Region) -> Iterator[ir.Instruction]:
@@ -695,11 +780,6 @@ def _walk(region: ir.Region) -> Iterator[ir.Instruction]:
 
 def _count(n: int, noun: str, plural: Optional[str] = None) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
-
-
-def _op(shape: tuple, trans: bool) -> tuple:
-    """Shape of op(X): transposed for '.t' on a matrix; '.t' has no effect on vectors."""
-    return shape[::-1] if trans and len(shape) == 2 else shape
 
 
 __all__ = ["check", "constant_problem", "layout_problems", "UNKNOWN"]

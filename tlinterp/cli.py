@@ -1,9 +1,16 @@
 """`tlrun`: check, print, lower or run a tensor-language kernel.
 
-    tlrun KERNEL.tl [--check] [--emit ir|opencl] [--args ARGS.npz] [--func NAME] [--groups N]
-                    [--out OUT.npz] [--no-check] [--max-steps N] [--backend interp|opencl]
-                    [--device D] [--lowering KEY=VALUE ...] [--tune]
+    tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
+                    [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--backend NAME]
+                    [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
+                    [--tune]
+    tlrun --list-impls
 
+--backend takes any implementation name of the registry (`--list-impls`): interp (default),
+opencl, opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, or one another
+package registers.
+
+Warnings go to stderr and leave the exit status alone; `--werror` makes them errors (exit 2).
 Exit status: 0 success; 1 undefined behaviour or a run-time failure; 2 source, arguments or
 backend rejected; 3 an internal error (a bug: please report it); 130 interrupted.
 Code (--emit) goes to stdout; diagnostics and the run summary go to stderr.
@@ -19,7 +26,15 @@ from typing import Optional
 import numpy as np
 
 from .args import count_groups, load_npz, save_npz
-from .diagnostics import ArgumentError, BackendError, SourceError, TLError
+from .diagnostics import (
+    ERROR,
+    ArgumentError,
+    BackendError,
+    Diagnostic,
+    ExecutionError,
+    SourceError,
+    TLError,
+)
 
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
@@ -29,8 +44,12 @@ DEFAULT_MAX_STEPS = 10_000_000
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlrun", description="Run a tensor-language kernel with "
                                 "the reference interpreter (or the OpenCL backend).")
-    p.add_argument("kernel", help="the .tl source file")
+    p.add_argument("kernel", nargs="?", help="the .tl source file")
+    p.add_argument("--list-impls", action="store_true",
+                   help="list the implementations --backend accepts, then exit")
     p.add_argument("--check", action="store_true", help="parse and check only")
+    p.add_argument("--werror", action="store_true",
+                   help="treat warnings as errors (exit status 2)")
     p.add_argument("--emit", choices=["ir", "opencl"], help="print canonical IR or OpenCL C")
     p.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
     p.add_argument("--func", help="function to run (optional when the file has one)")
@@ -41,12 +60,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                    help=f"instruction budget against runaway loops (default "
                         f"{DEFAULT_MAX_STEPS}; 0 = unlimited)")
-    p.add_argument("--backend", choices=["interp", "opencl"], default="interp")
+    p.add_argument("--backend", default="interp", metavar="NAME",
+                   help="implementation to run: interp (default), opencl, "
+                        "opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, "
+                        "... (see --list-impls)")
     p.add_argument("--device", help="OpenCL device: pocl, nvidia, oclgrind, PLATFORM:DEVICE")
+    p.add_argument("--work-group-size", metavar="W0xW1",
+                   help="opencl-c: work-group size of kernels without reqd_work_group_size")
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
                    help="override a lowering decision (repeatable)")
     p.add_argument("--tune", action="store_true",
-                   help="(opencl) time lowering configs on the device with these arguments, "
+                   help="opencl: time lowering configs on the device with these arguments, "
                         "cache the fastest per kernel and device, use it (--lowering applies "
                         "on top); the search goes to stderr")
     return p
@@ -62,17 +86,26 @@ def _read(path: str) -> str:
         raise SourceError(f"{path}: cannot read ({e})") from None
 
 
-def _tlgpu():
+def _implementation(ns, name: str):
+    """The implementation `name` from the registry, made with the command line's options."""
+    from .impl import ImplOptions, SpecError, resolve
+
+    if ns.tune and name.partition(":")[0] != "opencl":
+        raise ArgumentError("--tune needs --backend opencl")
+    options = ImplOptions(device=ns.device, lowering=tuple(ns.lowering),
+                          work_group_size=ns.work_group_size, tune=ns.tune)
     try:
-        import tlgpu
-        tlgpu.lower  # noqa: B018 - fails while the backend is not built yet
-    except (ImportError, AttributeError) as e:
-        raise BackendError(f"the OpenCL backend is not available ({e})") from None
-    return tlgpu
+        return resolve(name, options)
+    except SpecError as e:
+        raise BackendError(f"--backend: {e}") from None
 
 
-def _lowering(opts: list[str]):
-    return _tlgpu().LoweringConfig.from_overrides(opts)  # parses and validates KEY=VALUE
+def _list_impls() -> int:
+    from .impl import available
+
+    for name, doc in available():
+        print(f"{name:12} {doc}")
+    return 0
 
 
 def _describe(v: np.ndarray) -> str:
@@ -82,7 +115,7 @@ def _describe(v: np.ndarray) -> str:
 def _summary(console, function, backend, groups, args, out, seconds, check) -> None:
     from rich.table import Table
 
-    note = "" if check or backend != "interp" else " (no checks)"
+    note = "" if check or backend not in ("interp", "tlinterp") else " (no checks)"
     console.print(f"@{function.name}: {groups} work-group(s), backend {backend}{note}, "
                   f"{seconds * 1e3:.1f} ms", highlight=False, soft_wrap=True)
     t = Table()
@@ -99,28 +132,24 @@ def _summary(console, function, backend, groups, args, out, seconds, check) -> N
     console.print(t)
 
 
-def _tune_table(console, result) -> None:
-    from rich.table import Table
-
-    from tlgpu.tuner import table
-
-    t = Table(title=f"lowering configs on {result.device}"
-              + (" (cached winner)" if result.cached else " (median kernel time)"))
-    for col in ("config", "time", ""):
-        t.add_column(col)
-    for row in table(result):
-        t.add_row(*row)
-    console.print(t)
-
-
 def _run(ns) -> int:
     from rich.console import Console
 
     from . import check, parse
 
     err = Console(stderr=True)
+    if ns.list_impls:
+        return _list_impls()
+    if ns.kernel is None:
+        raise ArgumentError("give a kernel file (tlrun KERNEL.tl ...), or --list-impls")
     text = _read(ns.kernel)
-    program = check(parse(text, filename=ns.kernel))
+    warnings: list[Diagnostic] = []
+    program = check(parse(text, filename=ns.kernel), warnings)
+    if warnings and ns.werror:
+        raise SourceError([Diagnostic(d.message, d.span, d.filename, ERROR) for d in warnings],
+                          text)
+    for d in warnings:
+        print(d.format(text), file=sys.stderr)
     if ns.check:
         return 0
     func_name = ns.func
@@ -130,12 +159,15 @@ def _run(ns) -> int:
         sys.stdout.write(format_program(program))
         return 0
     if ns.emit == "opencl":
-        tlgpu = _tlgpu()
-        sys.stdout.write(tlgpu.lower(program, func_name, _lowering(ns.lowering)))
+        code = _implementation(ns, "opencl").emit(program, func_name)
+        if code is None:
+            raise BackendError("the 'opencl' implementation emits no code")
+        sys.stdout.write(code)
         return 0
-    from .interp import _function
+    from .interp import select_function
 
-    function = _function(program, func_name)
+    impl = _implementation(ns, ns.backend)  # a bad name is reported before the arguments
+    function = select_function(program, func_name)
     if ns.args_file is None:
         if function.args:
             need = ", ".join(f"'{a.value.name}' ({a.type})" for a in function.args)
@@ -146,20 +178,9 @@ def _run(ns) -> int:
         args = load_npz(ns.args_file)
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
-    if ns.tune and ns.backend != "opencl":
-        raise ArgumentError("--tune needs --backend opencl")
-    config = _lowering(ns.lowering) if ns.backend == "opencl" else None
-    if ns.tune:
-        tlgpu = _tlgpu()
-        result = tlgpu.tune(program, args, func=function.name, groups=ns.groups,
-                            device=ns.device)
-        _tune_table(err, result)
-        config = tlgpu.LoweringConfig.from_overrides(ns.lowering, result.best)
     start = time.perf_counter()
-    if ns.backend == "opencl":
-        tlgpu = _tlgpu()
-        out = tlgpu.run(program, args, func=function.name, groups=ns.groups, device=ns.device,
-                        config=config)
+    if impl.spec != "interp":  # the reference runs here, with its own options
+        out = _run_impl(impl, program, text, ns, function.name, args)
     else:
         from .args import bind, unbind
         from .interp import run_bound
@@ -172,10 +193,28 @@ def _run(ns) -> int:
     seconds = time.perf_counter() - start
     if ns.out:
         save_npz(ns.out, out)
-    if ns.backend == "opencl":
+    if impl.spec != "interp":  # the reference runs here, with its own options
         groups = count_groups(function, args, ns.groups)
-    _summary(err, function, ns.backend, groups, args, out, seconds, not ns.no_check)
+    _summary(err, function, impl.name, groups, args, out, seconds, not ns.no_check)
     return 0
+
+
+def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.ndarray]:
+    """Outputs of a registry implementation; its failures as TLErrors with its exit status."""
+    from .impl import Job, SpecError
+
+    job = Job(text, args, func=func, groups=ns.groups, filename=ns.kernel, program=program)
+    try:
+        outcome = impl.run(job)
+    except SpecError as e:  # e.g. a template placeholder this run has no value for
+        raise BackendError(f"--backend: {e}") from None
+    if outcome.status == "ok":
+        return outcome.outputs or {}
+    said = outcome.message.strip() or "(no message)"
+    if outcome.status == "rejected":
+        raise BackendError(f"{impl.name} rejected it:\n{said}")
+    verb = {"failed": "failed", "timeout": "timed out"}.get(outcome.status, "crashed")
+    raise ExecutionError(f"{impl.name} {verb}:\n{said}")
 
 
 def main(argv: Optional[list[str]] = None) -> int:

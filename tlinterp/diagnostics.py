@@ -12,19 +12,25 @@ from typing import Optional
 
 from .ir import Span
 
+ERROR = "error"
+WARNING = "warning"  # the program is accepted; `--werror` rejects it
+
 
 @dataclass(frozen=True)
 class Diagnostic:
     message: str
     span: Optional[Span] = None
     filename: str = "<input>"
+    severity: str = ERROR
 
     def format(self, source: str = "") -> str:
-        """The message, then the source line(s) with the range underlined."""
+        """The message, then the source line(s) with the range underlined. Errors carry no
+        severity word (the established format); warnings say `warning:` after the place."""
+        label = "warning: " if self.severity == WARNING else ""
         if self.span is None:  # not about a place in a file: no "<input>:" noise
-            where = "error" if self.filename == "<input>" else self.filename
-            return f"{where}: {self.message}"
-        head = f"{self.filename}:{self.span}: {self.message}"
+            where = self.severity if self.filename == "<input>" else self.filename
+            return f"{where}: {label if where != self.severity else ''}{self.message}"
+        head = f"{self.filename}:{self.span}: {label}{self.message}"
         lines = source.splitlines()
         if not (1 <= self.span.line <= len(lines)):
             return head

@@ -8,7 +8,7 @@ Operands are either a `Value` (a use of an SSA name) or a `Const` (a literal).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import ClassVar, Optional, Union
 
 from .types import Dyn, GroupType, MemrefType, ScalarType, Type
 
@@ -77,6 +77,8 @@ ExpandEntry = Union[int, None, Value]  # static size, '?', or a run-time index v
 
 @dataclass
 class Alloca:
+    MNEMONIC: ClassVar[str] = "alloca"
+
     result: Value
     type: MemrefType
     span: Optional[Span] = _span()
@@ -218,6 +220,9 @@ class If:
     then: Region
     otherwise: Optional[Region] = None
     span: Optional[Span] = _span()
+    # `-> ()` was written: the same program as no arrow, kept only so the printer can
+    # reproduce the spelling (the original compiler's programs use it)
+    empty_arrow: bool = field(default=False, compare=False)
 
 
 @dataclass
@@ -240,6 +245,8 @@ class For:
 
 @dataclass
 class Foreach:
+    MNEMONIC: ClassVar[str] = "foreach"
+
     var: Value
     start: Operand
     stop: Operand
@@ -249,10 +256,83 @@ class Foreach:
 
 
 # Collectives. alpha/beta are operands with their written scalar types; matrices are Values.
+# Each BLAS class declares its static facts once, as class data, and every pass reads them:
+# the checker (orders, shape relations, messages), the printer (mnemonic, modifiers, operand
+# order), the interpreter and the lowering (inputs, output, K), the fuzzer's oracle and
+# generator. How the numbers are computed stays in each pass.
+
+
+@dataclass(frozen=True)
+class MemrefRole:
+    """One memref operand of a BLAS instruction."""
+
+    field: str  # attribute holding the Value; its written type is in `field + "_type"`
+    label: str  # its name in messages: capital for a matrix ("A"), small for a vector ("b")
+    orders: tuple[int, ...]  # orders the operand may have
+    trans: Optional[str] = None  # attribute of the '.t'/'.n' flag when op(X) may be transposed
+
+
+# (label, (field, mode), (field, mode)): two modes of op() shapes that must have equal size
+Relation = tuple[str, tuple[str, int], tuple[str, int]]
+
+
+class Blas:
+    """Static facts shared by the BLAS collectives (see docs/semantics.md, "Collectives").
+
+    `out = alpha * op(inputs) + beta * out`; ROLES lists the input memrefs, then the output.
+    RELATIONS are the M/N/K size relations between modes of op() shapes; the elementwise
+    instructions (axpby, hadamard_product) instead relate every mode of equal-order shapes.
+    REDUCED names the operand whose op() has the reduction length K as its last mode (None:
+    the instruction sums nothing).
+    """
+
+    MNEMONIC: ClassVar[str]
+    ROLES: ClassVar[tuple[MemrefRole, ...]]
+    RELATIONS: ClassVar[tuple[Relation, ...]] = ()
+    REDUCED: ClassVar[Optional[str]] = None
+
+    @classmethod
+    def inputs(cls) -> tuple[str, ...]:
+        """Fields of the input memrefs, in operand order."""
+        return tuple(r.field for r in cls.ROLES[:-1])
+
+    @classmethod
+    def output(cls) -> str:
+        """Field of the output memref."""
+        return cls.ROLES[-1].field
+
+    @classmethod
+    def role(cls, field: str) -> MemrefRole:
+        return next(r for r in cls.ROLES if r.field == field)
+
+    def memref_type(self, field: str) -> MemrefType:
+        return getattr(self, field + "_type")
+
+    def transposed(self, field: str) -> bool:
+        """Whether op() transposes this operand ('.t' on a matrix; vectors never are)."""
+        flag = self.role(field).trans
+        return bool(flag and getattr(self, flag)) and self.memref_type(field).order == 2
+
+    def op_shape(self, field: str) -> tuple[Dyn, ...]:
+        """Written shape of op(X) for operand `field`."""
+        shape = self.memref_type(field).shape
+        return shape[::-1] if self.transposed(field) else shape
+
+    def reduction_length(self) -> Optional[Dyn]:
+        """Static K, None when K is dynamic; raises ValueError when nothing is summed."""
+        if self.REDUCED is None:
+            raise ValueError(f"{self.MNEMONIC} has no reduction")
+        return self.op_shape(self.REDUCED)[-1]
+
 
 
 @dataclass
-class Axpby:
+class Axpby(Blas):
+    MNEMONIC: ClassVar[str] = "axpby"
+    # order 0 (a scalar update, B := alpha A + beta B) is a deviation: the spec says 1 or 2,
+    # the original compiler accepts 0 (docs/semantics.md)
+    ROLES: ClassVar = (MemrefRole("a", "A", (0, 1, 2), "trans"), MemrefRole("b", "B", (0, 1, 2)))
+
     trans: bool
     atomic: bool
     alpha: Operand
@@ -267,7 +347,14 @@ class Axpby:
 
 
 @dataclass
-class Gemm:
+class Gemm(Blas):
+    MNEMONIC: ClassVar[str] = "gemm"
+    ROLES: ClassVar = (MemrefRole("a", "A", (2,), "trans_a"), MemrefRole("b", "B", (2,), "trans_b"),
+                       MemrefRole("c", "C", (2,)))
+    RELATIONS: ClassVar = (("M", ("a", 0), ("c", 0)), ("N", ("b", 1), ("c", 1)),
+                           ("K", ("a", 1), ("b", 0)))
+    REDUCED: ClassVar = "a"
+
     trans_a: bool
     trans_b: bool
     atomic: bool
@@ -285,7 +372,13 @@ class Gemm:
 
 
 @dataclass
-class Gemv:
+class Gemv(Blas):
+    MNEMONIC: ClassVar[str] = "gemv"
+    ROLES: ClassVar = (MemrefRole("a", "A", (2,), "trans_a"), MemrefRole("b", "b", (1,)),
+                       MemrefRole("c", "c", (1,)))
+    RELATIONS: ClassVar = (("M", ("a", 0), ("c", 0)), ("K", ("a", 1), ("b", 0)))
+    REDUCED: ClassVar = "a"
+
     trans_a: bool
     atomic: bool
     alpha: Operand
@@ -302,7 +395,12 @@ class Gemv:
 
 
 @dataclass
-class Ger:
+class Ger(Blas):
+    MNEMONIC: ClassVar[str] = "ger"
+    ROLES: ClassVar = (MemrefRole("a", "a", (1,)), MemrefRole("b", "b", (1,)),
+                       MemrefRole("c", "C", (2,)))
+    RELATIONS: ClassVar = (("M", ("a", 0), ("c", 0)), ("N", ("b", 0), ("c", 1)))
+
     atomic: bool
     alpha: Operand
     a: Value
@@ -318,7 +416,12 @@ class Ger:
 
 
 @dataclass
-class Hadamard:
+class Hadamard(Blas):
+    MNEMONIC: ClassVar[str] = "hadamard_product"
+    # The spec says vectors; the original compiler also takes matrices of equal shape.
+    ROLES: ClassVar = (MemrefRole("a", "a", (1, 2)), MemrefRole("b", "b", (1, 2)),
+                       MemrefRole("c", "c", (1, 2)))
+
     atomic: bool
     alpha: Operand
     a: Value
@@ -334,7 +437,13 @@ class Hadamard:
 
 
 @dataclass
-class Sum:
+class Sum(Blas):
+    MNEMONIC: ClassVar[str] = "sum"
+    # B has one order less than op(A): a vector sums into a scalar, a matrix into a vector.
+    ROLES: ClassVar = (MemrefRole("a", "A", (1, 2), "trans"), MemrefRole("b", "B", (0, 1)))
+    RELATIONS: ClassVar = (("mode 0", ("a", 0), ("b", 0)),)  # for a matrix A
+    REDUCED: ClassVar = "a"
+
     trans: bool
     atomic: bool
     alpha: Operand
@@ -354,6 +463,8 @@ Instruction = Union[
     Axpby, Gemm, Gemv, Ger, Hadamard, Sum,
 ]
 
+# Subsets of `Instruction` that some passes handle on their own (each table over a subset is
+# checked against it by tests/test_dispatch.py).
 COLLECTIVES = (Alloca, Axpby, Gemm, Gemv, Ger, Hadamard, Sum, Foreach)
 BLAS = (Axpby, Gemm, Gemv, Ger, Hadamard, Sum)
 

@@ -654,10 +654,12 @@ class _Builder:
         results = tuple(self.value(v) for v in self.items(opt.children[0].children[0])) \
             if opt.children else ()
         _, cond, types_opt, then, else_opt = ifn.children
-        types = tuple(self.scalar(t) for t in self.items(types_opt.children[0].children[2])) \
-            if types_opt.children else ()
+        listed = types_opt.children[0].children[2] if types_opt.children else None
+        types = tuple(self.scalar(t) for t in self.items(listed.children[0])) \
+            if listed is not None and listed.children else ()
         otherwise = self.region(else_opt.children[0].children[1]) if else_opt.children else None
-        return ir.If(results, self.operand(cond), types, self.region(then), otherwise, s)
+        return ir.If(results, self.operand(cond), types, self.region(then), otherwise, s,
+                     empty_arrow=listed is not None and not listed.children)
 
     def yield_(self, n, s):
         _, vals, _, types = n.children

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
 from typing import Union
 
 from . import ir
@@ -99,78 +100,103 @@ def _atomic(atomic: bool) -> str:
 
 def _header(inst: ir.Instruction) -> str:
     """The one-line text of an instruction; for if/for/foreach the line that opens the body."""
-    if isinstance(inst, ir.If):
-        lhs = (", ".join("%" + r.name for r in inst.results) + " = ") if inst.results else ""
-        types = (" -> (" + _types(*inst.result_types) + ")") if inst.result_types else ""
-        return f"{lhs}if {format_operand(inst.cond)}{types} {{"
-    if isinstance(inst, ir.For):
-        step = (", " + format_operand(inst.step)) if inst.step is not None else ""
-        ty = "" if inst.type is INDEX else " : " + inst.type.value
-        return (f"for %{inst.var.name} = {_ops(inst.start, inst.stop)}{step}{ty} {{")
-    if isinstance(inst, ir.Foreach):
-        ty = "" if inst.type is INDEX else " : " + inst.type.value
-        return f"foreach %{inst.var.name} = {_ops(inst.start, inst.stop)}{ty} {{"
-    if isinstance(inst, ir.Yield):
-        vals = (" " + _ops(*inst.values)) if inst.values else ""
-        types = (" " + _types(*inst.types)) if inst.types else ""
-        return f"yield{vals} :{types}"
-    if isinstance(inst, ir.Barrier):
-        return "barrier"
-    if isinstance(inst, ir.LifetimeStop):
-        return f"lifetime_stop %{inst.operand.name}"
-    if isinstance(inst, ir.Store):
-        return (f"store {format_operand(inst.value)}, %{inst.operand.name}"
-                f"[{_ops(*inst.indices)}] : {format_type(inst.type)}")
-    if isinstance(inst, (ir.Axpby, ir.Sum)):
-        head = "axpby" if isinstance(inst, ir.Axpby) else "sum"
-        return (f"{head}{_t(inst.trans)}{_atomic(inst.atomic)} "
-                f"{_ops(inst.alpha, inst.a, inst.beta, inst.b)} : "
-                f"{_types(inst.alpha_type, inst.a_type, inst.beta_type, inst.b_type)}")
-    if isinstance(inst, (ir.Gemm, ir.Gemv, ir.Ger, ir.Hadamard)):
-        if isinstance(inst, ir.Gemm):
-            head = "gemm" + _t(inst.trans_a) + _t(inst.trans_b)
-        elif isinstance(inst, ir.Gemv):
-            head = "gemv" + _t(inst.trans_a)
-        elif isinstance(inst, ir.Ger):
-            head = "ger"
-        else:
-            head = "hadamard_product"
-        return (f"{head}{_atomic(inst.atomic)} "
-                f"{_ops(inst.alpha, inst.a, inst.b, inst.beta, inst.c)} : "
-                f"{_types(inst.alpha_type, inst.a_type, inst.b_type, inst.beta_type, inst.c_type)}")
-    return f"%{inst.result.name} = {_value_op(inst)}"
+    return _HEADERS[type(inst)](inst)
 
 
-def _value_op(inst: ir.Instruction) -> str:
-    if isinstance(inst, ir.Alloca):
-        return f"alloca -> {format_type(inst.type)}"
-    if isinstance(inst, ir.Arith):
-        return f"arith.{inst.op} {_ops(inst.lhs, inst.rhs)} : {inst.type.value}"
-    if isinstance(inst, ir.ArithUnary):
-        return f"arith.{inst.op} {format_operand(inst.operand)} : {inst.type.value}"
-    if isinstance(inst, ir.Cast):
-        return (f"cast {format_operand(inst.operand)} : {inst.from_type.value} -> "
-                f"{inst.to_type.value}")
-    if isinstance(inst, ir.Compare):
-        return f"cmp.{inst.cond} {_ops(inst.lhs, inst.rhs)} : {inst.type.value}"
-    if isinstance(inst, ir.Expand):
-        return (f"expand %{inst.operand.name}[{inst.mode} -> {_expand_shape(inst.shape)}] : "
-                f"{format_type(inst.type)}")
-    if isinstance(inst, ir.Fuse):
-        return (f"fuse %{inst.operand.name}[{inst.first},{inst.last}] : "
-                f"{format_type(inst.type)}")
-    if isinstance(inst, ir.GroupId):
-        return "group_id"
-    if isinstance(inst, ir.GroupSize):
-        return "group_size"
-    if isinstance(inst, ir.Load):
-        return f"load %{inst.operand.name}[{_ops(*inst.indices)}] : {format_type(inst.type)}"
-    if isinstance(inst, ir.Size):
-        return f"size %{inst.operand.name}[{inst.mode}] : {format_type(inst.type)}"
-    if isinstance(inst, ir.Subview):
-        return (f"subview %{inst.operand.name}[{', '.join(_slice(s) for s in inst.slices)}] : "
-                f"{format_type(inst.type)}")
-    raise TypeError(f"not an instruction: {inst!r}")
+def _if(inst: ir.If) -> str:
+    lhs = (", ".join("%" + r.name for r in inst.results) + " = ") if inst.results else ""
+    types = (" -> (" + _types(*inst.result_types) + ")") if inst.result_types else \
+        (" -> ()" if inst.empty_arrow else "")
+    return f"{lhs}if {format_operand(inst.cond)}{types} {{"
+
+
+def _for(inst: ir.For) -> str:
+    step = (", " + format_operand(inst.step)) if inst.step is not None else ""
+    ty = "" if inst.type is INDEX else " : " + inst.type.value
+    return (f"for %{inst.var.name} = {_ops(inst.start, inst.stop)}{step}{ty} {{")
+
+
+def _foreach(inst: ir.Foreach) -> str:
+    ty = "" if inst.type is INDEX else " : " + inst.type.value
+    return f"foreach %{inst.var.name} = {_ops(inst.start, inst.stop)}{ty} {{"
+
+
+def _yield(inst: ir.Yield) -> str:
+    vals = (" " + _ops(*inst.values)) if inst.values else ""
+    types = (" " + _types(*inst.types)) if inst.types else ""
+    return f"yield{vals} :{types}"
+
+
+def _store(inst: ir.Store) -> str:
+    return (f"store {format_operand(inst.value)}, %{inst.operand.name}"
+            f"[{_ops(*inst.indices)}] : {format_type(inst.type)}")
+
+
+def _blas(inst: ir.Blas) -> str:
+    """Mnemonic, one .n/.t per transposable operand, .atomic, then alpha, the inputs, beta
+    and the output with their types, all as the instruction class declares them."""
+    head = inst.MNEMONIC + "".join(_t(getattr(inst, r.trans)) for r in inst.ROLES if r.trans)
+    ins, out = inst.inputs(), inst.output()
+    ops = (inst.alpha, *(getattr(inst, f) for f in ins), inst.beta, getattr(inst, out))
+    types = (inst.alpha_type, *(inst.memref_type(f) for f in ins), inst.beta_type,
+             inst.memref_type(out))
+    return f"{head}{_atomic(inst.atomic)} {_ops(*ops)} : {_types(*types)}"
+
+
+def _alloca(inst: ir.Alloca) -> str:
+    return f"alloca -> {format_type(inst.type)}"
+
+
+def _arith(inst: ir.Arith) -> str:
+    return f"arith.{inst.op} {_ops(inst.lhs, inst.rhs)} : {inst.type.value}"
+
+
+def _arith_unary(inst: ir.ArithUnary) -> str:
+    return f"arith.{inst.op} {format_operand(inst.operand)} : {inst.type.value}"
+
+
+def _cast(inst: ir.Cast) -> str:
+    return (f"cast {format_operand(inst.operand)} : {inst.from_type.value} -> "
+            f"{inst.to_type.value}")
+
+
+def _compare(inst: ir.Compare) -> str:
+    return f"cmp.{inst.cond} {_ops(inst.lhs, inst.rhs)} : {inst.type.value}"
+
+
+def _indexed(mnemonic: str, inside: Callable[..., object]) -> Callable[..., str]:
+    """`MNEMONIC %operand[INSIDE] : type`, the form of load, size and the view instructions."""
+    return lambda inst: (f"{mnemonic} %{inst.operand.name}[{inside(inst)}] : "
+                         f"{format_type(inst.type)}")
+
+
+def _defines(op_text: Callable[..., str]) -> Callable[..., str]:
+    """`%name = ` before the text of a single-result instruction."""
+    return lambda inst: f"%{inst.result.name} = {op_text(inst)}"
+
+
+_HEADERS: dict[type, Callable[..., str]] = {
+    ir.Alloca: _defines(_alloca),
+    ir.Arith: _defines(_arith),
+    ir.ArithUnary: _defines(_arith_unary),
+    ir.Cast: _defines(_cast),
+    ir.Compare: _defines(_compare),
+    ir.Expand: _defines(_indexed("expand", lambda i: f"{i.mode} -> {_expand_shape(i.shape)}")),
+    ir.Fuse: _defines(_indexed("fuse", lambda i: f"{i.first},{i.last}")),
+    ir.GroupId: _defines(lambda inst: "group_id"),
+    ir.GroupSize: _defines(lambda inst: "group_size"),
+    ir.Load: _defines(_indexed("load", lambda i: _ops(*i.indices))),
+    ir.Size: _defines(_indexed("size", lambda i: i.mode)),
+    ir.Subview: _defines(_indexed("subview", lambda i: ", ".join(map(_slice, i.slices)))),
+    ir.Store: _store,
+    ir.Barrier: lambda inst: "barrier",
+    ir.LifetimeStop: lambda inst: f"lifetime_stop %{inst.operand.name}",
+    ir.If: _if,
+    ir.Yield: _yield,
+    ir.For: _for,
+    ir.Foreach: _foreach,
+    **{cls: _blas for cls in ir.BLAS},
+}
 
 
 _Task = Union[str, tuple]  # a finished line, or ("region", iterator, depth)

@@ -2,8 +2,9 @@
 
 Each rule takes the instruction (whose operand types are the types written after ':') and
 returns the types of the values it defines, or raises `TypeRuleError` naming the offending
-span. The checker, the interpreter and the lowering all call `result_types`, so a rule lives
-in exactly one place.
+span. The checker and the lowering call `result_types`; the interpreter needs no result
+types, because the checker has already accepted the program (its views carry their run-time
+shapes and strides). The table covers every instruction, so a rule lives in exactly one place.
 """
 
 from __future__ import annotations
@@ -165,10 +166,12 @@ _RULES = {
     ir.Size: lambda i: (size_type(i),),
     ir.Subview: lambda i: (subview_type(i),),
     ir.If: lambda i: tuple(i.result_types),
+    # no values (a loop's variable is defined inside its body, with the loop's written type)
+    **{cls: lambda i: () for cls in (
+        ir.Store, ir.Barrier, ir.LifetimeStop, ir.Yield, ir.For, ir.Foreach, *ir.BLAS)},
 }
 
 
 def result_types(inst: ir.Instruction) -> tuple[Type, ...]:
     """Types of the values `inst` defines (same order as `ir.results_of`); () for none."""
-    rule = _RULES.get(type(inst))
-    return rule(inst) if rule else ()
+    return _RULES[type(inst)](inst)

@@ -80,7 +80,7 @@ _DTYPES = {
     ScalarType.f64: np.float64,
 }
 
-# Older spellings accepted by the parser (SPEC_NOTES "Accepted syntax beyond v0.3").
+# Older spellings accepted by the parser (docs/semantics.md "Accepted syntax").
 SCALAR_ALIASES = {"bool": ScalarType.i1}
 
 

@@ -25,10 +25,16 @@ class ValidCase:
     tags: dict[str, list[str]]  # instruction, type, layout
     func: Optional[str] = None
     groups: Optional[int] = None
+    warns: str = ""  # source text an expected warning covers; "" for none
+    warns_line: int = 1  # its first match at or after this line
+    warning: str = ""  # its message, filled in from the checker at generation time
 
     @property
     def id(self) -> str:
         return f"valid/{self.category}/{self.name}"
+
+    def warning_range(self) -> str:
+        return text_range(self.source, self.warns, self.warns_line, 1)
 
 
 @dataclass
@@ -50,22 +56,31 @@ class InvalidCase:
 
     def blame_range(self) -> str:
         """`L.C-C` (or `L.C-L2.C2` when the blamed text spans lines), 1-based, inclusive."""
-        starts = [0] + [i + 1 for i, ch in enumerate(self.source) if ch == "\n"]
-        if not self.blame:  # the end of the input
-            return f"{len(starts)}.1-1"
-        begin = starts[min(self.line, len(starts)) - 1] - 1
-        for _ in range(self.occurrence):
-            begin = self.source.find(self.blame, begin + 1)
-            if begin < 0:
-                raise ValueError(f"{self.name}: blame text {self.blame!r} not in the source")
-        end = begin + len(self.blame) - 1
+        try:
+            return text_range(self.source, self.blame, self.line, self.occurrence)
+        except ValueError as e:
+            raise ValueError(f"{self.name}: {e}") from None
 
-        def pos(offset):
-            line = max(i for i, s in enumerate(starts) if s <= offset)
-            return line + 1, offset - starts[line] + 1
 
-        (l1, c1), (l2, c2) = pos(begin), pos(end)
-        return f"{l1}.{c1}-{c2}" if l1 == l2 else f"{l1}.{c1}-{l2}.{c2}"
+def text_range(source: str, text: str, line: int, occurrence: int) -> str:
+    """The range of the `occurrence`-th match of `text` at or after line `line` ("" is the
+    end of the input), as `L.C-C` or `L.C-L2.C2`."""
+    starts = [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
+    if not text:
+        return f"{len(starts)}.1-1"
+    begin = starts[min(line, len(starts)) - 1] - 1
+    for _ in range(occurrence):
+        begin = source.find(text, begin + 1)
+        if begin < 0:
+            raise ValueError(f"blame text {text!r} not in the source")
+    end = begin + len(text) - 1
+
+    def pos(offset):
+        n = max(i for i, s in enumerate(starts) if s <= offset)
+        return n + 1, offset - starts[n] + 1
+
+    (l1, c1), (l2, c2) = pos(begin), pos(end)
+    return f"{l1}.{c1}-{c2}" if l1 == l2 else f"{l1}.{c1}-{l2}.{c2}"
 
 
 @dataclass

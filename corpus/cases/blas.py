@@ -52,7 +52,8 @@ def ref_sum(alpha, a, beta, b, trans):
 
 
 def _beta_term(beta, c):
-    # BLAS convention (SPEC_NOTES): beta = 0 never reads C, so NaN there does not propagate.
+    # BLAS convention (docs/semantics.md "Collectives"): beta = 0 never reads C, so NaN there
+    # does not propagate.
     return np.zeros_like(c) if beta == 0 else beta * c
 
 
@@ -194,6 +195,32 @@ def _narrow(x, t):
     return np.asarray(x).astype(dtype(t))
 
 
+def axpby_order0() -> ValidCase:
+    """Order-0 axpby (a deviation: the spec says order 1 or 2; the original compiler accepts
+    a scalar update): one work-group writes B, every work-group adds into C and I atomically."""
+    groups = 5
+    src = """func @k(%A: memref<f32>, %B: memref<f32>, %C: memref<f64>, %J: memref<i32>,
+         %I: memref<i32>) {
+  %g = group_id
+  %x = cast %g : index -> f32
+  %first = cmp.eq %g, 0 : index
+  if %first {
+    axpby.n 3.0, %A, 0.0, %B : f32, memref<f32>, f32, memref<f32>
+  }
+  axpby.t.atomic %x, %A, 1.0, %C : f32, memref<f32>, f32, memref<f64>
+  axpby.n.atomic 2, %J, 1, %I : i32, memref<i32>, i32, memref<i32>
+}
+"""
+    args = {"A": np.asarray(-1.25, np.float32), "B": np.asarray(7, np.float32),
+            "C": np.asarray(0.5), "J": np.asarray(3, np.int32), "I": np.asarray(-4, np.int32)}
+    ids = np.arange(groups)
+    expected = {"B": 3.0 * args["A"], "C": 0.5 + float(ids.sum()) * -1.25,
+                "I": -4 + groups * 2 * 3}
+    return ValidCase("blas", "axpby_order0", src, args, outputs(args, (), **expected),
+                     tags(["axpby", "atomic", "cast", "cmp.eq", "if", "group_id"],
+                          ["f32", "f64", "i32"], "canonical"), groups=groups)
+
+
 def cases() -> list[ValidCase]:
     out: list[ValidCase] = []
     group_counts = (1, 2, 3, 5)
@@ -223,4 +250,5 @@ def cases() -> list[ValidCase]:
         out.append(collective_case(f"{instr}_rough_f32", instr, "f32", "dynstride", 3,
                                    variant=0, alpha=1.25, beta=-0.75, scalar_args=True,
                                    rough=True, sizes=(7, 6, 13)))
+    out.append(axpby_order0())
     return out

@@ -245,6 +245,71 @@ def nested_if_in_for() -> ValidCase:
                   "cmp.ne"], "i32")
 
 
+def sibling_names() -> ValidCase:
+    """Names are scoped by region: both branches define %a and %t, a loop body defines %v
+    and the code after the loop defines %v again (the original compiler's scoping)."""
+    rng = rng_for("sibling_names")
+    a = data(rng, "i32", (6,), -5, 5)
+    src = """func @k(%a: memref<i32x6>, %r: memref<i32x6>) {
+  foreach %i = 0, 6 {
+    %x = load %a[%i] : memref<i32x6>
+    %c = cmp.lt %x, 0 : i32
+    %y = if %c -> (i32) {
+      %t = arith.neg %x : i32
+      yield %t : i32
+    } else {
+      %t = arith.add %x, 10 : i32
+      yield %t : i32
+    }
+    if %c {
+      %s = arith.mul %y, 2 : i32
+      store %s, %r[%i] : memref<i32x6>
+    } else {
+      %s = arith.mul %y, 3 : i32
+      store %s, %r[%i] : memref<i32x6>
+    }
+  }
+  for %j = 0, 6 {
+    %v = load %r[%j] : memref<i32x6>
+    %w = arith.add %v, 1 : i32
+    store %w, %r[%j] : memref<i32x6>
+  }
+  %v = load %r[0] : memref<i32x6>
+  store %v, %a[0] : memref<i32x6>
+}
+"""
+    args = {"a": a, "r": np.zeros(6, np.int32)}
+    r = np.where(a < 0, -a * 2, (a + 10) * 3) + 1
+    a2 = a.copy()
+    a2[0] = r[0]
+    return _case("sibling_names", src, args, (), {"r": r, "a": a2},
+                 ["foreach", "for", "if", "yield", "cmp.lt", "arith.neg", "arith.add",
+                  "arith.mul"], "i32")
+
+
+def if_empty_results() -> ValidCase:
+    """`if %c -> () { ... }`: an empty result list means no results."""
+    rng = rng_for("if_empty_results")
+    a = data(rng, "f32", (8,))
+    src = """func @k(%a: memref<f32x8>) {
+  foreach %i = 0, 8 {
+    %x = load %a[%i] : memref<f32x8>
+    %c = cmp.ge %x, 0.0 : f32
+    if %c -> () {
+      %z = arith.mul %x, 4.0 : f32
+      store %z, %a[%i] : memref<f32x8>
+    } else {
+      store 0.0, %a[%i] : memref<f32x8>
+    }
+  }
+}
+"""
+    args = {"a": a}
+    return _case("if_empty_results", src, args, (), {"a": np.where(a >= 0, 4 * a, 0)},
+                 ["foreach", "if", "cmp.ge", "arith.mul"], "f32")
+
+
 def cases() -> list[ValidCase]:
     return [if_results(), if_no_else(), if_collective(), for_step(), for_dynamic(),
-            for_in_foreach(), foreach_dynamic_i32(), nested_if_in_for()]
+            for_in_foreach(), foreach_dynamic_i32(), nested_if_in_for(), sibling_names(),
+            if_empty_results()]

@@ -143,6 +143,25 @@ def dynamic_strides() -> ValidCase:
                  ["dynstride", "canonical"])
 
 
+def offset_omitted() -> ValidCase:
+    """A group load whose written type lacks the operand's offset: accepted with a warning
+    naming both types (the original compiler uses the operand's type); the offset is used."""
+    rng = rng_for("group_offset_omitted")
+    x = data(rng, "f32", (3, 6))
+    src = """func @k(%X: group<memref<f32x6>, offset: 2>, %s: memref<f32x3>) {
+  %g = group_id
+  %x = load %X[%g] : group<memref<f32x6>>
+  %v = load %x[4] : memref<f32x6>
+  store %v, %s[%g] : memref<f32x3>
+}
+"""
+    args = {"X": x, "s": np.zeros(3, np.float32)}
+    case = _case("offset_omitted_warning", src, args, (), {"s": x[:, 4]}, ["store"], "f32",
+                 "canonical")
+    case.warns, case.warns_line = "%X", 3
+    return case
+
+
 def cases() -> list[ValidCase]:
     return [stacked_axpby(), static_offset(), dynamic_offset(), separate_members(),
-            separate_offset_dynamic(), dynamic_strides()]
+            separate_offset_dynamic(), dynamic_strides(), offset_omitted()]

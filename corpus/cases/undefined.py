@@ -1,4 +1,4 @@
-"""Kernels whose run is undefined (SPEC_NOTES "Execution semantics"), at least one per report
+"""Kernels whose run is undefined (docs/semantics.md "Execution"), at least one per report
 kind. The reference must report the kind (exit 1); other implementations may do anything."""
 
 from __future__ import annotations

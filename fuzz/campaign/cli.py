@@ -1,8 +1,12 @@
 """`tlfuzz`: a differential fuzzing campaign, interpreter against the OpenCL backend.
 
-    tlfuzz [--time 10m] [--backend opencl] [--device pocl] [--jobs N] [--seed S]
+    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs N] [--seed S]
            [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
-           [--mutation NAME]
+           [--mutation NAME] [--work-group-size W0xW1]
+
+--impl takes any name of the implementation registry (`tlrun --list-impls`): opencl (this
+package's lowering, the default), opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command
+template, ...; other implementations than ours run one case per job.
 
 Each job runs seeded Hypothesis searches (job j, round k uses a seed derived from S, j, k, so
 a campaign replays deterministically from its seed); every failing batch is shrunk and
@@ -60,7 +64,8 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
     from .harness import save_finding
     from .sandbox import Sandbox
 
-    sandbox = None if opts.frontend else Sandbox(opts.device, opts.timeout, opts.mutation)
+    sandbox = None if opts.frontend else Sandbox(opts.device, opts.timeout, opts.mutation,
+                                                 opts.impl)
 
     def progress(n: int, cov: set) -> None:
         q.put(("progress", job, n, sorted(cov)))
@@ -196,7 +201,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
     os.makedirs(ns.out, exist_ok=True)
     opts = HuntOptions(device=ns.device, batch=ns.batch, shrink_time=ns.shrink_time,
                        frontend=ns.frontend, database=os.path.join(ns.out, "hypothesis-db"),
-                       mutation=ns.mutation)
+                       mutation=ns.mutation, impl=ns.impl_ref)
     deadline = time.time() + ns.time
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -207,7 +212,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
         p.start()
     tally = Tally()
     interrupted = False
-    title = (f"tlfuzz {'front-end' if ns.frontend else ns.backend + ' on ' + ns.device}, "
+    target = ns.impl_ref[0] if ns.impl_ref else ns.backend
+    title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
     try:
         with Live(tally.table(title), console=console, refresh_per_second=2,
@@ -242,7 +248,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlfuzz", description=__doc__.split("\n\n")[0])
     p.add_argument("--time", type=parse_time, default=parse_time("10m"),
                    help="campaign length: 90, 30s, 10m, 1h (default 10m)")
-    p.add_argument("--backend", choices=["opencl"], default="opencl")
+    p.add_argument("--backend", choices=["opencl"], default="opencl",
+                   help="this package's OpenCL lowering (the default of --impl)")
+    p.add_argument("--impl", default=None, metavar="NAME",
+                   help="implementation under test: opencl (default), opencl-c:'COMMAND {tl}', "
+                        "python:MODULE:FUNCTION, a command template, ... (tlrun --list-impls)")
+    p.add_argument("--work-group-size", default=None, metavar="W0xW1",
+                   help="opencl-c: work-group size of kernels without reqd_work_group_size")
     p.add_argument("--device", default="pocl", help="pocl, nvidia, oclgrind, PLATFORM:DEVICE")
     p.add_argument("--jobs", type=int, default=1, help="parallel searches (processes)")
     p.add_argument("--seed", type=int, default=0, help="campaign seed (deterministic replay)")
@@ -256,6 +268,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="self-test: plant a known bug in the OpenCL lowering "
                         "(wrong-transpose, off-by-one-k, missing-barrier)")
     return p
+
+
+def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
+    """(spec, options) of the implementation under test; None for our own lowering, which
+    keeps the batched, configuration-varying campaign."""
+    from tlinterp.impl import ImplOptions, SpecError, resolve
+
+    if ns.impl is None:
+        return None
+    options = ImplOptions(device=ns.device, work_group_size=ns.work_group_size)
+    try:
+        impl = resolve(ns.impl, options)  # usage errors now, not in every job
+    except SpecError as e:
+        raise ValueError(str(e)) from None
+    if impl.spec == "opencl":
+        ns.device = impl.options.device or ns.device
+        return None
+    return (impl.spec, impl.options)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -275,6 +305,11 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "
                   f"{', '.join(MUTATIONS)})", file=sys.stderr)
             return 2
+    try:
+        ns.impl_ref = _impl_ref(ns)
+    except ValueError as e:
+        print(f"tlfuzz: {e}", file=sys.stderr)
+        return 2
     try:
         return run_campaign(ns)
     except KeyboardInterrupt:

@@ -36,6 +36,7 @@ class Finding:
     message: str
     config: object = None  # tlgpu.LoweringConfig used
     device: Optional[str] = None
+    impl: Optional[tuple] = None  # (spec, ImplOptions) of the implementation under test
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"
@@ -63,8 +64,12 @@ def _interp(case: FuzzCase):
 
 
 def differential(cases: list[FuzzCase], config=None, device: Optional[str] = None,
-                 backend: str = "opencl") -> list[Finding]:
-    """Run every case on both sides; the findings (empty when all agree)."""
+                 backend: str = "opencl", impl=None, timeout: Optional[float] = None
+                 ) -> list[Finding]:
+    """Run every case on both sides; the findings (empty when all agree). `impl`: an
+    implementation from the registry to test instead of this package's OpenCL lowering."""
+    if impl is not None:
+        return differential_impl(cases, impl, timeout)
     import tlgpu
 
     program = combine(cases)
@@ -109,6 +114,38 @@ def differential(cases: list[FuzzCase], config=None, device: Optional[str] = Non
     return findings
 
 
+def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = None
+                      ) -> list[Finding]:
+    """The reference against any implementation, one case at a time (each is its own job)."""
+    from tlinterp.impl import Job
+
+    findings: list[Finding] = []
+    for case in cases:
+        expected, problem = _interp(case)
+        if problem is not None:
+            findings.append(problem)
+            continue
+        job = Job(case.source, case.args, func=case.func, groups=case.groups,
+                  filename=f"{case.func}.tl", program=case.program)
+        o = impl.run(job, timeout)
+        said = o.message.strip() or "(no message)"
+        if o.status == "ok":
+            mism = compare_outputs(case.program, case.func, case.args, expected,
+                                   o.outputs or {}, groups=case.groups)
+            if mism:
+                text = "\n".join(str(m) for m in mism)
+                findings.append(Finding(case, "mismatch", f"interpreter vs {impl.name}:\n"
+                                        f"{text}", impl=(impl.spec, impl.options)))
+        elif o.status in ("rejected", "failed"):
+            verb = "rejected" if o.status == "rejected" else "failed on"
+            findings.append(Finding(case, "backend-error", f"{impl.name} {verb} a valid, "
+                                    f"UB-free program:\n{said}", impl=(impl.spec, impl.options)))
+        else:
+            findings.append(Finding(case, "backend-crash", f"{impl.name}: {o.status}:\n{said}",
+                                    impl=(impl.spec, impl.options)))
+    return findings
+
+
 def config_overrides(config) -> list[str]:
     """`--lowering KEY=VALUE` strings for the fields that differ from the defaults."""
     if config is None:
@@ -125,6 +162,12 @@ def config_overrides(config) -> list[str]:
 
 
 def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
+    if finding.impl is not None and finding.kind != "generator":
+        from tlinterp.impl.base import tlrun_command
+
+        # `tlrun --backend SPEC` reruns the implementation (an external command included)
+        # and names --func/--groups, which the campaign's replay of saved findings reads
+        return tlrun_command(*finding.impl, tl, npz, finding.case.func, finding.case.groups)
     parts = ["tlrun", tl, "--args", npz, "--func", finding.case.func,
              "--groups", str(finding.case.groups)]
     if finding.kind in ("mismatch", "backend-error", "backend-crash"):
@@ -148,6 +191,21 @@ def save_finding(finding: Finding, out_dir: str) -> str:
         f.write(finding.case.source)
     save_npz(base + ".npz", finding.case.args)
     with open(base + ".txt", "w") as f:
-        f.write(reproduce_command(base + ".tl", base + ".npz", finding) + "\n\n")
+        f.write(reproduce_command(base + ".tl", base + ".npz", finding) + "\n")
+        direct = _direct_command(finding, base)
+        if direct:
+            f.write(f"the command alone: {direct}\n")
+        f.write("\n")
         f.write(finding.message + "\n")
     return base
+
+
+def _direct_command(finding: Finding, base: str) -> Optional[str]:
+    """A command template's own command line for the saved files (None for the others)."""
+    if finding.impl is None or "{" not in finding.impl[0] or finding.impl[0].startswith(
+            ("opencl-c:", "python:")):
+        return None
+    from tlinterp.impl.template import Template
+
+    return Template(*finding.impl).reproduce(base + ".tl", base + ".npz", finding.case.func,
+                                             finding.case.groups)

@@ -52,6 +52,7 @@ class HuntOptions:
     mutation: Optional[str] = None  # fuzz.campaign.mutations bug to plant in the OpenCL side
     timeout: float = 120.0  # per batch, before the OpenCL side counts as hung
     kinds: Optional[frozenset] = None  # only these finding kinds count (None: all)
+    impl: Optional[tuple] = None  # (spec, ImplOptions): test this instead of our lowering
 
 
 class _Found(AssertionError):
@@ -66,7 +67,7 @@ def hunt(opts: HuntOptions, seed: int, max_batches: int,
     runs in `sandbox` (a new one when None, closed at the end)."""
     own = sandbox is None
     if own and not opts.frontend:
-        sandbox = Sandbox(opts.device, opts.timeout, opts.mutation)
+        sandbox = Sandbox(opts.device, opts.timeout, opts.mutation, opts.impl)
     try:
         return _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox)
     finally:
@@ -117,7 +118,9 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
 
             check(text, run)
     else:
-        configs = lowering_configs() if opts.random_configs else st.none()
+        # lowering configurations only mean something to our own lowering
+        configs = lowering_configs() if opts.random_configs and opts.impl is None \
+            else st.none()
         strategy = st.tuples(batches(opts.batch, **opts.params), configs)
 
         def body(item):

@@ -19,7 +19,7 @@ from .harness import Finding, combine, differential
 __all__ = ["Sandbox"]
 
 
-def _child(conn, mutation: Optional[str]) -> None:
+def _child(conn, mutation: Optional[str], impl=None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     warnings.filterwarnings("ignore")
     # the OpenCL compiler writes warnings straight to fd 2; build errors come back as
@@ -30,6 +30,10 @@ def _child(conn, mutation: Optional[str]) -> None:
         from .mutations import apply
 
         apply(mutation)
+    if impl is not None:  # (spec, ImplOptions): resolved here, where it runs
+        from tlinterp.impl import resolve
+
+        impl = resolve(*impl)
     while True:
         try:
             msg = conn.recv()
@@ -37,18 +41,20 @@ def _child(conn, mutation: Optional[str]) -> None:
             return
         if msg is None:
             return
-        cases, config, device = msg
-        conn.send(differential(cases, config=config, device=device))
+        cases, config, device, timeout = msg
+        conn.send(differential(cases, config=config, device=device, impl=impl,
+                               timeout=timeout))
 
 
 class Sandbox:
     """`sandbox.run(cases, config)` -> findings, like `harness.differential`."""
 
     def __init__(self, device: Optional[str] = "pocl", timeout: float = 120.0,
-                 mutation: Optional[str] = None):
+                 mutation: Optional[str] = None, impl=None):
         self.device = device
         self.mutation = mutation  # fuzz.campaign.mutations name applied in the child (self-tests)
         self.timeout = timeout
+        self.impl = impl  # (spec, tlinterp.impl.ImplOptions) of the implementation under test
         self.ctx = mp.get_context("spawn")
         self.proc = None
         self.conn = None
@@ -56,7 +62,8 @@ class Sandbox:
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
-        self.proc = self.ctx.Process(target=_child, args=(child, self.mutation), daemon=True)
+        self.proc = self.ctx.Process(target=_child, args=(child, self.mutation, self.impl),
+                                     daemon=True)
         self.proc.start()
         child.close()
         self.conn = parent
@@ -73,7 +80,7 @@ class Sandbox:
         if self.proc is None or not self.proc.is_alive():
             self._start()
         try:
-            self.conn.send((cases, config, self.device))
+            self.conn.send((cases, config, self.device, self.timeout))
             if self.conn.poll(self.timeout):
                 return self.conn.recv()
             problem = f"no answer within {self.timeout:.0f} s (hang)"
@@ -84,7 +91,7 @@ class Sandbox:
         self._kill()
         if problem is None:
             problem = f"the OpenCL side died (exit code {code})"
-        return [_crash(cases, config, self.device, problem)]
+        return [_crash(cases, config, self.device, problem, self.impl)]
 
     def close(self) -> None:
         if self.proc is not None and self.proc.is_alive():
@@ -104,10 +111,10 @@ class Sandbox:
         self.close()
 
 
-def _crash(cases: list[FuzzCase], config, device, problem: str) -> Finding:
+def _crash(cases: list[FuzzCase], config, device, problem: str, impl=None) -> Finding:
     if len(cases) == 1:
         case = cases[0]
     else:  # the whole batch was one build: keep it whole, run its first function
         program = combine(cases)
         case = FuzzCase(program, cases[0].func, cases[0].args, cases[0].groups)
-    return Finding(case, "backend-crash", problem, config, device)
+    return Finding(case, "backend-crash", problem, config, device, impl)

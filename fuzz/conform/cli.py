@@ -22,16 +22,30 @@ from typing import Optional
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from tlinterp import TLError
+
 from .corpus import Case, CorpusError, default_corpus, load_corpus
-from .impl import Implementation, SpecError, from_spec
+from .impl import (
+    Implementation,
+    ImplOptions,
+    Outcome,
+    SpecError,
+    from_spec,
+    outcome_of,
+    reproduce,
+)
 from .judge import FAIL, Verdict, judge
 from .report import print_summary, write_junit, write_log
 
 
 def run_case(impl: Implementation, case: Case, timeout: Optional[float]) -> Verdict:
     start = time.perf_counter()
-    outcome = impl.run(case, timeout)
+    try:
+        outcome = outcome_of(impl, case, timeout)
+    except TLError as e:  # the case's own arguments file is damaged
+        outcome = Outcome("crashed", message=f"cannot read the case: {e}")
     verdict = judge(case, outcome, impl)
+    verdict.reproduce = reproduce(impl, case)
     verdict.seconds = time.perf_counter() - start
     return verdict
 
@@ -63,10 +77,17 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="tlconform", description="Run a tensor-language implementation over the "
         "conformance corpus and compare it with the expected results.")
-    ap.add_argument("--impl", required=True, metavar="SPEC",
-                    help="tlinterp | tlgpu | tlgpu:oclgrind | tlgpu:DEVICE | "
+    ap.add_argument("--impl", metavar="NAME",
+                    help="interp | opencl | opencl-c:'COMMAND {tl} [{out}]' | "
                          "python:MODULE:FUNCTION | a command template with {kernel} {args} "
-                         "{out} and optional [--func {func}] [--groups {groups}]")
+                         "{out} and optional [--func {func}] [--groups {groups}] | any "
+                         "registered name (--list-impls)")
+    ap.add_argument("--list-impls", action="store_true",
+                    help="list the registered implementations, then exit")
+    ap.add_argument("--device", default=None,
+                    help="OpenCL device of opencl / opencl-c: pocl, nvidia, oclgrind, ...")
+    ap.add_argument("--work-group-size", default=None, metavar="W0xW1",
+                    help="opencl-c: work-group size of kernels without reqd_work_group_size")
     ap.add_argument("--corpus", type=Path, default=None, metavar="DIR",
                     help="corpus directory (default: the repository's corpus/)")
     ap.add_argument("--filter", default=None, metavar="PATTERN",
@@ -92,7 +113,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise SpecError(f"-j must be at least 1, got {opts.jobs}")
         if opts.timeout is not None and opts.timeout <= 0:
             raise SpecError(f"--timeout must be positive, got {opts.timeout}")
-        impl = from_spec(opts.impl)
+        if opts.list_impls:
+            from tlinterp.impl import available
+
+            for name, doc in available():
+                console.print(f"{name:12} {doc}", highlight=False, markup=False)
+            return 0
+        if not opts.impl:
+            raise SpecError("--impl NAME is required (see --list-impls)")
+        impl = from_spec(opts.impl, ImplOptions(device=opts.device,
+                                                work_group_size=opts.work_group_size))
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
     except (SpecError, CorpusError) as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)

@@ -71,9 +71,9 @@ class Case:
 
     def reproduce(self) -> str:
         """The tlrun command that reproduces this case with the reference."""
-        cmd = ["tlrun", _shown(self.kernel)]
+        cmd = ["tlrun", shown(self.kernel)]
         if self.args_path is not None:
-            cmd += ["--args", _shown(self.args_path)]
+            cmd += ["--args", shown(self.args_path)]
         if self.func:
             cmd += ["--func", self.func]
         if self.groups is not None:
@@ -81,7 +81,7 @@ class Case:
         return shlex.join(cmd)
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
     """The path relative to the working directory when it lies below it."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))

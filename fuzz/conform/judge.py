@@ -1,6 +1,7 @@
 """Judging an implementation's outcome on one corpus case.
 
-valid: must exit 0 with outputs that `fuzz.oracle.compare.compare_outputs` accepts.
+valid: must exit 0 with outputs that `fuzz.oracle.compare.compare_outputs` accepts. A valid
+    case may expect a warning; whether it was reported is recorded and never fails the case.
 invalid: must be rejected (exit 2); whether the diagnostic (range and message) matches the
     expected one is reported separately and never fails the case.
 undefined: the reference must report the recorded kind (exit 1); for any other
@@ -26,6 +27,8 @@ class Verdict:
     outcome: Outcome
     seconds: float = 0.0
     message_match: str = ""  # invalid cases: "yes" | "no" | "n/a"
+    warning_match: str = ""  # valid cases expecting a warning: "yes" | "no"
+    reproduce: str = ""  # the command that reruns the implementation on this case
 
 
 def _did(o: Outcome) -> str:
@@ -80,10 +83,25 @@ def judge_undefined(case: Case, o: Outcome, impl: Implementation) -> tuple[str, 
     return INFO, f"undefined ({kind}); it {said}"
 
 
+def warning_matches(case: Case, o: Outcome) -> str:
+    """"yes" when the expected warning (range and message) was reported, else "no"; "" for
+    cases that expect none."""
+    want = case.meta.get("warning")
+    if not want:
+        return ""
+    if (want["range"], want["message"]) in o.warnings:
+        return "yes"
+    return "yes" if f":{want['range']}: warning: {want['message']}" in o.message else "no"
+
+
 def judge(case: Case, o: Outcome, impl: Implementation) -> Verdict:
     if case.kind == "valid":
         status, detail = judge_valid(case, o)
-        return Verdict(case, status, detail, o)
+        match = warning_matches(case, o)
+        if match and o.status == "ok":
+            detail += "; expected warning reported" if match == "yes" else \
+                "; expected warning not reported (not a failure)"
+        return Verdict(case, status, detail, o, warning_match=match)
     if case.kind == "invalid":
         status, detail, match = judge_invalid(case, o)
         return Verdict(case, status, detail, o, message_match=match)

@@ -44,10 +44,16 @@ def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
 def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
     by_kind = counts_by(verdicts, lambda v: [v.case.kind])
     invalid = [v for v in verdicts if v.case.kind == "invalid"]
-    matched = sum(v.message_match == "yes" for v in invalid)
-    extra = ("message matches", {"invalid": f"{matched}/{len(invalid)}"} if invalid else {})
-    tables = [_table("Conformance by case kind", by_kind, extra)]
     valid = [v for v in verdicts if v.case.kind == "valid"]
+    warned = [v for v in valid if v.warning_match]  # expected warnings: reported, not judged
+    matched: dict[str, str] = {}
+    if invalid:
+        matched["invalid"] = (f"{sum(v.message_match == 'yes' for v in invalid)}/{len(invalid)}"
+                              " messages")
+    if warned:
+        matched["valid"] = f"{sum(v.warning_match == 'yes' for v in warned)}/{len(warned)} warnings"
+    extra = ("diagnostics match", matched) if matched else None
+    tables = [_table("Conformance by case kind", by_kind, extra)]
     tables.append(_table("Valid kernels by category",
                          counts_by(valid, lambda v: [v.case.category])))
     for dim in DIMENSIONS:
@@ -68,7 +74,8 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
     failures = [v for v in verdicts if v.status == FAIL]
     for v in failures[:max_failures]:
         console.print(f"[red]FAIL[/red] {v.case.id}: {v.detail}", highlight=False)
-        console.print(f"     reproduce: {v.case.reproduce()}", highlight=False, style="dim")
+        console.print(f"     reproduce: {v.reproduce or v.case.reproduce()}", highlight=False,
+                      style="dim")
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
     n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO)}
@@ -84,7 +91,11 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
         lines.append(f"{v.status.upper():4} {v.case.id} ({v.seconds:.3f} s): {v.detail}")
         if v.case.kind == "invalid":
             lines.append(f"     message matches: {v.message_match}")
-        lines.append(f"     reproduce: {v.case.reproduce()}")
+        if v.warning_match:
+            lines.append(f"     expected warning reported: {v.warning_match}")
+        for where, text in v.outcome.warnings:
+            lines.append(f"     warning {where}: {text}")
+        lines.append(f"     reproduce: {v.reproduce or v.case.reproduce()}")
         if v.outcome.command:
             lines.append(f"     command:   {v.outcome.command}")
         if v.status != PASS and v.outcome.message.strip():
@@ -112,9 +123,9 @@ def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
                                time=f"{v.seconds:.3f}")
             if v.status == FAIL:
                 f = ET.SubElement(tc, "failure", message=v.detail[:500])
-                f.text = f"{v.outcome.message}\nreproduce: {v.case.reproduce()}"
+                f.text = f"{v.outcome.message}\nreproduce: {v.reproduce or v.case.reproduce()}"
             out = ET.SubElement(tc, "system-out")
-            out.text = f"{v.detail}\nreproduce: {v.case.reproduce()}"
+            out.text = f"{v.detail}\nreproduce: {v.reproduce or v.case.reproduce()}"
     return ET.ElementTree(root)
 
 

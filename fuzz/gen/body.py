@@ -16,9 +16,11 @@ from .core import CoreGenerator, exact_dim
 from .model import Buf, Scal, Unavailable, View
 from .ranges import IRange
 
-COLLECTIVE_ORDERS = {  # kind -> possible orders of the output
-    "gemm": (2,), "ger": (2,), "gemv": (1,), "hadamard": (1, 2), "axpby": (1, 2), "sum": (0, 1),
-}
+EMPTY_ARROW_PERCENT = 60  # an if without results is written `-> ()` (the original compiler's)
+
+# kind (the class name in lower case, as in GenParams.collective_weights) -> possible orders
+# of the output, as the instruction class declares them
+COLLECTIVE_ORDERS = {cls.__name__.lower(): cls.role(cls.output()).orders for cls in ir.BLAS}
 
 
 def int_cap(t: ScalarType) -> int:
@@ -131,6 +133,8 @@ class BodyGenerator(CoreGenerator):
         types = tuple(self.pick(self.scalar_types()) for _ in range(n))
         regions, ranges = [], []
         with_else = n > 0 or self.flip(50)
+        # named before the regions: their names are taken inside them, where names reuse
+        results = tuple(self.fresh() for _ in types)
         for _ in range(2 if with_else else 1):
             self.push()
             try:
@@ -141,9 +145,9 @@ class BodyGenerator(CoreGenerator):
                 ranges.append([v.rng for v in vals])
             finally:
                 regions.append(self.pop())
-        results = tuple(self.fresh() for _ in types)
         self.emit(ir.If(results, cond.op, types, regions[0],
-                        regions[1] if with_else else None))
+                        regions[1] if with_else else None,
+                        empty_arrow=not types and self.flip(EMPTY_ARROW_PERCENT)))
         for k, (r, t) in enumerate(zip(results, types)):
             self.add_scalar(Scal(r, t, ranges[0][k].union(ranges[1][k])))
 

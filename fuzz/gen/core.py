@@ -44,6 +44,10 @@ from .ranges import (
     type_range,
 )
 
+# How often a closed region's names are handed out again (to its sibling or the code after it),
+# as programs written for the original compiler do: names are scoped by region.
+REUSE_NAMES_PERCENT = 40
+
 
 class CoreGenerator:
     def __init__(self, draw: Callable, params: GenParams, fname: str):
@@ -52,6 +56,7 @@ class CoreGenerator:
         self.fname = fname
         self.n = 0
         self.scopes: list[Scope] = [Scope()]
+        self.name_marks: list[int] = []  # the name counter where each open region began
         self.spmd = False
         self.foreach_buf: Optional[Buf] = None
         self.mult = 1
@@ -106,9 +111,13 @@ class CoreGenerator:
     def push(self) -> Scope:
         s = Scope()
         self.scopes.append(s)
+        self.name_marks.append(self.n)
         return s
 
     def pop(self) -> ir.Region:
+        mark = self.name_marks.pop()
+        if self.flip(REUSE_NAMES_PERCENT):
+            self.n = mark  # every name above the mark was defined in the closing region
         return ir.Region(self.scopes.pop().insts)
 
     def visible_scalars(self, t: Optional[ScalarType] = None) -> list[Scal]:

@@ -1,7 +1,7 @@
 """Error bounds for float collectives: the magnitude program and the rounding-step count.
 
-Collective instructions may reassociate their sums (SPEC_NOTES), so two correct
-implementations differ by rounding. For a function whose float values flow only through
+Collective instructions may reassociate their sums (docs/semantics.md "Collectives"), so two
+correct implementations differ by rounding. For a function whose float values flow only through
 loads, stores, add/sub/mul/neg, float casts, if-yields and collectives ("linear" float code),
 the difference of any float output element is bounded by
 
@@ -31,16 +31,13 @@ from tlinterp import ir
 from tlinterp.ir import Const, Value
 from tlinterp.types import GroupType, MemrefType, ScalarType
 
-BLAS_NAMES = {ir.Axpby: "axpby", ir.Gemm: "gemm", ir.Gemv: "gemv", ir.Ger: "ger",
-              ir.Hadamard: "hadamard_product", ir.Sum: "sum"}
+
+def _out_type(inst: ir.Blas) -> MemrefType:
+    return inst.memref_type(inst.output())
 
 
-def _out_type(inst) -> MemrefType:
-    return inst.c_type if hasattr(inst, "c_type") else inst.b_type
-
-
-def _in_types(inst) -> list[MemrefType]:
-    return [inst.a_type] + ([inst.b_type] if hasattr(inst, "c_type") else [])
+def _in_types(inst: ir.Blas) -> list[MemrefType]:
+    return [inst.memref_type(f) for f in inst.inputs()]
 
 
 @dataclass
@@ -57,7 +54,7 @@ class Plan:
 def plan(function: ir.Function, args: dict, groups: int) -> Plan:
     """Analyse `function` (see the module docstring) for the given arguments."""
     insts = list(ir.walk(function.body))
-    colls = [i for i in insts if type(i) in BLAS_NAMES and _out_type(i).element.is_float]
+    colls = [i for i in insts if isinstance(i, ir.BLAS) and _out_type(i).element.is_float]
     f32 = any(_mentions_f32(i) for i in insts) or any(
         _is_f32(a.type) for a in function.args)
     u, tiny = (2.0**-24, float(np.finfo(np.float32).tiny)) if f32 else (
@@ -94,9 +91,9 @@ def _nonlinear(insts) -> Optional[str]:
             return f"float arith.{i.op}"
         if isinstance(i, ir.Cast) and i.from_type.is_float and not i.to_type.is_float:
             return "a float to integer cast"
-        if type(i) in BLAS_NAMES and _out_type(i).element.is_float:
+        if isinstance(i, ir.BLAS) and _out_type(i).element.is_float:
             if any(t.element.is_int for t in _in_types(i)):
-                return f"{BLAS_NAMES[type(i)]} with integer operands and a float result"
+                return f"{i.MNEMONIC} with integer operands and a float result"
     return None
 
 
@@ -136,7 +133,7 @@ def _trips(inst, guess: int) -> int:
 def _steps(region: ir.Region, kmax: int, groups: int, guess: int) -> int:
     n = 0
     for i in region.instructions:
-        if type(i) in BLAS_NAMES and _out_type(i).element.is_float:
+        if isinstance(i, ir.BLAS) and _out_type(i).element.is_float:
             n += (_reduction(i, kmax) + 3) * (groups if i.atomic else 1)
         elif isinstance(i, (ir.Arith, ir.ArithUnary)) and i.type.is_float:
             n += 1
@@ -153,13 +150,9 @@ def _steps(region: ir.Region, kmax: int, groups: int, guess: int) -> int:
 
 def _reduction(inst, kmax: int) -> int:
     """Reduction length of a collective: static from its types, else `kmax`."""
-    shape = inst.a_type.shape
-    if isinstance(inst, (ir.Gemm, ir.Gemv)):
-        k = shape[0] if inst.trans_a else shape[1]
-    elif isinstance(inst, ir.Sum):
-        k = shape[0] if len(shape) == 1 or inst.trans else shape[1]
-    else:
+    if inst.REDUCED is None:
         return 1  # axpby, ger, hadamard: no sums
+    k = inst.reduction_length()
     return kmax if k is None else k
 
 
@@ -210,7 +203,7 @@ class _Abs:
 
     def inst(self, i, out: list) -> None:
         fa = lambda x: Const(abs(x.value), True) if isinstance(x, Const) else x  # noqa: E731
-        if type(i) in BLAS_NAMES:
+        if isinstance(i, ir.BLAS):
             if _out_type(i).element.is_float:
                 i.alpha = self.abs_of(i.alpha, i.alpha_type, out)
                 i.beta = self.abs_of(i.beta, i.beta_type, out)

@@ -18,7 +18,7 @@ from .ub import KINDS, UBReport
 from .values import Lanes
 from .views import GroupValue
 
-__all__ = ["run", "run_bound", "UBReport", "KINDS"]
+__all__ = ["run", "run_bound", "select_function", "UBReport", "KINDS"]
 
 
 def _program(program_or_text: Union[str, ir.Program]) -> ir.Program:
@@ -30,7 +30,9 @@ def _program(program_or_text: Union[str, ir.Program]) -> ir.Program:
     return check(program_or_text)
 
 
-def _function(program: ir.Program, func: Optional[str]) -> ir.Function:
+def select_function(program: ir.Program, func: Optional[str]) -> ir.Function:
+    """The function named `func` (the only one when None); `ArgumentError` naming the
+    program's functions when there is no such function."""
     try:
         return program.function(func)
     except KeyError as e:
@@ -43,7 +45,7 @@ def run(program_or_text, args, func: Optional[str] = None, groups: Optional[int]
     """Run `func` of a program (IR or source text) on `args` (the .npz convention); returns
     every memref and group argument after the run in the same keys and layout."""
     program = _program(program_or_text)
-    function = _function(program, func)
+    function = select_function(program, func)
     bound = bind(function, args)
     run_bound(program, function, bound, bound.num_groups(groups), check=check,
               max_steps=max_steps)

@@ -24,34 +24,56 @@ from .ub import Collector, groups_text
 from .values import Lanes, is_var
 
 
-def operands(inst) -> tuple[list[str], str]:
+def operands(inst: ir.Blas) -> tuple[list[str], str]:
     """Names of the input memref fields and of the output field of a BLAS instruction."""
-    if isinstance(inst, (ir.Axpby, ir.Sum)):
-        return ["a"], "b"
-    return ["a", "b"], "c"
+    return list(inst.inputs()), inst.output()
 
 
-def _compute(inst, ins: list[np.ndarray], ct: np.dtype) -> np.ndarray:
+def _compute(inst: ir.Blas, ins: list[np.ndarray], ct: np.dtype) -> np.ndarray:
     """alpha-free product for every lane: ins are (n, *shape) arrays in the compute type."""
+    return _PRODUCTS[type(inst)](inst, ins, ct)
+
+
+def _axpby(inst: ir.Axpby, ins, ct):
     a = ins[0]
-    if isinstance(inst, ir.Axpby):
-        return a.swapaxes(-1, -2) if inst.trans and a.ndim == 3 else a
-    if isinstance(inst, ir.Sum):
-        if a.ndim == 3:
-            a = a.swapaxes(-1, -2) if inst.trans else a
-            return a.sum(axis=-1, dtype=ct)
+    return a.swapaxes(-1, -2) if inst.trans and a.ndim == 3 else a
+
+
+def _sum(inst: ir.Sum, ins, ct):
+    a = ins[0]
+    if a.ndim == 3:
+        a = a.swapaxes(-1, -2) if inst.trans else a
         return a.sum(axis=-1, dtype=ct)
-    b = ins[1]
-    if isinstance(inst, ir.Gemm):
-        a = a.swapaxes(-1, -2) if inst.trans_a else a
-        b = b.swapaxes(-1, -2) if inst.trans_b else b
-        return np.matmul(a, b)
-    if isinstance(inst, ir.Gemv):
-        a = a.swapaxes(-1, -2) if inst.trans_a else a
-        return np.matmul(a, b[..., None])[..., 0]
-    if isinstance(inst, ir.Ger):
-        return a[:, :, None] * b[:, None, :]
-    return a * b  # hadamard
+    return a.sum(axis=-1, dtype=ct)
+
+
+def _gemm(inst: ir.Gemm, ins, ct):
+    a, b = ins
+    a = a.swapaxes(-1, -2) if inst.trans_a else a
+    b = b.swapaxes(-1, -2) if inst.trans_b else b
+    return np.matmul(a, b)
+
+
+def _gemv(inst: ir.Gemv, ins, ct):
+    a, b = ins
+    a = a.swapaxes(-1, -2) if inst.trans_a else a
+    return np.matmul(a, b[..., None])[..., 0]
+
+
+def _ger(inst: ir.Ger, ins, ct):
+    a, b = ins
+    return a[:, :, None] * b[:, None, :]
+
+
+def _hadamard(inst: ir.Hadamard, ins, ct):
+    a, b = ins
+    return a * b
+
+
+_PRODUCTS: dict[type, Callable[..., np.ndarray]] = {
+    ir.Axpby: _axpby, ir.Gemm: _gemm, ir.Gemv: _gemv, ir.Ger: _ger, ir.Hadamard: _hadamard,
+    ir.Sum: _sum,
+}
 
 
 def _partition(views: list[View], n: int):
@@ -65,8 +87,8 @@ def _partition(views: list[View], n: int):
     return [np.flatnonzero(inv == u) for u in range(int(inv.max()) + 1)]
 
 
-def execute(inst, views: dict[str, View], alpha, beta, lanes: Lanes, check: bool,
-            col: Collector, flush: Callable[[], None]) -> None:
+def execute(inst: ir.Blas, views: dict[str, View], alpha, beta, lanes: Lanes, check: bool,
+            col: Collector) -> None:
     in_names, out_name = operands(inst)
     order = [*in_names, out_name]
     for sel in _partition([views[k] for k in order], lanes.n):
@@ -77,7 +99,7 @@ def execute(inst, views: dict[str, View], alpha, beta, lanes: Lanes, check: bool
             ln = lanes.select(sel)
             al = alpha[sel] if is_var(alpha) else alpha
             be = beta[sel] if is_var(beta) else beta
-        _run_part(inst, part_views, in_names, out_name, al, be, ln, check, col, flush)
+        _run_part(inst, part_views, in_names, out_name, al, be, ln, check, col)
 
 
 def _is_one(x) -> bool:
@@ -105,32 +127,32 @@ def _lanes_col(x, n, k):
     return x.reshape((n,) + (1,) * k) if x.ndim == 1 else x
 
 
-def _run_part(inst, views, in_names, out_name, alpha, beta, lanes, check, col, flush):
+def _run_part(inst, views, in_names, out_name, alpha, beta, lanes, check, col):
     n, span = lanes.n, inst.span
     out = views[out_name]
     fps = {k: mem.footprint(views[k], n) for k in [*in_names, out_name]}
     beta_zero = np.asarray(beta) == 0
     k_out = len(fps[out_name].shape)
+    with col.checks():  # reports so far make the addresses below meaningless
+        if check:
+            for k, fp in fps.items():
+                v = views[k]
+                mem.check_root(v, fp, lanes, col, span, "touches")
+                mem.check_lifetime(v, lanes, col, span)
+        for k, fp in fps.items():  # memory safety, also with checks off
+            if not col and not mem.safe_bounds(views[k].buf, fp):
+                col.add("out-of-bounds", span, (int(lanes.gid[0]),), None,
+                        f"operand %{getattr(inst, k).name} reaches outside its memory")
     if check:
-        for k, fp in fps.items():
-            v = views[k]
-            mem.check_root(v, fp, lanes, col, span, "touches")
-            mem.check_lifetime(v, lanes, col, span)
-    for k, fp in fps.items():  # memory safety, also with checks off
-        if not col and not mem.safe_bounds(views[k].buf, fp):
-            col.add("out-of-bounds", span, (int(lanes.gid[0]),), None,
-                    f"operand %{getattr(inst, k).name} reaches outside its memory")
-    flush()  # reports so far make the addresses below meaningless
-    if check:
-        for k in in_names:
-            mem.check_init(views[k], fps[k], lanes, col, span)
-        if not beta_zero.all():
-            _check_out_init(out, fps[out_name], lanes, beta_zero, col, span)
-        _check_overlap(inst, views, fps, in_names, out_name, lanes, col)
-        for k in in_names:
-            mem.record(views[k], fps[k], lanes, "r", col, span)
-        mem.record(out, fps[out_name], lanes, "a" if inst.atomic else "w", col, span)
-    flush()
+        with col.checks():
+            for k in in_names:
+                mem.check_init(views[k], fps[k], lanes, col, span)
+            if not beta_zero.all():
+                _check_out_init(out, fps[out_name], lanes, beta_zero, col, span)
+            _check_overlap(inst, views, fps, in_names, out_name, lanes, col)
+            for k in in_names:
+                mem.record(views[k], fps[k], lanes, "r", col, span)
+            mem.record(out, fps[out_name], lanes, "a" if inst.atomic else "w", col, span)
     ct_type = usual_type(inst.alpha_type, inst.beta_type, *(views[k].elem for k in in_names),
                          out.elem)
     ct = ct_type.dtype
@@ -141,10 +163,10 @@ def _run_part(inst, views, in_names, out_name, alpha, beta, lanes, check, col, f
         fp_out = fps[out_name]
         if inst.atomic and not fp_out.disjoint:
             b_ = _lanes_col(np.asarray(beta).astype(ct), n, k_out)
-            _atomic(inst, out, fp_out, contrib, b_, lanes, ct_type, check, col, flush)
+            _atomic(inst, out, fp_out, contrib, b_, lanes, ct_type, check, col)
         elif beta_zero.all():
             fp_out.put(out.buf.data, _convert(contrib, ct_type, out.elem, lanes, check, col,
-                                              span, flush))
+                                              span))
         elif _is_one(beta) and out.elem.dtype == ct and isinstance(fp_out, mem.StridedFP) \
                 and fp_out.disjoint:
             fp_out.take(out.buf.data)[...] += contrib  # in place through the strided view
@@ -153,24 +175,23 @@ def _run_part(inst, views, in_names, out_name, alpha, beta, lanes, check, col, f
             res = contrib + _scaled(beta, old, ct, n, k_out)
             if beta_zero.any():
                 res = np.where(_lanes_col(beta_zero, n, k_out), contrib, res)
-            fp_out.put(out.buf.data, _convert(res, ct_type, out.elem, lanes, check, col, span,
-                                              flush))
+            fp_out.put(out.buf.data, _convert(res, ct_type, out.elem, lanes, check, col, span))
     if check:
         mem.mark_init(out, fp_out)
 
 
-def _convert(res, ct_type: ScalarType, elem: ScalarType, lanes, check, col, span, flush):
+def _convert(res, ct_type: ScalarType, elem: ScalarType, lanes, check, col, span):
     if ct_type is elem or ct_type.dtype == elem.dtype:
         return res
     out, faults = cast(ct_type, elem, res)
     if check:
-        for kind, mask, what in faults:
-            m = np.asarray(mask).reshape(lanes.n, -1).any(axis=1) if np.ndim(mask) else \
-                np.broadcast_to(mask, (lanes.n,))
-            for lane in np.flatnonzero(m)[:4]:
-                g = int(lanes.gid[lane])
-                col.add(kind, span, (g,), None, f"{groups_text([g])}: result {what}")
-        flush()
+        with col.checks():
+            for kind, mask, what in faults:
+                m = np.asarray(mask).reshape(lanes.n, -1).any(axis=1) if np.ndim(mask) else \
+                    mask
+                col.add_lanes(kind, m, lanes, span,
+                              lambda lane, g, what=what: (None, f"{groups_text([g])}: result "
+                                                                f"{what}"), count_rest=False)
     return out
 
 
@@ -197,16 +218,18 @@ def _check_overlap(inst, views, fps, in_names, out_name, lanes, col):
         big = int(len(out.buf.data)) + 1
         lane_ids = np.arange(n, dtype=np.int64)[:, None] * big
         hit = np.isin(ao + lane_ids, ai + lane_ids)
-        for lane in np.flatnonzero(hit.any(axis=1))[:4]:
-            a = int(ao[lane][hit[lane]][0])
-            name, el = out.buf.describe(a)
-            g = int(lanes.gid[lane])
-            col.add("overlapping-operands", inst.span, (g,), el,
-                    f"{groups_text([g])}: input %{getattr(inst, k).name} and output "
-                    f"%{getattr(inst, out_name).name} share element {mem._fmt(el)} of {name}")
+
+        def shared(lane: int, g: int, k=k, ao=ao, hit=hit):
+            name, el = out.buf.describe(int(ao[lane][hit[lane]][0]))
+            return el, (f"{groups_text([g])}: input %{getattr(inst, k).name} and output "
+                        f"%{getattr(inst, out_name).name} share element {mem._fmt(el)} of "
+                        f"{name}")
+
+        col.add_lanes("overlapping-operands", hit.any(axis=1), lanes, inst.span, shared,
+                      count_rest=False)
 
 
-def _atomic(inst, out: View, fp, contrib, beta, lanes, ct_type, check, col, flush):
+def _atomic(inst, out: View, fp, contrib, beta, lanes, ct_type, check, col):
     """Atomic updates where lanes share output elements: ascending group id per element."""
     n = lanes.n
     k = len(fp.shape)
@@ -225,14 +248,19 @@ def _atomic(inst, out: View, fp, contrib, beta, lanes, ct_type, check, col, flus
     if check:
         multi = np.bincount(seg)[seg] > 1
         odd = multi & (betas != 0) & (betas != 1)
-        for i in np.flatnonzero(odd & (rank == 1))[:4]:
+
+        def racing(p: tuple):
+            i = p[0]
             name, el = out.buf.describe(int(addr[i]))
             gs = g[seg == seg[i]]
-            col.add("order-dependent-atomic", inst.span, tuple(gs[:2]), el,
-                    f"{groups_text(gs)} atomically update element {mem._fmt(el)} of {name} with "
-                    f"beta = {betas[i]}: the result depends on their order (applied in "
-                    "ascending work-group order)")
-        flush()
+            return tuple(gs[:2]), el, (
+                f"{groups_text(gs)} atomically update element {mem._fmt(el)} of {name} with "
+                f"beta = {betas[i]}: the result depends on their order (applied in "
+                "ascending work-group order)")
+
+        with col.checks():
+            col.add_first("order-dependent-atomic", odd & (rank == 1), inst.span, racing,
+                          count_rest=False)
     data = out.buf.data
     elem = out.elem
     ones = bool((betas == 1).all())
@@ -244,4 +272,4 @@ def _atomic(inst, out: View, fp, contrib, beta, lanes, ct_type, check, col, flus
         a, b, v = addr[s], betas[s], vals[s]
         old = data[a].astype(ct_type.dtype)
         new = np.where(b == 0, v, v + b * old)
-        data[a] = _convert(new, ct_type, elem, Lanes(g[s]), check, col, inst.span, flush)
+        data[a] = _convert(new, ct_type, elem, Lanes(g[s]), check, col, inst.span)

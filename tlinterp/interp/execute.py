@@ -8,7 +8,8 @@ its memory effects.
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Callable
+from typing import Any, Optional
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from . import collectives, scalar
 from . import memory as mem
 from . import views as vw
 from .memory import AllocaBuffer, View
-from .ub import Collector, groups_text, raise_reports
+from .ub import Collector, groups_text
 from .values import Lanes, is_var, select
 
 _PURE = (ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.Yield, ir.GroupId, ir.GroupSize,
@@ -65,22 +66,12 @@ class Executor:
         self.next_actor = n_groups + 1
         self._pure_cache: dict[int, bool] = {}
         self._addr_cache: dict[tuple, tuple] = {}  # load/store addresses, by view and indices
-        self._dispatch = {
-            ir.Arith: self._arith, ir.ArithUnary: self._unary, ir.Cast: self._cast,
-            ir.Compare: self._compare, ir.GroupId: self._group_id, ir.GroupSize: self._group_size,
-            ir.Load: self._load, ir.Store: self._store, ir.Size: self._size,
-            ir.Subview: self._subview, ir.Expand: self._expand, ir.Fuse: self._fuse,
-            ir.Alloca: self._alloca, ir.LifetimeStop: self._lifetime_stop,
-            ir.Barrier: lambda inst, env, lanes, col: None,
-            ir.If: self._if, ir.For: self._for, ir.Foreach: self._foreach,
-        }
-        for cls in ir.BLAS:
-            self._dispatch[cls] = self._blas
 
     # --- plumbing ----------------------------------------------------------------------
 
-    def flush(self, col: Collector) -> None:
-        raise_reports(col, self.program.filename, self.program.source)
+    def collector(self) -> Collector:
+        """An empty report collector for one instruction of this program."""
+        return Collector(self.program.filename, self.program.source)
 
     def val(self, op: ir.Operand, t: ScalarType, env: Env):
         if isinstance(op, ir.Const):
@@ -91,16 +82,9 @@ class Executor:
         if not self.check:
             return
         for kind, mask, what in faults:
-            m = np.broadcast_to(np.asarray(mask, bool), (lanes.n,))
-            if lanes.live is not None:
-                m = m & lanes.live
-            for lane in np.flatnonzero(m)[:4]:
-                g = int(lanes.gid[lane])
-                same = what == kind.replace("-", " ")
-                col.add(kind, span, (g,), None, groups_text([g]) + ("" if same else f": {what}"))
-            extra = int(m.sum()) - min(int(m.sum()), 4)
-            if extra:
-                col.dropped[kind] = col.dropped.get(kind, 0) + extra
+            detail = "" if what == kind.replace("-", " ") else f": {what}"
+            col.add_lanes(kind, mask, lanes, span,
+                          lambda lane, g, detail=detail: (None, groups_text([g]) + detail))
 
     def run_region(self, region: ir.Region, env: Env, lanes: Lanes):
         """Run a region; returns the values of its trailing yield (or None)."""
@@ -108,23 +92,30 @@ class Executor:
         result = None
         try:
             for inst in region.instructions:
-                if isinstance(inst, ir.Yield):
-                    result = [self.val(v, t, env) for v, t in zip(inst.values, inst.types)]
-                    break
-                self.steps += 1
+                is_yield = isinstance(inst, ir.Yield)
+                if not is_yield:  # a yield only hands values over: no step
+                    self.steps += 1
                 if self.max_steps is not None and self.steps > self.max_steps:
                     raise ExecutionError([Diagnostic(
                         f"step budget of {self.max_steps} instructions exceeded (raise it with "
                         "--max-steps)", inst.span, self.program.filename)], self.program.source)
-                col = Collector()
-                out = self._dispatch[type(inst)](inst, env, lanes, col)
-                self.flush(col)
+                # Handlers raise their reports before their memory effects; what is left
+                # here (scalar faults, view checks) only guards SSA values.
+                with self.collector().checks() as col:
+                    out = DISPATCH[type(inst)](self, inst, env, lanes, col)
+                if is_yield:
+                    result = out
+                    break
                 if isinstance(inst, ir.Alloca):
                     allocas.append(out)
         finally:
             for buf in allocas:  # region end: allocas die
                 buf.alive[:] = False
         return result
+
+    def _yield(self, inst: ir.Yield, env, lanes, col):
+        """The values the region hands to its if."""
+        return [self.val(v, t, env) for v, t in zip(inst.values, inst.types)]
 
     # --- scalar instructions --------------------------------------------------------------
 
@@ -166,14 +157,15 @@ class Executor:
             bad = np.zeros(n, bool)
             for i, s in zip(idx, view.shape):
                 bad |= np.broadcast_to((np.asarray(i) < 0) | (np.asarray(i) >= s), (n,))
-            for lane in np.flatnonzero(bad)[:4]:
-                g = int(lanes.gid[lane])
+
+            def oob(lane: int, g: int):
                 el = tuple(int(i[lane]) if is_var(i) else int(i) for i in idx)
                 shape = tuple(int(s[lane]) if is_var(s) else int(s) for s in view.shape)
-                col.add("out-of-bounds", inst.span, (g,), el,
-                        f"{groups_text([g])} {what} element {mem._fmt(el)} of %"
-                        f"{inst.operand.name}, whose shape is {shape}")
-            self.flush(col)
+                return el, (f"{groups_text([g])} {what} element {mem._fmt(el)} of %"
+                            f"{inst.operand.name}, whose shape is {shape}")
+
+            with col.checks():
+                col.add_lanes("out-of-bounds", bad, lanes, inst.span, oob, count_rest=False)
         # Addresses depend on the offset, strides and indices only: views of equal layout
         # (e.g. a load from %x and a store to %y at the same indices) share them.
         parts = (view.off, *view.strides, *idx)
@@ -189,16 +181,16 @@ class Executor:
             # the entry holds the arrays whose ids are in the key, so the ids stay theirs
             self._addr_cache[key] = (parts, addr, fp)
         if not mem.safe_bounds(view.buf, fp):
-            if self.check:
-                mem.check_root(view, fp, lanes, col, inst.span, what)
-                self.flush(col)
-            col.add("out-of-bounds", inst.span, (int(lanes.gid[0]),), None,
-                    f"%{inst.operand.name}: an element outside its memory is accessed")
-            self.flush(col)
+            with col.checks():  # memory safety: raises also with checks off
+                if self.check:
+                    mem.check_root(view, fp, lanes, col, inst.span, what)
+                if not col:  # the precise reports above say it better
+                    col.add("out-of-bounds", inst.span, (int(lanes.gid[0]),), None,
+                            f"%{inst.operand.name}: an element outside its memory is accessed")
         if self.check:
-            mem.check_root(view, fp, lanes, col, inst.span, what)
-            mem.check_lifetime(view, lanes, col, inst.span)
-            self.flush(col)
+            with col.checks():
+                mem.check_root(view, fp, lanes, col, inst.span, what)
+                mem.check_lifetime(view, lanes, col, inst.span)
         return addr, fp
 
     def _load(self, inst: ir.Load, env, lanes, col):
@@ -210,9 +202,9 @@ class Executor:
             return
         addr, fp = self._element(inst, src, inst.indices, env, lanes, col, "reads")
         if self.check:
-            mem.check_init(src, fp, lanes, col, inst.span)
-            mem.record(src, fp, lanes, "r", col, inst.span)
-            self.flush(col)
+            with col.checks():
+                mem.check_init(src, fp, lanes, col, inst.span)
+                mem.record(src, fp, lanes, "r", col, inst.span)
         if addr.ndim == 0:
             env.set(inst.result.name, src.buf.data[addr])
         else:
@@ -223,8 +215,8 @@ class Executor:
         value = self.val(inst.value, inst.type.element, env)
         addr, fp = self._element(inst, dst, inst.indices, env, lanes, col, "writes")
         if self.check:
-            mem.record(dst, fp, lanes, "w", col, inst.span)
-            self.flush(col)
+            with col.checks():
+                mem.record(dst, fp, lanes, "w", col, inst.span)
             mem.mark_init(dst, fp)
         if addr.ndim == 0:
             # lanes racing on one element (only reached with check=False): one value wins
@@ -279,8 +271,8 @@ class Executor:
         if not isinstance(v.buf, AllocaBuffer):
             return  # the checker only lets alloca results through; nothing to end otherwise
         if self.check:
-            mem.check_lifetime(v, lanes, col, inst.span)
-            self.flush(col)
+            with col.checks():
+                mem.check_lifetime(v, lanes, col, inst.span)
         slot = np.asarray(v.root[0], np.int64) // v.buf.extent
         v.buf.alive[slot] = False
 
@@ -352,10 +344,9 @@ class Executor:
             self.run_region(inst.body, body, sub)
             nxt, faults = scalar.binary("add", t, i, step)
             if self.check:
-                c = Collector()
-                self.faults([(k, np.asarray(m) & live, "the loop variable's increment: " + w)
-                             for k, m, w in faults], lanes, c, inst.span)
-                self.flush(c)
+                with self.collector().checks() as c:
+                    self.faults([(k, np.asarray(m) & live, "the loop variable's increment: " + w)
+                                 for k, m, w in faults], lanes, c, inst.span)
             i = np.where(live, nxt, i).astype(t.dtype) if np.ndim(i) else nxt
             live = live & np.asarray(i < stop)
 
@@ -396,5 +387,20 @@ class Executor:
         views = {k: env.get(getattr(inst, k).name) for k in [*in_names, out_name]}
         alpha = self.val(inst.alpha, inst.alpha_type, env)
         beta = self.val(inst.beta, inst.beta_type, env)
-        collectives.execute(inst, views, alpha, beta, lanes, self.check, col,
-                            lambda: self.flush(col))
+        collectives.execute(inst, views, alpha, beta, lanes, self.check, col)
+
+
+# The one dispatch table of the interpreter: every instruction class to its handler
+# (executor, instruction, env, lanes, collector) -> an alloca's buffer, a yield's values or None.
+DISPATCH: dict[type, Callable[..., Any]] = {
+    ir.Arith: Executor._arith, ir.ArithUnary: Executor._unary, ir.Cast: Executor._cast,
+    ir.Compare: Executor._compare, ir.GroupId: Executor._group_id,
+    ir.GroupSize: Executor._group_size, ir.Load: Executor._load, ir.Store: Executor._store,
+    ir.Size: Executor._size, ir.Subview: Executor._subview, ir.Expand: Executor._expand,
+    ir.Fuse: Executor._fuse, ir.Alloca: Executor._alloca,
+    ir.LifetimeStop: Executor._lifetime_stop,
+    ir.Barrier: lambda ex, inst, env, lanes, col: None,
+    ir.If: Executor._if, ir.Yield: Executor._yield, ir.For: Executor._for,
+    ir.Foreach: Executor._foreach,
+    **{cls: Executor._blas for cls in ir.BLAS},
+}

@@ -63,10 +63,9 @@ def written_roots(body) -> set[str]:
             root[inst.result.name] = root.get(inst.operand.name, inst.operand.name)
         if isinstance(inst, ir.Store):
             written.add(root.get(inst.operand.name, inst.operand.name))
-        elif isinstance(inst, (ir.Axpby, ir.Sum)):
-            written.add(root.get(inst.b.name, inst.b.name))
         elif isinstance(inst, ir.BLAS):
-            written.add(root.get(inst.c.name, inst.c.name))
+            out = getattr(inst, inst.output()).name
+            written.add(root.get(out, out))
     return written
 
 
@@ -356,17 +355,13 @@ def _fmt(el) -> str:
     return "(" + ", ".join(str(i) for i in el) + ")"
 
 
-def _report_positions(col, kind, span, v, lanes, addr, bad, msg, limit=4):
-    pos = np.argwhere(bad)[:limit]
-    for p in pos:
-        lane = int(p[0])
-        a = int(addr[tuple(p)])
-        name, el = v.buf.describe(a)
-        col.add(kind, span, (lanes.gid[lane],), el,
-                f"{groups_text([lanes.gid[lane]])}: " + msg(name, el))
-    extra = int(bad.sum()) - len(pos)
-    if extra > 0:
-        col.dropped[kind] = col.dropped.get(kind, 0) + extra
+def _report_positions(col, kind, span, v, lanes, addr, bad, msg):
+    def one(p: tuple):
+        g = int(lanes.gid[p[0]])
+        name, el = v.buf.describe(int(addr[p]))
+        return (g,), el, f"{groups_text([g])}: " + msg(name, el)
+
+    col.add_first(kind, bad, span, one)
 
 
 def check_lifetime(v: View, lanes: Lanes, col: Collector, span) -> None:
@@ -375,9 +370,9 @@ def check_lifetime(v: View, lanes: Lanes, col: Collector, span) -> None:
         return
     slot = np.asarray(v.root[0], np.int64) // buf.extent
     dead = ~np.broadcast_to(buf.alive[slot], (lanes.n,))
-    for lane in np.flatnonzero(dead)[:4]:
-        col.add("use-after-lifetime", span, (lanes.gid[lane],), None,
-                f"{groups_text([lanes.gid[lane]])} uses {buf.name} after its lifetime ended")
+    col.add_lanes("use-after-lifetime", dead, lanes, span,
+                  lambda lane, g: (None, f"{groups_text([g])} uses {buf.name} after its "
+                                         "lifetime ended"), count_rest=False)
 
 
 def check_init(v: View, fp: Footprint, lanes: Lanes, col: Collector, span) -> None:
@@ -514,14 +509,12 @@ def record(v: View, fp: Footprint, lanes: Lanes, kind: str, col: Collector, span
 
 
 def _race_reports(col, span, v, acc, bad, prev, prev_kind, kind, lanes):
-    bad = np.broadcast_to(bad, acc.shape)
-    pos_all = np.argwhere(bad)
-    addr = None
-    for p in pos_all[:4]:
-        if addr is None:
-            addr = acc.addr()
-        p = tuple(p)
-        a = int(addr[p] if np.ndim(addr) else addr)
+    addr = []  # computed on the first report only
+
+    def one(p: tuple):
+        if not addr:
+            addr.append(acc.addr())
+        a = int(addr[0][p] if np.ndim(addr[0]) else addr[0])
         name, el = v.buf.describe(a)
         lane = acc.lane_of(p)
         cur_g = int(lanes.gid[lane])
@@ -547,10 +540,9 @@ def _race_reports(col, span, v, acc, bad, prev, prev_kind, kind, lanes):
             else:
                 groups, who = (pg, cur_g), (f"work-group {pg} {_VERB[prev_kind]} and work-group "
                                             f"{cur_g} {_VERB[kind]}")
-        col.add("data-race", span, groups, el, f"{who} element {_fmt(el)} of {name}")
-    extra = len(pos_all) - min(len(pos_all), 4)
-    if extra > 0:
-        col.dropped["data-race"] = col.dropped.get("data-race", 0) + extra
+        return groups, el, f"{who} element {_fmt(el)} of {name}"
+
+    col.add_first("data-race", np.broadcast_to(bad, acc.shape), span, one)
 
 
 def _plural(k):

@@ -2,7 +2,7 @@
 
 Values are NumPy arrays of the type's dtype, 0-d (uniform) or 1-d (one entry per lane).
 Each operation returns `(result, faults)` where `faults` lists `(kind, mask, what)` for lanes
-whose operation is undefined (SPEC_NOTES "Execution semantics"); results on those lanes are
+whose operation is undefined (docs/semantics.md "Scalars"); results on those lanes are
 unspecified but computed without Python errors.
 
 Decisions beyond the spec: `i1` behaves as C's `bool` (an unsigned 1-bit type: arithmetic
@@ -165,8 +165,9 @@ _CMP = {"eq": np.equal, "ne": np.not_equal, "gt": np.greater, "ge": np.greater_e
 
 
 def cast(src: ScalarType, dst: ScalarType, a: np.ndarray):
-    """C conversions (SPEC_NOTES): anything->i1 is x != 0; float->int truncates (UB out of
-    range or NaN); int->int wraps/extends by the source's signedness; rounding to nearest even."""
+    """C conversions (docs/semantics.md "Scalars"): anything->i1 is x != 0; float->int
+    truncates (UB out of range or NaN); int->int wraps/extends by the source's signedness;
+    rounding to nearest even."""
     a = _arr(a, src)
     with np.errstate(all="ignore"):
         if dst.is_bool:

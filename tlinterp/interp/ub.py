@@ -1,16 +1,23 @@
 """Undefined-behaviour reports: the kinds, one report per offending element, and raising them.
 
-Checks collect `UBReport`s while an instruction runs; the executor raises them together
-(as `UndefinedBehaviour`, exit 1) before the instruction's memory effects happen.
+Checks collect `UBReport`s while an instruction runs (`Collector.add_lanes`/`add_first` report
+the first MAX_PER_KIND offenders and count the rest); a `with col.checks():` block raises them
+together (as `UndefinedBehaviour`, exit 1) when it ends, before the instruction's memory
+effects happen.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+
 from ..diagnostics import Diagnostic, UndefinedBehaviour
 from ..ir import Span
+from .values import Lanes
 
 KINDS = (
     "out-of-bounds", "data-race", "uninitialised-read", "use-after-lifetime", "division-by-zero",
@@ -22,6 +29,8 @@ _TITLES = {k: k.replace("-", " ") for k in KINDS}
 
 # Elements reported per instruction and kind; the rest are counted in the last message.
 MAX_PER_KIND = 4
+
+Described = tuple[tuple[int, ...], Optional[tuple], str]  # (groups, element, message)
 
 
 @dataclass(frozen=True)
@@ -45,8 +54,11 @@ def groups_text(groups) -> str:
 
 @dataclass
 class Collector:
-    """Reports of one instruction; `add` keeps MAX_PER_KIND per kind and counts the others."""
+    """Reports of one instruction; `add` keeps MAX_PER_KIND per kind and counts the others.
+    `filename` and `source` are where the reports point when they are raised."""
 
+    filename: str = "<input>"
+    source: str = ""
     reports: list[UBReport] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
 
@@ -58,19 +70,60 @@ class Collector:
         el = None if element is None else tuple(int(e) for e in element)
         self.reports.append(UBReport(kind, span, tuple(int(g) for g in groups), el, message))
 
+    def add_first(self, kind: str, mask, span, describe: Callable[[tuple], Described],
+                  count_rest: bool = True) -> None:
+        """Report the first MAX_PER_KIND true positions of `mask` (C order), each as
+        `describe(position) -> (groups, element, message)`; the others are counted into the
+        "more element(s)" line when `count_rest`."""
+        mask = np.asarray(mask, bool)
+        hits = np.flatnonzero(mask) if mask.ndim == 1 else np.argwhere(mask)
+        if not len(hits):  # the common case: cheap
+            return
+        for p in hits[:MAX_PER_KIND]:
+            self.add(kind, span, *describe((int(p),) if mask.ndim == 1 else
+                                           tuple(int(i) for i in p)))
+        rest = len(hits) - min(len(hits), MAX_PER_KIND)
+        if count_rest and rest:
+            self.dropped[kind] = self.dropped.get(kind, 0) + rest
+
+    def add_lanes(self, kind: str, mask, lanes: Lanes, span,
+                  describe: Callable[[int, int], tuple[Optional[tuple], str]],
+                  count_rest: bool = True) -> None:
+        """Report the first MAX_PER_KIND lanes where `mask` (0-d or one entry per lane) holds,
+        among the lanes that really run; `describe(lane, group) -> (element, message)`."""
+        m = np.asarray(mask, bool)
+        if m.shape != (lanes.n,):
+            m = np.broadcast_to(m, (lanes.n,))
+        if lanes.live is not None:
+            m = m & lanes.live
+
+        def one(p: tuple) -> Described:
+            g = int(lanes.gid[p[0]])
+            return ((g,), *describe(p[0], g))
+
+        self.add_first(kind, m, span, one, count_rest)
+
+    @contextmanager
+    def checks(self) -> Iterator[Collector]:
+        """A block of checks; leaving it raises what they reported, so that nothing after
+        the block (an instruction's effects) happens with undefined behaviour."""
+        yield self
+        raise_reports(self)
+
     def __bool__(self) -> bool:
         return bool(self.reports)
 
 
-def raise_reports(col: Collector, filename: str, source: str) -> None:
+def raise_reports(col: Collector) -> None:
     """Raise `UndefinedBehaviour` carrying `col.reports` (no-op when there are none)."""
     if not col.reports:
         return
+    filename = col.filename
     diags = [r.diagnostic(filename) for r in col.reports]
     for kind, n in col.dropped.items():
         span = next(r.span for r in col.reports if r.kind == kind)
         diags.append(Diagnostic(f"{_TITLES[kind]}: {n} more element(s) like the above", span,
                                 filename))
-    err = UndefinedBehaviour(diags, source)
+    err = UndefinedBehaviour(diags, col.source)
     err.reports = list(col.reports)
     raise err

@@ -27,10 +27,8 @@ def meta(x):
 
 
 def _bad_lanes(col: Collector, kind: str, span, lanes: Lanes, mask, msg) -> None:
-    mask = np.broadcast_to(np.asarray(mask, bool), (lanes.n,))
-    for lane in np.flatnonzero(mask)[:4]:
-        g = int(lanes.gid[lane])
-        col.add(kind, span, (g,), None, f"{groups_text([g])}: {msg(lane)}")
+    col.add_lanes(kind, mask, lanes, span,
+                  lambda lane, g: (None, f"{groups_text([g])}: {msg(lane)}"), count_rest=False)
 
 
 def _at(x, lane):
@@ -131,11 +129,10 @@ def load_member(g: GroupValue, idx, lanes: Lanes, col: Collector, span, name: st
     i = np.asarray(idx, np.int64)
     bad = (i < 0) | (i >= count)
     if bad.any():
-        for lane in np.flatnonzero(np.broadcast_to(bad, (lanes.n,)))[:4]:
-            gg = int(lanes.gid[lane])
-            col.add("out-of-bounds", span, (gg,), (_at(i, lane),),
-                    f"{groups_text([gg])} loads member {_at(i, lane)} of {g.buf.name}, "
-                    f"which has {count} members")
+        col.add_lanes("out-of-bounds", bad, lanes, span,
+                      lambda lane, gg: ((_at(i, lane),), f"{groups_text([gg])} loads member "
+                                        f"{_at(i, lane)} of {g.buf.name}, which has {count} "
+                                        "members"), count_rest=False)
         i = np.where(bad, 0, i)
     if count == 0:
         i = None

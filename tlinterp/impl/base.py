@@ -1,0 +1,157 @@
+"""The implementation interface: a job in, an outcome out."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .. import ir
+from ..diagnostics import TLError, UndefinedBehaviour
+
+UB_KINDS = ("out-of-bounds", "data-race", "uninitialised-read", "use-after-lifetime",
+            "division-by-zero", "division-overflow", "signed-overflow", "shift-out-of-range",
+            "invalid-cast", "overlapping-operands", "order-dependent-atomic", "invalid-view")
+
+STATUSES = ("ok", "rejected", "failed", "crashed", "timeout")
+
+
+class SpecError(Exception):
+    """A bad implementation name or option (a usage error, exit 2)."""
+
+
+@dataclass(frozen=True)
+class ImplOptions:
+    """Options a tool passes to every implementation; each uses those it understands."""
+
+    device: Optional[str] = None  # OpenCL device string (pocl, nvidia, oclgrind, ...)
+    lowering: tuple[str, ...] = ()  # KEY=VALUE overrides of the reference lowering
+    work_group_size: Optional[str] = None  # "W0xW1" for OpenCL C without reqd_work_group_size
+    tune: bool = False  # opencl: time lowering configs with the job's arguments first, use the
+    # fastest (cached per kernel and device) and report the search on stderr
+
+
+DEFAULT_OPTIONS = ImplOptions()
+
+
+@dataclass
+class Job:
+    """One run: the program (text, and the checked IR when the caller has it), the function,
+    the arguments (the .npz convention) and the work-group count (None: the default rule)."""
+
+    source: str
+    args: Mapping[str, np.ndarray]
+    func: Optional[str] = None
+    groups: Optional[int] = None
+    filename: str = "kernel.tl"
+    program: Optional[ir.Program] = None
+
+
+@dataclass
+class Outcome:
+    """What an implementation did with one job.
+
+    status: "ok" (outputs), "rejected" (the program or arguments refused, exit 2), "failed"
+    (undefined behaviour or a run-time failure, exit 1), "crashed" (anything else: another
+    exit status, an exception that is no TLError, no or unreadable output, code that does not
+    build), "timeout"."""
+
+    status: str
+    outputs: Optional[dict[str, np.ndarray]] = None
+    message: str = ""  # diagnostics / the implementation's own output
+    diagnostics: list[tuple[str, str]] = field(default_factory=list)  # (range, message)
+    ub_kinds: list[str] = field(default_factory=list)
+    command: Optional[str] = None  # the command that ran, for external implementations
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (range, message)
+
+    @property
+    def exit_status(self) -> int:
+        """The status `tlrun` exits with for this outcome."""
+        return {"ok": 0, "rejected": 2}.get(self.status, 1)
+
+
+def outcome_of_error(e: TLError) -> Outcome:
+    """A TLError as an outcome: exit status 2 is a rejection, 1 a run-time failure."""
+    diags = [(str(d.span), d.message) for d in e.diagnostics if d.span is not None]
+    kinds = [r.kind for r in getattr(e, "reports", [])] if isinstance(e, UndefinedBehaviour) \
+        else []
+    status = "rejected" if e.exit_status == 2 else "failed"
+    return Outcome(status, message=e.format(), diagnostics=diags, ub_kinds=kinds)
+
+
+def mentioned_kinds(text: str) -> list[str]:
+    """Report kinds a tool's output names, spelled with hyphens or spaces ("data race")."""
+    low = text.lower()
+    return [k for k in UB_KINDS if k in low or k.replace("-", " ") in low]
+
+
+class Implementation(ABC):
+    """An implementation of the tensor language.
+
+    `spec` is the name it was resolved from (`resolve(impl.spec)` gives it back), `options`
+    the tool options it was made with; `reference` implementations must report every undefined
+    behaviour's kind; `parallel` ones may run several jobs at once (on threads)."""
+
+    spec: str = ""
+    options: ImplOptions = DEFAULT_OPTIONS
+    reference = False
+    parallel = True
+    front_end = False  # runs tlinterp's checker in this process: its warnings are ours
+
+    @property
+    def name(self) -> str:
+        return self.spec
+
+    @abstractmethod
+    def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
+        """Run one job; every failure is an Outcome, never an exception."""
+
+    def emit(self, program: ir.Program, func: Optional[str]) -> Optional[str]:
+        """Generated code (`tlrun --emit`), for implementations that have any."""
+        return None
+
+    def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
+                  groups: Optional[int]) -> str:
+        """A shell command that reruns THIS implementation on these files."""
+        return tlrun_command(self.spec, self.options, kernel, args, func, groups)
+
+
+def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[str],
+                  func: Optional[str], groups: Optional[int]) -> str:
+    """`tlrun ... --backend SPEC ...`: reruns the implementation `spec` names."""
+    cmd = ["tlrun", kernel]
+    if args is not None:
+        cmd += ["--args", args]
+    if func:
+        cmd += ["--func", func]
+    if groups is not None:
+        cmd += ["--groups", str(groups)]
+    if spec not in ("interp", "tlinterp"):
+        cmd += ["--backend", spec]
+        cmd += option_words(options)
+    return shlex.join(cmd)
+
+
+def option_words(options: ImplOptions) -> list[str]:
+    """The tool flags that recreate `options`."""
+    out: list[str] = []
+    if options.device:
+        out += ["--device", options.device]
+    for o in options.lowering:
+        out += ["--lowering", o]
+    if options.work_group_size:
+        out += ["--work-group-size", options.work_group_size]
+    return out
+
+
+_WARNING = re.compile(r":(\d+\.\d+-[\d.]+): warning: (.*)")
+
+
+def mentioned_warnings(text: str) -> list[tuple[str, str]]:
+    """`FILE:RANGE: warning: MESSAGE` lines of a tool's output as (range, message)."""
+    return [(m.group(1), m.group(2).strip()) for m in _WARNING.finditer(text)]

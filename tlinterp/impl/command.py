@@ -1,0 +1,118 @@
+"""Running an external command for one job: its own process group (a timeout kills every
+process it started), output decoded whatever bytes it prints, inputs handed over as copies in
+a scratch directory (a tool that deletes or rewrites its input cannot touch the caller's)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Optional
+
+from .base import SpecError
+
+_OPTIONAL = re.compile(r"\[([^\[\]]*)\]")
+_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+
+
+@dataclass
+class Finished:
+    """How a command ended: `code` is None after a timeout or when it could not start."""
+
+    code: Optional[int]
+    stdout: str
+    stderr: str
+    command: str
+    problem: str = ""  # why there is no exit code
+
+    @property
+    def text(self) -> str:
+        return self.stderr + self.stdout
+
+
+def check_template(template: str, fields: tuple[str, ...], required: tuple[str, ...]) -> None:
+    """SpecError unless the template splits like a command line and names only `fields`."""
+    for name in _PLACEHOLDER.findall(template):
+        if name not in fields:
+            raise SpecError(f"unknown placeholder {{{name}}} in the template (known: "
+                            f"{', '.join('{' + f + '}' for f in fields)})")
+    for name in required:
+        if "{" + name + "}" not in template:
+            raise SpecError(f"the template needs {{{name}}}")
+    try:
+        if not shlex.split(_OPTIONAL.sub(r"\1", template)):
+            raise SpecError("the template is empty")
+    except ValueError as e:  # e.g. an unbalanced quote
+        raise SpecError(f"the template does not split like a command line ({e}): "
+                        f"{template}") from None
+
+
+def expand_template(template: str, values: dict[str, Optional[str]]) -> list[str]:
+    """The argv for one job: `[...]` parts vanish when a placeholder in them has no value;
+    placeholders are substituted per word, so paths need no quoting."""
+
+    def optional(m: re.Match) -> str:
+        inner = m.group(1)
+        names = _PLACEHOLDER.findall(inner)
+        return inner if all(values.get(n) is not None for n in names) else ""
+
+    text = _OPTIONAL.sub(optional, template)
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise SpecError(f"the template does not split like a command line ({e})") from None
+
+    def fill(m: re.Match) -> str:
+        v = values.get(m.group(1))
+        if v is None:
+            raise SpecError(f"the template uses {{{m.group(1)}}} outside [...] but this case "
+                            "has no value for it")
+        return v
+
+    return [_PLACEHOLDER.sub(fill, w) for w in words]
+
+
+def _decode(data: Optional[bytes]) -> str:
+    return (data or b"").decode("utf-8", errors="replace")
+
+
+def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = None
+                ) -> Finished:
+    """Run argv to the end or the timeout; never raises for the command's own failures."""
+    command = shlex.join(argv)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, cwd=cwd, start_new_session=True)
+    except OSError as e:
+        return Finished(None, "", "", command, f"cannot run {argv[0]}: {e.strerror or e}")
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        return Finished(None, _decode(out), _decode(err), command,
+                        f"no answer within {timeout:g} s (killed)")
+    except BaseException:  # Ctrl-C: leave no orphans behind
+        _kill_group(proc)
+        proc.wait()
+        raise
+    return Finished(proc.returncode, _decode(out), _decode(err), command)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the session leader's pid is the group id
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"

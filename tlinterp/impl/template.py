@@ -1,0 +1,90 @@
+"""A command template as an implementation: `tool {kernel} --args {args} --out {out}
+[--func {func}] [--groups {groups}]`, following tlrun's exit statuses and .npz convention."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import tempfile
+from typing import Optional
+
+from ..args import load_npz, save_npz
+from ..diagnostics import TLError
+from .base import (
+    DEFAULT_OPTIONS,
+    Implementation,
+    ImplOptions,
+    Job,
+    Outcome,
+    mentioned_kinds,
+    mentioned_warnings,
+)
+from .command import check_template, describe_exit, expand_template, run_command
+
+FIELDS = ("kernel", "args", "out", "func", "groups")
+
+
+def write_inputs(job: Job, directory: str) -> tuple[str, str]:
+    """Fresh copies of the job's kernel and arguments for an external tool to consume."""
+    kernel = os.path.join(directory, os.path.basename(job.filename) or "kernel.tl")
+    if not kernel.endswith(".tl"):
+        kernel += ".tl"
+    with open(kernel, "w", encoding="utf-8") as f:
+        f.write(job.source)
+    args = os.path.join(directory, "args.npz")
+    save_npz(args, job.args)
+    return kernel, args
+
+
+class Template(Implementation):
+    def __init__(self, template: str, options: ImplOptions = DEFAULT_OPTIONS):
+        check_template(template, FIELDS, ("kernel",))
+        self.spec = template
+        self.options = options
+
+    def argv(self, kernel: str, args: str, out: str, func: Optional[str],
+             groups: Optional[int]) -> list[str]:
+        return expand_template(self.spec, {"kernel": kernel, "args": args, "out": out,
+                                           "func": func,
+                                           "groups": None if groups is None else str(groups)})
+
+    def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
+        with tempfile.TemporaryDirectory(prefix="tl-impl-") as tmp:
+            kernel, args = write_inputs(job, tmp)
+            out = os.path.join(tmp, "out.npz")
+            done = run_command(self.argv(kernel, args, out, job.func, job.groups), timeout)
+            shown = self.argv(os.path.basename(kernel), "args.npz", "out.npz", job.func,
+                              job.groups)
+            command = " ".join(shown)
+            if done.code is None:
+                status = "timeout" if "no answer" in done.problem else "crashed"
+                return Outcome(status, message=f"{done.problem}\n{done.text}".strip(),
+                               command=command)
+            if done.code == 0:
+                if not os.path.isfile(out):
+                    return Outcome("crashed", message="exit 0 but no output file\n"
+                                   + done.text, command=command)
+                try:
+                    outputs = load_npz(out)
+                except TLError as e:
+                    return Outcome("crashed", message=f"unreadable output: {e.format()}",
+                                   command=command)
+                return Outcome("ok", outputs=outputs, message=done.text, command=command,
+                               warnings=mentioned_warnings(done.text))
+            if done.code == 2:
+                return Outcome("rejected", message=done.text, command=command)
+            if done.code == 1:
+                return Outcome("failed", message=done.text, ub_kinds=mentioned_kinds(done.text),
+                               command=command)
+            return Outcome("crashed", message=f"{describe_exit(done.code)}\n{done.text}",
+                           command=command)
+
+    def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
+                  groups: Optional[int]) -> str:
+        argv = self.argv(kernel, args or "args.npz", "out.npz", func, groups)
+        return shlex.join(argv)
+
+
+def factory(arg: Optional[str], options: ImplOptions) -> Implementation:
+    """a command template: TOOL {kernel} --args {args} --out {out} [--func {func}] ..."""
+    return Template(arg or "", options)
