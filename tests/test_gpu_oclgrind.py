@@ -64,3 +64,71 @@ def test_oclgrind_reports_nothing_for_the_test_kernels():
                if "Oclgrind" in block]
     assert not reports, "\n\n".join(reports[:5])
     assert "Invalid write" in planted, planted[-2000:]
+
+
+# --- reports as results (tlgpu/oclgrind.py) ---------------------------------------------------
+
+SAMPLE_OUTPUT = """
+Oclgrind - OpenCL runtime error detected
+\tFunction: clGetDeviceInfo
+\tError:    CL_INVALID_VALUE
+\tFor argument 'param_name'
+
+
+Invalid write of size 4 at global memory address 0x1000000000010
+\tKernel: k
+\tEntity: Global(0,0,0) Local(0,0,0) Group(0,0,0)
+\t  store i32 1, i32 addrspace(1)* %arrayidx, align 4, !dbg !20
+\tAt line 3 (column 9) of input.cl:
+\t  a[i + 4] = 1;
+
+Invalid write of size 4 at global memory address 0x1000000000014
+\tKernel: k
+\tEntity: Global(1,0,0) Local(1,0,0) Group(0,0,0)
+\t  store i32 1, i32 addrspace(1)* %arrayidx, align 4, !dbg !20
+\tAt line 3 (column 9) of input.cl:
+\t  a[i + 4] = 1;
+
+OCLGRIND FATAL ERROR (Kernel.cpp:123)
+Unsupported instruction: freeze
+When executing kernel 'k'
+"""
+
+
+def test_reports_are_parsed_grouped_and_mapped_to_spans():
+    from tlgpu.oclgrind import diagnostics, parse
+    from tlinterp.ir import Span
+
+    reports = parse(SAMPLE_OUTPUT)
+    assert [r.fatal for r in reports] == [False, False, True]  # the API noise is dropped
+    assert reports[0].line == 3 and reports[0].kernel == "k"
+    assert "Unsupported instruction" in reports[2].what
+    span = Span(7, 3, 7, 20)
+    diags = diagnostics(reports, [None, None, span], "t.tl")
+    assert len(diags) == 2  # the two invalid writes are one diagnostic, counted
+    assert "(2 times)" in diags[0].message and diags[0].span == span
+    assert "fatal error" in diags[1].message
+
+
+OOB = """\
+func @oob(%y: memref<i32x4>) {
+  %gid = group_id
+  %i = arith.add %gid, 4 : index
+  store 1, %y[%i] : memref<i32x4>
+}
+"""
+
+
+def test_tlrun_on_oclgrind_fails_with_the_report_at_the_instruction(tmp_path, capsys):
+    import numpy as np
+
+    from tlinterp.cli import main
+
+    (tmp_path / "oob.tl").write_text(OOB)
+    np.savez(tmp_path / "a.npz", y=np.zeros(4, np.int32))
+    rc = main([str(tmp_path / "oob.tl"), "--args", str(tmp_path / "a.npz"), "--groups", "2",
+               "--backend", "opencl", "--device", "oclgrind"])
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert "Oclgrind: Invalid write" in err and "oob.tl:4" in err, err
+    assert "Traceback" not in err

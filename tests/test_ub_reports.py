@@ -30,7 +30,7 @@ def test_add_lanes_skips_lanes_that_do_not_run_and_may_leave_the_rest_uncounted(
     col = Collector()
     live = np.array([False, True, True, True, True, True, True])
     col.add_lanes("out-of-bounds", True, _lanes(7, live), None,
-                  lambda lane, g: ((lane,), "x"), count_rest=False)
+                  lambda lane, g: ((lane,), f"x{lane}"), count_rest=False)
     assert [r.element for r in col.reports] == [(1,), (2,), (3,), (4,)]
     assert col.dropped == {}
 

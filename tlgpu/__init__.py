@@ -14,7 +14,8 @@ table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_fun
 work-group size choice), kernel (compile-once API, OpenCL C from other compilers),
 implementations (`opencl` and `opencl-c:COMMAND`), devices (device strings, contexts),
 runtime (build cache, marshalling, launch), buildlog (compiler log -> tensor-language spans),
-tiles (gemm tile plans, 32-bit index safety), tuner (the autotuner, its on-disk cache).
+oclgrind (Oclgrind's checks on; its reports as OclgrindReport errors), tiles (gemm tile
+plans, 32-bit index safety), tuner (the autotuner, its on-disk cache).
 """
 
 from __future__ import annotations
@@ -54,11 +55,14 @@ def compile(program: ir.Program, func: Optional[str] = None, device: Optional[st
 
 
 def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
-              device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> None:
-    """Run on already bound arguments, writing the results into their buffers."""
+              device: Optional[str] = None, config: Optional[LoweringConfig] = None,
+              repeat: int = 1) -> list[float]:
+    """Run on already bound arguments, writing the results into their buffers; returns the
+    kernel time in seconds of each of the `repeat` launches (all on the same inputs)."""
     from .runtime import run_bound as _run_bound
 
-    _run_bound(program, function, bound, groups, device=device, config=config)
+    return _run_bound(program, function, bound, groups, device=device, config=config,
+                      repeat=repeat)
 
 
 def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,

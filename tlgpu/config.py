@@ -33,6 +33,9 @@ class LoweringConfig:
     # OpenCL C 1.2 forbids `global T*global*` kernel parameters and NVIDIA enforces it: pass
     # the pointer array as `global ulong*` instead (same bytes; the runtime sets this there)
     group_pointers_as_ulong: bool = False
+    # the alloca/staging slab as a `local ulong*` kernel argument instead of a kernel-scope
+    # array (same memory; Oclgrind checks uninitialised reads only there, the runtime sets it)
+    local_slab_argument: bool = False
     planned_tiles: bool = False  # static-shape gemm: its own work-item grid and tile from its
     # M x N (tiles.plan) instead of the work-group's (wg0, wg1) grid; off by default: an
     # earlier cost model lost 14% on an H100 and this one is unmeasured (the tuner tries it)

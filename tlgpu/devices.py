@@ -50,9 +50,12 @@ def _all_devices():
         raise BackendError(f"no OpenCL platform found ({e}); install pyopencl[pocl] for a "
                            "CPU device") from None
     out = []
+    from .oclgrind import without_query_noise
+
     for p in platforms:
         try:
-            out += [(p, d) for d in p.get_devices()]
+            with without_query_noise("oclgrind" in p.name.lower()):
+                out += [(p, d) for d in p.get_devices()]
         except cl.Error:
             continue
     return out
@@ -99,7 +102,13 @@ def handle(spec: Optional[str] = None) -> DeviceHandle:
     dev = find_device(spec)
     cache_key = f"{dev.platform.name}|{dev.name}|{dev.int_ptr}"
     if cache_key not in _CACHE:
-        ctx = cl.Context([dev])
-        queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        from .oclgrind import enable_checks, is_oclgrind, without_query_noise
+
+        if is_oclgrind(dev):
+            enable_checks()  # read by Oclgrind when the context is created
+        with without_query_noise(is_oclgrind(dev)):
+            ctx = cl.Context([dev])
+            queue = cl.CommandQueue(ctx,
+                                    properties=cl.command_queue_properties.PROFILING_ENABLE)
         _CACHE[cache_key] = DeviceHandle(dev, ctx, queue)
     return _CACHE[cache_key]

@@ -48,7 +48,7 @@ class OpenCL(Implementation):
         try:
             program = _program(job)
             with _LOCK:
-                config = self._tuned(program, job) if self.options.tune else self.config
+                config = self._tuned(program, job.args, job.func, job.groups)
                 out = run(program, job.args, func=job.func, groups=job.groups,
                           device=self.options.device, config=config)
         except TLError as e:
@@ -57,13 +57,26 @@ class OpenCL(Implementation):
             return Outcome("crashed", message=f"raised {type(e).__name__}: {e}")
         return Outcome("ok", outputs=out)
 
-    def _tuned(self, program, job: Job):
-        """The fastest config for this job (tlgpu.tune), --lowering applied on top."""
+    def run_isolated(self, program, args, func: Optional[str], groups: Optional[int],
+                     repeat: int = 1):
+        """Build and launch (`repeat` times) in a child process (tlgpu.isolated): what tlrun
+        uses, so that a crash on the device is a result and never takes the tool down. (With
+        `tune`, the search runs here first: it times configs the fuzzer checks.)"""
+        from .isolated import run_isolated
+
+        config = self._tuned(program, args, func, groups)
+        return run_isolated(program, args, func=func, groups=groups, device=self.options.device,
+                            config=config, repeat=repeat)
+
+    def _tuned(self, program, args, func: Optional[str], groups: Optional[int]):
+        """With `tune`: the fastest config for these arguments (tlgpu.tune), --lowering
+        applied on top; else the configured one."""
+        if not self.options.tune:
+            return self.config
         from .config import LoweringConfig
         from .tuner import print_table, tune
 
-        result = tune(program, job.args, func=job.func, groups=job.groups,
-                      device=self.options.device)
+        result = tune(program, args, func=func, groups=groups, device=self.options.device)
         print_table(result)
         return LoweringConfig.from_overrides(list(self.options.lowering), result.best)
 

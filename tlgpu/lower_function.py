@@ -67,6 +67,7 @@ class FunctionLowerer:
         self.helpers = helpers  # shared across the program's kernels: name -> C code
         self.env: dict[str, Val] = {}
         self.tmp = 0
+        self.local_arg_bytes = 0  # bytes of the slab argument, set by lower()
         self.alloca_offsets, self.alloca_bytes = plan_allocas(
             fn.body, config.reuse_local_memory,
             config.reuse_local_memory and config.infer_lifetimes)
@@ -178,6 +179,10 @@ class FunctionLowerer:
             raise self.error(f"@{self.fn.name} needs {local_bytes} bytes of local memory, more "
                              f"than the {self.config.local_memory_bytes} allowed "
                              "(lowering option local_memory_bytes)", self.fn.span)
+        slab = (local_bytes + 7) // 8
+        self.local_arg_bytes = slab * 8 if local_bytes and self.config.local_slab_argument else 0
+        if self.local_arg_bytes:
+            params = params + ["local ulong* tl_local"]
         g = self.geo
         w.line(f"kernel __attribute__((reqd_work_group_size({g.wg0}, {g.wg1}, 1)))")
         w.line(f"void {kernel_name(self.fn)}(")
@@ -189,8 +194,8 @@ class FunctionLowerer:
         w.depth += 1
         w.line(f"const long tl_lid = (long)get_local_id(0) + (long)get_local_id(1) * {g.wg0};")
         w.line(f"const long tl_nwi = {g.size};")
-        if local_bytes:
-            w.line(f"local ulong tl_local[{(local_bytes + 7) // 8}];")
+        if local_bytes and not self.local_arg_bytes:
+            w.line(f"local ulong tl_local[{slab}];")
         w.extend(body)
         w.close()
         return w

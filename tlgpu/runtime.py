@@ -4,7 +4,9 @@ launch with global (wg0, wg1, N) and local (wg0, wg1, 1), read the buffers back.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import time
 import weakref
 from typing import Optional, Union
 
@@ -19,7 +21,10 @@ from .buildlog import map_log
 from .config import DEVICE_DEFAULT, LoweringConfig
 from .ctypes_map import ctype
 from .devices import DeviceHandle, handle
+from .guards import Guards
 from .lowering import Lowered, lower_program
+from .oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
+from .prelaunch import check_launch
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str], object] = {}
@@ -51,7 +56,9 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
         # only pocl accepts `global T*global*` parameters (OpenCL C 1.2 forbids them; NVIDIA
         # and Oclgrind enforce that): elsewhere pass the same bytes as `global ulong*`
         group_pointers_as_ulong=config.group_pointers_as_ulong
-        or "portable computing language" not in d.platform.name.lower())
+        or "portable computing language" not in d.platform.name.lower(),
+        # Oclgrind tracks uninitialised values only in local memory passed as an argument
+        local_slab_argument=config.local_slab_argument or is_oclgrind(d))
 
 
 def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) -> Lowered:
@@ -87,7 +94,8 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
         return _PROGRAMS[key]
     _require_extensions(lowered.source, dev)
     try:
-        prog = cl.Program(dev.context, lowered.source).build(options=BUILD_OPTIONS)
+        with without_query_noise(is_oclgrind(dev.device)):
+            prog = cl.Program(dev.context, lowered.source).build(options=BUILD_OPTIONS)
     except cl.RuntimeError as e:
         log = str(e)  # pyopencl puts the device's build log in the message
         filename = program.filename if program else "<input>"
@@ -126,19 +134,23 @@ def _padded(host: np.ndarray) -> np.ndarray:
 
 
 class _Marshal:
-    def __init__(self, dev: DeviceHandle):
+    def __init__(self, dev: DeviceHandle, guard: bool = False):
         import pyopencl as cl
 
         self.cl = cl
         self.dev = dev
         self.readback: list[tuple[object, np.ndarray, np.ndarray]] = []  # (buf, padded, dst)
         self.keep: list[object] = []
+        self.guards = Guards(dev) if guard else None  # tlgpu.guards: stores outside arguments
 
-    def buffer(self, host: np.ndarray, writable: bool = True):
+    def buffer(self, host: np.ndarray, writable: bool = True, name: Optional[str] = None):
         cl = self.cl
         pad = _padded(host)
-        buf = cl.Buffer(self.dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
-                        hostbuf=pad)
+        if self.guards is not None and writable:
+            buf = self.guards.buffer(pad, name)
+        else:
+            buf = cl.Buffer(self.dev.context,
+                            cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=pad)
         if writable:
             self.readback.append((buf, pad, host))
         self.keep.append(buf)
@@ -152,20 +164,20 @@ class _Marshal:
         for a in fn.args:
             v, t = bound.values[a.value.name], a.type
             if isinstance(v, MemrefArg):
-                out.append(self.buffer(v.buffer[v.offset:]))
+                out.append(self.buffer(v.buffer[v.offset:], name=a.value.name))
                 out += [np.int64(s) for s, st in zip(v.shape, t.shape) if st is None]
                 out += [np.int64(s) for s, st in zip(v.strides, t.stride) if st is None]
             elif isinstance(v, GroupArg):
-                out += self.group(v, t)
+                out += self.group(v, t, a.value.name)
             else:
                 out.append(v)
         return out
 
-    def group(self, g: GroupArg, t: GroupType) -> list:
+    def group(self, g: GroupArg, t: GroupType, name: Optional[str] = None) -> list:
         m = t.memref
         n = len(g.members)
         base = g.members[0].buffer if g.members else np.zeros(1, m.element.dtype)
-        base_buf = self.buffer(base)
+        base_buf = self.buffer(base, name=name)
         ptrs = self.cl.Buffer(self.dev.context, self.cl.mem_flags.READ_WRITE,
                               max(1, n) * self.dev.device.address_bits // 8)
         self.keep.append(ptrs)
@@ -181,6 +193,11 @@ class _Marshal:
         if t.offset is None:
             out.append(np.int64(g.offset))
         return out
+
+    def restore(self) -> None:
+        """Upload the inputs again (the device copies may have been written by a launch)."""
+        for buf, pad, _ in self.readback:
+            self.cl.enqueue_copy(self.dev.queue, buf, pad)
 
     def read_back(self) -> None:
         for buf, pad, _ in self.readback:
@@ -205,7 +222,8 @@ def prepare(program: ir.Program, function: ir.Function, device: Optional[str],
     prog = build(lowered, dev, program)
     import pyopencl as cl
 
-    kernel = cl.Kernel(prog, kname)
+    with without_query_noise(is_oclgrind(dev.device)):
+        kernel = cl.Kernel(prog, kname)
 
     limit = kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE, dev.device)
     if geo.size > limit:
@@ -216,21 +234,62 @@ def prepare(program: ir.Program, function: ir.Function, device: Optional[str],
     return dev, kernel, geo
 
 
+def _kernel_seconds(event, wall: float) -> float:
+    """The event's profiled duration; the wall time when the device does not profile."""
+    import pyopencl as cl
+
+    try:
+        return (event.profile.end - event.profile.start) * 1e-9
+    except cl.Error:
+        return wall
+
+
 def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
-              device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> None:
+              device: Optional[str] = None, config: Optional[LoweringConfig] = None,
+              repeat: int = 1, guard: bool = False) -> list[float]:
+    """Launch `repeat` times on the same inputs (the results are those of one launch); returns
+    each launch's kernel time in seconds, from the queue's profiling events. `guard`: surround
+    the argument buffers with guard zones and raise ExecutionError when the kernel stored
+    into one (tlgpu.guards)."""
     import pyopencl as cl
 
     dev, kernel, geo = prepare(program, function, device, config)
+    check_launch(program, function, bound, groups, geo.size, dev.device.address_bits)
     if groups == 0:
-        return
+        return []
+    lowered = lowered_for(program, dev, device_config(dev, config))
+    extra = []
+    slab = lowered.local_args.get(function.name, 0)
+    if slab:  # Oclgrind tracks uninitialised local memory only in kernel arguments
+        extra.append(cl.LocalMemory(slab))
+    grind = is_oclgrind(dev.device)
+    times = []
     try:
-        marshal = _Marshal(dev)
-        kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1),
-               *marshal.args(function, bound))
-        marshal.read_back()
+        with captured_stderr() if grind else _nothing() as cap:
+            marshal = _Marshal(dev, guard=guard and not grind)
+            args = marshal.args(function, bound)
+            for k in range(max(1, repeat)):
+                if k:
+                    marshal.restore()
+                start = time.perf_counter()
+                event = kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1),
+                               *args, *extra)
+                event.wait()
+                times.append(_kernel_seconds(event, time.perf_counter() - start))
+            if marshal.guards is not None:
+                marshal.guards.check(function.name)
+            marshal.read_back()
     except cl.Error as e:
         raise ExecutionError(f"OpenCL launch of @{function.name} on '{dev.device.name}' "
                              f"failed: {e}") from None
+    if grind:
+        raise_reports(cap.text, lowered.line_spans, program.filename, program.source)
+    return times
+
+
+@contextlib.contextmanager
+def _nothing():
+    yield None
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,

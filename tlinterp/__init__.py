@@ -25,15 +25,38 @@ def parse(text: str, filename: str = "<input>"):
 
 def check(program, warnings=None):
     """Check every static rule; returns the program, raises `SourceError` listing all errors.
-    Warnings of an accepted program are appended to the list `warnings` when given."""
+    Warnings of an accepted program are appended to the list `warnings` when given. Misuse
+    (anything but an `ir.Program`) is a `TypeError` naming the parameter."""
     from .checker import check as _check
+    from .ir import Program
+
+    if not isinstance(program, Program):
+        hint = "; parse it first with tlinterp.parse" if isinstance(program, str) else ""
+        raise TypeError(f"check(program): expected an ir.Program, got "
+                        f"{type(program).__name__}{hint}")
 
     return _check(program, warnings)
 
 
 def run(program, args, func=None, groups=None, check=True, **options):
-    """Run a function of `program` (IR or source text) on `args` (the .npz convention)."""
+    """Run a function of `program` (IR or source text) on `args` (the .npz convention).
+    Misuse of a parameter (wrong type) is a `TypeError` naming it; bad values in `args` or
+    `groups` are an `ArgumentError`."""
     from .interp import run as _run
+    from .ir import Program
+
+    if not isinstance(program, (str, Program)):
+        raise TypeError(f"run(program): expected source text or an ir.Program, got "
+                        f"{type(program).__name__}")
+    if func is not None and not isinstance(func, str):
+        raise TypeError(f"run(func=...): expected a function name (str) or None, got "
+                        f"{type(func).__name__}")
+    steps = options.get("max_steps")
+    if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)):
+        raise TypeError(f"run(max_steps=...): expected an int or None, got "
+                        f"{type(steps).__name__}")
+    if steps is not None and steps < 0:
+        raise ArgumentError(f"max_steps must be >= 0, got {steps}")
 
     return _run(program, args, func=func, groups=groups, check=check, **options)
 

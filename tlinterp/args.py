@@ -9,7 +9,6 @@ Binding copies the inputs, so callers' arrays are never modified.
 from __future__ import annotations
 
 import os
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -18,6 +17,8 @@ import numpy as np
 
 from . import ir
 from .diagnostics import ArgumentError
+from .npzcheck import load_npz  # noqa: F401 - the convention's reader lives there
+from .outfile import save_npz  # noqa: F401 - and its atomic writer here
 from .types import GroupType, MemrefType, ScalarType, VoidType
 
 
@@ -58,9 +59,8 @@ class BoundArgs:
 
     def num_groups(self, groups: Optional[int] = None) -> int:
         """--groups N if given, else the groups' member count, else 1."""
+        groups = check_groups(groups)
         if groups is not None:
-            if groups < 0:
-                raise ArgumentError(f"the number of work-groups must be >= 0, got {groups}")
             return groups
         return 1 if self.group_members is None else self.group_members
 
@@ -114,6 +114,45 @@ def _scalar(name: str, t: ScalarType, a: Any) -> np.generic:
     return t.dtype.type(v)
 
 
+INT64_MAX = 2**63 - 1
+MAX_GROUPS = 2**31 - 1  # the largest launch OpenCL devices accept in one dimension
+
+
+def meta_ints(key: str, value: Any, dims: tuple[int, ...]) -> np.ndarray:
+    """A `.strides`/`.offset` entry as int64 values of one of the allowed numbers of
+    dimensions `dims`; anything else (floats, strings, NaN, wrong shape, values beyond
+    int64) is an ArgumentError."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iu":
+        raise ArgumentError(f"entry '{key}' must hold integers, got {arr.dtype} "
+                            f"{_preview(arr)}")
+    if arr.ndim not in dims:
+        want = " or ".join(f"{d}-d" for d in dims)
+        raise ArgumentError(f"entry '{key}' must be a {want} array, got shape {arr.shape}")
+    if arr.size and int(arr.max()) > INT64_MAX:  # only uint64 gets here; signs checked later
+        raise ArgumentError(f"entry '{key}' holds values beyond 2^63 - 1: {_preview(arr)}")
+    return arr.astype(np.int64)
+
+
+def _preview(arr: np.ndarray) -> str:
+    text = str(arr.reshape(-1)[:8].tolist()) if arr.ndim else repr(arr.item())
+    return text[:80]
+
+
+def check_groups(groups: Any) -> Optional[int]:
+    """Validate a requested work-group count (None: from the arguments)."""
+    if groups is None:
+        return None
+    if isinstance(groups, (bool, np.bool_)) or not isinstance(groups, (int, np.integer)):
+        raise ArgumentError(f"groups (the number of work-groups) must be an integer, got "
+                            f"{type(groups).__name__} {groups!r}"[:200])
+    groups = int(groups)
+    if not 0 <= groups <= MAX_GROUPS:
+        raise ArgumentError(f"the number of work-groups must be in [0, {MAX_GROUPS}], got "
+                            f"{str(groups)[:40]}")
+    return groups
+
+
 def _check_layout(name: str, shape, strides) -> None:
     # Spec "Strided layout": 1 <= S_1 and S_{i-1} s_{i-1} <= S_i (no self-overlap).
     for k, st in enumerate(strides):
@@ -147,7 +186,7 @@ def _layout(name: str, t: MemrefType, arr: np.ndarray, strides: Any):
             acc = st[-1] * s
         strides = tuple(st)
     else:
-        strides = tuple(int(x) for x in np.asarray(strides).reshape(-1))
+        strides = tuple(int(x) for x in meta_ints(f"{name}.strides", strides, (1,)))
         if len(strides) != t.order:
             raise ArgumentError(f"argument '{name}': {len(strides)} strides given for "
                                 f"order {t.order}")
@@ -187,20 +226,42 @@ def _group_offset(name: str, t: GroupType, args: Mapping[str, Any]) -> int:
     if t.offset is None:
         if key not in args:
             raise ArgumentError(f"argument '{name}' is {t}: missing entry '{key}'")
-        off = int(np.asarray(args[key]))
+        off = int(meta_ints(key, args[key], (0,)))
     else:
         off = t.offset
-        if key in args and int(np.asarray(args[key])) != off:
+        if key in args and int(meta_ints(key, args[key], (0,))) != off:
             raise ArgumentError(f"argument '{name}': '{key}' differs from the static offset {off}")
     if off < 0:
         raise ArgumentError(f"argument '{name}': group offset must be >= 0, got {off}")
     return off
 
 
+def member_keys(name: str, args: Mapping[str, Any]) -> list[str]:
+    """The `NAME.0`, `NAME.1`, ... entries of a group given member by member, checked to be
+    numbered 0..n-1 without gaps (a gap would silently drop the members after it)."""
+    found = {}
+    for k in args:
+        rest = k[len(name) + 1:] if k.startswith(name + ".") else ""
+        if rest.isdigit() and rest.isascii():
+            if str(int(rest)) != rest:
+                raise ArgumentError(f"entry '{k}': member numbers have no leading zeros")
+            found[int(rest)] = k
+    if found and sorted(found) != list(range(len(found))):
+        missing = min(set(range(max(found) + 1)) - set(found))
+        shown = ", ".join(f"'{found[i]}'" for i in sorted(found)[:6])
+        raise ArgumentError(f"group '{name}': members {shown} are not numbered 0, 1, 2, ...: "
+                            f"'{name}.{missing}' is missing")
+    return [found[i] for i in range(len(found))]
+
+
 def _group(name: str, t: GroupType, args: Mapping[str, Any]) -> GroupArg:
     off = _group_offset(name, t, args)
-    strides = args.get(f"{name}.strides")
+    keys = member_keys(name, args)
     if name in args:
+        if keys or any(k.startswith(name + ".") and k.endswith(".strides")
+                       and k != f"{name}.strides" for k in args):
+            raise ArgumentError(f"group '{name}' is given both as one array '{name}' and as "
+                                f"members '{name}.0', ...: give one of the two")
         arr = np.asarray(args[name])
         if arr.ndim != t.memref.order + 1:
             raise ArgumentError(f"argument '{name}' is {t}: expected an array of shape "
@@ -209,38 +270,47 @@ def _group(name: str, t: GroupType, args: Mapping[str, Any]) -> GroupArg:
         datas = list(arr)
         separate = False
     else:
-        datas = []
-        while f"{name}.{len(datas)}" in args:
-            datas.append(args[f"{name}.{len(datas)}"])
+        datas = [args[k] for k in keys]
         if not datas:
             raise ArgumentError(f"missing argument '{name}' ({t}): give '{name}' as one array "
                                 f"(members, ...) or '{name}.0', '{name}.1', ...")
         separate = True
+    strides = None
+    if f"{name}.strides" in args:
+        strides = meta_ints(f"{name}.strides", args[f"{name}.strides"], (1, 2))
+        if strides.ndim == 2 and strides.shape[0] != len(datas):
+            raise ArgumentError(f"entry '{name}.strides' has {strides.shape[0]} rows for "
+                                f"{len(datas)} members")
     strides_list = []
     for i in range(len(datas)):
         s = args.get(f"{name}.{i}.strides", None)
         if s is None and strides is not None:
-            s = np.asarray(strides)
-            s = s[i] if s.ndim == 2 else s
+            s = strides[i] if strides.ndim == 2 else strides
         strides_list.append(s)
     names = [f"{name}.{i}" for i in range(len(datas))]
     members = _pack(names, t.memref, datas, strides_list, off) if datas else []
     return GroupArg(members, off, separate)
 
 
+def group_keys(name: str, members: int) -> set[str]:
+    """Every entry a group argument with `members` members may have."""
+    keys = {name, f"{name}.offset", f"{name}.strides"}
+    for i in range(members):
+        keys |= {f"{name}.{i}", f"{name}.{i}.strides"}
+    return keys
+
+
 def _member_count(name: str, args: Mapping[str, Any]) -> int:
     if name in args:
         return len(np.asarray(args[name]))
-    n = 0
-    while f"{name}.{n}" in args:
-        n += 1
-    return n
+    return len(member_keys(name, args))
 
 
 def count_groups(function: ir.Function, args: Mapping[str, Any],
                  groups: Optional[int] = None) -> int:
     """The launch's work-group count as `bind(...).num_groups(groups)` gives it, without
     binding (copying) the arguments. Assumes `args` binds; `bind` reports what is wrong."""
+    groups = check_groups(groups)
     if groups is not None:
         return groups
     counts = {_member_count(a.value.name, args) for a in function.args
@@ -250,6 +320,9 @@ def count_groups(function: ir.Function, args: Mapping[str, Any],
 
 def bind(function: ir.Function, args: Mapping[str, Any]) -> BoundArgs:
     """Validate and copy `args` (the .npz convention) for `function`; raises ArgumentError."""
+    if not isinstance(args, Mapping):
+        raise TypeError(f"args: expected a mapping of argument names to arrays (the .npz "
+                        f"convention), got {type(args).__name__}")
     names = {a.value.name for a in function.args}
     known = set()
     values: dict[str, Bound] = {}
@@ -262,7 +335,7 @@ def bind(function: ir.Function, args: Mapping[str, Any]) -> BoundArgs:
             g = _group(name, t, args)
             values[name] = g
             members.add(len(g.members))
-            known |= {k for k in args if k == name or k.startswith(name + ".")}
+            known |= group_keys(name, len(g.members)) & set(args)
             continue
         if name not in args:
             raise ArgumentError(f"missing argument '{name}' ({t})")
@@ -305,23 +378,3 @@ def unbind(bound: BoundArgs) -> dict[str, np.ndarray]:
                 out[name] = arr
     out.update(bound.extra_keys)
     return out
-
-
-def load_npz(path: str) -> dict[str, np.ndarray]:
-    """Read an arguments file; any failure is an ArgumentError (exit 2)."""
-    if os.path.isfile(path) and not zipfile.is_zipfile(path):
-        raise ArgumentError(f"{path}: not an .npz file (numpy.savez writes a zip archive)")
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            return {k: f[k] for k in f.files}
-    except FileNotFoundError:
-        raise ArgumentError(f"{path}: no such file") from None
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
-        raise ArgumentError(f"{path}: not a readable .npz file ({e})") from None
-
-
-def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
-    try:
-        np.savez(path, **arrays)
-    except OSError as e:
-        raise ArgumentError(f"{path}: cannot write ({e.strerror or e})") from None

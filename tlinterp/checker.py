@@ -17,7 +17,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from functools import cache, partial
+from functools import cache, lru_cache, partial
 from typing import Optional, Union
 
 import numpy as np
@@ -205,6 +205,7 @@ def _function_attribute_errors(f: ir.Function, source: str) -> list[tuple[str, O
     return errors
 
 
+@lru_cache(maxsize=4)  # one scan per source, not one per diagnostic (was quadratic)
 def _line_starts(source: str) -> list[int]:
     return [0] + [m.end() for m in re.finditer("\n", source)]
 

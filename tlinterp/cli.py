@@ -3,7 +3,7 @@
     tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
                     [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--backend NAME]
                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
-                    [--tune]
+                    [--repeat N] [-v] [--tune]
     tlrun --list-impls
 
 --backend takes any implementation name of the registry (`--list-impls`): interp (default),
@@ -19,13 +19,14 @@ Code (--emit) goes to stdout; diagnostics and the run summary go to stderr.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Optional
 
 import numpy as np
 
-from .args import count_groups, load_npz, save_npz
+from .args import check_groups, count_groups, load_npz, save_npz
 from .diagnostics import (
     ERROR,
     ArgumentError,
@@ -35,15 +36,78 @@ from .diagnostics import (
     SourceError,
     TLError,
 )
+from .outfile import check_target
 
+MAX_SOURCE_BYTES = 4 * 2**20  # far beyond any real kernel; parsing 4 MiB takes ~15 s, ~1 GB
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
-DEFAULT_MAX_STEPS = 10_000_000
+DEFAULT_MAX_STEPS = 1_000_000  # a runaway scalar loop stops in ~3 s (fast path: ~300k/s)
+
+
+EPILOG = """examples:
+  tlrun kernel.tl --check                      parse and check only
+  tlrun kernel.tl --emit ir                    print the canonical text
+  tlrun kernel.tl --args in.npz --out out.npz  run on the interpreter, save the results
+  tlrun kernel.tl --args in.npz --groups 8     run 8 work-groups
+  tlrun kernel.tl --args in.npz --backend opencl --device pocl
+
+arguments file (.npz): one entry per argument, keyed by its name; a group is one array
+(members, ...) or entries NAME.0, NAME.1, ...; NAME.strides and NAME.offset give layouts.
+See docs/language.md.
+
+exit status:
+  0  success
+  1  undefined behaviour or a run-time failure (step budget, memory)
+  2  the source, the arguments or the backend setup was rejected, or a usage error
+  3  an internal error (a bug: please report it)
+  130 interrupted (Ctrl-C)
+"""
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover - Python < 3.8
+        return "unknown"
+    try:
+        return version("tensor-language-reference")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _lowering_keys() -> str:
+    """The --lowering keys of the `opencl` implementation, asked of the registry when help is
+    printed (tlinterp knows no backend: the entry point loads it)."""
+    from dataclasses import fields
+
+    from .impl import resolve
+
+    try:
+        config = resolve("opencl").config
+        keys = ", ".join(f.name for f in fields(config))
+    except Exception:  # noqa: BLE001 - help must print even without the backend
+        return "--lowering keys: the OpenCL backend is not available here.\n"
+    return f"--lowering keys of the opencl backend (KEY=VALUE, repeatable): {keys}\n"
+
+
+class _Help(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help=None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.epilog = (parser.epilog or "") + "\n" + _lowering_keys()
+        parser.print_help()
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlrun", description="Run a tensor-language kernel with "
-                                "the reference interpreter (or the OpenCL backend).")
+                                "the reference interpreter (or the OpenCL backend).",
+                                epilog=EPILOG, add_help=False,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-h", "--help", action=_Help, help="show this help and exit")
+    p.add_argument("--version", action="version", version=f"tlrun {_version()}")
     p.add_argument("kernel", nargs="?", help="the .tl source file")
     p.add_argument("--list-impls", action="store_true",
                    help="list the implementations --backend accepts, then exit")
@@ -69,6 +133,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="opencl-c: work-group size of kernels without reqd_work_group_size")
     p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
                    help="override a lowering decision (repeatable)")
+    p.add_argument("--repeat", type=int, default=1, metavar="N",
+                   help="OpenCL: launch N times on the same inputs and report the kernel "
+                        "time's median and minimum (default 1)")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="OpenCL: also show compiler warnings and driver output")
     p.add_argument("--tune", action="store_true",
                    help="opencl: time lowering configs on the device with these arguments, "
                         "cache the fastest per kernel and device, use it (--lowering applies "
@@ -78,12 +147,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read(path: str) -> str:
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)  # bounded: /dev/zero or a huge file
+        if len(data) > MAX_SOURCE_BYTES:
+            raise SourceError(f"{path}: larger than {MAX_SOURCE_BYTES // 2**20} MiB, the most "
+                              "tlrun reads as kernel source")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise SourceError(f"{path}: cannot read ({e})") from None
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory, not a kernel source file") from None
+    except UnicodeDecodeError as e:
+        raise SourceError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except OSError as e:
+        raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
 
 
 def _implementation(ns, name: str):
@@ -112,12 +189,12 @@ def _describe(v: np.ndarray) -> str:
     return f"{v.dtype}{list(v.shape)}" if v.ndim else f"{v.dtype} = {v.item()}"
 
 
-def _summary(console, function, backend, groups, args, out, seconds, check) -> None:
+def _summary(console, function, backend, groups, args, out, timing, check) -> None:
     from rich.table import Table
 
     note = "" if check or backend not in ("interp", "tlinterp") else " (no checks)"
     console.print(f"@{function.name}: {groups} work-group(s), backend {backend}{note}, "
-                  f"{seconds * 1e3:.1f} ms", highlight=False, soft_wrap=True)
+                  f"{timing}", highlight=False, soft_wrap=True)
     t = Table()
     t.add_column("argument")
     t.add_column("value")
@@ -137,7 +214,8 @@ def _run(ns) -> int:
 
     from . import check, parse
 
-    err = Console(stderr=True)
+    # piped or redirected: no wrapping at rich's default 80 columns
+    err = Console(stderr=True, width=None if sys.stderr.isatty() else 100_000)
     if ns.list_impls:
         return _list_impls()
     if ns.kernel is None:
@@ -153,6 +231,9 @@ def _run(ns) -> int:
     if ns.check:
         return 0
     func_name = ns.func
+    check_groups(ns.groups)
+    if ns.out:
+        check_target(ns.out)  # before the run, not after it
     if ns.emit == "ir":
         from .printer import format_program
 
@@ -175,11 +256,16 @@ def _run(ns) -> int:
                                 "--args ARGS.npz")
         args: dict[str, np.ndarray] = {}
     else:
-        args = load_npz(ns.args_file)
+        # declared shapes are checked before loading; the run holds the loaded arrays, their
+        # bound copy, the results and the summary's comparisons: about four times the data
+        args = load_npz(ns.args_file, function, factor=4)
     if ns.max_steps is not None and ns.max_steps < 0:
         raise ArgumentError("--max-steps must be >= 0")
     start = time.perf_counter()
-    if impl.spec != "interp":  # the reference runs here, with its own options
+    timing = ""
+    if hasattr(impl, "run_isolated"):  # our OpenCL lowering: a child process, timed
+        out, timing = _run_opencl(ns, impl, program, function, args)
+    elif impl.spec != "interp":  # the reference runs here, with its own options
         out = _run_impl(impl, program, text, ns, function.name, args)
     else:
         from .args import bind, unbind
@@ -195,8 +281,31 @@ def _run(ns) -> int:
         save_npz(ns.out, out)
     if impl.spec != "interp":  # the reference runs here, with its own options
         groups = count_groups(function, args, ns.groups)
-    _summary(err, function, impl.name, groups, args, out, seconds, not ns.no_check)
+    _summary(err, function, impl.name, groups, args, out, timing or f"{seconds * 1e3:.1f} ms",
+             not ns.no_check)
     return 0
+
+
+def _run_opencl(ns, impl, program, function, args) -> tuple[dict, str]:
+    """Outputs and the timing line of a run of our OpenCL lowering in a child process, so a
+    crash on the device cannot take tlrun down (tlgpu.isolated)."""
+    if ns.repeat < 1:
+        raise ArgumentError(f"--repeat must be >= 1, got {ns.repeat}")
+    # Oclgrind's output is its error reports, not noise: always shown
+    show = ns.verbose or "oclgrind" in (ns.device or os.environ.get("PYOPENCL_CTX", "")).lower()
+    try:
+        r = impl.run_isolated(program, args, func=function.name, groups=ns.groups,
+                              repeat=ns.repeat)
+    except TLError as e:
+        if show and getattr(e, "log", ""):
+            print(e.log, file=sys.stderr)
+        raise
+    if (show or "oclgrind" in r.device.lower()) and r.log:
+        print(r.log, file=sys.stderr)
+    k = [t * 1e3 for t in r.kernel_seconds] or [0.0]
+    kernel = (f"kernel {k[0]:.3f} ms" if len(k) == 1 else
+              f"kernel {float(np.median(k)):.3f} ms median, {min(k):.3f} ms min of {len(k)}")
+    return r.outputs, f"device {r.device}, build {r.build_seconds * 1e3:.1f} ms, {kernel}"
 
 
 def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.ndarray]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 from .ir import Span
@@ -31,14 +32,44 @@ class Diagnostic:
             where = self.severity if self.filename == "<input>" else self.filename
             return f"{where}: {label if where != self.severity else ''}{self.message}"
         head = f"{self.filename}:{self.span}: {label}{self.message}"
-        lines = source.splitlines()
+        lines = _lines(source)
         if not (1 <= self.span.line <= len(lines)):
             return head
         text = lines[self.span.line - 1].expandtabs(1)
         start = self.span.col
         end = self.span.end_col if self.span.end_line == self.span.line else len(text)
         end = max(start, min(end, max(len(text), start)))
+        text, start, end = _clip(text, start, end)
         return f"{head}\n{text}\n{' ' * (start - 1)}{'~' * (end - start + 1)}"
+
+
+# A quoted source line is cut to a window around the blamed range (a minified or generated
+# file can have one multi-megabyte line); the columns in the header stay exact.
+MAX_LINE = 160
+_CONTEXT = 40
+
+
+def _clip(text: str, start: int, end: int) -> tuple[str, int, int]:
+    """`text` cut to at most about MAX_LINE characters around columns start..end (1-based),
+    with '...' where it was cut; returns the new text and columns."""
+    if len(text) <= MAX_LINE:
+        return text, start, end
+    lo = max(0, start - 1 - _CONTEXT)
+    hi = min(len(text), max(end, start + MAX_LINE - 2 * _CONTEXT) + _CONTEXT)
+    hi = min(hi, lo + MAX_LINE)  # an enormous range is underlined only in part
+    left = "..." if lo else ""
+    right = "..." if hi < len(text) else ""
+    shift = len(left) - lo
+    return left + text[lo:hi] + right, start + shift, min(end, hi) + shift
+
+
+@lru_cache(maxsize=4)  # split once per source, not once per diagnostic (was quadratic)
+def _lines(source: str) -> list[str]:
+    return source.splitlines()
+
+
+# Diagnostics shown by TLError.format; the rest are counted (all stay in `.diagnostics`).
+MAX_SHOWN = 100
 
 
 class TLError(Exception):
@@ -54,7 +85,11 @@ class TLError(Exception):
         super().__init__(self.format())
 
     def format(self) -> str:
-        return "\n".join(d.format(self.source) for d in self.diagnostics)
+        shown = [d.format(self.source) for d in self.diagnostics[:MAX_SHOWN]]
+        rest = len(self.diagnostics) - len(shown)
+        if rest > 0:
+            shown.append(f"... and {rest} more error(s) not shown")
+        return "\n".join(shown)
 
 
 class SourceError(TLError):

@@ -7,7 +7,7 @@ Operands are either a `Value` (a use of an SSA name) or a `Const` (a literal).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import ClassVar, Optional, Union
 
 from .types import Dyn, GroupType, MemrefType, ScalarType, Type
@@ -210,6 +210,12 @@ class LifetimeStop:
 class Region:
     instructions: list[Instruction]
     span: Optional[Span] = _span()
+
+    def __eq__(self, other: object) -> bool:
+        # iterative: the generated __eq__ would recurse once per nesting level
+        if not isinstance(other, Region):
+            return NotImplemented
+        return _regions_equal(self, other)
 
 
 @dataclass
@@ -524,12 +530,38 @@ def regions_of(inst: Instruction) -> tuple[Region, ...]:
     return ()
 
 
+def _regions_equal(a: Region, b: Region) -> bool:
+    """Field-by-field equality (spans excluded) with an explicit stack of region pairs."""
+    todo = [(a, b)]
+    while todo:
+        x, y = todo.pop()
+        if len(x.instructions) != len(y.instructions):
+            return False
+        for i, j in zip(x.instructions, y.instructions):
+            if type(i) is not type(j):
+                return False
+            for f in fields(i):
+                if not f.compare:
+                    continue
+                u, v = getattr(i, f.name), getattr(j, f.name)
+                if isinstance(u, Region) and isinstance(v, Region):
+                    todo.append((u, v))
+                elif u != v:
+                    return False
+    return True
+
+
 def walk(region: Region):
-    """Pre-order iteration over all instructions in a region and its nested regions."""
-    for inst in region.instructions:
+    """Pre-order iteration over all instructions in a region and its nested regions (an
+    explicit stack, so any nesting depth the parser accepts is fine)."""
+    stack = [iter(region.instructions)]
+    while stack:
+        inst = next(stack[-1], None)
+        if inst is None:
+            stack.pop()
+            continue
         yield inst
-        for r in regions_of(inst):
-            yield from walk(r)
+        stack.extend(iter(r.instructions) for r in reversed(regions_of(inst)))
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["Dyn"]

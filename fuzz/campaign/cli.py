@@ -2,7 +2,8 @@
 
     tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs N] [--seed S]
            [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
-           [--mutation NAME] [--work-group-size W0xW1]
+           [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
+    tlfuzz triage FINDING [--device D] [--reduce-time 120]
 
 --impl takes any name of the implementation registry (`tlrun --list-impls`): opencl (this
 package's lowering, the default), opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command
@@ -10,7 +11,9 @@ template, ...; other implementations than ours run one case per job.
 
 Each job runs seeded Hypothesis searches (job j, round k uses a seed derived from S, j, k, so
 a campaign replays deterministically from its seed); every failing batch is shrunk and
-saved as NAME.tl + NAME.npz + NAME.txt (message and the `tlrun` command that reproduces it).
+saved as NAME.tl + NAME.npz + NAME.txt (message and the `tlrun` command that reproduces it);
+every mismatch is then triaged (NAME.triage.txt; the live view and summary show its class) and
+a device-compiler suspect gets a reduced stand-alone reproducer in NAME.repro/.
 At start, the saved findings in --out are re-run first (one still failing makes the exit
 status 1), then the Hypothesis example database (--out/hypothesis-db, given to every search)
 is replayed. A live view shows cases/s, instruction
@@ -38,6 +41,7 @@ from typing import Optional
 from tlinterp import ir
 
 from .hunt import HuntOptions, hunt
+from .options import check_device, check_out_dir, keep_hypothesis_under, positive_seconds
 
 ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__}
                    | {t.__name__ + ".atomic" for t in ir.BLAS})
@@ -74,6 +78,10 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
         for f in findings:
             base = save_finding(f, out)
             q.put(("finding", job, f.kind, base, f.message.splitlines()[0][:120]))
+            if opts.triage_time > 0 and f.kind == "mismatch":
+                from .triage import triage_saved
+
+                q.put(("triage", base, triage_saved(f, base, opts.triage_time, opts.mutation)))
 
     try:
         _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
@@ -111,7 +119,7 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
         name = os.path.basename(tl)
-        if opts.frontend or not name.startswith(("mismatch", "backend")):
+        if opts.frontend or not name.startswith(("mismatch", "backend", "oclgrind")):
             continue
         try:
             program = tlinterp.check(tlinterp.parse(open(tl).read(), tl))
@@ -141,6 +149,7 @@ class Tally:
     replays: list = field(default_factory=list)
     done: set = field(default_factory=set)
     errors: list = field(default_factory=list)  # internal errors of jobs
+    triage: dict = field(default_factory=dict)  # finding path -> triage class
 
     def rate(self) -> float:
         return self.cases / max(time.time() - self.start, 1e-9)
@@ -162,8 +171,14 @@ class Tally:
         for k, _, _ in self.findings:
             kinds[k] = kinds.get(k, 0) + 1
         t.add_row("findings", ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())) or "0")
+        if self.triage:
+            classes: dict[str, int] = {}
+            for c in self.triage.values():
+                classes[c] = classes.get(c, 0) + 1
+            t.add_row("triage", ", ".join(f"{c}: {n}" for c, n in sorted(classes.items())))
         for k, path, line in self.findings[-5:]:
-            t.add_row(f"  {k}", f"{path}.tl — {line}")
+            cls = f" ({self.triage[path]})" if path in self.triage else ""
+            t.add_row(f"  {k}{cls}", f"{path}.tl — {line}")
         for path, status in self.replays:
             t.add_row("  replayed", f"{path}: {status}")
         return t
@@ -181,6 +196,8 @@ def _drain(q, tally: Tally, timeout: float) -> None:
             tally.coverage |= set(msg[3])
         elif kind == "finding":
             tally.findings.append((msg[2], msg[3], msg[4]))
+        elif kind == "triage":
+            tally.triage[msg[1]] = msg[2]
         elif kind == "replay":
             tally.replays.append((msg[1], msg[2]))
         elif kind == "done":
@@ -201,7 +218,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
     os.makedirs(ns.out, exist_ok=True)
     opts = HuntOptions(device=ns.device, batch=ns.batch, shrink_time=ns.shrink_time,
                        frontend=ns.frontend, database=os.path.join(ns.out, "hypothesis-db"),
-                       mutation=ns.mutation, impl=ns.impl_ref)
+                       mutation=ns.mutation, impl=ns.impl_ref,
+                       triage_time=ns.triage_time)
     deadline = time.time() + ns.time
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -261,12 +279,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="corpus/findings", help="findings directory")
     p.add_argument("--batch", type=int, default=8, help="kernels per OpenCL build")
     p.add_argument("--rounds", type=int, default=5, help="batches per seeded search")
-    p.add_argument("--shrink-time", type=float, default=60.0, help="seconds per shrink")
+    p.add_argument("--shrink-time", type=positive_seconds, default=60.0,
+                   help="seconds per shrink")
     p.add_argument("--frontend", action="store_true",
                    help="front-end mode: mutated programs must only produce diagnostics")
     p.add_argument("--mutation", default=None,
                    help="self-test: plant a known bug in the OpenCL lowering "
                         "(wrong-transpose, off-by-one-k, missing-barrier)")
+    p.add_argument("--triage-time", type=float, default=120.0,
+                   help="triage every mismatch; seconds to reduce a device-compiler suspect "
+                        "(0: no triage)")
     return p
 
 
@@ -289,15 +311,27 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["triage"]:
+        from .triage_cli import main as triage_main
+
+        return triage_main(argv[1:])
     parser = build_parser()
     try:
         ns = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    if ns.jobs < 1 or ns.batch < 1 or ns.rounds < 1 or ns.shrink_time <= 0:
-        print("tlfuzz: --jobs, --batch, --rounds and --shrink-time must be positive",
+    if ns.jobs < 1 or ns.batch < 1 or ns.rounds < 1 or ns.seed < 0 \
+            or not (0 <= ns.triage_time < float("inf")):  # also rejects nan
+        print("tlfuzz: --jobs, --batch and --rounds must be positive, --seed >= 0, "
+              "--triage-time not negative",
               file=sys.stderr)
         return 2
+    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
+    if problem:
+        print(f"tlfuzz: {problem}", file=sys.stderr)
+        return 2
+    keep_hypothesis_under(ns.out)
     if ns.mutation is not None:
         from .mutations import MUTATIONS
 

@@ -15,6 +15,7 @@ from typing import Optional
 
 import numpy as np
 
+from tlgpu.oclgrind import OclgrindReport
 from tlinterp import ir
 from tlinterp.args import save_npz
 from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
@@ -32,7 +33,8 @@ _LIMITS = ("bytes of local memory", "exceeds the maximum", "exceeds the ")
 @dataclass
 class Finding:
     case: FuzzCase
-    kind: str  # "mismatch" | "backend-error" | "backend-crash" | "generator" | "interp-error"
+    kind: str  # "mismatch" | "backend-error" | "backend-crash" | "oclgrind-report" |
+    # "generator" | "interp-error"
     message: str
     config: object = None  # tlgpu.LoweringConfig used
     device: Optional[str] = None
@@ -96,6 +98,9 @@ def differential(cases: list[FuzzCase], config=None, device: Optional[str] = Non
         except BackendError as e:
             if not any(s in str(e) for s in _LIMITS):
                 findings.append(Finding(case, "backend-error", str(e), config, device))
+            continue
+        except OclgrindReport as e:  # undefined behaviour in the generated C
+            findings.append(Finding(case, "oclgrind-report", str(e), config, device))
             continue
         except TLError as e:
             findings.append(Finding(case, "backend-error", f"{type(e).__name__}: {e}",
@@ -170,7 +175,7 @@ def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
         return tlrun_command(*finding.impl, tl, npz, finding.case.func, finding.case.groups)
     parts = ["tlrun", tl, "--args", npz, "--func", finding.case.func,
              "--groups", str(finding.case.groups)]
-    if finding.kind in ("mismatch", "backend-error", "backend-crash"):
+    if finding.kind in ("mismatch", "backend-error", "backend-crash", "oclgrind-report"):
         parts += ["--backend", "opencl", "--device", finding.device or "pocl"]
         for o in config_overrides(finding.config):
             parts += ["--lowering", o]

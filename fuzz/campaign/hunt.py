@@ -53,6 +53,7 @@ class HuntOptions:
     timeout: float = 120.0  # per batch, before the OpenCL side counts as hung
     kinds: Optional[frozenset] = None  # only these finding kinds count (None: all)
     impl: Optional[tuple] = None  # (spec, ImplOptions): test this instead of our lowering
+    triage_time: float = 120.0  # reduction budget of a device-compiler suspect (0: no triage)
 
 
 class _Found(AssertionError):

@@ -12,10 +12,11 @@ missing corpus). See docs/conformance.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Optional
 
@@ -34,6 +35,8 @@ from .impl import (
     outcome_of,
     reproduce,
 )
+from .interrupt import kill_children
+from .jsonreport import write_json
 from .judge import FAIL, Verdict, judge
 from .report import print_summary, write_junit, write_log
 
@@ -62,11 +65,16 @@ def run_all(impl: Implementation, cases: Sequence[Case], jobs: int = 1,
             progress.advance(task)
         return v
 
-    workers = max(1, jobs if impl.parallel else 1)
-    if workers == 1:
-        return [one(c) for c in cases]
-    with ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(one, cases))
+    # even one case at a time runs in a worker thread, so that the main thread stays free to
+    # take Ctrl-C and kill the implementation's processes (fuzz.conform.interrupt)
+    pool = ThreadPoolExecutor(max(1, jobs if impl.parallel else 1))
+    try:
+        futures = [pool.submit(one, c) for c in cases]
+        while not all(f.done() for f in futures):
+            wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
+        return [f.result() for f in futures]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def exit_status(verdicts: Sequence[Verdict]) -> int:
@@ -100,14 +108,37 @@ def _parser() -> argparse.ArgumentParser:
                     help="per-case log with the reproducing commands")
     ap.add_argument("--timeout", type=float, default=None, metavar="S",
                     help="seconds per case (a timed-out case fails)")
+    ap.add_argument("--json", default=None, metavar="FILE",
+                    help="machine-readable report: one object per case plus the summary "
+                         "('-': standard output; the tables then go to standard error)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     return ap
 
 
+PIPE_WIDTH = 4096  # lines are not wrapped at 80 columns in a pipe or a file
+
+
+def _console(stderr: bool) -> Console:
+    console = Console(stderr=stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(stderr=stderr, width=PIPE_WIDTH)
+    return console
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of `tlconform`; returns the exit status (130 after Ctrl-C)."""
     opts = _parser().parse_args(argv)
-    console = Console(stderr=False)
-    err = Console(stderr=True)
+    try:
+        return _main(opts)
+    except KeyboardInterrupt:
+        kill_children()
+        print("tlconform: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(opts: argparse.Namespace) -> int:
+    err = _console(stderr=True)
+    console = err if opts.json == "-" else _console(stderr=False)
     try:
         if opts.jobs < 1:
             raise SpecError(f"-j must be at least 1, got {opts.jobs}")
@@ -143,7 +174,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
         return 2
     print_summary(console, verdicts, impl.name)
+    status = exit_status(verdicts)
     try:
+        if opts.json:
+            write_json(opts.json, verdicts, impl.name, status)
         if opts.log:
             write_log(opts.log, verdicts, impl.name)
         if opts.junit_xml:
@@ -151,7 +185,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except OSError as e:
         err.print(f"tlconform: cannot write a report: {e}", highlight=False, markup=False)
         return 2
-    return exit_status(verdicts)
+    return status
 
 
 if __name__ == "__main__":

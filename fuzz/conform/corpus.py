@@ -1,6 +1,6 @@
 """Reading the conformance corpus from disk (layout: docs/conformance.md).
 
-    valid/<category>/<name>.tl  .args.npz  .expected.npz  .json {func, groups, tags}
+    valid/<category>/<name>.tl (or .ir)  .args.npz  .expected.npz  .json {func, groups, tags}
     invalid/<name>.tl  .json {rule, message, range, exit}
     undefined/<name>.tl  .args.npz  .json {kind, func, groups, exit, tags}
 """
@@ -108,6 +108,22 @@ def matches(case_id: str, pattern: Optional[str]) -> bool:
     return pattern in case_id
 
 
+SOURCE_SUFFIXES = (".tl", ".ir")  # .ir: the name the Tiny Tensor Compiler's tools use
+
+
+def _kernels(directory: Path) -> list[Path]:
+    """Kernel sources below `directory`, sorted; one case may not have both suffixes."""
+    found: dict[Path, Path] = {}
+    for suffix in SOURCE_SUFFIXES:
+        for kernel in directory.rglob("*" + suffix):
+            stem = kernel.with_suffix("")
+            if stem in found:
+                raise CorpusError(f"{stem}: both {found[stem].name} and {kernel.name}; keep "
+                                  "one source per case")
+            found[stem] = kernel
+    return [found[s] for s in sorted(found)]
+
+
 def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
     root = Path(root)
     if not all((root / k).is_dir() for k in KINDS):
@@ -115,7 +131,7 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
                           "regenerate with: python -m corpus.generate)")
     cases = []
     for kind in KINDS:
-        for kernel in sorted((root / kind).rglob("*.tl")):
+        for kernel in _kernels(root / kind):
             stem = kernel.with_suffix("")
             case_id = stem.relative_to(root).as_posix()
             if not matches(case_id, pattern):

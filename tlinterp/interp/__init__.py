@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import ir
 from ..args import BoundArgs, GroupArg, MemrefArg, bind, unbind
+from ..deepstack import call_deep, nesting
 from ..diagnostics import ArgumentError
 from ..types import GroupType
 from .execute import Env, Executor
@@ -90,4 +91,6 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
     if groups <= 0:
         return
     ex = Executor(program, groups, check, max_steps)
-    ex.run_region(function.body, env, Lanes(np.arange(groups, dtype=np.int64)))
+    lanes = Lanes(np.arange(groups, dtype=np.int64))
+    # the walker recurses per nesting level: deep programs get a deep stack
+    call_deep(lambda: ex.run_region(function.body, env, lanes), nesting(function.body))

@@ -17,7 +17,7 @@ from .. import ir
 from ..args import check_allocation
 from ..diagnostics import Diagnostic, ExecutionError
 from ..types import INDEX, ScalarType
-from . import collectives, scalar
+from . import collectives, fastpath, scalar
 from . import memory as mem
 from . import views as vw
 from .memory import AllocaBuffer, View
@@ -66,6 +66,7 @@ class Executor:
         self.next_actor = n_groups + 1
         self._pure_cache: dict[int, bool] = {}
         self._addr_cache: dict[tuple, tuple] = {}  # load/store addresses, by view and indices
+        self._fast_cache: dict[int, bool] = {}  # for loops the scalar fast path can run
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -86,6 +87,11 @@ class Executor:
             col.add_lanes(kind, mask, lanes, span,
                           lambda lane, g, detail=detail: (None, groups_text([g]) + detail))
 
+    def step_budget_exceeded(self, inst) -> None:
+        raise ExecutionError([Diagnostic(
+            f"step budget of {self.max_steps} instructions exceeded (raise it with "
+            "--max-steps)", inst.span, self.program.filename)], self.program.source)
+
     def run_region(self, region: ir.Region, env: Env, lanes: Lanes):
         """Run a region; returns the values of its trailing yield (or None)."""
         allocas: list[AllocaBuffer] = []
@@ -96,9 +102,7 @@ class Executor:
                 if not is_yield:  # a yield only hands values over: no step
                     self.steps += 1
                 if self.max_steps is not None and self.steps > self.max_steps:
-                    raise ExecutionError([Diagnostic(
-                        f"step budget of {self.max_steps} instructions exceeded (raise it with "
-                        "--max-steps)", inst.span, self.program.filename)], self.program.source)
+                    self.step_budget_exceeded(inst)
                 # Handlers raise their reports before their memory effects; what is left
                 # here (scalar faults, view checks) only guards SSA values.
                 with self.collector().checks() as col:
@@ -161,7 +165,7 @@ class Executor:
             def oob(lane: int, g: int):
                 el = tuple(int(i[lane]) if is_var(i) else int(i) for i in idx)
                 shape = tuple(int(s[lane]) if is_var(s) else int(s) for s in view.shape)
-                return el, (f"{groups_text([g])} {what} element {mem._fmt(el)} of %"
+                return el, (f"{mem.lane_text(lanes, int(lane))} {what} element {mem._fmt(el)} of %"
                             f"{inst.operand.name}, whose shape is {shape}")
 
             with col.checks():
@@ -183,13 +187,13 @@ class Executor:
         if not mem.safe_bounds(view.buf, fp):
             with col.checks():  # memory safety: raises also with checks off
                 if self.check:
-                    mem.check_root(view, fp, lanes, col, inst.span, what)
+                    mem.check_root(view, fp, lanes, col, inst.span, what, idx)
                 if not col:  # the precise reports above say it better
                     col.add("out-of-bounds", inst.span, (int(lanes.gid[0]),), None,
                             f"%{inst.operand.name}: an element outside its memory is accessed")
         if self.check:
             with col.checks():
-                mem.check_root(view, fp, lanes, col, inst.span, what)
+                mem.check_root(view, fp, lanes, col, inst.span, what, idx)
                 mem.check_lifetime(view, lanes, col, inst.span)
         return addr, fp
 
@@ -197,8 +201,9 @@ class Executor:
         src = env.get(inst.operand.name)
         if isinstance(src, vw.GroupValue):
             idx = self.val(inst.indices[0], INDEX, env)
-            env.set(inst.result.name, vw.load_member(src, idx, lanes, col, inst.span,
-                                                     "%" + inst.result.name))
+            member = vw.load_member(src, idx, lanes, col, inst.span, "%" + inst.result.name)
+            member.origin = ("load", inst.span)
+            env.set(inst.result.name, member)
             return
         addr, fp = self._element(inst, src, inst.indices, env, lanes, col, "reads")
         if self.check:
@@ -240,6 +245,7 @@ class Executor:
 
     def _named(self, v: View, inst) -> View:
         v.name = "%" + inst.result.name
+        v.origin = (type(inst).__name__.lower(), inst.span)  # blamed if it leaves its root
         return v
 
     def _expand(self, inst: ir.Expand, env, lanes, col):
@@ -257,7 +263,8 @@ class Executor:
         shape, strides = tuple(t.shape), tuple(t.stride)
         ext = mem.extent(shape, strides)
         n = lanes.n
-        check_allocation(n * ext * t.element.dtype.itemsize * (2 if self.check else 1),
+        per_element = t.element.dtype.itemsize + (mem.SHADOW_BYTES if self.check else 0)
+        check_allocation(n * max(ext, 1) * per_element,
                          f"alloca {inst.result} for {n} work-groups", ExecutionError)
         buf = AllocaBuffer("%" + inst.result.name, t.element, shape, strides, ext,
                            lanes.gid.copy(), self.check)
@@ -319,6 +326,15 @@ class Executor:
         return p
 
     def _for(self, inst: ir.For, env, lanes, col):
+        # One lane that nothing can race with (one work-group, outside foreach): Python scalars
+        if (lanes.n == 1 and lanes.live is None and not lanes.has_act
+                and (self.n_groups == 1 or not self.check)
+                and fastpath.eligible(inst, self._fast_cache)):
+            fastpath.FastRunner(self, env, lanes).run_for(inst)
+            return
+        self.for_general(inst, env, lanes)
+
+    def for_general(self, inst: ir.For, env, lanes) -> None:
         t = inst.type
         i = self.val(inst.start, t, env)
         stop = self.val(inst.stop, t, env)

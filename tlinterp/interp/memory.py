@@ -22,11 +22,17 @@ from typing import Optional
 
 import numpy as np
 
+from ..args import check_allocation
+from ..diagnostics import ExecutionError
 from ..types import ScalarType
 from .ub import Collector, groups_text
 from .values import Lanes, is_var
 
 NONE, MANY = -1, -2
+
+# Worst-case shadow bytes per element in checking mode: W/R/A (int32), Wa/Ra/Aa (int64) and an
+# alloca's initialisation flag. The memory guard counts them with the data.
+SHADOW_BYTES = 3 * 4 + 3 * 8 + 1
 
 
 class Buffer:
@@ -44,6 +50,8 @@ class Buffer:
         s = self.shadow.get(key)
         if s is None:
             dt = np.int32 if len(key) == 1 else np.int64
+            check_allocation(len(self.data) * np.dtype(dt).itemsize,
+                             f"undefined-behaviour tracking of {self.name}", ExecutionError)
             s = self.shadow[key] = np.full(len(self.data), NONE, dt)
         return s
 
@@ -137,6 +145,7 @@ class View:
     root: tuple  # (off, shape, strides) of the memref the kernel was given
     inside: bool  # every lane's view lies inside its root: accesses need no root check
     name: str
+    origin: Optional[tuple] = None  # (instruction word, span) that made this view, for reports
 
     def select(self, sel) -> View:
         def s(x):
@@ -333,14 +342,57 @@ def outside_root(v: View, addr: np.ndarray, n: int) -> np.ndarray:
     return bad | (rel != 0)
 
 
-def check_root(v: View, fp: Footprint, lanes: Lanes, col: Collector, span, what: str) -> None:
+def check_root(v: View, fp: Footprint, lanes: Lanes, col: Collector, span, what: str,
+               idx=None) -> None:
+    """Report accesses outside the memref the view comes from. `idx`: the per-lane indices
+    of a load or store (the element named in the report); else the footprint position."""
     if v.inside:
         return
     addr = fp.addr()
     bad = outside_root(v, addr, lanes.n)
-    if bad.any():
-        _report_positions(col, "out-of-bounds", span, v, lanes, addr, bad,
-                          lambda name, el: f"{what} element {_fmt(el)} outside {name}")
+    if not bad.any():
+        return
+    root = root_name(v)
+    made = ""
+    if v.origin is not None and v.name != root:
+        word, where = v.origin
+        made = f", made by the {word} at {where},"
+
+    def msg(p) -> str:
+        lane = int(p[0])
+        el = tuple(int(np.asarray(i).reshape(-1)[lane]) if is_var(i) else int(i)
+                   for i in idx) if idx is not None else tuple(int(x) for x in p[1:])
+        return (f"{lane_text(lanes, lane)}: {what} element {_fmt(el)} of {v.name}{made} "
+                f"which lies outside {root}")
+    _report_lanes(col, "out-of-bounds", span, lanes, bad, msg)
+
+
+def root_name(v: View) -> str:
+    """The argument, group member or alloca a view's elements belong to."""
+    name, _ = v.buf.describe(int(np.asarray(v.root[0]).reshape(-1)[0]))
+    return name
+
+
+def lane_text(lanes: Lanes, lane: int) -> str:
+    """"work-group G" or "work-group G, iteration I" (inside a foreach) for one lane."""
+    text = groups_text([int(lanes.gid[lane])])
+    it = lanes.it
+    return text if it is None else f"{text}, iteration {int(it[lane])}"
+
+
+def _report_lanes(col, kind, span, lanes, bad, msg, limit=4):
+    """One report per offending position (up to `limit` distinct messages), the rest counted."""
+    pos = np.argwhere(bad)[:limit * 4]
+    shown = 0
+    for p in pos:
+        if shown == limit:
+            break
+        before = len(col.reports)
+        col.add(kind, span, (lanes.gid[int(p[0])],), None, msg(p))
+        shown += len(col.reports) > before
+    extra = int(bad.sum()) - len(pos)
+    if extra > 0:
+        col.dropped[kind] = col.dropped.get(kind, 0) + extra
 
 
 def safe_bounds(buf: Buffer, fp: Footprint) -> bool:

@@ -61,9 +61,14 @@ class Collector:
     source: str = ""
     reports: list[UBReport] = field(default_factory=list)
     dropped: dict[str, int] = field(default_factory=dict)
+    repeats: dict[int, int] = field(default_factory=dict)  # report index -> times seen
 
     def add(self, kind: str, span, groups, element, message: str) -> None:
         assert kind in KINDS, kind
+        for i, r in enumerate(self.reports):  # the same report again: counted, not repeated
+            if r.kind == kind and r.span == span and r.message == message:
+                self.repeats[i] = self.repeats.get(i, 1) + 1
+                return
         if sum(r.kind == kind for r in self.reports) >= MAX_PER_KIND:
             self.dropped[kind] = self.dropped.get(kind, 0) + 1
             return
@@ -120,6 +125,9 @@ def raise_reports(col: Collector) -> None:
         return
     filename = col.filename
     diags = [r.diagnostic(filename) for r in col.reports]
+    for i, times in col.repeats.items():
+        d = diags[i]
+        diags[i] = Diagnostic(f"{d.message} ({times} times)", d.span, d.filename)
     for kind, n in col.dropped.items():
         span = next(r.span for r in col.reports if r.kind == kind)
         diags.append(Diagnostic(f"{_TITLES[kind]}: {n} more element(s) like the above", span,

@@ -1,0 +1,57 @@
+"""Validation of `tlfuzz` options before a campaign starts: every bad value is a message and
+exit status 2, never a traceback and never a campaign that saves false findings."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from typing import Optional
+
+__all__ = ["positive_seconds", "check_out_dir", "check_device", "keep_hypothesis_under"]
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0 (rejects nan, inf, 0 and negatives)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a finite number of seconds > 0")
+    return value
+
+
+def check_out_dir(path: str) -> Optional[str]:
+    """Create the findings directory if needed; the reason it cannot be used, or None."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        return f"--out {path}: exists and is not a directory"
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        return f"--out {path}: cannot create the directory ({e.strerror or e})"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"--out {path}: the directory is not writable"
+    return None
+
+
+def check_device(device: str) -> Optional[str]:
+    """Why the OpenCL device string names no device, or None (checked once, up front, so a
+    wrong name is not mistaken for a backend failure of every generated kernel)."""
+    from tlinterp.diagnostics import TLError
+
+    try:
+        from tlgpu.devices import find_device
+
+        find_device(device)
+    except TLError as e:
+        return "\n".join(d.message for d in e.diagnostics)
+    except ImportError as e:  # pragma: no cover - pyopencl is a dependency
+        return f"the OpenCL backend is not available ({e})"
+    return None
+
+
+def keep_hypothesis_under(out: str) -> None:
+    """Hypothesis' own files (its constants cache) go under --out, not into the current
+    directory; set before the jobs start so that they inherit it."""
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.abspath(os.path.join(out, ".hypothesis"))

@@ -1,0 +1,83 @@
+"""`tlfuzz triage FINDING`: triage a saved OpenCL finding and, for a device-compiler suspect,
+reduce its OpenCL C and write a stand-alone reproducer next to it.
+
+    tlfuzz triage corpus/findings/mismatch-0123abcd4567 [--device nvidia] [--reduce-time 120]
+
+FINDING is NAME, NAME.tl or NAME.txt of a finding saved by tlfuzz (NAME.tl, NAME.npz, and
+NAME.txt whose first line is the tlrun command). Writes NAME.triage.txt, and NAME.repro/ for
+a device-compiler suspect. Exit status: 0 flaky (it did not reproduce), 1 the finding is
+confirmed (any other class), 2 unreadable finding or bad command line, 3 internal error,
+130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from typing import Optional
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tlfuzz triage", description=__doc__.split("\n\n")[0])
+    p.add_argument("finding", help="NAME, NAME.tl or NAME.txt of a saved finding")
+    p.add_argument("--device", help="device of the finding (default: the one in NAME.txt)")
+    p.add_argument("--reduce-time", type=float, default=120.0,
+                   help="seconds for the OpenCL C reduction (default 120)")
+    p.add_argument("--mutation", default=None,
+                   help="self-test: plant a known lowering bug first (see tlfuzz --mutation)")
+    return p
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    from tlinterp.diagnostics import TLError
+
+    parser = build_parser()
+    try:
+        ns = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    if ns.reduce_time <= 0:
+        print("tlfuzz triage: --reduce-time must be positive", file=sys.stderr)
+        return 2
+    warnings.filterwarnings("ignore")
+    from .clexec import Target
+    from .triage import FLAKY, investigate, load_finding
+
+    if ns.mutation is not None:
+        from .mutations import MUTATIONS, apply
+
+        if ns.mutation not in MUTATIONS:
+            print(f"tlfuzz triage: unknown mutation '{ns.mutation}' (known: "
+                  f"{', '.join(MUTATIONS)})", file=sys.stderr)
+            return 2
+        apply(ns.mutation)
+    try:
+        case, config, device = load_finding(ns.finding)
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        print(f"tlfuzz triage: cannot read the finding {ns.finding}: {e}", file=sys.stderr)
+        return 2
+    except TLError as e:
+        print(f"tlfuzz triage: the finding {ns.finding} does not load:\n{e}", file=sys.stderr)
+        return 2
+    base = ns.finding.rsplit(".", 1)[0] if ns.finding.endswith((".tl", ".txt")) else ns.finding
+    t0 = time.time()
+
+    def progress(what: str) -> None:
+        print(f"[{time.time() - t0:6.1f} s] {what}", file=sys.stderr, flush=True)
+
+    try:
+        result = investigate(case, config, Target(ns.device or device), base,
+                             ns.reduce_time, progress)
+    except KeyboardInterrupt:
+        return 130
+    except TLError as e:
+        print(f"tlfuzz triage: {e}", file=sys.stderr)
+        return 2
+    print(open(base + ".triage.txt").read(), end="")
+    return 0 if result.verdict == FLAKY else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

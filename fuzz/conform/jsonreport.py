@@ -1,0 +1,60 @@
+"""`tlconform --json FILE`: the run as one JSON object, for scripts and dashboards.
+
+    {"format": "tlconform-report/1", "implementation": "...",
+     "cases": [{"id", "kind", "category", "status", "detail", "outcome", "seconds",
+                "message_match", "ub_kinds", "tags", "reproduce", "command", "message"}, ...],
+     "summary": {"total", "pass", "fail", "info", "by_kind": {KIND: {pass, fail, info}},
+                 "message_matches": [matched, invalid cases], "exit_status"}}
+
+`status` is the verdict (pass | fail | info); `outcome` is what the implementation did (ok |
+rejected | failed | crashed | timeout); `message` is its output, kept only for cases that did
+not pass.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .judge import FAIL, INFO, PASS, Verdict
+from .report import counts_by
+
+__all__ = ["FORMAT", "case_record", "json_report", "write_json"]
+
+FORMAT = "tlconform-report/1"
+
+
+def case_record(v: Verdict) -> dict[str, Any]:
+    o = v.outcome
+    return {"id": v.case.id, "kind": v.case.kind, "category": v.case.category,
+            "status": v.status, "detail": v.detail, "outcome": o.status,
+            "seconds": round(v.seconds, 6), "message_match": v.message_match or None,
+            "ub_kinds": list(o.ub_kinds), "tags": v.case.tags,
+            "reproduce": v.case.reproduce(), "command": o.command,
+            "message": o.message if v.status != PASS else ""}
+
+
+def json_report(verdicts: Sequence[Verdict], impl_name: str, exit_status: int) -> dict:
+    invalid = [v for v in verdicts if v.case.kind == "invalid"]
+    summary = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO)}
+    return {"format": FORMAT, "implementation": impl_name,
+            "cases": [case_record(v) for v in verdicts],
+            "summary": {"total": len(verdicts), **summary,
+                        "by_kind": counts_by(verdicts, lambda v: [v.case.kind]),
+                        "message_matches": [sum(v.message_match == "yes" for v in invalid),
+                                            len(invalid)],
+                        "exit_status": exit_status}}
+
+
+def write_json(path: str, verdicts: Sequence[Verdict], impl_name: str,
+               exit_status: int) -> None:
+    """Write the report to `path` ("-": standard output)."""
+    text = json.dumps(json_report(verdicts, impl_name, exit_status), indent=1) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)

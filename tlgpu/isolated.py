@@ -1,0 +1,180 @@
+"""Build and launch in a child process, so that a kernel doing something undefined on the
+device cannot take the caller down or corrupt the results it reports.
+
+    result = run_isolated(program, args, func=None, groups=None, device="pocl", repeat=1)
+    result.outputs        # the .npz convention, like tlgpu.run
+    result.device         # "PLATFORM: DEVICE"
+    result.build_seconds  # lowering + OpenCL build (the driver may serve it from its cache)
+    result.kernel_seconds # one profiled duration per launch
+    result.log            # compiler warnings and whatever the driver printed
+
+The child is a fresh `python -m tlgpu.isolated` (never a fork: OpenCL state must not be
+inherited) in a session of its own; the caller kills it on Ctrl-C, so an interrupt stops at
+once even in a long launch. It reads the pickled job on stdin and sends back either the
+outputs or the error it raised; errors are re-raised here as the same `TLError` class.
+A child that dies without answering (a signal, typically SIGSEGV from an out-of-bounds access
+on a CPU device) becomes an `ExecutionError` (exit status 1). The outputs are read back
+from the device buffers of the child: memory the kernel corrupted outside them never reaches
+the caller.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from tlinterp import diagnostics as _diagnostics
+from tlinterp import ir
+from tlinterp.diagnostics import ExecutionError, TLError
+
+from .config import LoweringConfig
+
+__all__ = ["IsolatedResult", "run_isolated"]
+
+
+@dataclass
+class IsolatedResult:
+    outputs: dict[str, np.ndarray]
+    device: str
+    build_seconds: float
+    kernel_seconds: list[float] = field(default_factory=list)
+    log: str = ""  # compiler warnings and driver output, for --verbose
+
+
+def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> dict[str, Any]:
+    """The child's work: bind, build (timed), launch `repeat` times, unbind."""
+    from tlinterp.args import bind, unbind
+
+    from .runtime import _as_program, prepare, run_bound
+
+    program = _as_program(program)
+    function = program.function(func)
+    bound = bind(function, args)
+    n = bound.num_groups(groups)
+    start = time.perf_counter()
+    dev, _, _ = prepare(program, function, device, config)
+    build = time.perf_counter() - start
+    d = dev.device
+    # guard zones catch stores next to an argument; Oclgrind checks every access itself
+    guard = "oclgrind" not in d.platform.name.lower()
+    times = run_bound(program, function, bound, n, device=device, config=config, repeat=repeat,
+                      guard=guard)
+    return {"outputs": unbind(bound), "device": f"{d.platform.name.strip()}: {d.name.strip()}",
+            "build_seconds": build, "kernel_seconds": times}
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL when the parent dies (even by SIGKILL), so no launch outlives `tlrun`."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+def _serve() -> None:
+    """The child: one pickled job on stdin, one pickled (reply, log) on the saved stdout."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    _die_with_parent()
+    reply_fd = os.dup(1)
+    # the OpenCL compiler writes warnings straight to fds 1 and 2: keep them for --verbose
+    log = tempfile.TemporaryFile()
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    job = pickle.load(sys.stdin.buffer)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            reply: tuple = ("ok", _launch(*job))
+        except TLError as e:
+            reply = ("error", type(e).__name__, e.diagnostics, e.source,
+                     getattr(e, "reports", None))
+        except KeyError as e:  # program.function(): no such function
+            reply = ("error", "ArgumentError", str(e.args[0]), "", None)
+        except Exception as e:  # noqa: BLE001 - reported to the caller as an internal error
+            reply = ("internal", f"{type(e).__name__}: {e}")
+    notes = [f"{w.category.__name__}: {w.message}" for w in caught]
+    log.seek(0)
+    notes.append(log.read().decode("utf-8", "replace"))
+    with os.fdopen(reply_fd, "wb") as out:
+        pickle.dump((reply, "\n".join(n.strip() for n in notes if n.strip())), out,
+                    protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return f"signal {-code}, {signal.Signals(-code).name}"
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _reraise(reply: tuple, log: str) -> None:
+    if reply[0] == "internal":
+        raise RuntimeError(f"the OpenCL child process failed: {reply[1]}")
+    _, cls_name, diags, source, reports = reply
+    cls = getattr(_diagnostics, cls_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, TLError)):
+        cls = ExecutionError
+    err = cls(diags, source)
+    if reports is not None:
+        err.reports = reports
+    err.log = log
+    raise err
+
+
+def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = None,
+                 groups: Optional[int] = None, device: Optional[str] = None,
+                 config: Optional[LoweringConfig] = None, repeat: int = 1,
+                 timeout: Optional[float] = None) -> IsolatedResult:
+    """`tlgpu.run` in a child process (see the module doc). Raises the child's `TLError`;
+    `ExecutionError` when the child crashes or runs past `timeout` seconds; on
+    KeyboardInterrupt the child is killed before the interrupt propagates."""
+    if repeat < 1:
+        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    job = pickle.dumps((program, dict(args), func, groups, device, config, repeat),
+                       protocol=pickle.HIGHEST_PROTOCOL)
+    env = dict(os.environ)  # the child imports this very tlgpu
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+    env["PYOPENCL_COMPILER_OUTPUT"] = "1"  # the build log itself goes to `log`, not a hint
+    # a session of its own: a terminal's Ctrl-C reaches only us, and we kill the child
+    proc = subprocess.Popen([sys.executable, "-m", "tlgpu.isolated"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+    try:
+        try:
+            data, _ = proc.communicate(job, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ExecutionError(f"the OpenCL run took longer than {timeout:g} s and was "
+                                 "stopped") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    try:
+        reply, log = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - no (complete) answer: the child died
+        code = proc.returncode
+        why = _signal_name(code) if code is not None and code < 0 else f"exit status {code}"
+        raise ExecutionError(
+            f"the OpenCL implementation crashed ({why}); the kernel may do something undefined "
+            "(the OpenCL backend does not detect undefined behaviour: run it without --backend "
+            "to check)") from None
+    if reply[0] != "ok":
+        _reraise(reply, log)
+    return IsolatedResult(log=log, **reply[1])
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,70 @@
+"""Running a recursive walker on deeply nested code.
+
+The interpreter walks regions recursively (a few Python frames per nesting level). The parser
+accepts up to `parser.MAX_NESTING` levels, more than Python's default recursion limit allows;
+such programs run in a thread with a large stack and a raised recursion limit, so shallow
+programs (nearly all) pay nothing and the caller's limits are restored afterwards.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from . import ir
+
+T = TypeVar("T")
+
+SHALLOW = 40  # nesting depth that runs directly, without a thread
+FRAMES_PER_LEVEL = 30  # generous: region walk + dispatch + control flow + Env lookups
+STACK_BYTES = 512 * 1024 * 1024  # virtual; only the pages used are committed
+
+_LOCK = threading.Lock()
+
+
+def nesting(body: ir.Region) -> int:
+    """Deepest region nesting under `body` (the body itself is level 1), without recursion."""
+    best = 0
+    stack = [(body, 1)]
+    while stack:
+        region, d = stack.pop()
+        best = max(best, d)
+        for inst in region.instructions:
+            stack.extend((r, d + 1) for r in ir.regions_of(inst))
+    return best
+
+
+def call_deep(fn: Callable[[], T], depth: int) -> T:
+    """`fn()`, with stack and recursion limit enough for `depth` nested regions."""
+    if depth <= SHALLOW:
+        return fn()
+    result: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            result["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            result["error"] = e
+
+    with _LOCK:  # the recursion limit is global: one deep walk at a time
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, FRAMES_PER_LEVEL * depth + 5000))
+        try:
+            old_size = threading.stack_size()
+            try:
+                threading.stack_size(STACK_BYTES)
+            except (ValueError, RuntimeError):  # platform refuses: the default must do
+                pass
+            try:
+                thread = threading.Thread(target=work, name="tl-deep", daemon=True)
+                thread.start()
+            finally:
+                threading.stack_size(old_size)
+            thread.join()
+        finally:
+            sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]  # type: ignore[misc]
+    return result["value"]  # type: ignore[return-value]

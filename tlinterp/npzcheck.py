@@ -1,0 +1,214 @@
+"""Reading an arguments file without trusting it.
+
+An `.npz` is a zip archive of `NAME.npy` members. A hostile or broken file must end in an
+`ArgumentError` (exit 2) before it costs memory: every member's header is read and checked
+(an `.npy` array, no Python objects, declared size consistent with the stored bytes), the
+declared shapes are checked against the function's argument types, and the total is checked
+against the free memory -- all before a single array is inflated.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+import struct
+import tokenize
+import zipfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import numpy.lib.format as npy
+
+from . import ir
+from .diagnostics import ArgumentError
+from .types import GroupType, MemrefType
+
+# what a damaged archive or member raises while being read (zlib.error: corrupt deflate
+# data; NotImplementedError: unknown zip versions or compression methods; TokenError and
+# SyntaxError: numpy tokenising a damaged header)
+_READ_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, NotImplementedError,
+                RuntimeError, zlib.error, struct.error, OverflowError, KeyError,
+                tokenize.TokenError, SyntaxError)
+
+# npy headers are a few hundred bytes; numpy's own default cap (10,000) is kept
+MAX_HEADER = 10_000
+MAX_MEMBERS = 100_000
+
+
+@dataclass(frozen=True)
+class Header:
+    """What an `.npy` member declares about itself."""
+
+    key: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    info: zipfile.ZipInfo
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * self.dtype.itemsize
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _open(path: str) -> zipfile.ZipFile:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ArgumentError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ArgumentError(f"{path}: cannot read ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ArgumentError(f"{path}: is a directory, not an .npz file")
+    if not stat.S_ISREG(st.st_mode):  # /dev/zero, a FIFO: reading them would never end
+        raise ArgumentError(f"{path}: not a regular file (an .npz archive is expected)")
+    try:
+        return zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, struct.error,
+            OverflowError):
+        raise ArgumentError(f"{path}: not an .npz file (numpy.savez writes a zip archive)") \
+            from None
+    except OSError as e:
+        raise ArgumentError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def _header(path: str, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> Header:
+    name = info.filename
+    if not name.endswith(".npy") or info.is_dir():
+        raise ArgumentError(f"{path}: member '{name}' is not an .npy array (an .npz holds "
+                            "only NAME.npy members written by numpy.savez)")
+    bad = f"{path}: member '{name}' is not a valid .npy array"
+    try:
+        with z.open(info) as fp:
+            version = npy.read_magic(fp)
+            read = npy.read_array_header_1_0 if version == (1, 0) else \
+                npy.read_array_header_2_0
+            shape, _fortran, dtype = read(fp, max_header_size=MAX_HEADER)
+            data_start = fp.tell()
+    except _READ_ERRORS as e:
+        raise ArgumentError(f"{bad} ({e})") from None
+    if dtype.hasobject:
+        raise ArgumentError(f"{path}: member '{name}' holds Python objects (pickled data); "
+                            "only plain numeric arrays are read")
+    if any(not isinstance(s, int) or s < 0 for s in shape):
+        raise ArgumentError(f"{bad} (shape {shape})")
+    h = Header(name[:-4], tuple(shape), dtype, info)
+    stored = info.file_size - data_start
+    if h.nbytes != stored:
+        raise ArgumentError(
+            f"{path}: member '{name}' is malformed: its header declares shape {h.shape} of "
+            f"{dtype} ({_fmt_bytes(h.nbytes)}) but it holds {_fmt_bytes(max(stored, 0))}")
+    return h
+
+
+def read_headers(path: str) -> tuple[zipfile.ZipFile, dict[str, Header]]:
+    """Open `path` and check every member's header; the caller closes the archive."""
+    z = _open(path)
+    try:
+        infos = z.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise ArgumentError(f"{path}: {len(infos)} members, more than {MAX_MEMBERS}")
+        headers: dict[str, Header] = {}
+        for info in infos:
+            h = _header(path, z, info)
+            if h.key in headers:
+                raise ArgumentError(f"{path}: member '{info.filename}' appears twice")
+            headers[h.key] = h
+        return z, headers
+    except BaseException:
+        z.close()
+        raise
+
+
+def _expect_memref(key: str, t: MemrefType, shape: tuple, dtype: np.dtype) -> None:
+    if t.element.is_bool:
+        return  # bind explains that i1 memrefs have no storage type
+    if dtype != t.element.dtype:
+        raise ArgumentError(f"argument '{key}' has element type {t.element}: expected dtype "
+                            f"{t.element.dtype}, got {dtype}")
+    if len(shape) != t.order:
+        raise ArgumentError(f"argument '{key}' is {t}: expected {t.order} dimensions, "
+                            f"got shape {shape}")
+    for k, (want, got) in enumerate(zip(t.shape, shape)):
+        if want is not None and want != got:
+            raise ArgumentError(f"argument '{key}' is {t}: mode {k} must be {want}, got {got}")
+
+
+def _known(function: ir.Function, key: str) -> bool:
+    for a in function.args:
+        name, t = a.value.name, a.type
+        if key == name:
+            return True
+        if not key.startswith(name + "."):
+            continue
+        rest = key[len(name) + 1:]
+        if isinstance(t, MemrefType) and rest == "strides":
+            return True
+        if isinstance(t, GroupType):
+            member = rest[:-len(".strides")] if rest.endswith(".strides") else rest
+            if rest in ("offset", "strides") or (member.isdigit() and member.isascii()):
+                return True
+    return False
+
+
+def preflight(function: ir.Function, headers: Mapping[str, Header]) -> None:
+    """Check the keys and the declared shapes of memref and group entries against
+    `function` (the rules `bind` applies to the loaded data), so that a wrong entry is
+    refused before anything is loaded."""
+    unknown = sorted(k for k in headers if not _known(function, k))
+    if unknown:
+        takes = ", ".join(f"'{a.value.name}'" for a in function.args) or "none"
+        raise ArgumentError(f"unexpected entries {', '.join(repr(u) for u in unknown[:10])}"
+                            f"{' ...' if len(unknown) > 10 else ''} (@{function.name} takes "
+                            f"{takes})")
+    for a in function.args:
+        name, t = a.value.name, a.type
+        if isinstance(t, MemrefType) and name in headers:
+            h = headers[name]
+            _expect_memref(name, t, h.shape, h.dtype)
+        elif isinstance(t, GroupType):
+            if name in headers:
+                h = headers[name]
+                if len(h.shape) != t.memref.order + 1:
+                    raise ArgumentError(
+                        f"argument '{name}' is {t}: expected an array of shape (members, ...) "
+                        f"with {t.memref.order + 1} dimensions, got {h.shape}")
+                _expect_memref(name, t.memref, h.shape[1:], h.dtype)
+            for key, h in headers.items():
+                rest = key[len(name) + 1:] if key.startswith(name + ".") else ""
+                if rest.isdigit():
+                    _expect_memref(key, t.memref, h.shape, h.dtype)
+
+
+def load_npz(path: str, function: Optional[ir.Function] = None,
+             factor: int = 1) -> dict[str, np.ndarray]:
+    """Read an arguments file; any failure is an ArgumentError (exit 2). With `function`,
+    declared shapes are checked against its arguments first; `factor` times the declared
+    size must fit in free memory (the caller's copies of the data counted)."""
+    from .args import check_allocation
+
+    z, headers = read_headers(path)
+    with z:
+        if function is not None:
+            preflight(function, headers)
+        total = sum(h.nbytes for h in headers.values())
+        check_allocation(total * max(factor, 1), f"{path} (declared array sizes)")
+        out: dict[str, np.ndarray] = {}
+        for key, h in headers.items():
+            try:
+                with z.open(h.info) as fp:
+                    out[key] = npy.read_array(fp, allow_pickle=False,
+                                              max_header_size=MAX_HEADER)
+            except _READ_ERRORS as e:
+                raise ArgumentError(f"{path}: member '{h.info.filename}' cannot be read "
+                                    f"({e})") from None
+        return out
