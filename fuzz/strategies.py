@@ -15,8 +15,9 @@ also exercises the printer, the parser and the checker; the program in the case 
 reparsed one, with source spans. Keyword parameters are `fuzz.gen.params.GenParams` fields
 (size limits, type lists, weights), e.g. `kernels(max_groups=2, collective_weights={...})`.
 
-`lowering_configs()` draws `tlgpu.LoweringConfig`s (tiling, staging, unrolling, barriers,
-work-group size) so the OpenCL lowering's edge cases are exercised alongside.
+`lowering_configs()` draws `tlgpu.LoweringConfig`s (tiling and tile plans, staging, unrolling,
+fused multiply-add, index width, barriers, work-group size) so the OpenCL lowering's edge
+cases are exercised alongside.
 """
 
 from __future__ import annotations
@@ -101,6 +102,7 @@ def lowering_configs(draw):
     """A random `tlgpu.LoweringConfig`: every boolean knob flipped, integer knobs small or
     large, sometimes a forced work-group size. Results must not depend on it."""
     from tlgpu import LoweringConfig
+    from tlgpu.config import DEVICE_DEFAULT
 
     changes: dict[str, Any] = {}
     for f in dataclasses.fields(LoweringConfig):
@@ -110,6 +112,8 @@ def lowering_configs(draw):
         if f.name == "work_group_size":
             changes[f.name] = (draw(st.sampled_from([1, 2, 4, 8, 16, 32])),
                                draw(st.sampled_from([1, 2, 4])))
+        elif f.name in DEVICE_DEFAULT:  # None (the device decides) is the default: force one
+            changes[f.name] = draw(st.booleans())
         elif isinstance(default, bool):
             changes[f.name] = not default
         elif isinstance(default, int) and "bytes" in f.name:

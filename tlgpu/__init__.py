@@ -4,6 +4,7 @@
     out = tlgpu.run(program, args, device="pocl") # the .npz convention, like tlinterp.run
     k = tlgpu.compile(program, "f", device="pocl")  # compile once, then bind and launch many
     b = k.bind(args); k.launch(b).seconds; out = b.read()
+    best = tlgpu.tune(program, args, device="nvidia").best  # autotuned LoweringConfig
 
 Modules: config (LoweringConfig), ctypes_map (types, exact literals), cwriter (C text + line
 table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_function
@@ -13,7 +14,8 @@ table), views (scalars/memrefs/groups as C expressions), lower_scalar, lower_fun
 work-group size choice), kernel (compile-once API, OpenCL C from other compilers),
 implementations (`opencl` and `opencl-c:COMMAND`), devices (device strings, contexts),
 runtime (build cache, marshalling, launch), buildlog (compiler log -> tensor-language spans),
-oclgrind (Oclgrind's checks on; its reports as OclgrindReport errors).
+oclgrind (Oclgrind's checks on; its reports as OclgrindReport errors), tiles (gemm tile
+plans, 32-bit index safety), tuner (the autotuner, its on-disk cache).
 """
 
 from __future__ import annotations
@@ -63,4 +65,15 @@ def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
                       repeat=repeat)
 
 
-__all__ = ["LoweringConfig", "compile", "lower", "run", "run_bound"]
+def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
+         groups: Optional[int] = None, device: Optional[str] = None, reps: int = 5,
+         use_cache: bool = True):
+    """Time candidate lowering configs on `device`; the fastest is `.best` (cached on disk
+    per kernel and device; `.trials` is the search, empty on a cache hit)."""
+    from .tuner import tune as _tune
+
+    return _tune(program, args, func=func, groups=groups, device=device, reps=reps,
+                 use_cache=use_cache)
+
+
+__all__ = ["LoweringConfig", "compile", "lower", "run", "run_bound", "tune"]

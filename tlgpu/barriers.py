@@ -1,13 +1,18 @@
 """Which memory each work-group step touches, and where a barrier is needed between steps.
 
 Memory is named by its root: a function argument, or "local" for alloca memory (allocas may
-share memory, so they are one root). A step that writes a root some other work-item may still
-read or write, or reads a root someone may have written, needs a barrier first.
+share memory, so they are one root), or "stage" for gemm staging buffers. A barrier whose
+conflicts are all in local memory fences local memory only and leaves the global accesses
+pending, so a later global conflict still gets a (global) barrier. A step that writes a root
+some other work-item may still read or write, or reads a root someone may have written, needs
+a barrier first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+LOCAL_ROOTS = frozenset({"local", "stage"})  # alloca slab and gemm staging: local memory
 
 
 @dataclass
@@ -28,6 +33,14 @@ class Pending:
         if not minimise:
             return bool(self.reads or self.writes) and bool(reads or writes)
         return bool(reads & self.writes) or bool(writes & (self.reads | self.writes))
+
+    def conflicting(self, reads: set[str], writes: set[str]) -> set[str]:
+        """The roots a step would race on (what the barrier before it must fence)."""
+        return (reads & self.writes) | (writes & (self.reads | self.writes))
+
+    def drop(self, roots) -> None:
+        self.reads -= set(roots)
+        self.writes -= set(roots)
 
     def add(self, reads: set[str], writes: set[str]) -> None:
         self.reads |= reads

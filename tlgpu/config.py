@@ -9,6 +9,9 @@ from typing import Optional
 
 from tlinterp.diagnostics import BackendError
 
+# knobs whose None means "decided by the device kind" (see LoweringConfig)
+DEVICE_DEFAULT = ("fused_multiply_add", "narrow_indices")
+
 
 @dataclass(frozen=True)
 class LoweringConfig:
@@ -33,6 +36,19 @@ class LoweringConfig:
     # the alloca/staging slab as a `local ulong*` kernel argument instead of a kernel-scope
     # array (same memory; Oclgrind checks uninitialised reads only there, the runtime sets it)
     local_slab_argument: bool = False
+    planned_tiles: bool = False  # static-shape gemm: its own work-item grid and tile from its
+    # M x N (tiles.plan) instead of the work-group's (wg0, wg1) grid; off by default: an
+    # earlier cost model lost 14% on an H100 and this one is unmeasured (the tuner tries it)
+    # The next two are None = "on for GPUs, off for CPUs" (runtime.device_config decides;
+    # `--emit opencl` without a device lowers for a GPU); on pocl they measured slower.
+    fused_multiply_add: Optional[bool] = None  # float gemm accumulates with fma(): collective
+    # sums may be reassociated (their rounding is bounded, not fixed), so one rounding less is ok
+    narrow_indices: Optional[bool] = None  # 32-bit index arithmetic in collectives whose static
+    # extents and strides provably fit (64-bit integer multiplies are slow on GPUs)
+    infer_lifetimes: bool = True  # (with reuse_local_memory) an alloca lives from its first to
+    # its last use, not to the end of its region (less local memory per work-group: more
+    # work-groups fit on a GPU core)
+    local_fences: bool = True  # a barrier ordering only local memory fences only local memory
 
     @staticmethod
     def from_overrides(overrides: dict[str, str] | list[str] | None = None,
@@ -68,7 +84,9 @@ def _parse_value(key: str, text: str, current):
             if len(parts) != 2 or min(parts) < 1:
                 raise ValueError
             return (parts[0], parts[1])
-        if isinstance(current, bool):
+        if key in DEVICE_DEFAULT and text.lower() in ("", "none", "auto"):
+            return None
+        if isinstance(current, bool) or key in DEVICE_DEFAULT:
             low = text.lower()
             if low in ("1", "true", "yes", "on"):
                 return True
@@ -81,5 +99,6 @@ def _parse_value(key: str, text: str, current):
         return value
     except ValueError:
         kind = ("W,H (two positive integers)" if key == "work_group_size"
+                else "true/false/auto" if key in DEVICE_DEFAULT
                 else "true/false" if isinstance(current, bool) else "a positive integer")
         raise BackendError(f"lowering option '{key}': '{text}' is not {kind}") from None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import tempfile
@@ -47,8 +48,9 @@ class OpenCL(Implementation):
         try:
             program = _program(job)
             with _LOCK:
+                config = self._tuned(program, job.args, job.func, job.groups)
                 out = run(program, job.args, func=job.func, groups=job.groups,
-                          device=self.options.device, config=self.config)
+                          device=self.options.device, config=config)
         except TLError as e:
             return outcome_of_error(e)
         except Exception as e:  # noqa: BLE001 - a bug of the backend is that case's result
@@ -58,11 +60,25 @@ class OpenCL(Implementation):
     def run_isolated(self, program, args, func: Optional[str], groups: Optional[int],
                      repeat: int = 1):
         """Build and launch (`repeat` times) in a child process (tlgpu.isolated): what tlrun
-        uses, so that a crash on the device is a result and never takes the tool down."""
+        uses, so that a crash on the device is a result and never takes the tool down. (With
+        `tune`, the search runs here first: it times configs the fuzzer checks.)"""
         from .isolated import run_isolated
 
+        config = self._tuned(program, args, func, groups)
         return run_isolated(program, args, func=func, groups=groups, device=self.options.device,
-                            config=self.config, repeat=repeat)
+                            config=config, repeat=repeat)
+
+    def _tuned(self, program, args, func: Optional[str], groups: Optional[int]):
+        """With `tune`: the fastest config for these arguments (tlgpu.tune), --lowering
+        applied on top; else the configured one."""
+        if not self.options.tune:
+            return self.config
+        from .config import LoweringConfig
+        from .tuner import print_table, tune
+
+        result = tune(program, args, func=func, groups=groups, device=self.options.device)
+        print_table(result)
+        return LoweringConfig.from_overrides(list(self.options.lowering), result.best)
 
     def emit(self, program, func: Optional[str]) -> str:
         from . import lower
@@ -73,7 +89,7 @@ class OpenCL(Implementation):
 def opencl_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
     """the OpenCL lowering of this package, on --device (pocl, nvidia, oclgrind, ...)"""
     if arg:  # opencl:DEVICE, the short form of --device
-        options = ImplOptions(arg, options.lowering, options.work_group_size)
+        options = dataclasses.replace(options, device=arg)
     return OpenCL("opencl", options)
 
 

@@ -16,8 +16,9 @@ from typing import Optional
 from tlinterp import ir
 from tlinterp.types import ScalarType
 
-from . import prelude
+from . import prelude, tiles
 from .ctypes_map import common_type, ctype
+from .tiles import fits_int
 from .views import View, static_or
 
 Term = Callable[[str, str, str], str]  # (i, j, k) -> C expression in the compute type
@@ -184,22 +185,26 @@ def lower_blas(lw, w, inst) -> None:
         _tiled_gemm(lw, w, inst, p, reads, store)
     else:
         lw.access(w, reads, {p.out.root})
-        _generic(lw, w, p, store)
+        _generic(lw, w, inst, p, store)
     w.close()
 
 
-def _generic(lw, w, p: Problem, store) -> None:
+def _generic(lw, w, inst, p: Problem, store) -> None:
     ct = ctype(p.ct)
+    M, N = static_or(p.M), static_or(p.N)
+    K = static_or(p.K) if p.K is not None else 1
+    I = _index_type(lw, inst, [M * N if M is not None and N is not None else None, K])  # noqa: E741
     t, i, j = lw.fresh("t"), lw.fresh("i"), lw.fresh("j")
-    w.line(f"const long {i}M = {p.M}, {i}N = {p.N};")
-    w.open(f"for (long {t} = tl_lid; {t} < {i}M * {i}N; {t} += tl_nwi)")
-    w.line(f"const long {i} = {t} % {i}M, {j} = {t} / {i}M;")
+    w.line(f"const {I} {i}M = {p.M}, {i}N = {p.N};")
+    lid, nwi = ("tl_lid", "tl_nwi") if I == "long" else ("(int)tl_lid", "(int)tl_nwi")
+    w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {nwi})")
+    w.line(f"const {I} {i} = {t} % {i}M, {j} = {t} / {i}M;")
     if p.K is None:
         acc = p.term(i, j, "0")
     else:
         acc, k = lw.fresh("acc"), lw.fresh("k")
         w.line(f"{ct} {acc} = 0;")
-        w.line(f"for (long {k} = 0; {k} < {p.K}; ++{k}) {acc} += {p.term(i, j, k)};")
+        w.line(f"for ({I} {k} = 0; {k} < {p.K}; ++{k}) {acc} += {p.term(i, j, k)};")
     lines: list[str] = []
     store(lines, i, j, acc)
     for ln in lines:
@@ -236,10 +241,19 @@ def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
            f"{la}[{t}] = ({C}){fa(f'{t} % {M}', f'{t} / {M}')};")
     w.line(f"for (long {t} = tl_lid; {t} < {K * N}; {t} += tl_nwi) "
            f"{lb}[{t} % {K} + {t} / {K} * {ldb}] = ({C}){fb(f'{t} % {K}', f'{t} / {K}')};")
-    lw.barrier(w)
+    lw.barrier(w, {"stage"})
     sa = View(la, "local", p.ct, (str(M), str(K)), ("1", str(lda)), "stage")
     sb = View(lb, "local", p.ct, (str(K), str(N)), ("1", str(ldb)), "stage")
     return sa, sb
+
+
+def _index_type(lw, inst, extents: list[Optional[int]]) -> str:
+    """`int` when 32-bit index arithmetic is safe for this collective (tiles.fits_int)."""
+    if lw.config.narrow_indices is False or None in extents:
+        return "long"
+    strides = [s for name in ("a", "b", "c") if hasattr(inst, name)
+               for s in lw.view(getattr(inst, name)).stride]
+    return "int" if fits_int([e for e in extents if e is not None], strides) else "long"
 
 
 def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
@@ -253,33 +267,46 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
         fa, _ = _op(lw.view(inst.a), inst.trans_a)
         fb, _ = _op(lw.view(inst.b), inst.trans_b)
     lw.access(w, reads, {p.out.root})
-    M, N = static_or(p.M), static_or(p.N)
-    rm = min(-(-M // g.wg0), cfg.max_tile) if M is not None else 1
-    rn = max(1, min(-(-N // g.wg1), cfg.max_tile // rm)) if N is not None else 1
+    M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
+    if M is not None and N is not None and cfg.planned_tiles:
+        tp = tiles.plan(M, N, g.wg0, g.wg1, cfg.max_tile)
+    else:
+        rm = min(-(-M // g.wg0), cfg.max_tile) if M is not None else 1
+        rn = max(1, min(-(-N // g.wg1), cfg.max_tile // rm)) if N is not None else 1
+        tp = tiles.TilePlan(g.wg0, g.wg1, rm, rn, False)
+    rm, rn, g0, g1 = tp.rm, tp.rn, tp.g0, tp.g1
+    I = _index_type(lw, inst, [M, N, K])  # noqa: E741
     C = ctype(p.ct)
+    fused = cfg.fused_multiply_add is not False and p.ct.is_float
     bi, bj, k = lw.fresh("bi"), lw.fresh("bj"), lw.fresh("k")
     acc, av, bv = lw.fresh("acc"), lw.fresh("a"), lw.fresh("b")
-    w.line(f"const long {bi}M = {p.M}, {bj}N = {p.N}, {k}K = {p.K};")
-    w.open(f"for (long {bi} = (long)get_local_id(0); {bi} < {bi}M; {bi} += {g.wg0 * rm})")
-    w.open(f"for (long {bj} = (long)get_local_id(1); {bj} < {bj}N; {bj} += {g.wg1 * rn})")
+    w.line(f"const {I} {bi}M = {p.M}, {bj}N = {p.N}, {k}K = {p.K};")
+    if tp.planned:  # work-item t is (t % g0, t / g0) of the plan's grid; the rest sit out
+        w.open(f"if (tl_lid < {g0 * g1})")
+        i0, j0 = f"({I})tl_lid % {g0}", f"({I})tl_lid / {g0}"
+    else:
+        i0, j0 = f"({I})get_local_id(0)", f"({I})get_local_id(1)"
+    w.open(f"for ({I} {bi} = {i0}; {bi} < {bi}M; {bi} += {g0 * rm})")
+    w.open(f"for ({I} {bj} = {j0}; {bj} < {bj}N; {bj} += {g1 * rn})")
     w.line(f"{C} {acc}[{rm}][{rn}];")
     w.line("#pragma unroll")
     w.line(f"for (int r = 0; r < {rm}; ++r) for (int c = 0; c < {rn}; ++c) {acc}[r][c] = 0;")
     if cfg.unroll_k > 1:
         w.line(f"#pragma unroll {cfg.unroll_k}")
-    w.open(f"for (long {k} = 0; {k} < {k}K; ++{k})")
+    w.open(f"for ({I} {k} = 0; {k} < {k}K; ++{k})")
     w.line(f"{C} {av}[{rm}], {bv}[{rn}];")
     w.line("#pragma unroll")
-    i_r = f"{bi} + r * {g.wg0}"
-    j_c = f"{bj} + c * {g.wg1}"
+    i_r = f"{bi} + r * {g0}"
+    j_c = f"{bj} + c * {g1}"
     w.line(f"for (int r = 0; r < {rm}; ++r) {av}[r] = {i_r} < {bi}M ? "
            f"({C}){fa(i_r, k)} : 0;")
     w.line("#pragma unroll")
     w.line(f"for (int c = 0; c < {rn}; ++c) {bv}[c] = {j_c} < {bj}N ? "
            f"({C}){fb(k, j_c)} : 0;")
     w.line("#pragma unroll")
-    w.line(f"for (int r = 0; r < {rm}; ++r) for (int c = 0; c < {rn}; ++c) "
-           f"{acc}[r][c] += {av}[r] * {bv}[c];")
+    update = (f"{acc}[r][c] = fma({av}[r], {bv}[c], {acc}[r][c]);" if fused
+              else f"{acc}[r][c] += {av}[r] * {bv}[c];")
+    w.line(f"for (int r = 0; r < {rm}; ++r) for (int c = 0; c < {rn}; ++c) {update}")
     w.close()
     w.line("#pragma unroll")
     w.open(f"for (int r = 0; r < {rm}; ++r)")
@@ -292,5 +319,7 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     w.close()
     w.close()
     w.close()
+    if tp.planned:
+        w.close()
     if staged is not None:
         lw.pending.add({"stage"}, set())

@@ -16,7 +16,7 @@ from tlinterp.types import GroupType, MemrefType, ScalarType
 
 from . import lower_collectives as C
 from . import lower_scalar as S
-from .barriers import Pending
+from .barriers import LOCAL_ROOTS, Pending
 from .config import LoweringConfig
 from .ctypes_map import ctype, literal
 from .cwriter import CWriter
@@ -68,7 +68,9 @@ class FunctionLowerer:
         self.env: dict[str, Val] = {}
         self.tmp = 0
         self.local_arg_bytes = 0  # bytes of the slab argument, set by lower()
-        self.alloca_offsets, self.alloca_bytes = plan_allocas(fn.body, config.reuse_local_memory)
+        self.alloca_offsets, self.alloca_bytes = plan_allocas(
+            fn.body, config.reuse_local_memory,
+            config.reuse_local_memory and config.infer_lifetimes)
         self.stage_bytes = 0  # local memory the collectives stage A/B in (set while lowering)
         self.pending = Pending()
         self.spmd = False  # inside a foreach: one work-item per iteration, no barriers
@@ -97,7 +99,12 @@ class FunctionLowerer:
         assert isinstance(val, View)
         return val
 
-    def barrier(self, w: CWriter) -> None:
+    def barrier(self, w: CWriter, roots: Optional[set[str]] = None) -> None:
+        """A barrier; `roots` (the memory it must order) all local: a local fence only."""
+        if roots is not None and roots <= LOCAL_ROOTS and self.config.local_fences:
+            w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+            self.pending.drop(LOCAL_ROOTS)
+            return
         w.line("barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
         self.pending.clear()
 
@@ -107,7 +114,8 @@ class FunctionLowerer:
             self.pending.add(reads, writes)
             return
         if self.pending.conflicts(reads, writes, self.config.minimise_barriers):
-            self.barrier(w)
+            self.barrier(w, self.pending.conflicting(reads, writes)
+                         if self.config.minimise_barriers else None)
         self.pending.add(reads, writes)
 
     # --- kernel -------------------------------------------------------------------------

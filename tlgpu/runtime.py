@@ -18,7 +18,7 @@ from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, Execut
 from tlinterp.types import GroupType
 
 from .buildlog import map_log
-from .config import LoweringConfig
+from .config import DEVICE_DEFAULT, LoweringConfig
 from .ctypes_map import ctype
 from .devices import DeviceHandle, handle
 from .guards import Guards
@@ -45,8 +45,12 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
     """The config with the automatic choices capped by the device's limits."""
     config = config or LoweringConfig()
     d = dev.device
+    import pyopencl as cl
+
+    gpu = bool(d.type & cl.device_type.GPU)
+    auto = {k: gpu for k in DEVICE_DEFAULT if getattr(config, k) is None}
     return dataclasses.replace(
-        config,
+        config, **auto,
         max_work_group_size=min(config.max_work_group_size, d.max_work_group_size),
         local_memory_bytes=min(config.local_memory_bytes, d.local_mem_size),
         # only pocl accepts `global T*global*` parameters (OpenCL C 1.2 forbids them; NVIDIA

@@ -3,7 +3,7 @@
     tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
                     [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--backend NAME]
                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
-                    [--repeat N] [-v]
+                    [--repeat N] [-v] [--tune]
     tlrun --list-impls
 
 --backend takes any implementation name of the registry (`--list-impls`): interp (default),
@@ -138,6 +138,10 @@ def _parser() -> argparse.ArgumentParser:
                         "time's median and minimum (default 1)")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="OpenCL: also show compiler warnings and driver output")
+    p.add_argument("--tune", action="store_true",
+                   help="opencl: time lowering configs on the device with these arguments, "
+                        "cache the fastest per kernel and device, use it (--lowering applies "
+                        "on top); the search goes to stderr")
     return p
 
 
@@ -163,8 +167,10 @@ def _implementation(ns, name: str):
     """The implementation `name` from the registry, made with the command line's options."""
     from .impl import ImplOptions, SpecError, resolve
 
+    if ns.tune and name.partition(":")[0] != "opencl":
+        raise ArgumentError("--tune needs --backend opencl")
     options = ImplOptions(device=ns.device, lowering=tuple(ns.lowering),
-                          work_group_size=ns.work_group_size)
+                          work_group_size=ns.work_group_size, tune=ns.tune)
     try:
         return resolve(name, options)
     except SpecError as e:

@@ -1,0 +1,203 @@
+"""Speed knobs of issue 12: gemm tile plans, 32-bit index safety, fma and local-only fences
+in the emitted code, device-decided knobs, the autotuner and its cache, `tlrun --tune`, and
+the ADER-DG bench at smoke size."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tlgpu
+import tlinterp
+from tlgpu import LoweringConfig
+from tlgpu.tiles import fits_int, plan
+from tlgpu.tuner import cached, table
+from tlinterp import cli, ir
+from tlinterp.diagnostics import BackendError
+from tlinterp.interp import run as interp_run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ader():
+    spec = importlib.util.spec_from_file_location("ader_bench", ROOT / "bench" / "ader.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _covered(M: int, N: int, tp, wg0: int, wg1: int) -> list[int]:
+    """How often each C element is written when the plan's loops run on every work-item."""
+    hits = [0] * (M * N)
+    for t in range(wg0 * wg1):
+        if tp.planned:
+            if t >= tp.g0 * tp.g1:
+                continue
+            i0, j0 = t % tp.g0, t // tp.g0
+        else:
+            i0, j0 = t % wg0, t // wg0
+        for bi in range(i0, M, tp.g0 * tp.rm):
+            for bj in range(j0, N, tp.g1 * tp.rn):
+                for r in range(tp.rm):
+                    for c in range(tp.rn):
+                        i, j = bi + r * tp.g0, bj + c * tp.g1
+                        if i < M and j < N:
+                            hits[i + j * M] += 1
+    return hits
+
+
+@pytest.mark.parametrize("wg", [(16, 4), (8, 8), (3, 5), (32, 1), (1, 1)])
+@pytest.mark.parametrize("max_tile", [1, 4, 16])
+def test_every_plan_writes_each_output_once(wg, max_tile):
+    for M, N in [(35, 9), (20, 9), (4, 9), (1, 9), (56, 9), (32, 32), (7, 6), (40, 36), (1, 1),
+                 (100, 3)]:
+        tp = plan(M, N, wg[0], wg[1], max_tile)
+        assert tp.g0 * tp.g1 <= wg[0] * wg[1] and tp.rm * tp.rn <= max(max_tile, 1)
+        assert _covered(M, N, tp, *wg) == [1] * (M * N), (M, N, tp)
+
+
+def test_plans_prefer_short_chains_and_keep_full_groups():
+    tp = plan(35, 9, 16, 4, 16)  # the ADER K-gemm: 3x3 tiles on the 16x4 grid idle 45%
+    assert tp.planned and tp.rm * tp.rn < 9
+    assert not plan(32, 32, 16, 8, 16).planned  # fills the group already
+
+
+def test_fits_int():
+    assert fits_int([35, 9, 56], ["1", "35", "v_x_stride1"])
+    assert not fits_int([100_000], ["100000"])
+    assert not fits_int([2**31], [])
+
+
+ADER_N2 = None
+
+
+def ader_program():
+    global ADER_N2
+    if ADER_N2 is None:
+        ADER_N2 = tlinterp.check(tlinterp.parse(_ader().source(2, 3, "f64"), "ader.tl"))
+    return ADER_N2
+
+
+def test_emitted_code_follows_the_knobs():
+    p = ader_program()
+    on = tlgpu.lower(p, config=LoweringConfig(planned_tiles=True))
+    assert "fma(" in on and "barrier(CLK_LOCAL_MEM_FENCE);" in on
+    assert "for (int " in on and "if (tl_lid < " in on
+    off = tlgpu.lower(p, config=LoweringConfig(fused_multiply_add=False, narrow_indices=False,
+                                               local_fences=False))
+    assert "fma(" not in off and "barrier(CLK_LOCAL_MEM_FENCE);" not in off
+    assert "for (int tl_" not in off and "if (tl_lid < " not in off
+
+
+def test_device_decided_knobs_parse():
+    c = LoweringConfig.from_overrides(["fused_multiply_add=off", "narrow_indices=auto"])
+    assert (c.fused_multiply_add, c.narrow_indices) == (False, None)
+    with pytest.raises(BackendError, match="true/false/auto"):
+        LoweringConfig.from_overrides(["narrow_indices=2"])
+
+
+@pytest.mark.opencl
+def test_device_decided_knobs_are_off_on_pocl():
+    from tlgpu.devices import handle
+    from tlgpu.runtime import device_config
+
+    c = device_config(handle("pocl"), LoweringConfig(narrow_indices=True))
+    assert (c.fused_multiply_add, c.narrow_indices) == (False, True)
+
+
+@pytest.mark.opencl
+def test_ader_bench_smoke_on_pocl():
+    ader = _ader()
+    assert ader.flops(5, 9) == 193_104  # the issue's count
+    assert ader.main(["--device", "pocl", "--E", "3", "--N", "1", "--types", "f64",
+                      "--reps", "1", "--config", "planned_tiles=true"]) == 0
+
+
+SPACE = (("planned_tiles", (False, True)), ("work_group_size", ((4096, 4),)))
+
+
+@pytest.mark.opencl
+def test_tune_searches_caches_and_reports(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("TL_TUNE_CACHE", str(tmp_path / "tune.json"))
+    p = ader_program()
+    ader = _ader()
+    args = ader.arguments(2, 3, 4, "f64", np.random.default_rng(0))
+    from tlgpu.tuner import tune
+
+    r = tune(p, args, func="ader", device="pocl", reps=1, space=SPACE)
+    assert not r.cached and len(r.trials) == 3  # default == planned_tiles=False: timed once
+    failed = [t for t in r.trials if t.seconds is None]
+    assert len(failed) == 1 and "exceeds" in failed[0].error  # too big a group: reported
+    assert r.best.work_group_size is None
+    rows = table(r)
+    assert sum(row[2] == "best" for row in rows) == 1
+    fn = p.function("ader")
+    from tlgpu.devices import handle
+
+    assert cached(p, fn, handle("pocl").key) == r.best
+    again = tlgpu.tune(p, args, func="ader", device="pocl")
+    assert again.cached and again.best == r.best and not again.trials
+    # tlrun --tune uses the cached winner and prints it
+    src = tmp_path / "ader.tl"
+    src.write_text(p.source)
+    np.savez(tmp_path / "a.npz", **args)
+    rc = cli.main([str(src), "--args", str(tmp_path / "a.npz"), "--backend", "opencl",
+                   "--device", "pocl", "--tune", "--out", str(tmp_path / "o.npz")])
+    err = capsys.readouterr().err
+    assert rc == 0 and "cached winner" in err
+    want = interp_run(p, args, func="ader")["I"]
+    assert np.allclose(np.load(tmp_path / "o.npz")["I"], want, rtol=1e-12, atol=1e-12)
+
+
+def test_tune_needs_the_opencl_backend(tmp_path, capsys):
+    src = tmp_path / "k.tl"
+    src.write_text("func @f(%x: memref<i32>) {\n  store 1, %x[] : memref<i32>\n}\n")
+    np.savez(tmp_path / "a.npz", x=np.zeros((), np.int32))
+    assert cli.main([str(src), "--args", str(tmp_path / "a.npz"), "--tune"]) == 2
+    assert "--tune needs --backend opencl" in capsys.readouterr().err
+
+
+LIFETIMES = """func @k(%x: memref<f64x4>) {
+  %a = alloca -> memref<f64x4>
+  %b = alloca -> memref<f64x2>
+  %c = alloca -> memref<f64x4>
+  axpby.n 2.0, %x, 0.0, %a : f64, memref<f64x4>, f64, memref<f64x4>
+  %s = subview %a[1:2] : memref<f64x4>
+  axpby.n 1.0, %s, 0.0, %b : f64, memref<f64x2>, f64, memref<f64x2>
+  for %i = 0, 2 {
+    axpby.n 1.0, %s, 1.0, %b : f64, memref<f64x2>, f64, memref<f64x2>
+  }
+  axpby.n 1.0, %x, 0.0, %c : f64, memref<f64x4>, f64, memref<f64x4>
+  %t = subview %c[0:2] : memref<f64x4>
+  axpby.n 1.0, %b, 1.0, %t : f64, memref<f64x2>, f64, memref<f64x2>
+  axpby.n 1.0, %c, 0.0, %x : f64, memref<f64x4>, f64, memref<f64x4>
+}
+"""
+
+
+def test_inferred_lifetimes_end_after_the_last_use_of_any_view():
+    from tlgpu.memory import plan_allocas
+
+    body = tlinterp.check(tlinterp.parse(LIFETIMES, "l.tl")).function("k").body
+    allocas = {i.result.name: id(i) for i in ir.walk(body) if isinstance(i, ir.Alloca)}
+
+    def by_name(offsets):
+        return {n: offsets[k] for n, k in allocas.items()}
+
+    offsets, total = plan_allocas(body, reuse=True, infer_lifetimes=True)
+    assert by_name(offsets) == {"a": 0, "b": 32, "c": 0} and total == 48  # %a ends with the loop
+    offsets, total = plan_allocas(body, reuse=True)
+    assert by_name(offsets) == {"a": 0, "b": 32, "c": 48} and total == 80
+
+
+@pytest.mark.opencl
+def test_inferred_lifetimes_run_like_the_interpreter():
+    p = tlinterp.check(tlinterp.parse(LIFETIMES, "l.tl"))
+    x = np.arange(4.0)
+    args = {"x": x}
+    want = interp_run(p, args, func="k")["x"]
+    for cfg in (LoweringConfig(), LoweringConfig(infer_lifetimes=False)):
+        assert np.array_equal(tlgpu.run(p, args, func="k", config=cfg)["x"], want)

@@ -1,0 +1,222 @@
+"""The autotuner: time candidate lowering configs of one kernel on one device, keep the fastest.
+
+The search is coordinate descent over the knobs in `SPACE`, starting from the default config:
+each knob's values are timed with the best choice so far for the others, and the winner of a
+knob is kept before the next one. Every candidate is a `LoweringConfig`, the same knobs the
+fuzzer draws (`fuzz.strategies.lowering_configs`), so the tuner can only pick configs the fuzzer
+checks. Arguments are marshalled once and every candidate runs on the same buffers (timing only:
+the outputs of a tuning run are not the kernel's result). The winner is cached on disk per
+(kernel source, function, device), in the user cache directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Union
+
+from tlinterp import ir
+from tlinterp.args import bind
+from tlinterp.diagnostics import TLError
+
+from .config import LoweringConfig
+
+# knob -> values tried (coordinate descent, in this order)
+SPACE: tuple[tuple[str, tuple], ...] = (
+    ("work_group_size", (None, (16, 4), (8, 8), (32, 2), (32, 4), (16, 8), (16, 16))),
+    ("planned_tiles", (False, True)),
+    ("unroll_k", (1, 2, 4, 8)),
+    ("max_tile", (4, 8, 16, 32)),
+    ("fused_multiply_add", (True, False)),
+    ("local_staging", (True, False)),
+    ("local_fences", (True, False)),
+    ("infer_lifetimes", (True, False)),
+    ("narrow_indices", (True, False)),
+)
+
+
+@dataclass
+class Trial:
+    config: LoweringConfig
+    seconds: Optional[float]  # median kernel time; None when it failed
+    error: str = ""
+
+
+@dataclass
+class TuneResult:
+    best: LoweringConfig
+    trials: list[Trial] = field(default_factory=list)  # empty when the winner came from cache
+    cached: bool = False
+    device: str = ""
+
+
+def changes(config: LoweringConfig) -> dict:
+    """The knobs of `config` that differ from the defaults (what the cache stores)."""
+    base = LoweringConfig()
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)
+            if getattr(config, f.name) != getattr(base, f.name)}
+
+
+def describe(config: LoweringConfig) -> str:
+    ch = changes(config)
+    return " ".join(f"{k}={_text(v)}" for k, v in ch.items()) or "default"
+
+
+def _text(v) -> str:
+    return f"{v[0]}x{v[1]}" if isinstance(v, tuple) else str(v)
+
+
+def cache_path() -> Path:
+    """`$TL_TUNE_CACHE`, else tune.json in the user cache directory."""
+    if os.environ.get("TL_TUNE_CACHE"):
+        return Path(os.environ["TL_TUNE_CACHE"])
+    try:
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("tensor-language")) / "tune.json"
+    except ImportError:  # platformdirs comes with pyopencl; this is a fallback only
+        return Path.home() / ".cache" / "tensor-language" / "tune.json"
+
+
+def cache_key(program: ir.Program, function: ir.Function, device_key: str) -> str:
+    text = f"{program.source}\0{function.name}\0{device_key}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _load_cache() -> dict:
+    try:
+        return json.loads(cache_path().read_text())
+    except (OSError, ValueError):
+        return {}  # no cache yet, or an unreadable one: search again
+
+
+def _store(key: str, result: TuneResult) -> None:
+    data = _load_cache()
+    best = {k: list(v) if isinstance(v, tuple) else v for k, v in changes(result.best).items()}
+    data[key] = {"device": result.device, "config": best}
+    path = cache_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+        tmp.replace(path)
+    except OSError:
+        pass  # an unwritable cache only costs a new search next time
+
+
+def cached(program: ir.Program, function: ir.Function, device_key: str
+           ) -> Optional[LoweringConfig]:
+    entry = _load_cache().get(cache_key(program, function, device_key))
+    if not isinstance(entry, dict):
+        return None
+    try:
+        values = {k: tuple(v) if isinstance(v, list) else v
+                  for k, v in entry.get("config", {}).items()}
+        return dataclasses.replace(LoweringConfig(), **values)
+    except TypeError:
+        return None  # written by a version with other knobs
+
+
+def tune(program: Union[ir.Program, str], args: dict, func: Optional[str] = None,
+         groups: Optional[int] = None, device: Optional[str] = None, reps: int = 5,
+         use_cache: bool = True, space: tuple = SPACE) -> TuneResult:
+    """Search lowering configs for `func` on `device` with these arguments (.npz convention)."""
+    from .devices import handle
+    from .runtime import _as_program, _Marshal, device_config
+
+    program = _as_program(program)
+    function = program.function(func)
+    dev = handle(device)
+    key = cache_key(program, function, dev.key)
+    if use_cache:
+        hit = cached(program, function, dev.key)
+        if hit is not None:
+            return TuneResult(hit, [], True, dev.device.name)
+    bound = bind(function, args)
+    n = bound.num_groups(groups)
+    marshal = _Marshal(dev)
+    kargs = marshal.args(function, bound)
+    result = TuneResult(LoweringConfig(), [], False, dev.device.name)
+    seen: dict[LoweringConfig, Optional[float]] = {}
+
+    def trial(cfg: LoweringConfig) -> Optional[float]:
+        resolved = device_config(dev, cfg)  # None knobs as this device resolves them
+        if resolved not in seen:
+            t = Trial(cfg, None)
+            try:
+                t.seconds = _time(program, function, device, dev, cfg, kargs, n, reps)
+            except TLError as e:
+                t.error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            seen[resolved] = t.seconds
+            result.trials.append(t)
+        return seen[resolved]
+
+    best = LoweringConfig()
+    best_s = trial(best)
+    for knob, values in space:
+        for v in values:
+            cand = dataclasses.replace(best, **{knob: v})
+            s = trial(cand)
+            if s is not None and (best_s is None or s < best_s):
+                best, best_s = cand, s
+    result.best = best
+    if best_s is not None:
+        _store(key, result)
+    return result
+
+
+def _time(program, function, device, dev, cfg, kargs, groups: int, reps: int) -> float:
+    import pyopencl as cl
+
+    from tlinterp.diagnostics import ExecutionError
+
+    from .runtime import prepare
+
+    _, kernel, geo = prepare(program, function, device, cfg)
+    if groups == 0:
+        return 0.0
+    g = (geo.wg0, geo.wg1, groups)
+    loc = (geo.wg0, geo.wg1, 1)
+    try:
+        kernel(dev.queue, g, loc, *kargs).wait()  # warm-up
+        times = []
+        for _ in range(max(1, reps)):
+            ev = kernel(dev.queue, g, loc, *kargs)
+            ev.wait()
+            times.append((ev.profile.end - ev.profile.start) * 1e-9)
+    except cl.Error as e:
+        raise ExecutionError(f"launch failed: {e}") from None
+    return statistics.median(times)
+
+
+def table(result: TuneResult) -> list[tuple[str, str, str]]:
+    """(config, time, note) rows of the search, the winner marked."""
+    rows = []
+    for t in result.trials:
+        note = "best" if t.config == result.best else t.error
+        rows.append((describe(t.config), "-" if t.seconds is None else f"{t.seconds * 1e3:.3f} ms",
+                     note))
+    if result.cached:
+        rows.append((describe(result.best), "-", "cached winner"))
+    return rows
+
+
+def print_table(result: TuneResult, file=None) -> None:
+    """The search as a table (stderr by default)."""
+    import sys
+
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"lowering configs on {result.device}"
+              + (" (cached winner)" if result.cached else " (median kernel time)"))
+    for col in ("config", "time", ""):
+        t.add_column(col)
+    for row in table(result):
+        t.add_row(*row)
+    Console(file=file or sys.stderr).print(t)
