@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
+from collections.abc import Callable
 from typing import Optional, Union
 
 import numpy as np
@@ -23,6 +24,9 @@ from .lowering import Lowered, lower_program
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str], object] = {}
+# Self-test hook for the fuzzer's mutation bench (fuzz.campaign.mutations): rewrites the OpenCL C
+# just before the build, as a miscompiling driver would. Always None outside those self-tests.
+SOURCE_FILTER: Optional[Callable[[str], str]] = None
 # Lowerings per live program object. Keyed by id() for speed, but an id can be reused once its
 # program is garbage-collected: the entry keeps a weak reference and is dropped with the program.
 _LOWERED: dict[tuple[int, str, LoweringConfig], tuple[weakref.ref, Lowered]] = {}
@@ -78,12 +82,13 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
     """The built cl.Program, from the cache when this source was built for this device."""
     import pyopencl as cl
 
-    key = (lowered.source, dev.key)
+    source = lowered.source if SOURCE_FILTER is None else SOURCE_FILTER(lowered.source)
+    key = (source, dev.key)
     if key in _PROGRAMS:
         return _PROGRAMS[key]
-    _require_extensions(lowered.source, dev)
+    _require_extensions(source, dev)
     try:
-        prog = cl.Program(dev.context, lowered.source).build(options=BUILD_OPTIONS)
+        prog = cl.Program(dev.context, source).build(options=BUILD_OPTIONS)
     except cl.RuntimeError as e:
         log = str(e)  # pyopencl puts the device's build log in the message
         filename = program.filename if program else "<input>"

@@ -26,10 +26,12 @@ def _child(conn, mutation: Optional[str]) -> None:
     # exceptions, so the child's stderr is only noise in the live view
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
+    hits = [0]
     if mutation:
-        from .mutations import apply
+        from .mutations import HITS, apply
 
         apply(mutation)
+        hits = HITS
     while True:
         try:
             msg = conn.recv()
@@ -38,7 +40,7 @@ def _child(conn, mutation: Optional[str]) -> None:
         if msg is None:
             return
         cases, config, device = msg
-        conn.send(differential(cases, config=config, device=device))
+        conn.send((differential(cases, config=config, device=device), hits[0]))
 
 
 class Sandbox:
@@ -53,6 +55,7 @@ class Sandbox:
         self.proc = None
         self.conn = None
         self.restarts = 0
+        self.mutation_hits = 0  # how often the planted mutation applied (bench: applicable?)
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
@@ -75,7 +78,9 @@ class Sandbox:
         try:
             self.conn.send((cases, config, self.device))
             if self.conn.poll(self.timeout):
-                return self.conn.recv()
+                found, hits = self.conn.recv()
+                self.mutation_hits = max(self.mutation_hits, hits)
+                return found
             problem = f"no answer within {self.timeout:.0f} s (hang)"
         except (EOFError, ConnectionError, OSError):
             problem = None
