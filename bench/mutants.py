@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -152,4 +153,6 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 if __name__ == "__main__":
+    # as a script, bench/ comes first on the path and its fuzz.py would shadow the package
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.exit(main())

@@ -40,6 +40,7 @@ from .ranges import (
     const_range,
     float_binary,
     int_binary,
+    int_edges,
     int_unary,
     type_range,
 )
@@ -65,6 +66,7 @@ class CoreGenerator:
         self.main = ScalarType.f32  # the function's main element type
         self.foreach_target = None  # (view, mode, index Scal) inside a foreach
         self.p_mixed = False  # current collective may mix f32 and f64 operands
+        self.big = False  # sizes drawn from params.shape_edges (around work-group sizes)
 
     # --- drawing --------------------------------------------------------------------------
 
@@ -74,6 +76,13 @@ class CoreGenerator:
     def flip(self, percent: int) -> bool:
         """True with about `percent`% probability; shrinks to False."""
         return self.draw(st.integers(0, 99)) >= 100 - percent
+
+    def dim(self, n: int) -> int:
+        """A mode size: in [1, n], or one of the edge sizes in a big-shape function."""
+        return self.pick(self.big_sizes()) if self.big else self.int(1, n)
+
+    def big_sizes(self) -> list[int]:
+        return list(self.p.shape_edges)
 
     def pick(self, seq):
         seq = list(seq)
@@ -138,7 +147,9 @@ class CoreGenerator:
         if t.is_bool:
             return self.const(t, self.int(0, 1))
         if t.is_float:
-            return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, 1e-3]))
+            return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, 1e-3, -0.0]))
+        if self.flip(self.p.edge_percent):
+            return self.const(t, self.pick(int_edges(t)))
         if t.is_signed:
             return self.const(t, self.pick([1, 2, -1, 0, 3, -7, 5]))
         return self.const(t, self.pick([1, 2, 0, 3, 7]))
@@ -153,7 +164,8 @@ class CoreGenerator:
 
     def binary(self, op: str, a: Scal, b: Scal) -> Scal:
         t = a.type
-        rng = float_binary(op, a.rng, b.rng) if t.is_float else int_binary(op, a.rng, b.rng, t)
+        rng = float_binary(op, a.rng, b.rng) if t.is_float else int_binary(
+            op, a.rng, b.rng, t, nonzero=b.nonzero and op in ("div", "rem"))
         if rng is None:
             raise Unavailable(op)
         r = self.fresh()
@@ -182,10 +194,24 @@ class CoreGenerator:
         self.emit(ir.Cast(r, a.op, a.type, to))
         return self.add_scalar(Scal(r, to, rng))
 
+    def bump_if_equal(self, x: Scal, value: int, rng: IRange, nonzero: bool = False) -> Scal:
+        """x + (x == value ? 1 : 0): the value `value` is replaced by value + 1, every other
+        value (any sign) is kept; `rng` is the caller's bound of the result."""
+        t = x.type
+        eq, one, r = self.fresh(), self.fresh(), self.fresh()
+        self.emit(ir.Compare(eq, "eq", x.op, Const(value), t))
+        self.emit(ir.Cast(one, eq, ScalarType.i1, t))
+        self.emit(ir.Arith(r, "add", x.op, one, t))
+        return self.add_scalar(Scal(r, t, rng, nonzero))
+
     def guard_nonzero(self, b: Scal) -> Scal:
-        """b & 7 + 1: a divisor in [1, 8] whatever b is."""
-        m = self.binary("and", b, self.const(b.type, 7))
-        return self.binary("add", m, self.const(b.type, 1))
+        """b + (b == 0): a divisor that is never 0 but keeps b's sign and magnitude."""
+        return self.bump_if_equal(b, 0, b.rng.union(IRange(1, 1)), nonzero=True)
+
+    def guard_not_min(self, a: Scal) -> Scal:
+        """a + (a == MIN): a dividend that is never MIN (MIN / -1 overflows)."""
+        lo = type_range(a.type).lo
+        return self.bump_if_equal(a, lo, IRange(lo + 1, max(a.rng.hi, lo + 1)))
 
     def clamp(self, a: Scal, cap: int) -> Scal:
         """A value of `a`'s integer type whose magnitude is at most `cap`."""
@@ -251,10 +277,13 @@ class CoreGenerator:
         op = self.pick(ops)
         a = self.gen_scalar(t, depth - 1)
         b = self.gen_scalar(t, depth - 1)
-        if t.is_int and op in ("div", "rem") and b.rng.lo <= 0 <= b.rng.hi:
+        if t.is_int and op in ("div", "rem") and b.rng.lo <= 0 <= b.rng.hi and not b.nonzero:
             b = self.guard_nonzero(b)
-        if t.is_int and op in ("div", "rem") and t.is_signed and a.rng.lo == type_range(t).lo:
-            a = self.binary("and", a, self.const(t, 127))
+        if t.is_int and op in ("div", "rem") and t.is_signed and a.rng.lo == type_range(t).lo \
+                and b.rng.lo <= -1 <= b.rng.hi:
+            a = self.guard_not_min(a)
+        if op in ("shl", "shr") and self.flip(40):  # every legal amount, not only small ones
+            b = self.const(t, self.int(0, t.bits - 1))
         if op in ("shl", "shr") and not b.rng.within(IRange(0, t.bits - 1)):
             b = self.binary("and", b, self.const(t, t.bits - 1))
         try:
@@ -270,7 +299,9 @@ class CoreGenerator:
         ts = [s for s in self.scalar_types() if not s.is_bool
               and not (s.is_float and self.linear_float())]
         t = self.pick(ts)
-        a, b = self.gen_scalar(t, depth - 1), self.gen_scalar(t, depth - 1)
+        a = self.gen_scalar(t, depth - 1)
+        # equal operands often: the edge between < and <=
+        b = a if self.flip(self.p.equal_compare_percent) else self.gen_scalar(t, depth - 1)
         r = self.fresh()
         self.emit(ir.Compare(r, self.pick(ir.COMPARE_CONDS), a.op, b.op, t))
         return self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1)))
@@ -346,6 +377,8 @@ class CoreGenerator:
             if buf.kind == "input" and buf.finite:
                 return FRange(-self.p.float_data_max, self.p.float_data_max)
             return UNKNOWN_F
+        if buf.edge:
+            return type_range(buf.elem)
         if buf.elem.is_signed:
             return IRange(-buf.cap, buf.cap)
         return IRange(0, buf.cap)

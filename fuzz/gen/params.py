@@ -39,6 +39,15 @@ class GenParams:
     float_data_max: float = 2.0
     nonfinite_percent: int = 3  # chance of NaN/Inf in float inputs (scalar-float functions)
     float_collective_percent: int = 75  # float functions that use collectives
+    edge_percent: int = 30  # constants and scalar arguments drawn from the type's edges
+    edge_input_percent: int = 30  # integer inputs whose data mixes small values and edges
+    equal_compare_percent: int = 30  # compares of a value with itself
+    dynamic_bound_percent: int = 35  # for/foreach bounds taken from visible values
+    big_shape_percent: int = 20  # functions whose sizes come from shape_edges
+    # sizes around the work-group sizes the lowering may choose (1..32, powers of two) and
+    # their register tiles: wg - 1, wg, wg + 1, primes, 1
+    shape_edges: tuple[int, ...] = (1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
+    max_step: int = 4  # largest step of generated for loops
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=5, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=1))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
