@@ -145,6 +145,19 @@ class _Marshal:
         self.keep.append(buf)
         return buf
 
+    def memref(self, v: MemrefArg):
+        """The view's buffer from its first element. When the bound buffer has room before
+        that element (the fuzzer's red zones, tlinterp.args.red_zones) and the offset is
+        aligned for the device, pass a sub-buffer of the whole, so that a write before the
+        first element lands in the guard instead of outside any allocation."""
+        start = v.offset * v.buffer.itemsize
+        if start and start % max(1, self.dev.device.mem_base_addr_align // 8) == 0:
+            whole = self.buffer(v.buffer)
+            sub = whole.get_sub_region(start, v.buffer.nbytes - start)
+            self.keep.append(sub)
+            return sub
+        return self.buffer(v.buffer[v.offset:])
+
     def longs(self, values) -> object:
         return self.buffer(np.asarray(list(values) or [0], np.int64), writable=False)
 
@@ -153,7 +166,7 @@ class _Marshal:
         for a in fn.args:
             v, t = bound.values[a.value.name], a.type
             if isinstance(v, MemrefArg):
-                out.append(self.buffer(v.buffer[v.offset:]))
+                out.append(self.memref(v))
                 out += [np.int64(s) for s, st in zip(v.shape, t.shape) if st is None]
                 out += [np.int64(s) for s, st in zip(v.strides, t.stride) if st is None]
             elif isinstance(v, GroupArg):

@@ -106,7 +106,7 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
         name = os.path.basename(tl)
-        if opts.frontend or not name.startswith(("mismatch", "backend")):
+        if opts.frontend or not name.startswith(("mismatch", "backend", "red-zone")):
             continue
         try:
             program = tlinterp.check(tlinterp.parse(open(tl).read(), tl))
@@ -114,11 +114,18 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
             cmd = open(tl[:-3] + ".txt").readline()
             groups = int(re.search(r"--groups (\d+)", cmd).group(1))
             func = re.search(r"--func (\S+)", cmd).group(1)
+            # the lowering config it was found with travels in the reproducing command
+            overrides = re.findall(r"--lowering (\S+)", cmd)
+            config = None
+            if overrides:
+                from tlgpu import LoweringConfig
+
+                config = LoweringConfig.from_overrides([o.strip("'") for o in overrides])
         except Exception as e:  # noqa: BLE001 - a damaged file is reported, not fatal
             q.put(("replay", tl, f"unreadable ({type(e).__name__})"))
             continue
         case = FuzzCase(program, func, args, groups)
-        found = sandbox.run([case], None)
+        found = sandbox.run([case], config)
         q.put(("replay", tl, "still failing" if found else "no longer fails"))
         still += found
     return []  # already saved under the same names

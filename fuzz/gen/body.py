@@ -337,7 +337,7 @@ class BodyGenerator(CoreGenerator):
             [ScalarType.f32, ScalarType.f64])
         alpha = self.scale(alpha_t, "alpha", shared)
         beta = self.const(beta_t, 0) if dest is not None else self.scale(beta_t, "beta", shared)
-        atomic = shared or (c.buf.kind == "own" and self.flip(15))
+        atomic = shared or (c.buf.kind == "own" and self.flip(20))
         if elem.is_int:
             self.account(c.buf, kind, k, alpha, beta, a, b, shared)
         inst = self.collective_inst(kind, atomic, trans_a, trans_b, alpha, a, b, beta, c)

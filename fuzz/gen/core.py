@@ -46,6 +46,11 @@ from .ranges import (
 )
 
 
+def _literal_ok(v: int) -> bool:
+    """Integer literals of the language lie in [-2^63 + 1, 2^63 - 1]."""
+    return -(1 << 63) < v < (1 << 63)
+
+
 class CoreGenerator:
     def __init__(self, draw: Callable, params: GenParams, fname: str):
         self.draw = draw
@@ -149,7 +154,7 @@ class CoreGenerator:
         if t.is_float:
             return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, 1e-3, -0.0]))
         if self.flip(self.p.edge_percent):
-            return self.const(t, self.pick(int_edges(t)))
+            return self.const(t, self.pick([v for v in int_edges(t) if _literal_ok(v)]))
         if t.is_signed:
             return self.const(t, self.pick([1, 2, -1, 0, 3, -7, 5]))
         return self.const(t, self.pick([1, 2, 0, 3, 7]))
@@ -199,7 +204,10 @@ class CoreGenerator:
         value (any sign) is kept; `rng` is the caller's bound of the result."""
         t = x.type
         eq, one, r = self.fresh(), self.fresh(), self.fresh()
-        self.emit(ir.Compare(eq, "eq", x.op, Const(value), t))
+        if _literal_ok(value):
+            self.emit(ir.Compare(eq, "eq", x.op, Const(value), t))
+        else:  # -2^63 has no literal: x < -2^63 + 1 is the same test
+            self.emit(ir.Compare(eq, "lt", x.op, Const(value + 1), t))
         self.emit(ir.Cast(one, eq, ScalarType.i1, t))
         self.emit(ir.Arith(r, "add", x.op, one, t))
         return self.add_scalar(Scal(r, t, rng, nonzero))

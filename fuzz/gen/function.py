@@ -117,7 +117,9 @@ class FunctionGenerator(BodyGenerator):
     def gen_input(self) -> None:
         elem = self.elem_type()
         order = self.int(1, self.p.max_order) if self.flip(95) else 0
-        shape = [self.dim(self.p.max_size + 2) for _ in range(order)]
+        # inputs only need to be large enough for the views cut from them
+        shape = [self.pick(self.big_sizes()[-3:]) if self.big else self.int(1, self.p.max_size + 2)
+                 for _ in range(order)]
         dyn = [self.flip(30) for _ in range(order)]
         nonfinite = elem.is_float and not self.float_collectives and self.flip(
             self.p.nonfinite_percent)
