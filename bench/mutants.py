@@ -21,6 +21,7 @@ import statistics
 import sys
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
@@ -134,8 +135,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                 console.print(f"{r.name}: {r.verdict}"
                               + (f" in {r.seconds:.1f} s" if r.seconds is not None else ""))
         else:
-            with mp.get_context("spawn").Pool(ns.jobs) as pool:
-                for r in pool.imap(_star, work):
+            # not multiprocessing.Pool: its daemonic workers cannot start the sandboxes
+            with ProcessPoolExecutor(ns.jobs, mp_context=mp.get_context("spawn")) as pool:
+                for r in pool.map(_star, work):
                     results.append(r)
                     console.print(f"{r.name}: {r.verdict}")
     except KeyboardInterrupt:

@@ -1,7 +1,8 @@
 """The core of the random kernel builder behind `fuzz.strategies.kernels()`: drawing,
 scopes, scalar expressions, loads and views (statements: `body`, functions: `function`).
 
-A `Generator` draws every decision through a Hypothesis `draw` function (so cases shrink) and
+A `Generator` draws every decision through a Hypothesis `draw` function (so cases shrink), or
+from a `random.Random` passed in its place (fast sampling for statistics, no shrinking), and
 builds `tlinterp.ir` directly. It keeps enough knowledge of the run-time state to make the
 program free of undefined behaviour by construction:
 
@@ -21,6 +22,8 @@ program free of undefined behaviour by construction:
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from collections.abc import Callable
 from typing import Optional
 
@@ -72,19 +75,34 @@ class CoreGenerator:
         self.foreach_target = None  # (view, mode, index Scal) inside a foreach
         self.p_mixed = False  # current collective may mix f32 and f64 operands
         self.big = False  # sizes drawn from params.shape_edges (around work-group sizes)
+        self.stats: Counter = Counter()  # what was generated, for distribution tests
 
     # --- drawing --------------------------------------------------------------------------
 
     def int(self, lo: int, hi: int) -> int:
-        return lo if hi <= lo else self.draw(st.integers(lo, hi))
+        if hi <= lo:
+            return lo
+        if isinstance(self.draw, random.Random):  # plain sampling (statistics), no shrinking
+            return self.draw.randint(lo, hi)
+        return self.draw(st.integers(lo, hi))
 
     def flip(self, percent: int) -> bool:
         """True with about `percent`% probability; shrinks to False."""
-        return self.draw(st.integers(0, 99)) >= 100 - percent
+        return self.int(0, 99) >= 100 - percent
+
+    def permutation(self, n: int) -> list[int]:
+        if isinstance(self.draw, random.Random):
+            out = list(range(n))
+            self.draw.shuffle(out)
+            return out
+        return self.draw(st.permutations(range(n)))
 
     def dim(self, n: int) -> int:
         """A mode size: in [1, n], or one of the edge sizes in a big-shape function."""
-        return self.pick(self.big_sizes()) if self.big else self.int(1, n)
+        if not self.big:
+            return self.int(1, n)
+        # half of the time the largest edges: beyond the 16 work-items the lowering picks
+        return self.pick(self.big_sizes()[-3:] if self.flip(50) else self.big_sizes())
 
     def big_sizes(self) -> list[int]:
         return list(self.p.shape_edges)
@@ -290,6 +308,10 @@ class CoreGenerator:
         if t.is_int and op in ("div", "rem") and t.is_signed and a.rng.lo == type_range(t).lo \
                 and b.rng.lo <= -1 <= b.rng.hi:
             a = self.guard_not_min(a)
+        if t.is_int and t.is_signed and op in ("div", "rem"):
+            self.stats["divrem"] += 1
+            self.stats["divrem-negative-dividend"] += a.rng.lo < 0
+            self.stats["divrem-negative-divisor"] += b.rng.lo < 0
         if op in ("shl", "shr") and self.flip(40):  # every legal amount, not only small ones
             b = self.const(t, self.int(0, t.bits - 1))
         if op in ("shl", "shr") and not b.rng.within(IRange(0, t.bits - 1)):
@@ -426,7 +448,7 @@ class CoreGenerator:
         v = self.random_chain(v)
         while v.type.order < order:
             v = self.expand(v)  # raises Unavailable when no mode can be split
-        keep = sorted(self.draw(st.permutations(range(v.type.order)))[:order])
+        keep = sorted(self.permutation(v.type.order)[:order])
         slices, dims, strides = [], [], []
         for m in range(v.type.order):
             lo, hi = v.dims[m]
@@ -439,12 +461,15 @@ class CoreGenerator:
             if want is None:
                 if lo < 1:
                     raise Unavailable("empty mode")
-                off = self.int(0, lo - 1)
+                # big-shape functions keep edge sizes whole (from offset 0) half of the time
+                off = 0 if self.big and self.flip(50) else self.int(0, lo - 1)
                 if self.flip(30):  # '?': the rest of the mode
                     slices.append(Slice(self.index_const(off).op, None, True))
                     dims.append((lo - off, hi - off))
                 else:
-                    size = self.int(1, lo - off)
+                    edges = [e for e in self.big_sizes() if e <= lo - off]
+                    size = self.pick(edges[-2:]) if self.big and edges and self.flip(50) \
+                        else self.int(1, lo - off)
                     slices.append(Slice(self.index_const(off).op, self.size_operand(size), True))
                     dims.append((size, size))
             elif isinstance(want, int):

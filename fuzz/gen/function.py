@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
 
 from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice
@@ -39,7 +38,7 @@ class FunctionGenerator(BodyGenerator):
         self.main = self.pick(floats if floats and (not ints or self.flip(50)) else ints)
         self.float_collectives = self.flip(p.float_collective_percent)
         self.big = self.flip(p.big_shape_percent)
-        self.data_rng = np.random.default_rng(self.draw(st.integers(0, 2**32 - 1)))
+        self.data_rng = np.random.default_rng(self.int(0, 2**32 - 1))
         self.arguments: list[ir.Argument] = []
         self.npz: dict[str, np.ndarray] = {}
         self.top: list = []  # per-argument setup emitted at the start of the body

@@ -43,7 +43,7 @@ class GenParams:
     edge_input_percent: int = 20  # integer inputs whose data mixes small values and edges
     equal_compare_percent: int = 30  # compares of a value with itself
     dynamic_bound_percent: int = 35  # for/foreach bounds taken from visible values
-    big_shape_percent: int = 20  # functions whose sizes come from shape_edges
+    big_shape_percent: int = 25  # functions whose sizes come from shape_edges
     # sizes around the work-group sizes the lowering may choose (1..32, powers of two) and
     # their register tiles: wg - 1, wg, wg + 1, primes, 1
     shape_edges: tuple[int, ...] = (1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
