@@ -1,6 +1,6 @@
 """`tlfuzz`: a differential fuzzing campaign, interpreter against the OpenCL backend.
 
-    tlfuzz [--time 10m] [--backend opencl] [--device pocl] [--jobs N] [--seed S]
+    tlfuzz [--time 10m] [--backend opencl] [--device pocl] [--jobs CORES] [--seed S]
            [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
            [--mutation NAME]
 
@@ -87,7 +87,7 @@ def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, 
             report) -> None:
     if replay:
         report(_replay_saved(out, sandbox, opts, q))
-        if opts.database and os.path.isdir(opts.database):
+        if opts.database and (os.path.isdir(opts.database) or "://" in opts.database):
             report(hunt(opts, seed, 1, progress, replay_only=True, sandbox=sandbox))
     k = 0
     while time.time() < deadline:
@@ -143,6 +143,7 @@ class Tally:
     replays: list = field(default_factory=list)
     done: set = field(default_factory=set)
     errors: list = field(default_factory=list)  # internal errors of jobs
+    jobs: int = 1
 
     def rate(self) -> float:
         return self.cases / max(time.time() - self.start, 1e-9)
@@ -156,7 +157,8 @@ class Tally:
         el = time.time() - self.start
         t.add_row("elapsed", f"{el:.0f} s")
         t.add_row("cases", str(self.cases))
-        t.add_row("cases/s", f"{self.rate():.2f}")
+        t.add_row("cases/s", f"{self.rate():.2f}"
+                  + (f" ({self.rate() / self.jobs:.2f} per job)" if self.jobs > 1 else ""))
         missing = [k for k in ALL_KINDS if k not in self.coverage]
         t.add_row("instruction coverage", f"{len(set(ALL_KINDS) & self.coverage)}/"
                   f"{len(ALL_KINDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
@@ -202,7 +204,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
     console = Console(stderr=True)
     os.makedirs(ns.out, exist_ok=True)
     opts = HuntOptions(device=ns.device, batch=ns.batch, shrink_time=ns.shrink_time,
-                       frontend=ns.frontend, database=os.path.join(ns.out, "hypothesis-db"),
+                       frontend=ns.frontend,
+                       database=ns.database or os.path.join(ns.out, "hypothesis-db"),
                        mutation=ns.mutation)
     deadline = time.time() + ns.time
     ctx = mp.get_context("spawn")
@@ -212,7 +215,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
              for j in range(ns.jobs)]
     for p in procs:
         p.start()
-    tally = Tally()
+    tally = Tally(jobs=ns.jobs)
     interrupted = False
     title = (f"tlfuzz {'front-end' if ns.frontend else ns.backend + ' on ' + ns.device}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
@@ -251,9 +254,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="campaign length: 90, 30s, 10m, 1h (default 10m)")
     p.add_argument("--backend", choices=["opencl"], default="opencl")
     p.add_argument("--device", default="pocl", help="pocl, nvidia, oclgrind, PLATFORM:DEVICE")
-    p.add_argument("--jobs", type=int, default=1, help="parallel searches (processes)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="parallel searches (processes), each with its own seed stream; "
+                        "default: the number of cores")
     p.add_argument("--seed", type=int, default=0, help="campaign seed (deterministic replay)")
     p.add_argument("--out", default="corpus/findings", help="findings directory")
+    p.add_argument("--database", default=None,
+                   help="Hypothesis example database: a directory or redis://HOST:PORT "
+                        "(default OUT/hypothesis-db); share it between machines")
     p.add_argument("--batch", type=int, default=8, help="kernels per OpenCL build")
     p.add_argument("--rounds", type=int, default=5, help="batches per seeded search")
     p.add_argument("--shrink-time", type=float, default=60.0, help="seconds per shrink")
@@ -275,6 +283,13 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("tlfuzz: --jobs, --batch, --rounds and --shrink-time must be positive",
               file=sys.stderr)
         return 2
+    if ns.database and ns.database.startswith(("redis://", "rediss://")):
+        try:
+            import redis  # noqa: F401 - only checked for, hunt.example_database uses it
+        except ImportError:
+            print("tlfuzz: --database redis://... needs the 'redis' package "
+                  "(pip install redis)", file=sys.stderr)
+            return 2
     if ns.mutation is not None:
         from .mutations import known
 
