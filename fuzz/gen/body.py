@@ -66,7 +66,8 @@ class BodyGenerator(CoreGenerator):
             pass
 
     def gen_scalar_statement(self, depth: int) -> None:
-        self.gen_scalar(self.pick(self.scalar_types()), 2)
+        t = ScalarType.i1 if self.flip(25) else self.pick(self.scalar_types())
+        self.witness(self.gen_scalar(t, 2))
 
     def gen_barrier(self, depth: int) -> None:
         self.emit(ir.Barrier())
@@ -123,6 +124,7 @@ class BodyGenerator(CoreGenerator):
             s = self.add_scalar(Scal(var, t, IRange(lo, max(lo, stop_rng.hi - 1))))
             if t is not INDEX and most:
                 self.cast(s, INDEX)
+            self.witness(s)  # the last iteration's value shows the step and trip count
             self.gen_block(depth + 1, at_least=1)
         finally:
             body = self.pop()
@@ -161,7 +163,9 @@ class BodyGenerator(CoreGenerator):
         self.emit(ir.If(results, cond.op, types, regions[0],
                         regions[1] if with_else else None))
         for k, (r, t) in enumerate(zip(results, types)):
-            self.add_scalar(Scal(r, t, ranges[0][k].union(ranges[1][k])))
+            s = self.add_scalar(Scal(r, t, ranges[0][k].union(ranges[1][k])))
+            if self.flip(50):
+                self.witness(s)
 
     def gen_foreach(self, depth: int) -> None:
         w = self.pick([v for v in self.writable_views() if v.type.order >= 1

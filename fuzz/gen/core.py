@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice, Value
-from tlinterp.types import INDEX, ScalarType
+from tlinterp.types import INDEX, MemrefType, ScalarType
 
 from .model import Buf, Scal, Scope, Unavailable, View
 from .params import GenParams
@@ -76,6 +76,9 @@ class CoreGenerator:
         self.p_mixed = False  # current collective may mix f32 and f64 operands
         self.big = False  # sizes drawn from params.shape_edges (around work-group sizes)
         self.stats: Counter = Counter()  # what was generated, for distribution tests
+        # witness outputs: kind ("int"/"float") -> [argument, per-group view, slots used]
+        self.witnesses: dict[str, list] = {}
+        self.witness_cols = 1  # columns per slot: the largest foreach extent
 
     # --- drawing --------------------------------------------------------------------------
 
@@ -158,6 +161,37 @@ class CoreGenerator:
     def add_view(self, v: View) -> View:
         self.scopes[-1].views.append(v)
         return v
+
+    # --- witnesses ------------------------------------------------------------------------
+
+    def witness(self, v: Scal) -> None:
+        """Make a scalar observable: store it (cast to i64 or f64) into a slot of its own in
+        a witness output, so a wrong value that no other output shows is still a mismatch.
+        Inside a foreach each iteration has its own column (the slot is [slot, iteration]);
+        float witnesses only where float outputs are compared exactly (no float
+        collectives)."""
+        if v.type.is_float and (self.float_collectives or self.float_forbidden):
+            return
+        col: ir.Operand = Const(0)
+        if self.spmd:
+            if self.foreach_target is None:
+                return
+            ivar = self.foreach_target[2]
+            col = ivar.op
+            self.witness_cols = max(self.witness_cols, ivar.rng.hi + 1)
+        kind = "float" if v.type.is_float else "int"
+        wt = ScalarType.f64 if v.type.is_float else ScalarType.i64
+        try:
+            val = self.cast(v, wt)
+        except Unavailable:
+            return
+        if kind not in self.witnesses:
+            self.witnesses[kind] = [self.fresh("w"), self.fresh(), 0]
+        w = self.witnesses[kind]
+        t = MemrefType.make(wt, (None, None))
+        self.emit(ir.Store(val.op, w[1], (Const(w[2]), col), t))
+        w[2] += 1
+        self.stats["witness"] += 1
 
     # --- scalars ----------------------------------------------------------------------------
 
@@ -253,7 +287,12 @@ class CoreGenerator:
         """A scalar of type t: a constant, a visible value, a load or a small expression."""
         for _ in range(4):
             try:
-                return self._gen_scalar(t, depth)
+                before = self.n
+                v = self._gen_scalar(t, depth)
+                if self.n > before and isinstance(v.op, Value) and \
+                        self.flip(self.p.witness_percent):
+                    self.witness(v)  # intermediate values too: later ops may mask a bug
+                return v
             except Unavailable:
                 depth = 0
         return self.small_const(t)
@@ -281,6 +320,9 @@ class CoreGenerator:
             return self.gen_cmp(depth)
         if kind == "cast":
             src = self.pick([s for s in self.scalar_types() if s is not t])
+            floats = [s for s in self.scalar_types() if s.is_float and s is not t]
+            if t.is_int and not self.linear_float() and floats and self.flip(40):
+                src = self.pick(floats)  # float -> integer: truncation towards zero
             if self.linear_float() and src.is_float is not t.is_float and src.is_float:
                 raise Unavailable("float to int in linear mode")
             return self.cast(self.gen_scalar(src, depth - 1), t)
@@ -316,6 +358,10 @@ class CoreGenerator:
             b = self.const(t, self.int(0, t.bits - 1))
         if op in ("shl", "shr") and not b.rng.within(IRange(0, t.bits - 1)):
             b = self.binary("and", b, self.const(t, t.bits - 1))
+        if op == "shl" and t.is_signed:  # no overflow: keep only the bits that fit
+            mask = type_range(t).hi >> b.rng.hi
+            if not a.rng.within(IRange(0, mask)):
+                a = self.binary("and", a, self.const(t, mask))
         try:
             return self.binary(op, a, b)
         except Unavailable:
@@ -334,7 +380,9 @@ class CoreGenerator:
         b = a if self.flip(self.p.equal_compare_percent) else self.gen_scalar(t, depth - 1)
         r = self.fresh()
         self.emit(ir.Compare(r, self.pick(ir.COMPARE_CONDS), a.op, b.op, t))
-        return self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1)))
+        s = self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1)))
+        self.witness(s)  # every compare result is observable (equal operands: < vs <=)
+        return s
 
     def special_index(self) -> Scal:
         k = self.pick(["group_id", "group_size", "size", "arith"])

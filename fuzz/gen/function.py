@@ -36,7 +36,9 @@ class FunctionGenerator(BodyGenerator):
         floats = [t for t in p.memref_types if t.is_float]
         ints = [t for t in p.memref_types if t.is_int]
         self.main = self.pick(floats if floats and (not ints or self.flip(50)) else ints)
-        self.float_collectives = self.flip(p.float_collective_percent)
+        # integer functions keep float scalar code unrestricted more often (float->int casts)
+        self.float_collectives = self.flip(p.float_collective_percent if self.main.is_float
+                                           else p.float_collective_percent // 3)
         self.big = self.flip(p.big_shape_percent)
         self.data_rng = np.random.default_rng(self.int(0, 2**32 - 1))
         self.arguments: list[ir.Argument] = []
@@ -58,8 +60,21 @@ class FunctionGenerator(BodyGenerator):
         wgs = None
         if self.flip(15):
             wgs = (self.pick([1, 2, 4, 8, 16, 32]), self.pick([1, 2, 4]))
+        self.finish_witnesses()
         body = ir.Region(self.scopes[0].insts)
         return ir.Function(self.fname, tuple(self.arguments), body, wgs), self.npz, self.groups
+
+    def finish_witnesses(self) -> None:
+        """Declare the witness outputs (memref<T x slots x columns x groups>) now that their
+        sizes are known, and cut each work-group's part right after group_id."""
+        for kind, (arg, view, slots) in self.witnesses.items():
+            wt = ScalarType.f64 if kind == "float" else ScalarType.i64
+            t = MemrefType.make(wt, (None, None, None))
+            self.arguments.append(ir.Argument(arg, t))
+            self.npz[arg.name] = self.data(wt, [slots, self.witness_cols, self.groups])
+            whole = Slice(Const(0), None, True)
+            inst = ir.Subview(view, arg, (whole, whole, Slice(self.gid.op)), t)
+            self.scopes[0].insts.insert(1, inst)  # after group_id, before any use
 
     # --- data ---------------------------------------------------------------------------------
 

@@ -48,8 +48,9 @@ class GenParams:
     # their register tiles: wg - 1, wg, wg + 1, primes, 1
     shape_edges: tuple[int, ...] = (1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
     max_step: int = 4  # largest step of generated for loops
+    witness_percent: int = 50  # computed scalars also stored to a witness output
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        collective=5, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=1))
+        collective=5, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=3))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
         gemm=3, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
     scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
