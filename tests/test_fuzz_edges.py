@@ -126,7 +126,7 @@ def test_values_at_the_edges(survey):
     assert all(0 <= a < bits for bits, a in amounts), amounts
     quarters = Counter(4 * a // bits for bits, a in amounts)
     assert min(quarters[q] for q in range(4)) >= 3, quarters
-    assert sum(a == bits - 1 for bits, a in amounts) >= 3, amounts
+    assert sum(a >= bits - 4 for bits, a in amounts) >= 3, amounts  # the widest ones too
 
 
 def test_control_flow_at_the_edges(survey):
