@@ -25,6 +25,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
+ROUNDS = 50  # batches per seeded search, as tlfuzz --rounds (its default)
+
 
 @dataclass
 class Result:
@@ -66,7 +68,7 @@ def run_one(name: str, seconds: float, seed: int, device: str, shrink: float) ->
     with Timed(device, opts.timeout, name) as box:
         k = 0
         while not findings and time.time() < deadline:
-            findings = hunt(opts, round_seed(seed, 0, k), 5, stop_at=deadline, sandbox=box)
+            findings = hunt(opts, round_seed(seed, 0, k), ROUNDS, stop_at=deadline, sandbox=box)
             k += 1
         hits = box.mutation_hits
     if not hits:

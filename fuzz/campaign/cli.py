@@ -263,7 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Hypothesis example database: a directory or redis://HOST:PORT "
                         "(default OUT/hypothesis-db); share it between machines")
     p.add_argument("--batch", type=int, default=8, help="kernels per OpenCL build")
-    p.add_argument("--rounds", type=int, default=5, help="batches per seeded search")
+    # long searches: Hypothesis starts every search with its simplest (near-empty) examples
+    p.add_argument("--rounds", type=int, default=50, help="batches per seeded search")
     p.add_argument("--shrink-time", type=float, default=60.0, help="seconds per shrink")
     p.add_argument("--frontend", action="store_true",
                    help="front-end mode: mutated programs must only produce diagnostics")

@@ -67,7 +67,12 @@ class BodyGenerator(CoreGenerator):
 
     def gen_scalar_statement(self, depth: int) -> None:
         t = ScalarType.i1 if self.flip(25) else self.pick(self.scalar_types())
-        self.witness(self.gen_scalar(t, 2))
+        if t.is_int and not t.is_bool and self.flip(60):
+            # one operation of any kind on edge-rich operands, observed directly
+            v = self.gen_binary(t, 2, self.pick(ir.ARITH_BINARY_OPS))
+        else:
+            v = self.gen_scalar(t, 3)
+        self.witness(v)
 
     def gen_barrier(self, depth: int) -> None:
         self.emit(ir.Barrier())

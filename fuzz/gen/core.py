@@ -335,14 +335,17 @@ class CoreGenerator:
             return self.gen_if_value(t, depth - 1)
         return self.gen_binary(t, depth)
 
-    def gen_binary(self, t: ScalarType, depth: int) -> Scal:
-        if t.is_bool:
+    def gen_binary(self, t: ScalarType, depth: int, op: Optional[str] = None) -> Scal:
+        if op is not None:
+            pass
+        elif t.is_bool:
             ops = ["and", "or", "xor"]
         elif t.is_float:
             ops = ["add", "sub", "mul"] + ([] if self.linear_float() else ["div", "rem"])
         else:
             ops = list(ir.ARITH_BINARY_OPS)
-        op = self.pick(ops)
+        if op is None:
+            op = self.pick(ops)
         a = self.gen_scalar(t, depth - 1)
         b = self.gen_scalar(t, depth - 1)
         if t.is_int and op in ("div", "rem") and b.rng.lo <= 0 <= b.rng.hi and not b.nonzero:
@@ -358,6 +361,8 @@ class CoreGenerator:
             b = self.const(t, self.int(0, t.bits - 1))
         if op in ("shl", "shr") and not b.rng.within(IRange(0, t.bits - 1)):
             b = self.binary("and", b, self.const(t, t.bits - 1))
+        if op == "shr" and t.is_signed and a.rng.lo >= 0 and self.flip(50):
+            a = self.unary("not", a)  # ~a < 0: the arithmetic shift's sign fill
         if op == "shl" and t.is_signed:  # no overflow: keep only the bits that fit
             mask = type_range(t).hi >> b.rng.hi
             if not a.rng.within(IRange(0, mask)):

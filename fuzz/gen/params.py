@@ -50,11 +50,11 @@ class GenParams:
     max_step: int = 4  # largest step of generated for loops
     witness_percent: int = 50  # computed scalars also stored to a witness output
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        collective=5, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=3))
+        collective=5, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
         gemm=3, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
     scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        const=3, value=3, load=4, special=2, binary=5, unary=1, cast=2, cmp=3, if_=1))
+        const=3, value=3, load=4, special=2, binary=8, unary=1, cast=3, cmp=4, if_=1))
 
     def with_(self, **changes) -> GenParams:
         return replace(self, **changes)
