@@ -48,6 +48,8 @@ from .ranges import (
     type_range,
 )
 
+_INTEGERS: dict[tuple[int, int], st.SearchStrategy] = {}
+
 
 def _literal_ok(v: int) -> bool:
     """Integer literals of the language lie in [-2^63 + 1, 2^63 - 1]."""
@@ -87,7 +89,10 @@ class CoreGenerator:
             return lo
         if isinstance(self.draw, random.Random):  # plain sampling (statistics), no shrinking
             return self.draw.randint(lo, hi)
-        return self.draw(st.integers(lo, hi))
+        strategy = _INTEGERS.get((lo, hi))
+        if strategy is None:  # building a strategy costs more than drawing from it
+            strategy = _INTEGERS[(lo, hi)] = st.integers(lo, hi)
+        return self.draw(strategy)
 
     def flip(self, percent: int) -> bool:
         """True with about `percent`% probability; shrinks to False."""
