@@ -36,6 +36,7 @@ class Result:
     seconds: Optional[float]  # time to the first finding
     size: Optional[int]  # instructions of the shrunk function
     kind: str = ""
+    cases: int = 0  # kernels run before the first finding (or the time limit)
 
 
 def run_one(name: str, seconds: float, seed: int, device: str, shrink: float) -> Result:
@@ -52,6 +53,11 @@ def run_one(name: str, seconds: float, seed: int, device: str, shrink: float) ->
                        kinds=frozenset({"mismatch", "backend-error", "backend-crash",
                                         "red-zone"}))
     first: list[float] = []
+    cases = [0]
+
+    def progress(n: int, cov: set) -> None:
+        if not first:
+            cases[0] += n
 
     class Timed(Sandbox):
         def run(self, cases, config=None):
@@ -68,17 +74,18 @@ def run_one(name: str, seconds: float, seed: int, device: str, shrink: float) ->
     with Timed(device, opts.timeout, name) as box:
         k = 0
         while not findings and time.time() < deadline:
-            findings = hunt(opts, round_seed(seed, 0, k), ROUNDS, stop_at=deadline, sandbox=box)
+            findings = hunt(opts, round_seed(seed, 0, k), ROUNDS, progress, stop_at=deadline,
+                            sandbox=box)
             k += 1
         hits = box.mutation_hits
     if not hits:
-        return Result(name, m.category, "not applicable", None, None)
+        return Result(name, m.category, "not applicable", None, None, cases=cases[0])
     if not findings or not first:
-        return Result(name, m.category, "survived", None, None)
+        return Result(name, m.category, "survived", None, None, cases=cases[0])
     f = findings[0]
     size = len(list(ir.walk(f.case.program.functions[0].body))) \
         if f.case.program.functions else None
-    return Result(name, m.category, "killed", first[0] - start, size, f.kind)
+    return Result(name, m.category, "killed", first[0] - start, size, f.kind, cases[0])
 
 
 def _star(args) -> Result:
@@ -89,12 +96,13 @@ def table(results: list[Result], title: str):
     from rich.table import Table
 
     t = Table(title=title)
-    for c in ("mutant", "category", "killed?", "time-to-kill", "shrunk size", "finding"):
+    for c in ("mutant", "category", "killed?", "time-to-kill", "cases", "shrunk size",
+              "finding"):
         t.add_column(c)
     for r in results:
         t.add_row(r.name, r.category,
                   {"killed": "yes", "survived": "NO", "not applicable": "n/a"}[r.verdict],
-                  f"{r.seconds:.1f} s" if r.seconds is not None else "-",
+                  f"{r.seconds:.1f} s" if r.seconds is not None else "-", str(r.cases),
                   str(r.size) if r.size is not None else "-", r.kind)
     return t
 

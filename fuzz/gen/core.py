@@ -186,6 +186,8 @@ class CoreGenerator:
             self.witness_cols = max(self.witness_cols, ivar.rng.hi + 1)
         kind = "float" if v.type.is_float else "int"
         wt = ScalarType.f64 if v.type.is_float else ScalarType.i64
+        if wt not in self.p.memref_types:
+            return  # the caller restricted the memref types
         try:
             val = self.cast(v, wt)
         except Unavailable:
