@@ -355,6 +355,12 @@ class CoreGenerator:
             op = self.pick(ops)
         a = self.gen_scalar(t, depth - 1)
         b = self.gen_scalar(t, depth - 1)
+        if t.is_int and t.is_signed and op in ("div", "rem"):
+            # mixed signs are where truncating and flooring division differ
+            if a.rng.lo >= 0 and self.flip(50):
+                a = self.unary("neg", a)
+            elif b.rng.lo >= 0 and self.flip(50):
+                b = self.unary("neg", b)
         if t.is_int and op in ("div", "rem") and b.rng.lo <= 0 <= b.rng.hi and not b.nonzero:
             b = self.guard_nonzero(b)
         if t.is_int and op in ("div", "rem") and t.is_signed and a.rng.lo == type_range(t).lo \
