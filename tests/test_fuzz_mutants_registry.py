@@ -44,3 +44,19 @@ def test_every_source_rewrite_applies_to_generated_kernels(sources, monkeypatch)
         if not changed or not mutations.HITS[0]:
             missing.append(m.name)
     assert missing == []
+
+
+def test_tlfuzz_names_the_known_mutations_and_checks_the_database(capsys):
+    from fuzz.campaign.cli import build_parser, main
+
+    assert main(["--mutation", "no-such-bug", "--time", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown mutation 'no-such-bug'" in err and "rem-sign" in err
+    try:
+        import redis  # noqa: F401
+    except ImportError:
+        assert main(["--database", "redis://localhost:1", "--time", "1"]) == 2
+        assert "needs the 'redis' package" in capsys.readouterr().err
+    import os
+
+    assert build_parser().parse_args([]).jobs == (os.cpu_count() or 1)
