@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import tempfile
 import warnings
 from typing import Optional
 
@@ -26,6 +27,8 @@ def _child(conn, mutation: Optional[str]) -> None:
     # exceptions, so the child's stderr is only noise in the live view
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
+    # and some drivers drop debug files (pocl: broken.dot) into the working directory
+    os.chdir(tempfile.mkdtemp(prefix="tlfuzz-sandbox-"))
     hits = [0]
     if mutation:
         from .mutations import HITS, apply
