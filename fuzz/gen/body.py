@@ -66,8 +66,10 @@ class BodyGenerator(CoreGenerator):
             pass
 
     def gen_scalar_statement(self, depth: int) -> None:
-        t = ScalarType.i1 if self.flip(25) else self.pick(self.scalar_types())
-        if t.is_int and not t.is_bool and self.flip(60):
+        t = ScalarType.i1 if self.flip(40) else self.pick(self.scalar_types())
+        if t.is_bool and self.flip(70):
+            v = self.gen_cmp(2)  # a compare of any type, observed directly
+        elif t.is_int and not t.is_bool and self.flip(60):
             # one operation of any kind on edge-rich operands, observed directly
             v = self.gen_binary(t, 2, self.pick(ir.ARITH_BINARY_OPS))
         else:
