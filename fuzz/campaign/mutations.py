@@ -139,7 +139,7 @@ def _cast_zero_extend() -> None:
     cast = S.cast
 
     def wrong(a, src, dst):
-        if src.is_int and src.is_signed and dst.is_int and not dst.is_bool \
+        if src.is_int and src.is_signed and not src.is_bool and dst.is_int and not dst.is_bool \
                 and dst.bits > src.bits:
             HITS[0] += 1
             return f"(({ctype(dst)})(u{ctype(src)}){a})"
