@@ -80,11 +80,14 @@ def _bits_envelope(hi: int) -> int:
 def int_edges(t: ScalarType) -> list[int]:
     """The edge values of an integer type: 0, +-1, MIN, MAX, MIN+1, MAX-1, +-(2^k +- 1)."""
     r = type_range(t)
-    vals = {0, 1, -1, r.lo, r.hi, r.lo + 1, r.hi - 1}
+    # extremes first: Hypothesis favours the first entries of a list it picks from
+    named = [r.lo, r.hi, r.hi - 1, r.lo + 1, 0, -1, 1]
+    powers = set()
     for k in range(1, t.bits):
         for v in ((1 << k) - 1, 1 << k, (1 << k) + 1):
-            vals |= {v, -v}
-    return sorted(v for v in vals if r.lo <= v <= r.hi)
+            powers |= {v, -v}
+    out = list(dict.fromkeys(v for v in named if r.lo <= v <= r.hi))
+    return out + sorted(v for v in powers if r.lo <= v <= r.hi and v not in out)
 
 
 def int_binary(op: str, a: IRange, b: IRange, t: ScalarType,
