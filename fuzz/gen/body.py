@@ -222,7 +222,7 @@ class BodyGenerator(CoreGenerator):
         try:
             j = self.add_scalar(Scal(var, INDEX, IRange(0, n - 1)))
             val = self.store_value(w.buf)
-            if self.flip(80):  # a value that depends on the position: layout bugs show
+            if self.flip(50):  # a value that depends on the position: layout bugs show
                 pos = self.binary("add", ivar, self.binary("mul", j, self.index_const(
                     w.dims[0][1])))
                 val = self.cast(pos, w.buf.elem)

@@ -50,7 +50,7 @@ class GenParams:
     max_step: int = 4  # largest step of generated for loops
     witness_percent: int = 100  # computed scalars also stored to a witness output
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
+        collective=6, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
         gemm=3, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
     scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
