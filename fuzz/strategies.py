@@ -35,7 +35,7 @@ from .gen.function import FunctionGenerator
 from .gen.params import GenParams
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
-           "to_program", "coverage_of"]
+           "to_program", "coverage_of", "sample_function"]
 
 
 @dataclass
@@ -67,6 +67,17 @@ def kernel_functions(draw, name: str = "k", **params: Any) -> tuple[ir.Function,
     """The raw IR function (not printed), its arguments and its group count."""
     gen = FunctionGenerator(draw, _params(params), name)
     return gen.build()
+
+
+def sample_function(seed: int, name: str = "k", **params: Any):
+    """(function, arguments, groups, generator statistics) drawn with plain random sampling:
+    the same generator as `kernel_functions`, much faster, but nothing shrinks. For
+    distribution statistics and quick surveys."""
+    import random
+
+    gen = FunctionGenerator(random.Random(seed), _params(params), name)
+    func, args, groups = gen.build()
+    return func, args, groups, gen.stats
 
 
 def to_program(functions: list[ir.Function], filename: str = "<fuzz>") -> ir.Program:

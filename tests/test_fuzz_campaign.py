@@ -32,7 +32,8 @@ def test_bad_command_lines_exit_2(capsys):
 
 def test_front_end_campaign_runs_and_summarises(tmp_path, capsys):
     out = tmp_path / "findings"
-    assert main(["--frontend", "--time", "4s", "--out", str(out), "--seed", "5"]) == 0
+    assert main(["--frontend", "--time", "4s", "--out", str(out), "--seed", "5",
+                 "--jobs", "1"]) == 0
     err = capsys.readouterr().err
     assert "summary" in err and "cases/s" in err and "instruction coverage" in err
     assert os.path.isdir(out)
@@ -42,7 +43,7 @@ def test_front_end_campaign_runs_and_summarises(tmp_path, capsys):
 def test_differential_campaign_saves_shrunk_findings(tmp_path, capsys):
     out = tmp_path / "findings"
     status = main(["--time", "3s", "--out", str(out), "--batch", "2", "--rounds", "1",
-                   "--shrink-time", "10", "--mutation", "crash"])
+                   "--shrink-time", "10", "--mutation", "crash", "--jobs", "1"])
     assert status == 1
     saved = glob.glob(str(out / "backend-crash-*.tl"))
     assert saved

@@ -8,6 +8,7 @@ import contextlib
 import dataclasses
 import time
 import weakref
+from collections.abc import Callable
 from typing import Optional, Union
 
 import numpy as np
@@ -28,6 +29,9 @@ from .prelaunch import check_launch
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str], object] = {}
+# Self-test hook for the fuzzer's mutation bench (fuzz.campaign.mutations): rewrites the OpenCL C
+# just before the build, as a miscompiling driver would. Always None outside those self-tests.
+SOURCE_FILTER: Optional[Callable[[str], str]] = None
 # Lowerings per live program object. Keyed by id() for speed, but an id can be reused once its
 # program is garbage-collected: the entry keeps a weak reference and is dropped with the program.
 _LOWERED: dict[tuple[int, str, LoweringConfig], tuple[weakref.ref, Lowered]] = {}
@@ -89,13 +93,14 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
     """The built cl.Program, from the cache when this source was built for this device."""
     import pyopencl as cl
 
-    key = (lowered.source, dev.key)
+    source = lowered.source if SOURCE_FILTER is None else SOURCE_FILTER(lowered.source)
+    key = (source, dev.key)
     if key in _PROGRAMS:
         return _PROGRAMS[key]
-    _require_extensions(lowered.source, dev)
+    _require_extensions(source, dev)
     try:
         with without_query_noise(is_oclgrind(dev.device)):
-            prog = cl.Program(dev.context, lowered.source).build(options=BUILD_OPTIONS)
+            prog = cl.Program(dev.context, source).build(options=BUILD_OPTIONS)
     except cl.RuntimeError as e:
         log = str(e)  # pyopencl puts the device's build log in the message
         filename = program.filename if program else "<input>"
@@ -156,6 +161,21 @@ class _Marshal:
         self.keep.append(buf)
         return buf
 
+    def memref(self, v: MemrefArg, name: Optional[str] = None):
+        """The view's buffer from its first element. When the bound buffer has room before
+        that element (the fuzzer's red zones, tlinterp.args.red_zones) and the offset is
+        aligned for the device, pass a sub-buffer of the whole, so that a write before the
+        first element lands in the guard instead of outside any allocation."""
+        start = v.offset * v.buffer.itemsize
+        if self.guards is not None:  # tlrun's guard zones (tlgpu.guards) bring their own room
+            return self.buffer(v.buffer[v.offset:], name=name)
+        if start and start % max(1, self.dev.device.mem_base_addr_align // 8) == 0:
+            whole = self.buffer(v.buffer)
+            sub = whole.get_sub_region(start, v.buffer.nbytes - start)
+            self.keep.append(sub)
+            return sub
+        return self.buffer(v.buffer[v.offset:])
+
     def longs(self, values) -> object:
         return self.buffer(np.asarray(list(values) or [0], np.int64), writable=False)
 
@@ -164,7 +184,7 @@ class _Marshal:
         for a in fn.args:
             v, t = bound.values[a.value.name], a.type
             if isinstance(v, MemrefArg):
-                out.append(self.buffer(v.buffer[v.offset:], name=a.value.name))
+                out.append(self.memref(v, a.value.name))
                 out += [np.int64(s) for s, st in zip(v.shape, t.shape) if st is None]
                 out += [np.int64(s) for s, st in zip(v.strides, t.stride) if st is None]
             elif isinstance(v, GroupArg):

@@ -9,7 +9,8 @@ Binding copies the inputs, so callers' arrays are never modified.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -198,6 +199,44 @@ def _layout(name: str, t: MemrefType, arr: np.ndarray, strides: Any):
     return shape, strides
 
 
+@dataclass
+class RedZones:
+    """Guard regions for the fuzzer (see `red_zones`): every buffer bound while active gets
+    `guard_bytes` before and after it, and every element no view covers (guards, gaps between
+    strided elements, padding, group offsets) holds the byte SENTINEL."""
+
+    guard_bytes: int = 1024  # a multiple of every device's base address alignment
+    buffers: list = field(default_factory=list)  # (argument name, buffer, covered mask, guard)
+
+    SENTINEL = 0xA5
+
+    def damaged(self) -> list[tuple[str, int, np.ndarray]]:
+        """(argument name, guard elements, element indices whose sentinel changed)."""
+        out = []
+        for name, buf, covered, guard in self.buffers:
+            raw = buf.view(np.uint8).reshape(buf.size, buf.itemsize)
+            bad = (raw != self.SENTINEL).any(axis=1) & ~covered
+            if bad.any():
+                out.append((name, guard, np.flatnonzero(bad)))
+        return out
+
+
+_RED_ZONES: Optional[RedZones] = None
+
+
+@contextmanager
+def red_zones(guard_bytes: int = 1024) -> Iterator[RedZones]:
+    """While active, `bind` surrounds every memref/group buffer with sentinel-filled guards
+    (the views then start at a positive offset); `RedZones.damaged()` after the run finds
+    writes outside every view. Used by the fuzz harness only."""
+    global _RED_ZONES
+    saved, _RED_ZONES = _RED_ZONES, RedZones(guard_bytes)
+    try:
+        yield _RED_ZONES
+    finally:
+        _RED_ZONES = saved
+
+
 def _pack(names, t: MemrefType, datas, strides_list, offset: int) -> list[MemrefArg]:
     """Place several memrefs in ONE buffer, each `offset` elements after its slot's start.
     Group members share a buffer so backends can address them arithmetically."""
@@ -205,15 +244,25 @@ def _pack(names, t: MemrefType, datas, strides_list, offset: int) -> list[Memref
     layouts = [_layout(n, t, a, s) for n, a, s in zip(names, arrs, strides_list)]
     slots = [offset + extent(sh, st) for sh, st in layouts]
     total = sum(slots)
-    check_allocation(total * t.element.dtype.itemsize, f"argument '{names[0].split('.')[0]}'")
-    buf = np.zeros(max(total, 1), t.element.dtype)
-    out, start = [], 0
+    rz = _RED_ZONES
+    item = t.element.dtype.itemsize
+    guard = 0 if rz is None else -(-rz.guard_bytes // item)
+    check_allocation((total + 2 * guard) * item, f"argument '{names[0].split('.')[0]}'")
+    buf = np.zeros(max(total + 2 * guard, 1), t.element.dtype)
+    if rz is not None:
+        buf.view(np.uint8)[...] = RedZones.SENTINEL
+        covered = np.zeros(buf.size, bool)
+    out, start = [], guard
     for a, (sh, st), slot in zip(arrs, layouts, slots):
         m = MemrefArg(buf, start + offset, sh, st)
         if a.size:
             m.view()[...] = a
+            if rz is not None:
+                MemrefArg(covered, m.offset, sh, st).view()[...] = True
         out.append(m)
         start += slot
+    if rz is not None:
+        rz.buffers.append((names[0].split(".")[0], buf, covered, guard))
     return out
 
 

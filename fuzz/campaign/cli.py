@@ -1,6 +1,6 @@
 """`tlfuzz`: a differential fuzzing campaign, interpreter against the OpenCL backend.
 
-    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs N] [--seed S]
+    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs CORES] [--seed S]
            [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
     tlfuzz triage FINDING [--device D] [--reduce-time 120]
@@ -100,7 +100,7 @@ def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, 
             report) -> None:
     if replay:
         report(_replay_saved(out, sandbox, opts, q))
-        if opts.database and os.path.isdir(opts.database):
+        if opts.database and (os.path.isdir(opts.database) or "://" in opts.database):
             report(hunt(opts, seed, 1, progress, replay_only=True, sandbox=sandbox))
     k = 0
     while time.time() < deadline:
@@ -119,7 +119,7 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
         name = os.path.basename(tl)
-        if opts.frontend or not name.startswith(("mismatch", "backend", "oclgrind")):
+        if opts.frontend or not name.startswith(("mismatch", "backend", "oclgrind", "red-zone")):
             continue
         try:
             program = tlinterp.check(tlinterp.parse(open(tl).read(), tl))
@@ -127,11 +127,18 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
             cmd = open(tl[:-3] + ".txt").readline()
             groups = int(re.search(r"--groups (\d+)", cmd).group(1))
             func = re.search(r"--func (\S+)", cmd).group(1)
+            # the lowering config it was found with travels in the reproducing command
+            overrides = re.findall(r"--lowering (\S+)", cmd)
+            config = None
+            if overrides:
+                from tlgpu import LoweringConfig
+
+                config = LoweringConfig.from_overrides([o.strip("'") for o in overrides])
         except Exception as e:  # noqa: BLE001 - a damaged file is reported, not fatal
             q.put(("replay", tl, f"unreadable ({type(e).__name__})"))
             continue
         case = FuzzCase(program, func, args, groups)
-        found = sandbox.run([case], None)
+        found = sandbox.run([case], config)
         q.put(("replay", tl, "still failing" if found else "no longer fails"))
         still += found
     return []  # already saved under the same names
@@ -150,6 +157,7 @@ class Tally:
     done: set = field(default_factory=set)
     errors: list = field(default_factory=list)  # internal errors of jobs
     triage: dict = field(default_factory=dict)  # finding path -> triage class
+    jobs: int = 1
 
     def rate(self) -> float:
         return self.cases / max(time.time() - self.start, 1e-9)
@@ -163,7 +171,8 @@ class Tally:
         el = time.time() - self.start
         t.add_row("elapsed", f"{el:.0f} s")
         t.add_row("cases", str(self.cases))
-        t.add_row("cases/s", f"{self.rate():.2f}")
+        t.add_row("cases/s", f"{self.rate():.2f}"
+                  + (f" ({self.rate() / self.jobs:.2f} per job)" if self.jobs > 1 else ""))
         missing = [k for k in ALL_KINDS if k not in self.coverage]
         t.add_row("instruction coverage", f"{len(set(ALL_KINDS) & self.coverage)}/"
                   f"{len(ALL_KINDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
@@ -217,9 +226,9 @@ def run_campaign(ns: argparse.Namespace) -> int:
     console = Console(stderr=True)
     os.makedirs(ns.out, exist_ok=True)
     opts = HuntOptions(device=ns.device, batch=ns.batch, shrink_time=ns.shrink_time,
-                       frontend=ns.frontend, database=os.path.join(ns.out, "hypothesis-db"),
-                       mutation=ns.mutation, impl=ns.impl_ref,
-                       triage_time=ns.triage_time)
+                       frontend=ns.frontend,
+                       database=ns.database or os.path.join(ns.out, "hypothesis-db"),
+                       mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time)
     deadline = time.time() + ns.time
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -228,7 +237,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
              for j in range(ns.jobs)]
     for p in procs:
         p.start()
-    tally = Tally()
+    tally = Tally(jobs=ns.jobs)
     interrupted = False
     target = ns.impl_ref[0] if ns.impl_ref else ns.backend
     title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
@@ -274,18 +283,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work-group-size", default=None, metavar="W0xW1",
                    help="opencl-c: work-group size of kernels without reqd_work_group_size")
     p.add_argument("--device", default="pocl", help="pocl, nvidia, oclgrind, PLATFORM:DEVICE")
-    p.add_argument("--jobs", type=int, default=1, help="parallel searches (processes)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                   help="parallel searches (processes), each with its own seed stream; "
+                        "default: the number of cores")
     p.add_argument("--seed", type=int, default=0, help="campaign seed (deterministic replay)")
     p.add_argument("--out", default="corpus/findings", help="findings directory")
+    p.add_argument("--database", default=None,
+                   help="Hypothesis example database: a directory or redis://HOST:PORT "
+                        "(default OUT/hypothesis-db); share it between machines")
     p.add_argument("--batch", type=int, default=8, help="kernels per OpenCL build")
-    p.add_argument("--rounds", type=int, default=5, help="batches per seeded search")
+    # long searches: Hypothesis starts every search with its simplest (near-empty) examples
+    p.add_argument("--rounds", type=int, default=50, help="batches per seeded search")
     p.add_argument("--shrink-time", type=positive_seconds, default=60.0,
                    help="seconds per shrink")
     p.add_argument("--frontend", action="store_true",
                    help="front-end mode: mutated programs must only produce diagnostics")
     p.add_argument("--mutation", default=None,
                    help="self-test: plant a known bug in the OpenCL lowering "
-                        "(wrong-transpose, off-by-one-k, missing-barrier)")
+                        "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
     p.add_argument("--triage-time", type=float, default=120.0,
                    help="triage every mismatch; seconds to reduce a device-compiler suspect "
                         "(0: no triage)")
@@ -332,12 +347,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2
     keep_hypothesis_under(ns.out)
+    if ns.database and ns.database.startswith(("redis://", "rediss://")):
+        try:
+            import redis  # noqa: F401 - only checked for, hunt.example_database uses it
+        except ImportError:
+            print("tlfuzz: --database redis://... needs the 'redis' package "
+                  "(pip install redis)", file=sys.stderr)
+            return 2
     if ns.mutation is not None:
-        from .mutations import MUTATIONS
+        from .mutations import known
 
-        if ns.mutation not in MUTATIONS:
+        if ns.mutation not in known():
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "
-                  f"{', '.join(MUTATIONS)})", file=sys.stderr)
+                  f"{', '.join(known())})", file=sys.stderr)
             return 2
     try:
         ns.impl_ref = _impl_ref(ns)

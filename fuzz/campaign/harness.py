@@ -17,11 +17,12 @@ import numpy as np
 
 from tlgpu.oclgrind import OclgrindReport
 from tlinterp import ir
-from tlinterp.args import save_npz
+from tlinterp.args import red_zones, save_npz
 from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
 
 from ..oracle.compare import compare_outputs
 from ..strategies import FuzzCase
+from .redzones import describe
 
 __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_command",
            "config_overrides"]
@@ -33,8 +34,8 @@ _LIMITS = ("bytes of local memory", "exceeds the maximum", "exceeds the ")
 @dataclass
 class Finding:
     case: FuzzCase
-    kind: str  # "mismatch" | "backend-error" | "backend-crash" | "oclgrind-report" |
-    # "generator" | "interp-error"
+    kind: str  # "mismatch" | "red-zone" | "backend-error" | "backend-crash" |
+    # "oclgrind-report" | "generator" | "interp-error"
     message: str
     config: object = None  # tlgpu.LoweringConfig used
     device: Optional[str] = None
@@ -57,7 +58,13 @@ def _interp(case: FuzzCase):
     from tlinterp.interp import run
 
     try:
-        return run(case.program, case.args, func=case.func, groups=case.groups), None
+        with red_zones() as zones:
+            out = run(case.program, case.args, func=case.func, groups=case.groups)
+        damage = describe(zones, case.program.functions[0], "the interpreter",
+                          case.program.filename)
+        if damage is not None:
+            return None, Finding(case, "red-zone", damage)
+        return out, None
     except UndefinedBehaviour as e:
         return None, Finding(case, "generator", "the interpreter reports undefined behaviour "
                              f"in a generated program (a generator bug):\n{e}")
@@ -86,15 +93,17 @@ def differential(cases: list[FuzzCase], config=None, device: Optional[str] = Non
         target = program if batch_ok else case.program
         name = func.name if batch_ok else case.func
         try:
-            try:
-                actual = tlgpu.run(target, case.args, func=name, groups=case.groups,
-                                   device=device, config=config)
-            except BackendError:
-                if not batch_ok:
-                    raise
-                batch_ok = False  # one function spoils the batch build: go one by one
-                actual = tlgpu.run(case.program, case.args, func=case.func,
-                                   groups=case.groups, device=device, config=config)
+            with red_zones() as zones:
+                try:
+                    actual = tlgpu.run(target, case.args, func=name, groups=case.groups,
+                                       device=device, config=config)
+                except BackendError:
+                    if not batch_ok:
+                        raise
+                    batch_ok = False  # one function spoils the batch build: go one by one
+                    zones.buffers.clear()
+                    actual = tlgpu.run(case.program, case.args, func=case.func,
+                                       groups=case.groups, device=device, config=config)
         except BackendError as e:
             if not any(s in str(e) for s in _LIMITS):
                 findings.append(Finding(case, "backend-error", str(e), config, device))
@@ -109,6 +118,11 @@ def differential(cases: list[FuzzCase], config=None, device: Optional[str] = Non
         except Exception as e:  # a crash inside the backend is a finding, never fatal
             findings.append(Finding(case, "backend-crash", f"{type(e).__name__}: {e}",
                                     config, device))
+            continue
+        damage = describe(zones, case.program.functions[0], "the OpenCL side",
+                          case.program.filename)
+        if damage is not None:
+            findings.append(Finding(case, "red-zone", damage, config, device))
             continue
         mism = compare_outputs(case.program, case.func, case.args, expected, actual,
                                groups=case.groups)
@@ -175,7 +189,8 @@ def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
         return tlrun_command(*finding.impl, tl, npz, finding.case.func, finding.case.groups)
     parts = ["tlrun", tl, "--args", npz, "--func", finding.case.func,
              "--groups", str(finding.case.groups)]
-    if finding.kind in ("mismatch", "backend-error", "backend-crash", "oclgrind-report"):
+    if finding.kind in ("mismatch", "red-zone", "backend-error", "backend-crash",
+                        "oclgrind-report"):
         parts += ["--backend", "opencl", "--device", finding.device or "pocl"]
         for o in config_overrides(finding.config):
             parts += ["--lowering", o]
@@ -201,6 +216,9 @@ def save_finding(finding: Finding, out_dir: str) -> str:
         if direct:
             f.write(f"the command alone: {direct}\n")
         f.write("\n")
+        if finding.kind == "red-zone":
+            f.write("(tlrun does not guard buffers: `tlfuzz --out DIR` replays this finding "
+                    "with red zones)\n\n")
         f.write(finding.message + "\n")
     return base
 

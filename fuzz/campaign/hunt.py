@@ -28,7 +28,7 @@ from .frontend import frontend_problem, mutants
 from .harness import Finding
 from .sandbox import Sandbox
 
-__all__ = ["HuntOptions", "hunt", "batches"]
+__all__ = ["HuntOptions", "hunt", "batches", "example_database"]
 
 
 @st.composite
@@ -45,7 +45,7 @@ class HuntOptions:
     batch: int = 8
     shrink_time: float = 60.0
     frontend: bool = False
-    database: Optional[str] = None  # directory of the Hypothesis example database
+    database: Optional[str] = None  # Hypothesis example database: directory or redis:// URL
     inflight: Optional[str] = None  # file holding the batch being run (crash forensics)
     params: dict = field(default_factory=dict)  # GenParams overrides
     random_configs: bool = True
@@ -54,6 +54,17 @@ class HuntOptions:
     kinds: Optional[frozenset] = None  # only these finding kinds count (None: all)
     impl: Optional[tuple] = None  # (spec, ImplOptions): test this instead of our lowering
     triage_time: float = 120.0  # reduction budget of a device-compiler suspect (0: no triage)
+
+
+def example_database(spec: str):
+    """A directory (shared filesystems work: several machines may use one) or a redis:// URL
+    (Hypothesis' Redis backend; needs the `redis` package)."""
+    if spec.startswith(("redis://", "rediss://")):
+        from hypothesis.extra.redis import RedisExampleDatabase
+        from redis import Redis
+
+        return RedisExampleDatabase(Redis.from_url(spec))
+    return DirectoryBasedExampleDatabase(spec)
 
 
 class _Found(AssertionError):
@@ -78,7 +89,7 @@ def hunt(opts: HuntOptions, seed: int, max_batches: int,
 
 def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> list[Finding]:
     state: dict = {"first": None, "failing": {}, "last": []}
-    db = DirectoryBasedExampleDatabase(opts.database) if opts.database else None
+    db = example_database(opts.database) if opts.database else None
     # known failures replay once (replay_only, at campaign start); exploring searches only
     # add to the database, or every round would stop at the same old failure
     phases = [Phase.reuse, Phase.shrink] if replay_only else [Phase.generate, Phase.shrink]

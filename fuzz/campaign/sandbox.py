@@ -10,6 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import tempfile
 import warnings
 from typing import Optional
 
@@ -26,10 +27,14 @@ def _child(conn, mutation: Optional[str], impl=None) -> None:
     # exceptions, so the child's stderr is only noise in the live view
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
+    # and some drivers drop debug files (pocl: broken.dot) into the working directory
+    os.chdir(tempfile.mkdtemp(prefix="tlfuzz-sandbox-"))
+    hits = [0]
     if mutation:
-        from .mutations import apply
+        from .mutations import HITS, apply
 
         apply(mutation)
+        hits = HITS
     if impl is not None:  # (spec, ImplOptions): resolved here, where it runs
         from tlinterp.impl import resolve
 
@@ -42,8 +47,8 @@ def _child(conn, mutation: Optional[str], impl=None) -> None:
         if msg is None:
             return
         cases, config, device, timeout = msg
-        conn.send(differential(cases, config=config, device=device, impl=impl,
-                               timeout=timeout))
+        conn.send((differential(cases, config=config, device=device, impl=impl,
+                                timeout=timeout), hits[0]))
 
 
 class Sandbox:
@@ -59,6 +64,7 @@ class Sandbox:
         self.proc = None
         self.conn = None
         self.restarts = 0
+        self.mutation_hits = 0  # how often the planted mutation applied (bench: applicable?)
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
@@ -82,7 +88,9 @@ class Sandbox:
         try:
             self.conn.send((cases, config, self.device, self.timeout))
             if self.conn.poll(self.timeout):
-                return self.conn.recv()
+                found, hits = self.conn.recv()
+                self.mutation_hits = max(self.mutation_hits, hits)
+                return found
             problem = f"no answer within {self.timeout:.0f} s (hang)"
         except (EOFError, ConnectionError, OSError):
             problem = None

@@ -68,7 +68,15 @@ class BodyGenerator(CoreGenerator):
             pass
 
     def gen_scalar_statement(self, depth: int) -> None:
-        self.gen_scalar(self.pick(self.scalar_types()), 2)
+        t = ScalarType.i1 if self.flip(40) else self.pick(self.scalar_types())
+        if t.is_bool and self.flip(70):
+            v = self.gen_cmp(2)  # a compare of any type, observed directly
+        elif t.is_int and not t.is_bool and self.flip(60):
+            # one operation of any kind on edge-rich operands, observed directly
+            v = self.gen_binary(t, 2, self.pick(ir.ARITH_BINARY_OPS))
+        else:
+            v = self.gen_scalar(t, 3)
+        self.witness(v)
 
     def gen_barrier(self, depth: int) -> None:
         self.emit(ir.Barrier())
@@ -107,25 +115,42 @@ class BodyGenerator(CoreGenerator):
     def gen_for(self, depth: int) -> None:
         t = INDEX if self.flip(60) else self.pick([ScalarType.i32, ScalarType.i64,
                                                    ScalarType.i16, ScalarType.u32])
-        start = self.int(0, 3)
-        step = self.int(1, 2)
+        step = 1 if self.flip(40) else self.int(2, max(2, self.p.max_step))
+        start_op, start_rng = self.loop_bound(t, IRange(0, 3))
+        lo = start_rng.lo
         trips = self.int(0, self.p.max_trips)
-        stop = start + trips * step
+        if trips:  # the last step may be partial: the range need not be a multiple of it
+            stop = start_rng.hi + (trips - 1) * step + self.int(1, step)
+        else:  # zero-trip: stop at or below the start
+            stop = max(lo - self.int(0, 2), 0 if not t.is_signed else -2)
+        stop_op, stop_rng = self.loop_bound(t, IRange(max(stop - step, 0), stop), exact=stop)
+        most = max(0, -(-(stop_rng.hi - lo) // step))  # most trips over the bounds' ranges
         var = self.fresh("i")
         saved = self.mult
         self.push()
         try:
-            self.mult *= max(trips, 1)
-            last = start + max(trips - 1, 0) * step
-            s = self.add_scalar(Scal(var, t, IRange(start, last)))
-            if t is not INDEX and trips:
+            self.mult *= max(most, 1)
+            s = self.add_scalar(Scal(var, t, IRange(lo, max(lo, stop_rng.hi - 1))))
+            if t is not INDEX and most:
                 self.cast(s, INDEX)
+            self.witness(s)  # the last iteration's value shows the step and trip count
             self.gen_block(depth + 1, at_least=1)
         finally:
             body = self.pop()
             self.mult = saved
         step_op = None if step == 1 and self.flip(50) else Const(step)
-        self.emit(ir.For(var, Const(start), Const(stop), step_op, t, body))
+        self.emit(ir.For(var, start_op, stop_op, step_op, t, body))
+
+    def loop_bound(self, t: ScalarType, within: IRange, exact: Optional[int] = None):
+        """A loop bound of type t: a visible value whose range lies in `within` (dynamic
+        bounds: arguments, earlier results), else the constant `exact` (default within.lo)."""
+        if self.flip(self.p.dynamic_bound_percent):
+            ok = [s for s in self.visible_scalars(t) if s.rng.within(within)]
+            if ok:
+                s = self.pick(ok)
+                return s.op, s.rng
+        v = within.lo if exact is None else exact
+        return Const(v), IRange(v, v)
 
     def gen_if(self, depth: int) -> None:
         cond = self.gen_scalar(ScalarType.i1, 1)
@@ -149,7 +174,9 @@ class BodyGenerator(CoreGenerator):
                         regions[1] if with_else else None,
                         empty_arrow=not types and self.flip(EMPTY_ARROW_PERCENT)))
         for k, (r, t) in enumerate(zip(results, types)):
-            self.add_scalar(Scal(r, t, ranges[0][k].union(ranges[1][k])))
+            s = self.add_scalar(Scal(r, t, ranges[0][k].union(ranges[1][k])))
+            if self.flip(50):
+                self.witness(s)
 
     def gen_foreach(self, depth: int) -> None:
         w = self.pick([v for v in self.writable_views() if v.type.order >= 1
@@ -166,12 +193,15 @@ class BodyGenerator(CoreGenerator):
         const_stop = lo == hi and (fill or self.flip(60))
         t = self.pick([INDEX, ScalarType.i32, ScalarType.i64]) if const_stop else INDEX
         stop: ir.Operand = Const(lo) if const_stop else self.size_of(w, d).op
+        start_op, start_rng = Const(start), IRange(start, start)
+        if not fill and start:  # a dynamic lower bound below the smallest size
+            start_op, start_rng = self.loop_bound(t, IRange(0, lo - 1), exact=start)
         var = self.fresh("i")
         saved = (self.spmd, self.foreach_buf, self.foreach_target)
         self.push()
         try:
             self.spmd, self.foreach_buf = True, w.buf
-            s = self.add_scalar(Scal(var, t, IRange(start, hi - 1)))
+            s = self.add_scalar(Scal(var, t, IRange(start_rng.lo, hi - 1)))
             ivar = self.cast(s, INDEX)
             self.foreach_target = (w, d, ivar)
             if fill:
@@ -182,7 +212,7 @@ class BodyGenerator(CoreGenerator):
         finally:
             body = self.pop()
             self.spmd, self.foreach_buf, self.foreach_target = saved
-        self.emit(ir.Foreach(var, Const(start), stop, t, body))
+        self.emit(ir.Foreach(var, start_op, stop, t, body))
 
     def fill_rest(self, w: View, d: int, ivar: Scal) -> None:
         """Store to w[ivar, j] for every j of the other mode (order <= 2)."""
@@ -196,6 +226,12 @@ class BodyGenerator(CoreGenerator):
         try:
             j = self.add_scalar(Scal(var, INDEX, IRange(0, n - 1)))
             val = self.store_value(w.buf)
+            if self.flip(50):  # a value that depends on the position: layout bugs show
+                pos = self.binary("add", ivar, self.binary("mul", j, self.index_const(
+                    w.dims[0][1])))
+                val = self.cast(pos, w.buf.elem)
+                if w.buf.elem.is_int and w.buf.readable:
+                    val = self.clamp(val, w.buf.cap)
             self.emit(ir.Store(val.op, w.value, (ivar.op, j.op), w.type))
         finally:
             body = self.pop()
@@ -208,7 +244,7 @@ class BodyGenerator(CoreGenerator):
         if elem.is_float and self.float_forbidden:
             elem = self.main
         order = self.int(1, 2)
-        shape = tuple(self.int(1, self.p.max_size) for _ in range(order))
+        shape = tuple(self.dim(self.p.max_size) for _ in range(order))
         strides = [self.int(1, 2)]
         for k in range(1, order):
             strides.append(strides[-1] * shape[k - 1] + self.int(0, 2) * int(self.flip(30)))
@@ -258,7 +294,7 @@ class BodyGenerator(CoreGenerator):
             if vals and role == "alpha":
                 return self.pick(vals)
         if role == "beta":
-            return self.const(t, self.pick([0, 1] if not t.is_signed else [0, 1, -1]))
+            return self.const(t, self.pick([0, 1, 2] if not t.is_signed else [0, 1, -1, 2]))
         return self.const(t, self.pick([1, 2, 0] if not t.is_signed else [1, -1, 2, 0]))
 
     def gen_collective(self, depth: int, dest: Optional[View] = None) -> None:
@@ -293,7 +329,7 @@ class BodyGenerator(CoreGenerator):
             raise Unavailable("float collectives are off in this function")
         self.p_mixed = elem.is_float and self.flip(20)
         dims = [exact_dim(self, c, m) for m in range(c.type.order)]
-        k = self.int(1, self.p.max_k)
+        k = self.pick(self.big_sizes()) if self.big else self.int(1, self.p.max_k)
         trans_a, trans_b = self.flip(40), self.flip(40)
         sw = _op_dims
         if kind == "gemm":
@@ -322,7 +358,7 @@ class BodyGenerator(CoreGenerator):
             [ScalarType.f32, ScalarType.f64])
         alpha = self.scale(alpha_t, "alpha", shared)
         beta = self.const(beta_t, 0) if dest is not None else self.scale(beta_t, "beta", shared)
-        atomic = shared or (c.buf.kind == "own" and self.flip(15))
+        atomic = shared or (c.buf.kind == "own" and self.flip(20))
         if elem.is_int:
             self.account(c.buf, kind, k, alpha, beta, a, b, shared)
         inst = self.collective_inst(kind, atomic, trans_a, trans_b, alpha, a, b, beta, c)

@@ -1,7 +1,8 @@
 """The core of the random kernel builder behind `fuzz.strategies.kernels()`: drawing,
 scopes, scalar expressions, loads and views (statements: `body`, functions: `function`).
 
-A `Generator` draws every decision through a Hypothesis `draw` function (so cases shrink) and
+A `Generator` draws every decision through a Hypothesis `draw` function (so cases shrink), or
+from a `random.Random` passed in its place (fast sampling for statistics, no shrinking), and
 builds `tlinterp.ir` directly. It keeps enough knowledge of the run-time state to make the
 program free of undefined behaviour by construction:
 
@@ -21,6 +22,8 @@ program free of undefined behaviour by construction:
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from collections.abc import Callable
 from typing import Optional
 
@@ -28,7 +31,7 @@ from hypothesis import strategies as st
 
 from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice, Value
-from tlinterp.types import INDEX, ScalarType
+from tlinterp.types import INDEX, MemrefType, ScalarType
 
 from .model import Buf, Scal, Scope, Unavailable, View
 from .params import GenParams
@@ -40,6 +43,7 @@ from .ranges import (
     const_range,
     float_binary,
     int_binary,
+    int_edges,
     int_unary,
     type_range,
 )
@@ -47,6 +51,16 @@ from .ranges import (
 # How often a closed region's names are handed out again (to its sibling or the code after it),
 # as programs written for the original compiler do: names are scoped by region.
 REUSE_NAMES_PERCENT = 40
+
+_INTEGERS: dict[tuple[int, int], st.SearchStrategy] = {}
+# the ordered compares first: Hypothesis favours the first entries of a list it picks from
+_CONDS = ("lt", "le", "gt", "ge", "ne", "eq")
+assert set(_CONDS) == set(ir.COMPARE_CONDS)
+
+
+def _literal_ok(v: int) -> bool:
+    """Integer literals of the language lie in [-2^63 + 1, 2^63 - 1]."""
+    return -(1 << 63) < v < (1 << 63)
 
 
 class CoreGenerator:
@@ -70,15 +84,44 @@ class CoreGenerator:
         self.main = ScalarType.f32  # the function's main element type
         self.foreach_target = None  # (view, mode, index Scal) inside a foreach
         self.p_mixed = False  # current collective may mix f32 and f64 operands
+        self.big = False  # sizes drawn from params.shape_edges (around work-group sizes)
+        self.stats: Counter = Counter()  # what was generated, for distribution tests
+        # witness outputs: kind ("int"/"float") -> [argument, per-group view, slots used]
+        self.witnesses: dict[str, list] = {}
+        self.witness_cols = 1  # columns per slot: the largest foreach extent
 
     # --- drawing --------------------------------------------------------------------------
 
     def int(self, lo: int, hi: int) -> int:
-        return lo if hi <= lo else self.draw(st.integers(lo, hi))
+        if hi <= lo:
+            return lo
+        if isinstance(self.draw, random.Random):  # plain sampling (statistics), no shrinking
+            return self.draw.randint(lo, hi)
+        strategy = _INTEGERS.get((lo, hi))
+        if strategy is None:  # building a strategy costs more than drawing from it
+            strategy = _INTEGERS[(lo, hi)] = st.integers(lo, hi)
+        return self.draw(strategy)
 
     def flip(self, percent: int) -> bool:
         """True with about `percent`% probability; shrinks to False."""
-        return self.draw(st.integers(0, 99)) >= 100 - percent
+        return self.int(0, 99) >= 100 - percent
+
+    def permutation(self, n: int) -> list[int]:
+        if isinstance(self.draw, random.Random):
+            out = list(range(n))
+            self.draw.shuffle(out)
+            return out
+        return self.draw(st.permutations(range(n)))
+
+    def dim(self, n: int) -> int:
+        """A mode size: in [1, n], or one of the edge sizes in a big-shape function."""
+        if not self.big:
+            return self.int(1, n)
+        # half of the time the largest edges: beyond the 16 work-items the lowering picks
+        return self.pick(self.big_sizes()[-3:] if self.flip(50) else self.big_sizes())
+
+    def big_sizes(self) -> list[int]:
+        return list(self.p.shape_edges)
 
     def pick(self, seq):
         seq = list(seq)
@@ -136,6 +179,41 @@ class CoreGenerator:
         self.scopes[-1].views.append(v)
         return v
 
+    # --- witnesses ------------------------------------------------------------------------
+
+    def witness(self, v: Scal) -> None:
+        """Make a scalar observable: store it (cast to i64 or f64) into a slot of its own in
+        a witness output, so a wrong value that no other output shows is still a mismatch.
+        Inside a foreach each iteration has its own column (the slot is [slot, iteration]);
+        float witnesses only where float outputs are compared exactly (no float
+        collectives)."""
+        if v.type.is_float and (self.float_collectives or self.float_forbidden):
+            return
+        col: ir.Operand = Const(0)
+        if self.spmd:
+            if self.foreach_target is None:
+                return
+            ivar = self.foreach_target[2]
+            col = ivar.op
+            self.witness_cols = max(self.witness_cols, ivar.rng.hi + 1)
+        kind = "float" if v.type.is_float else "int"
+        wt = ScalarType.f64 if v.type.is_float else ScalarType.i64
+        if wt not in self.p.memref_types:
+            return  # the caller restricted the memref types
+        try:
+            val = self.cast(v, wt)
+        except Unavailable:
+            return
+        if kind not in self.witnesses:
+            # the view is defined at the top of the body whatever region asks first: its own
+            # prefix keeps it apart from names that region closing hands out again
+            self.witnesses[kind] = [self.fresh("w" + kind[0]), self.fresh("wv" + kind[0]), 0]
+        w = self.witnesses[kind]
+        t = MemrefType.make(wt, (None, None))
+        self.emit(ir.Store(val.op, w[1], (Const(w[2]), col), t))
+        w[2] += 1
+        self.stats["witness"] += 1
+
     # --- scalars ----------------------------------------------------------------------------
 
     def const(self, t: ScalarType, value) -> Scal:
@@ -147,7 +225,9 @@ class CoreGenerator:
         if t.is_bool:
             return self.const(t, self.int(0, 1))
         if t.is_float:
-            return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, 1e-3]))
+            return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, 1e-3, -0.0]))
+        if self.flip(self.p.edge_percent):
+            return self.const(t, self.pick([v for v in int_edges(t) if _literal_ok(v)]))
         if t.is_signed:
             return self.const(t, self.pick([1, 2, -1, 0, 3, -7, 5]))
         return self.const(t, self.pick([1, 2, 0, 3, 7]))
@@ -162,7 +242,8 @@ class CoreGenerator:
 
     def binary(self, op: str, a: Scal, b: Scal) -> Scal:
         t = a.type
-        rng = float_binary(op, a.rng, b.rng) if t.is_float else int_binary(op, a.rng, b.rng, t)
+        rng = float_binary(op, a.rng, b.rng) if t.is_float else int_binary(
+            op, a.rng, b.rng, t, nonzero=b.nonzero and op in ("div", "rem"))
         if rng is None:
             raise Unavailable(op)
         r = self.fresh()
@@ -191,10 +272,27 @@ class CoreGenerator:
         self.emit(ir.Cast(r, a.op, a.type, to))
         return self.add_scalar(Scal(r, to, rng))
 
+    def bump_if_equal(self, x: Scal, value: int, rng: IRange, nonzero: bool = False) -> Scal:
+        """x + (x == value ? 1 : 0): the value `value` is replaced by value + 1, every other
+        value (any sign) is kept; `rng` is the caller's bound of the result."""
+        t = x.type
+        eq, one, r = self.fresh(), self.fresh(), self.fresh()
+        if _literal_ok(value):
+            self.emit(ir.Compare(eq, "eq", x.op, Const(value), t))
+        else:  # -2^63 has no literal: x < -2^63 + 1 is the same test
+            self.emit(ir.Compare(eq, "lt", x.op, Const(value + 1), t))
+        self.emit(ir.Cast(one, eq, ScalarType.i1, t))
+        self.emit(ir.Arith(r, "add", x.op, one, t))
+        return self.add_scalar(Scal(r, t, rng, nonzero))
+
     def guard_nonzero(self, b: Scal) -> Scal:
-        """b & 7 + 1: a divisor in [1, 8] whatever b is."""
-        m = self.binary("and", b, self.const(b.type, 7))
-        return self.binary("add", m, self.const(b.type, 1))
+        """b + (b == 0): a divisor that is never 0 but keeps b's sign and magnitude."""
+        return self.bump_if_equal(b, 0, b.rng.union(IRange(1, 1)), nonzero=True)
+
+    def guard_not_min(self, a: Scal) -> Scal:
+        """a + (a == MIN): a dividend that is never MIN (MIN / -1 overflows)."""
+        lo = type_range(a.type).lo
+        return self.bump_if_equal(a, lo, IRange(lo + 1, max(a.rng.hi, lo + 1)))
 
     def clamp(self, a: Scal, cap: int) -> Scal:
         """A value of `a`'s integer type whose magnitude is at most `cap`."""
@@ -210,7 +308,12 @@ class CoreGenerator:
         """A scalar of type t: a constant, a visible value, a load or a small expression."""
         for _ in range(4):
             try:
-                return self._gen_scalar(t, depth)
+                before = self.n
+                v = self._gen_scalar(t, depth)
+                if self.n > before and isinstance(v.op, Value) and \
+                        self.flip(self.p.witness_percent):
+                    self.witness(v)  # intermediate values too: later ops may mask a bug
+                return v
             except Unavailable:
                 depth = 0
         return self.small_const(t)
@@ -238,6 +341,9 @@ class CoreGenerator:
             return self.gen_cmp(depth)
         if kind == "cast":
             src = self.pick([s for s in self.scalar_types() if s is not t])
+            floats = [s for s in self.scalar_types() if s.is_float and s is not t]
+            if t.is_int and not self.linear_float() and floats and self.flip(40):
+                src = self.pick(floats)  # float -> integer: truncation towards zero
             if self.linear_float() and src.is_float is not t.is_float and src.is_float:
                 raise Unavailable("float to int in linear mode")
             return self.cast(self.gen_scalar(src, depth - 1), t)
@@ -250,22 +356,44 @@ class CoreGenerator:
             return self.gen_if_value(t, depth - 1)
         return self.gen_binary(t, depth)
 
-    def gen_binary(self, t: ScalarType, depth: int) -> Scal:
-        if t.is_bool:
+    def gen_binary(self, t: ScalarType, depth: int, op: Optional[str] = None) -> Scal:
+        if op is not None:
+            pass
+        elif t.is_bool:
             ops = ["and", "or", "xor"]
         elif t.is_float:
             ops = ["add", "sub", "mul"] + ([] if self.linear_float() else ["div", "rem"])
         else:
             ops = list(ir.ARITH_BINARY_OPS)
-        op = self.pick(ops)
+        if op is None:
+            op = self.pick(ops)
         a = self.gen_scalar(t, depth - 1)
         b = self.gen_scalar(t, depth - 1)
-        if t.is_int and op in ("div", "rem") and b.rng.lo <= 0 <= b.rng.hi:
+        if t.is_int and t.is_signed and op in ("div", "rem"):
+            # mixed signs are where truncating and flooring division differ
+            if a.rng.lo >= 0 and self.flip(50):
+                a = self.unary("neg", a)
+            elif b.rng.lo >= 0 and self.flip(50):
+                b = self.unary("neg", b)
+        if t.is_int and op in ("div", "rem") and b.rng.lo <= 0 <= b.rng.hi and not b.nonzero:
             b = self.guard_nonzero(b)
-        if t.is_int and op in ("div", "rem") and t.is_signed and a.rng.lo == type_range(t).lo:
-            a = self.binary("and", a, self.const(t, 127))
+        if t.is_int and op in ("div", "rem") and t.is_signed and a.rng.lo == type_range(t).lo \
+                and b.rng.lo <= -1 <= b.rng.hi:
+            a = self.guard_not_min(a)
+        if t.is_int and t.is_signed and op in ("div", "rem"):
+            self.stats["divrem"] += 1
+            self.stats["divrem-negative-dividend"] += a.rng.lo < 0
+            self.stats["divrem-negative-divisor"] += b.rng.lo < 0
+        if op in ("shl", "shr") and self.flip(40):  # every legal amount, not only small ones
+            b = self.const(t, self.int(0, t.bits - 1))
         if op in ("shl", "shr") and not b.rng.within(IRange(0, t.bits - 1)):
             b = self.binary("and", b, self.const(t, t.bits - 1))
+        if op == "shr" and t.is_signed and a.rng.lo >= 0 and self.flip(50):
+            a = self.unary("not", a)  # ~a < 0: the arithmetic shift's sign fill
+        if op == "shl" and t.is_signed:  # no overflow: keep only the bits that fit
+            mask = type_range(t).hi >> b.rng.hi
+            if not a.rng.within(IRange(0, mask)):
+                a = self.binary("and", a, self.const(t, mask))
         try:
             return self.binary(op, a, b)
         except Unavailable:
@@ -279,10 +407,14 @@ class CoreGenerator:
         ts = [s for s in self.scalar_types() if not s.is_bool
               and not (s.is_float and self.linear_float())]
         t = self.pick(ts)
-        a, b = self.gen_scalar(t, depth - 1), self.gen_scalar(t, depth - 1)
+        a = self.gen_scalar(t, depth - 1)
+        # equal operands often: the edge between < and <=
+        b = a if self.flip(self.p.equal_compare_percent) else self.gen_scalar(t, depth - 1)
         r = self.fresh()
-        self.emit(ir.Compare(r, self.pick(ir.COMPARE_CONDS), a.op, b.op, t))
-        return self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1)))
+        self.emit(ir.Compare(r, self.pick(_CONDS), a.op, b.op, t))
+        s = self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1)))
+        self.witness(s)  # every compare result is observable (equal operands: < vs <=)
+        return s
 
     def special_index(self) -> Scal:
         k = self.pick(["group_id", "group_size", "size", "arith"])
@@ -355,6 +487,8 @@ class CoreGenerator:
             if buf.kind == "input" and buf.finite:
                 return FRange(-self.p.float_data_max, self.p.float_data_max)
             return UNKNOWN_F
+        if buf.edge:
+            return type_range(buf.elem)
         if buf.elem.is_signed:
             return IRange(-buf.cap, buf.cap)
         return IRange(0, buf.cap)
@@ -394,7 +528,7 @@ class CoreGenerator:
         v = self.random_chain(v)
         while v.type.order < order:
             v = self.expand(v)  # raises Unavailable when no mode can be split
-        keep = sorted(self.draw(st.permutations(range(v.type.order)))[:order])
+        keep = sorted(self.permutation(v.type.order)[:order])
         slices, dims, strides = [], [], []
         for m in range(v.type.order):
             lo, hi = v.dims[m]
@@ -407,12 +541,15 @@ class CoreGenerator:
             if want is None:
                 if lo < 1:
                     raise Unavailable("empty mode")
-                off = self.int(0, lo - 1)
+                # big-shape functions keep edge sizes whole (from offset 0) half of the time
+                off = 0 if self.big and self.flip(50) else self.int(0, lo - 1)
                 if self.flip(30):  # '?': the rest of the mode
                     slices.append(Slice(self.index_const(off).op, None, True))
                     dims.append((lo - off, hi - off))
                 else:
-                    size = self.int(1, lo - off)
+                    edges = [e for e in self.big_sizes() if e <= lo - off]
+                    size = self.pick(edges[-2:]) if self.big and edges and self.flip(50) \
+                        else self.int(1, lo - off)
                     slices.append(Slice(self.index_const(off).op, self.size_operand(size), True))
                     dims.append((size, size))
             elif isinstance(want, int):

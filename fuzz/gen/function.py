@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import strategies as st
 
 from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice
@@ -11,7 +10,7 @@ from tlinterp.types import INDEX, GroupType, MemrefType, ScalarType
 
 from .body import BodyGenerator, int_cap
 from .model import Buf, Scal, View
-from .ranges import FRange, IRange
+from .ranges import FRange, IRange, int_edges
 
 
 def _strides(shape: list[int], padded: bool, pad) -> list[int]:
@@ -37,8 +36,11 @@ class FunctionGenerator(BodyGenerator):
         floats = [t for t in p.memref_types if t.is_float]
         ints = [t for t in p.memref_types if t.is_int]
         self.main = self.pick(floats if floats and (not ints or self.flip(50)) else ints)
-        self.float_collectives = self.flip(p.float_collective_percent)
-        self.data_rng = np.random.default_rng(self.draw(st.integers(0, 2**32 - 1)))
+        # integer functions keep float scalar code unrestricted more often (float->int casts)
+        self.float_collectives = self.flip(p.float_collective_percent if self.main.is_float
+                                           else p.float_collective_percent // 3)
+        self.big = self.flip(p.big_shape_percent)
+        self.data_rng = np.random.default_rng(self.int(0, 2**32 - 1))
         self.arguments: list[ir.Argument] = []
         self.npz: dict[str, np.ndarray] = {}
         self.top: list = []  # per-argument setup emitted at the start of the body
@@ -58,20 +60,41 @@ class FunctionGenerator(BodyGenerator):
         wgs = None
         if self.flip(15):
             wgs = (self.pick([1, 2, 4, 8, 16, 32]), self.pick([1, 2, 4]))
+        self.finish_witnesses()
         body = ir.Region(self.scopes[0].insts)
         return ir.Function(self.fname, tuple(self.arguments), body, wgs), self.npz, self.groups
+
+    def finish_witnesses(self) -> None:
+        """Declare the witness outputs (memref<T x slots x columns x groups>) now that their
+        sizes are known, and cut each work-group's part right after group_id."""
+        for kind, (arg, view, slots) in self.witnesses.items():
+            wt = ScalarType.f64 if kind == "float" else ScalarType.i64
+            t = MemrefType.make(wt, (None, None, None))
+            self.arguments.append(ir.Argument(arg, t))
+            self.npz[arg.name] = self.data(wt, [slots, self.witness_cols, self.groups])
+            whole = Slice(Const(0), None, True)
+            inst = ir.Subview(view, arg, (whole, whole, Slice(self.gid.op)), t)
+            self.scopes[0].insts.insert(1, inst)  # after group_id, before any use
 
     # --- data ---------------------------------------------------------------------------------
 
     def elem_type(self) -> ScalarType:
         return self.main if self.flip(85) else self.pick(self.p.memref_types)
 
-    def data(self, t: ScalarType, shape, nonfinite: bool = False) -> np.ndarray:
+    def data(self, t: ScalarType, shape, nonfinite: bool = False,
+             edge: bool = False) -> np.ndarray:
+        """Random argument data; `edge` mixes in the type's edge values (integers) or signed
+        zeros and subnormals (floats of functions without float collectives)."""
         r = self.data_rng
         if t.is_float:
             a = r.uniform(-self.p.float_data_max, self.p.float_data_max, shape)
             if r.integers(0, 2):  # short mantissas half of the time: exact products
                 a = np.round(a * 8) / 8
+            if edge and a.size:
+                tiny = float(np.finfo(t.dtype).smallest_subnormal)
+                flat = a.reshape(-1)
+                pick = r.random(flat.size) < 0.3
+                flat[pick] = r.choice([0.0, -0.0, tiny, -tiny, 4 * tiny], int(pick.sum()))
             if nonfinite:
                 flat = a.reshape(-1)
                 for _ in range(max(1, flat.size // 8)):
@@ -79,7 +102,12 @@ class FunctionGenerator(BodyGenerator):
             return a.astype(t.dtype)
         m = self.p.int_data_max
         lo = -m if t.is_signed else 0
-        return r.integers(lo, m + 1, shape).astype(t.dtype)
+        a = r.integers(lo, m + 1, shape).astype(t.dtype)
+        if edge and a.size:
+            flat = a.reshape(-1)
+            pick = r.random(flat.size) < 0.4
+            flat[pick] = r.choice(np.array(int_edges(t), dtype=object), int(pick.sum()))
+        return a
 
     def layout(self, shape: list[int], dyn: list[bool]) -> tuple:
         """(type shape, type strides or None for canonical, concrete strides, strides to
@@ -103,11 +131,18 @@ class FunctionGenerator(BodyGenerator):
     def gen_input(self) -> None:
         elem = self.elem_type()
         order = self.int(1, self.p.max_order) if self.flip(95) else 0
-        shape = [self.int(1, self.p.max_size + 2) for _ in range(order)]
+        # inputs only need to be large enough for the views cut from them
+        shape = [self.pick(self.big_sizes()[-3:]) if self.big else self.int(1, self.p.max_size + 2)
+                 for _ in range(order)]
         dyn = [self.flip(30) for _ in range(order)]
         nonfinite = elem.is_float and not self.float_collectives and self.flip(
             self.p.nonfinite_percent)
         buf = Buf("", "input", elem, cap=self.p.int_data_max, finite=not nonfinite)
+        if elem.is_int and self.flip(self.p.edge_input_percent):
+            # any value of the type: integer collectives (which need small data) avoid it
+            buf.edge, buf.cap = True, max(abs(x) for x in int_edges(elem))
+        elif elem.is_float and not self.float_collectives and self.flip(30):
+            buf.edge = True  # signed zeros and subnormals; loads keep the finite range
         self.bufs.append(buf)
         if order and self.flip(25):
             self.gen_group(buf, shape, dyn, nonfinite)
@@ -116,7 +151,7 @@ class FunctionGenerator(BodyGenerator):
         t = MemrefType.make(elem, tshape, tstride)
         v = self.arg(t)
         buf.name = v.name
-        self.npz[v.name] = self.data(elem, shape, nonfinite)
+        self.npz[v.name] = self.data(elem, shape, nonfinite, buf.edge)
         if given is not None:
             self.npz[f"{v.name}.strides"] = np.array(given, np.int64)
         self.add_view(View(v, t, tuple((s, s) for s in shape), tuple(strides), buf))
@@ -126,7 +161,7 @@ class FunctionGenerator(BodyGenerator):
         """A group argument with one member per work-group; dynamic modes may differ in size
         between members. Loads member %gid (outputs) or some member (inputs)."""
         g = self.groups
-        sizes = [[self.int(1, self.p.max_size) if d else s for s, d in zip(shape, dyn)]
+        sizes = [[self.dim(self.p.max_size) if d else s for s, d in zip(shape, dyn)]
                  for _ in range(g)]
         big = [max(col) for col in zip(*sizes)]
         mixed = any(len({m[k] for m in sizes}) > 1 for k in range(len(shape)))
@@ -142,7 +177,7 @@ class FunctionGenerator(BodyGenerator):
         gt = GroupType(mt, None if off_dyn else offset)
         v = self.arg(gt)
         buf.name = v.name
-        datas = [self.data(buf.elem, s, nonfinite) for s in sizes]
+        datas = [self.data(buf.elem, s, nonfinite, buf.edge) for s in sizes]
         if mixed:
             for i, d in enumerate(datas):
                 self.npz[f"{v.name}.{i}"] = d
@@ -178,7 +213,7 @@ class FunctionGenerator(BodyGenerator):
                   readable=readable, acc=self.p.int_data_max)
         self.bufs.append(buf)
         order = 2 if self.p.max_order >= 2 and self.flip(65) else 1
-        shape = [self.int(1, self.p.max_size) for _ in range(order)]
+        shape = [self.dim(self.p.max_size) for _ in range(order)]
         dyn = [self.flip(30) for _ in range(order)]
         form = self.weighted({"batched": 4, "group": 3, "flat": 2})
         g = self.groups
@@ -217,7 +252,7 @@ class FunctionGenerator(BodyGenerator):
         elem = self.main
         if elem.is_float and not self.float_collectives:
             return
-        shape = [self.int(1, self.p.max_size) for _ in range(self.int(1, 2))]
+        shape = [self.dim(self.p.max_size) for _ in range(self.int(1, 2))]
         t = MemrefType.make(elem, tuple(shape))
         v = self.arg(t)
         self.npz[v.name] = self.data(elem, shape)
@@ -235,6 +270,8 @@ class FunctionGenerator(BodyGenerator):
             return
         t = self.pick([s for s in self.p.scalar_types if not s.is_bool])
         x = self.data(t, ())
+        if t.is_int and self.flip(self.p.edge_percent):
+            x = np.array(self.pick(int_edges(t)), dtype=object).astype(t.dtype)
         v = self.arg(t)
         self.npz[v.name] = np.array(x, t.dtype)
         rng = FRange(float(x), float(x)) if t.is_float else IRange(int(x), int(x))

@@ -15,6 +15,7 @@ class Scal:
     op: ir.Operand
     type: ScalarType
     rng: object  # IRange | FRange
+    nonzero: bool = False  # integers: never 0 although rng may contain 0 (guarded divisors)
 
 
 @dataclass
@@ -27,6 +28,7 @@ class Buf:
     initialised: bool = True
     acc: float = 0.0  # integer sinks: accumulated magnitude bound
     finite: bool = True  # float inputs: no NaN/Inf in the data
+    edge: bool = False  # integer inputs holding type edges (MIN, MAX, ...): loads span the type
     level: int = 0  # allocas: scope depth of the defining region
     alive: bool = True  # allocas: before the end of their region
 

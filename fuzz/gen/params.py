@@ -39,12 +39,22 @@ class GenParams:
     float_data_max: float = 2.0
     nonfinite_percent: int = 3  # chance of NaN/Inf in float inputs (scalar-float functions)
     float_collective_percent: int = 75  # float functions that use collectives
+    edge_percent: int = 30  # constants and scalar arguments drawn from the type's edges
+    edge_input_percent: int = 20  # integer inputs whose data mixes small values and edges
+    equal_compare_percent: int = 50  # compares of a value with itself
+    dynamic_bound_percent: int = 35  # for/foreach bounds taken from visible values
+    big_shape_percent: int = 25  # functions whose sizes come from shape_edges
+    # sizes around the work-group sizes the lowering may choose (1..32, powers of two) and
+    # their register tiles: wg - 1, wg, wg + 1, primes, 1
+    shape_edges: tuple[int, ...] = (1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
+    max_step: int = 4  # largest step of generated for loops
+    witness_percent: int = 100  # computed scalars also stored to a witness output
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        collective=5, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=1))
+        collective=6, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
         gemm=3, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
     scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        const=3, value=3, load=4, special=2, binary=5, unary=1, cast=2, cmp=3, if_=1))
+        const=3, value=3, load=4, special=2, binary=8, unary=1, cast=3, cmp=4, if_=1))
 
     def with_(self, **changes) -> GenParams:
         return replace(self, **changes)

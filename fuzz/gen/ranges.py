@@ -77,9 +77,24 @@ def _bits_envelope(hi: int) -> int:
     return (1 << max(hi, 0).bit_length()) - 1
 
 
-def int_binary(op: str, a: IRange, b: IRange, t: ScalarType) -> Optional[IRange]:
+def int_edges(t: ScalarType) -> list[int]:
+    """The edge values of an integer type: 0, +-1, MIN, MAX, MIN+1, MAX-1, +-(2^k +- 1)."""
+    r = type_range(t)
+    # extremes first: Hypothesis favours the first entries of a list it picks from
+    named = [r.lo, r.hi, r.hi - 1, r.lo + 1, 0, -1, 1]
+    powers = set()
+    for k in range(1, t.bits):
+        for v in ((1 << k) - 1, 1 << k, (1 << k) + 1):
+            powers |= {v, -v}
+    out = list(dict.fromkeys(v for v in named if r.lo <= v <= r.hi))
+    return out + sorted(v for v in powers if r.lo <= v <= r.hi and v not in out)
+
+
+def int_binary(op: str, a: IRange, b: IRange, t: ScalarType,
+               nonzero: bool = False) -> Optional[IRange]:
     """Result range of `arith.op a, b : t`, or None when it could be undefined or is not
-    defined on `t` (the generator then picks something else)."""
+    defined on `t` (the generator then picks something else). `nonzero`: b is known to be
+    non-zero although its interval contains 0 (a guarded divisor)."""
     full = type_range(t)
     signed = t.is_signed
     if t.is_bool:
@@ -94,7 +109,7 @@ def int_binary(op: str, a: IRange, b: IRange, t: ScalarType) -> Optional[IRange]
             r = IRange(min(c), max(c))
         return _fits(r, t) if signed else _wrap(r, t)
     if op in ("div", "rem"):
-        if b.lo <= 0 <= b.hi:
+        if b.lo <= 0 <= b.hi and not nonzero:
             return None  # possible division by zero
         if signed and a.lo == full.lo and b.lo <= -1 <= b.hi:
             return None  # MIN / -1

@@ -1,0 +1,170 @@
+"""Mutation bench: how many realistic lowering bugs does a short fuzzing campaign find?
+
+    python bench/mutants.py [--time 60] [--seed 0] [--device pocl] [--jobs 1]
+                            [--only NAME ...] [--shrink-time 10] [--list]
+
+For every mutant of fuzz/campaign/mutations.py (one planted single-change bug each), run a
+fixed-seed campaign of at most --time seconds against the mutated OpenCL side, exactly as
+`tlfuzz --mutation NAME --seed S --jobs 1` would search, and stop at the first finding. A mutant
+is killed when the campaign reports a finding AND the mutant actually changed the generated
+code; a mutant that never applied is "not applicable" and counts as not killed. Prints a table
+(mutant, category, verdict, time-to-kill, shrunk size), the kill rate and the median
+time-to-kill. Exit status 0; 1 when --min-kill-rate is given and not reached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import statistics
+import sys
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Optional
+
+ROUNDS = 50  # batches per seeded search, as tlfuzz --rounds (its default)
+
+
+@dataclass
+class Result:
+    name: str
+    category: str
+    verdict: str  # killed | survived | not applicable
+    seconds: Optional[float]  # time to the first finding
+    size: Optional[int]  # instructions of the shrunk function
+    kind: str = ""
+    cases: int = 0  # kernels run before the first finding (or the time limit)
+
+
+def run_one(name: str, seconds: float, seed: int, device: str, shrink: float) -> Result:
+    """One fixed-seed campaign against the mutant `name`."""
+    warnings.filterwarnings("ignore")
+    from fuzz.campaign.cli import round_seed
+    from fuzz.campaign.hunt import HuntOptions, hunt
+    from fuzz.campaign.mutations import known
+    from fuzz.campaign.sandbox import Sandbox
+    from tlinterp import ir
+
+    m = known()[name]
+    opts = HuntOptions(device=device, shrink_time=shrink, mutation=name,
+                       kinds=frozenset({"mismatch", "backend-error", "backend-crash",
+                                        "red-zone"}))
+    first: list[float] = []
+    cases = [0]
+
+    def progress(n: int, cov: set) -> None:
+        if not first:
+            cases[0] += n
+
+    class Timed(Sandbox):
+        def run(self, cases, config=None):
+            found = super().run(cases, config)
+            if opts.kinds is not None:
+                found = [f for f in found if f.kind in opts.kinds]
+            if found and not first:
+                first.append(time.time())
+            return found
+
+    start = time.time()
+    deadline = start + seconds
+    findings: list = []
+    with Timed(device, opts.timeout, name) as box:
+        k = 0
+        while not findings and time.time() < deadline:
+            findings = hunt(opts, round_seed(seed, 0, k), ROUNDS, progress, stop_at=deadline,
+                            sandbox=box)
+            k += 1
+        hits = box.mutation_hits
+    if not hits:
+        return Result(name, m.category, "not applicable", None, None, cases=cases[0])
+    if not findings or not first:
+        return Result(name, m.category, "survived", None, None, cases=cases[0])
+    f = findings[0]
+    size = len(list(ir.walk(f.case.program.functions[0].body))) \
+        if f.case.program.functions else None
+    return Result(name, m.category, "killed", first[0] - start, size, f.kind, cases[0])
+
+
+def _star(args) -> Result:
+    return run_one(*args)
+
+
+def table(results: list[Result], title: str):
+    from rich.table import Table
+
+    t = Table(title=title)
+    for c in ("mutant", "category", "killed?", "time-to-kill", "cases", "shrunk size",
+              "finding"):
+        t.add_column(c)
+    for r in results:
+        t.add_row(r.name, r.category,
+                  {"killed": "yes", "survived": "NO", "not applicable": "n/a"}[r.verdict],
+                  f"{r.seconds:.1f} s" if r.seconds is not None else "-", str(r.cases),
+                  str(r.size) if r.size is not None else "-", r.kind)
+    return t
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    from fuzz.campaign.mutations import MUTATIONS
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--time", type=float, default=60.0, help="seconds per mutant (default 60)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="pocl")
+    p.add_argument("--jobs", type=int, default=1, help="mutants run in parallel")
+    p.add_argument("--shrink-time", type=float, default=10.0)
+    p.add_argument("--only", nargs="+", metavar="NAME", help="run these mutants only")
+    p.add_argument("--list", action="store_true", help="list the mutants and exit")
+    p.add_argument("--min-kill-rate", type=float, default=None,
+                   help="exit 1 when the kill rate (0..1) is below this")
+    ns = p.parse_args(argv)
+    if ns.list:
+        for m in MUTATIONS.values():
+            print(f"{m.name:26} {m.category:11} {m.doc}")
+        return 0
+    names = ns.only or list(MUTATIONS)
+    unknown = [n for n in names if n not in MUTATIONS]
+    if unknown or ns.jobs < 1 or ns.time <= 0:
+        print(f"mutants.py: unknown mutants {unknown}" if unknown
+              else "mutants.py: --jobs and --time must be positive", file=sys.stderr)
+        return 2
+    from rich.console import Console
+
+    console = Console()
+    work = [(n, ns.time, ns.seed, ns.device, ns.shrink_time) for n in names]
+    start = time.time()
+    results: list[Result] = []
+    try:
+        if ns.jobs == 1:
+            for w in work:
+                results.append(run_one(*w))
+                r = results[-1]
+                console.print(f"{r.name}: {r.verdict}"
+                              + (f" in {r.seconds:.1f} s" if r.seconds is not None else ""))
+        else:
+            # not multiprocessing.Pool: its daemonic workers cannot start the sandboxes
+            with ProcessPoolExecutor(ns.jobs, mp_context=mp.get_context("spawn")) as pool:
+                for r in pool.map(_star, work):
+                    results.append(r)
+                    console.print(f"{r.name}: {r.verdict}")
+    except KeyboardInterrupt:
+        console.print("interrupted: partial results")
+    killed = [r for r in results if r.verdict == "killed"]
+    console.print(table(results, f"mutation bench: {ns.device}, seed {ns.seed}, "
+                                 f"{ns.time:.0f} s per mutant, {ns.jobs} job(s)"))
+    rate = len(killed) / max(len(results), 1)
+    med = statistics.median(r.seconds for r in killed) if killed else float("nan")
+    console.print(f"killed {len(killed)}/{len(results)} = {100 * rate:.1f} %, median "
+                  f"time-to-kill {med:.1f} s, wall {time.time() - start:.0f} s")
+    if ns.min_kill_rate is not None and rate < ns.min_kill_rate:
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    # as a script, bench/ comes first on the path and its fuzz.py would shadow the package
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.exit(main())

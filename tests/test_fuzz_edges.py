@@ -1,0 +1,173 @@
+"""The generator reaches the edges (issue 10): values, control flow and shapes. Distribution
+assertions over a few hundred kernels drawn with plain random sampling (fast; the same
+generator as the Hypothesis strategies), and the interpreter's UB checker on edge-heavy ones."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from fuzz.gen.ranges import int_edges, type_range
+from fuzz.strategies import sample_function, to_program
+from tlgpu import LoweringConfig
+from tlgpu.lowering import choose_geometry
+from tlinterp import ir
+from tlinterp.types import MemrefType
+
+N = 600
+
+
+@pytest.fixture(scope="module")
+def survey():
+    """Counts over N kernels (seeds 0..N-1)."""
+    c: Counter = Counter()
+    shifts: dict = {}
+    for seed in range(N):
+        fn, args, groups, stats = sample_function(seed)
+        c.update(stats)
+        _kernel(fn, args, c, shifts)
+    return c, shifts
+
+
+def _const(op):
+    return op.value if isinstance(op, ir.Const) else None
+
+
+def _kernel(fn: ir.Function, args: dict, c: Counter, shifts: dict) -> None:
+    geo = choose_geometry(fn, LoweringConfig())
+    inside_for: set[int] = set()
+    for inst in ir.walk(fn.body):
+        if isinstance(inst, ir.For):
+            inside_for |= {id(i) for i in ir.walk(inst.body)}
+    for inst in ir.walk(fn.body):
+        if isinstance(inst, ir.For):
+            c["for"] += 1
+            start, stop = _const(inst.start), _const(inst.stop)
+            step = 1 if inst.step is None else _const(inst.step)
+            c["for-step!=1"] += step != 1
+            if None in (start, stop):
+                c["for-dynamic-bound"] += 1
+            elif stop <= start:
+                c["for-zero-trip"] += 1
+            else:
+                trips = -(-(stop - start) // step)
+                c["for-one-trip"] += trips == 1
+                c["for-partial-step"] += (stop - start) % step != 0
+        elif isinstance(inst, ir.Foreach):
+            c["foreach"] += 1
+            c["foreach-dynamic-start"] += isinstance(inst.start, ir.Value)
+            c["foreach-nonzero-start"] += _const(inst.start) not in (0, None)
+        elif isinstance(inst, ir.If) and id(inst) in inside_for:
+            c["if-in-for-with-results" if inst.results else "if-in-for-without-results"] += 1
+        elif isinstance(inst, ir.Compare):
+            c["compare"] += 1
+            c["compare-equal-operands"] += inst.lhs == inst.rhs
+        elif isinstance(inst, ir.Arith) and inst.op in ("shl", "shr") \
+                and isinstance(inst.rhs, ir.Const):
+            shifts.setdefault("amounts", []).append((inst.type.bits, inst.rhs.value))
+        elif isinstance(inst, ir.Arith) and inst.type.is_int and not inst.type.is_bool:
+            for op in (inst.lhs, inst.rhs):
+                v = _const(op)
+                if v is not None and abs(v) >= type_range(inst.type).hi // 2:
+                    c["edge-constant"] += 1
+        if isinstance(inst, ir.BLAS):
+            out = inst.b_type if isinstance(inst, (ir.Axpby, ir.Sum)) else inst.c_type
+            c["collective"] += 1
+            sh = list(out.shape) + [None, None]
+            near = {geo.wg0 - 1, geo.wg0 + 1}
+            c["collective-rows-wg+-1"] += sh[0] in near
+            c["collective-rows-15+"] += (sh[0] or 0) >= 15
+            beta = _const(inst.beta)
+            c["beta-" + ("other" if beta not in (0, 1) else str(int(beta)))] += 1
+            if isinstance(inst, ir.Gemm):
+                k = inst.a_type.shape[0 if inst.trans_a else 1]
+                c["gemm-k1"] += k == 1
+                c["gemm-k-odd"] += k is not None and k % 2 == 1
+                c[f"gemm-trans-{int(inst.trans_a)}{int(inst.trans_b)}"] += 1
+    for a in fn.args:
+        t = getattr(a.type, "memref", a.type)
+        if not isinstance(t, MemrefType):
+            continue
+        data = [v for k, v in args.items() if k == a.value.name or
+                k.startswith(a.value.name + ".") and k[len(a.value.name) + 1:].isdigit()]
+        if not data:
+            continue
+        flat = np.concatenate([np.asarray(d).reshape(-1) for d in data])
+        if t.element.is_int:
+            c["int-arg"] += 1
+            r = type_range(t.element)
+            c["int-arg-with-min-or-max"] += bool(np.isin(flat, [r.lo, r.hi]).any())
+        else:
+            c["float-arg"] += 1
+            c["float-arg-negative-zero"] += bool((np.signbit(flat) & (flat == 0)).any())
+            tiny = np.finfo(t.element.dtype).tiny
+            c["float-arg-subnormal"] += bool(((flat != 0) & (np.abs(flat) < tiny)).any())
+
+
+def share(c: Counter, part: str, whole: str) -> float:
+    assert c[whole] > 0, whole
+    return c[part] / c[whole]
+
+
+def test_values_at_the_edges(survey):
+    c, shifts = survey
+    # div/rem of signed types see negative dividends and negative divisors (never forced
+    # positive), compares see equal operands, constants and data reach the type's edges
+    assert share(c, "divrem-negative-dividend", "divrem") >= 0.3, c
+    assert share(c, "divrem-negative-divisor", "divrem") >= 0.3, c
+    assert share(c, "compare-equal-operands", "compare") >= 0.15, c
+    assert c["edge-constant"] >= 20, c
+    assert share(c, "int-arg-with-min-or-max", "int-arg") >= 0.1, c
+    assert c["float-arg-negative-zero"] >= 5 and c["float-arg-subnormal"] >= 5, c
+    # shifts: constant amounts spread over the whole legal range of each width
+    amounts = shifts["amounts"]
+    assert all(0 <= a < bits for bits, a in amounts), amounts
+    quarters = Counter(4 * a // bits for bits, a in amounts)
+    assert min(quarters[q] for q in range(4)) >= 3, quarters
+    assert sum(a >= bits - 4 for bits, a in amounts) >= 3, amounts  # the widest ones too
+
+
+def test_control_flow_at_the_edges(survey):
+    c, _ = survey
+    assert share(c, "for-step!=1", "for") >= 0.3, c
+    assert share(c, "for-partial-step", "for") >= 0.1, c
+    assert share(c, "for-zero-trip", "for") >= 0.05, c
+    assert share(c, "for-one-trip", "for") >= 0.05, c
+    assert share(c, "for-dynamic-bound", "for") >= 0.1, c
+    assert share(c, "foreach-nonzero-start", "foreach") >= 0.08, c  # fills start at 0
+    assert c["foreach-dynamic-start"] >= 5, c
+    assert c["if-in-for-with-results"] >= 5 and c["if-in-for-without-results"] >= 3, c
+
+
+def test_shapes_at_the_edges(survey):
+    c, _ = survey
+    # output rows one below/above the work-group size the lowering picks, and near 16
+    assert share(c, "collective-rows-wg+-1", "collective") >= 0.05, c
+    assert c["collective-rows-15+"] >= 3, c
+    assert c["gemm-k1"] >= 3 and c["gemm-k-odd"] >= 5, c
+    for tt in ("00", "01", "10", "11"):
+        assert c[f"gemm-trans-{tt}"] >= 2, c
+    for b in ("beta-0", "beta-1", "beta-other"):
+        assert c[b] >= 10, c
+
+
+def test_edge_heavy_kernels_are_free_of_undefined_behaviour():
+    """Every dimension at its maximum: the interpreter's UB checker must stay silent."""
+    from tlinterp.interp import run
+
+    edgy = dict(edge_percent=100, edge_input_percent=100, equal_compare_percent=60,
+                dynamic_bound_percent=100, big_shape_percent=100)
+    for seed in range(25):
+        fn, args, groups, _ = sample_function(seed, **edgy)
+        program = to_program([fn])
+        run(program, args, func="k", groups=groups, check=True)
+
+
+def test_int_edges_cover_the_named_values():
+    from tlinterp.types import ScalarType
+
+    e = int_edges(ScalarType.i8)
+    assert {-128, -127, -1, 0, 1, 126, 127, 15, 16, 17, -15, -16, -17} <= set(e)
+    assert max(int_edges(ScalarType.u16)) == 65535 and min(int_edges(ScalarType.u16)) == 0
