@@ -40,6 +40,12 @@ def call_deep(fn: Callable[[], T], depth: int) -> T:
     """`fn()`, with stack and recursion limit enough for `depth` nested regions."""
     if depth <= SHALLOW:
         return fn()
+    return call_with_frames(fn, FRAMES_PER_LEVEL * depth)
+
+
+def call_with_frames(fn: Callable[[], T], frames: int) -> T:
+    """`fn()` in a thread with a large stack and room for `frames` more Python frames; its
+    exception, if any, is raised in the caller's thread."""
     result: dict[str, object] = {}
 
     def work() -> None:
@@ -50,7 +56,7 @@ def call_deep(fn: Callable[[], T], depth: int) -> T:
 
     with _LOCK:  # the recursion limit is global: one deep walk at a time
         old_limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old_limit, FRAMES_PER_LEVEL * depth + 5000))
+        sys.setrecursionlimit(max(old_limit, frames + 5000))
         try:
             old_size = threading.stack_size()
             try:

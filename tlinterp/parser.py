@@ -16,8 +16,6 @@ from __future__ import annotations
 import gc
 import math
 import re
-import sys
-import threading
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
@@ -127,42 +125,15 @@ def _parse_functions(text: str, filename: str) -> ir.Program:
     return ir.Program(tuple(functions), filename=filename, source=text)
 
 
-_DEEP_LOCK = threading.Lock()
-
-
 def _parse_deep(text: str, filename: str, depth: int) -> ir.Program:
     """Run `_parse` in a thread whose stack and recursion limit fit `depth` nested regions."""
-    result: dict[str, object] = {}
+    from .deepstack import call_with_frames
 
-    def work() -> None:
-        try:
-            result["program"] = _parse(text, filename)
-        except RecursionError:
-            result["error"] = SourceError(
-                [Diagnostic("regions nested too deeply to parse", None, filename)], text)
-        except BaseException as e:  # handed to the caller's thread
-            result["error"] = e
-
-    with _DEEP_LOCK:  # the recursion limit is global: one deep parse at a time
-        old_limit = sys.getrecursionlimit()
-        sys.setrecursionlimit(max(old_limit, 30 * depth + 5000))
-        try:
-            old_size = threading.stack_size()
-            try:
-                threading.stack_size(256 * 1024 * 1024)
-            except (ValueError, RuntimeError):  # platform refuses: the default must do
-                pass
-            try:
-                thread = threading.Thread(target=work, name="tl-parse", daemon=True)
-                thread.start()
-            finally:
-                threading.stack_size(old_size)
-            thread.join()
-        finally:
-            sys.setrecursionlimit(old_limit)
-    if "error" in result:
-        raise result["error"]  # type: ignore[misc]
-    return result["program"]  # type: ignore[return-value]
+    try:
+        return call_with_frames(lambda: _parse(text, filename), 30 * depth)
+    except RecursionError:
+        raise SourceError([Diagnostic("regions nested too deeply to parse", None, filename)],
+                          text) from None
 
 
 def _max_nesting(text: str) -> tuple[int, int]:
