@@ -1,0 +1,131 @@
+"""A pocl compiler bug found by the fuzzer (finding mismatch-125d3c377d50), kept as a
+documented reproducer.
+
+With optimisation on, pocl 3.0 (LLVM 14) drops a store that sits between two barriers of a
+loop whose trip count depends on the group id and which holds a nested loop with barriers.
+The kernel below is free of races (only work-item 0 stores, to distinct addresses) and every
+barrier is reached by the whole work-group, so the store must happen; with
+-cl-opt-disable, on Oclgrind and with a one-work-item group it does. Our lowering emits
+exactly this shape for a `store` inside nested `for` loops, so the fuzzer reports it as a
+mismatch against the interpreter: it is not a bug of ours.
+The same shape in the tensor language is `KERNEL`: interpreter and OpenCL must agree on it.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.opencl  # needs pocl
+
+REPRO = """
+kernel __attribute__((reqd_work_group_size(8, 2, 1)))
+void k(global long* out)
+{
+    const long lid = (long)get_local_id(0) + (long)get_local_id(1) * 8;
+    const long g = (long)get_global_id(2);
+    global long* o = out + g * 4;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (long it = 0; it < g; ++it) {
+        if (lid == 0) o[1] = 1;
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0) o[2] = 2;  /* the store pocl drops */
+        for (long j = 0; j < 2; ++j) {
+            barrier(CLK_GLOBAL_MEM_FENCE);
+            if (lid == 0) o[3] = j;
+            barrier(CLK_GLOBAL_MEM_FENCE);
+        }
+    }
+}
+"""
+
+KERNEL = """
+func @k(%w: memref<i64x4x?>) {
+  %g = group_id
+  %o = subview %w[:, %g] : memref<i64x4x?>
+  for %i = 0, %g, 3 {
+    %y = if 1 -> (i16) {
+      store -257, %o[1] : memref<i64x4>
+      yield -257 : i16
+    } else {
+      yield 4 : i16
+    }
+    %z = cast %y : i16 -> i64
+    store %z, %o[2] : memref<i64x4>
+    for %j = 0, 2, 1 {
+      %d = cast %j : index -> i64
+      store %d, %o[3] : memref<i64x4>
+      store %d, %o[0] : memref<i64x4>
+    }
+  }
+}
+"""
+
+# Group 0 runs no iteration; groups 1 and 2 run at least one.
+EXPECTED = [[-7, -7, -7, -7], [-7, 1, 2, 1], [-7, 1, 2, 1]]
+
+
+def _pocl():
+    cl = pytest.importorskip("pyopencl")
+    for p in cl.get_platforms():
+        if "Portable Computing Language" in p.name:
+            return cl, p.get_devices()[0]
+    pytest.skip("pocl is not installed")
+
+
+def _run(options: list[str]) -> list[list[int]]:
+    cl, dev = _pocl()
+    ctx = cl.Context([dev])
+    queue = cl.CommandQueue(ctx)
+    out = np.full(12, -7, np.int64)
+    buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=out)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pyopencl's warning about a non-empty build log
+        prog = cl.Program(ctx, REPRO).build(options=options)
+    prog.k(queue, (8, 2, 3), (8, 2, 1), buf)
+    cl.enqueue_copy(queue, out, buf)
+    queue.finish()
+    return out.reshape(3, 4).tolist()
+
+
+def _affected() -> bool:
+    """pocl releases known to drop the store (3.0 with LLVM 14 here)."""
+    try:
+        _, dev = _pocl()
+    except pytest.skip.Exception:
+        return False
+    return "PoCL 3.0" in dev.platform.version
+
+
+def test_reproducer_is_correct_without_optimisation():
+    # The kernel itself is sound: unoptimised, pocl gets it right.
+    assert _run(["-cl-opt-disable"]) == EXPECTED
+
+
+@pytest.mark.xfail(_affected(), strict=True,
+                   reason="pocl 3.0 bug: a store between barriers in a group-dependent loop "
+                          "holding a nested barrier loop is dropped when optimising")
+def test_reproducer_optimised():
+    assert _run([]) == EXPECTED
+
+
+@pytest.mark.xfail(_affected(), strict=True,
+                   reason="pocl 3.0 bug: the store to %o[2] is dropped when optimising")
+def test_kernel_agrees_with_interpreter():
+    import tlgpu
+    import tlinterp
+    from fuzz.oracle.compare import compare_outputs
+    from tlinterp.interp import run as interp_run
+
+    _pocl()
+    program = tlinterp.check(tlinterp.parse(KERNEL, "k.tl"))
+    args = {"w": np.full((4, 3), -7, np.int64)}
+    want = interp_run(program, args, func="k", groups=3)
+    assert want["w"][2].tolist() == [-7, -257, -257]  # the interpreter's value is right
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = tlgpu.run(program, args, func="k", groups=3, device="pocl")
+    bad = compare_outputs(program, "k", args, want, got, groups=3)
+    assert not bad, "\n".join(str(m) for m in bad[:5])
