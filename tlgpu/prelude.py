@@ -35,11 +35,14 @@ def update_helper(space: str, t: ScalarType, ct: ScalarType) -> str:
     if t.bits >= 32:
         W = "ulong" if t.bits == 64 else "uint"
         cas = "atom_cmpxchg" if t.bits == 64 else "atomic_cmpxchg"
+        # the first read is atomic too: a plain read racing with other work-items' swaps is
+        # a data race in OpenCL's memory model (Oclgrind reports it)
+        load = "atom_add(w, 0UL)" if t.bits == 64 else "atomic_add(w, 0u)"
         as_t = f"as_{T}" if t.is_float else f"({T})"
         as_w = f"as_{W}" if t.is_float else f"({W})"
         return f"""{head} {{
     volatile {space} {W}* w = (volatile {space} {W}*)p;
-    {W} old = *w, seen;
+    {W} old = {load}, seen;
     do {{
         seen = old;
         {T} o = {as_t}(seen);
@@ -55,7 +58,7 @@ def update_helper(space: str, t: ScalarType, ct: ScalarType) -> str:
     uint lane = (uint)((ulong)p & 3UL);
     volatile {space} uint* w = (volatile {space} uint*)((volatile {space} char*)p - lane);
     uint shift = lane * 8u;
-    uint old = *w, seen;
+    uint old = atomic_add(w, 0u), seen;  /* atomic: a plain read would race with the swaps */
     do {{
         seen = old;
         {T} o = ({T})(({ut})((seen >> shift) & {mask}));
