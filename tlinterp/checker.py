@@ -314,7 +314,7 @@ class _FunctionChecker:
         if's results and a loop's variable come before their regions), so that a use before
         it can be told from an undefined name."""
         defs = [a.value for a in f.args]
-        for inst in _walk(f.body):
+        for inst in ir.walk(f.body):  # iterative: any nesting depth
             if isinstance(inst, (ir.For, ir.Foreach)):
                 defs.append(inst.var)
             defs.extend(ir.results_of(inst))
@@ -765,18 +765,6 @@ _HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], Non
     ir.Hadamard: _FunctionChecker._hadamard,
     ir.Sum: _FunctionChecker._sum,
 }
-
-
-def _walk(region: ir.Region) -> Iterator[ir.Instruction]:
-    """`ir.walk` (pre-order, text order) without recursion, for arbitrarily deep nesting."""
-    stack = [iter(region.instructions)]
-    while stack:
-        inst = next(stack[-1], None)
-        if inst is None:
-            stack.pop()
-            continue
-        yield inst
-        stack.extend(iter(r.instructions) for r in reversed(ir.regions_of(inst)))
 
 
 def _count(n: int, noun: str, plural: Optional[str] = None) -> str:

@@ -141,22 +141,10 @@ def count(masks: dict[str, np.ndarray]) -> int:
 
 
 def _serve(conn) -> None:
-    import os
-    import signal
-    import warnings
+    from .sandbox import quiet_child, serve
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    warnings.filterwarnings("ignore")
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)  # compiler chatter; Oclgrind's reports are captured per run
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:
-            return
-        if msg is None:
-            return
-        conn.send(run_source(*msg[0], **msg[1]))
+    quiet_child()  # Oclgrind's reports are captured per run, not read from fd 2
+    serve(conn, lambda msg: run_source(*msg[0], **msg[1]))
 
 
 class Isolated:

@@ -17,17 +17,35 @@ from typing import Optional
 from ..strategies import FuzzCase
 from .harness import Finding, combine, differential
 
-__all__ = ["Sandbox"]
+__all__ = ["Sandbox", "quiet_child", "serve"]
+
+
+def quiet_child() -> None:
+    """Set up a child that runs OpenCL work for a parent: the parent decides when to stop
+    (SIGINT ignored), and the OpenCL compiler's warnings, written straight to fd 2, are
+    noise (build errors come back as exceptions)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    warnings.filterwarnings("ignore")
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+
+
+def serve(conn, handle) -> None:
+    """Answer each message on `conn` with `handle(message)` until the parent closes it or
+    sends None."""
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        conn.send(handle(msg))
 
 
 def _child(conn, mutation: Optional[str], impl=None) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
-    warnings.filterwarnings("ignore")
-    # the OpenCL compiler writes warnings straight to fd 2; build errors come back as
-    # exceptions, so the child's stderr is only noise in the live view
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)
-    # and some drivers drop debug files (pocl: broken.dot) into the working directory
+    quiet_child()
+    # some drivers drop debug files (pocl: broken.dot) into the working directory
     os.chdir(tempfile.mkdtemp(prefix="tlfuzz-sandbox-"))
     hits = [0]
     if mutation:
@@ -39,16 +57,12 @@ def _child(conn, mutation: Optional[str], impl=None) -> None:
         from tlinterp.impl import resolve
 
         impl = resolve(*impl)
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:
-            return
-        if msg is None:
-            return
+    def batch(msg):
         cases, config, device, timeout = msg
-        conn.send((differential(cases, config=config, device=device, impl=impl,
-                                timeout=timeout), hits[0]))
+        return (differential(cases, config=config, device=device, impl=impl,
+                             timeout=timeout), hits[0])
+
+    serve(conn, batch)
 
 
 class Sandbox:
