@@ -31,10 +31,8 @@ import multiprocessing as mp
 import os
 import queue as queue_mod
 import re
-import signal
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -63,10 +61,12 @@ def round_seed(seed: int, job: int, k: int) -> int:
 
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    warnings.filterwarnings("ignore")
     from .harness import save_finding
-    from .sandbox import Sandbox
+    from .sandbox import Sandbox, quiet_child
+
+    # SIGINT is the parent's to handle; compiler chatter from triage's reruns would cross the
+    # live view (a job's errors reach the parent through q, not stderr)
+    quiet_child()
 
     sandbox = None if opts.frontend else Sandbox(opts.device, opts.timeout, opts.mutation,
                                                  opts.impl)
