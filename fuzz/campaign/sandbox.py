@@ -23,11 +23,13 @@ __all__ = ["Sandbox", "quiet_child", "serve"]
 def quiet_child() -> None:
     """Set up a child that runs OpenCL work for a parent: the parent decides when to stop
     (SIGINT ignored), and the OpenCL compiler's warnings, written straight to fd 2, are
-    noise (build errors come back as exceptions)."""
+    noise (build errors come back as exceptions); the child talks to its parent through a
+    pipe or queue only."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     warnings.filterwarnings("ignore")
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
+    os.dup2(devnull, 1)  # pocl reports its own compiler trouble on stdout ("dumped CFG")
 
 
 def serve(conn, handle) -> None:
