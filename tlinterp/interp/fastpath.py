@@ -65,15 +65,14 @@ def _wrap(x: int, t: ScalarType) -> int:
     return x - (1 << bits) if t.is_signed and x >> (bits - 1) else x
 
 
+_RING = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
+
+
 def binary(op: str, t: ScalarType, a, b):
     """`scalar.binary` where it is defined and cheap, else _BAIL."""
     if t.is_float:
-        if op == "add":
-            r = a + b
-        elif op == "sub":
-            r = a - b
-        elif op == "mul":
-            r = a * b
+        if op in _RING:
+            r = _RING[op](a, b)
         elif b == 0 or not math.isfinite(a) or not math.isfinite(b):
             return _BAIL
         elif op == "div":
@@ -92,12 +91,8 @@ def binary(op: str, t: ScalarType, a, b):
             return a & b
         return a | b if op == "or" else _BAIL
     lo, hi = _range(t)
-    if op == "add":
-        r = a + b
-    elif op == "sub":
-        r = a - b
-    elif op == "mul":
-        r = a * b
+    if op in _RING:
+        r = _RING[op](a, b)
     elif op in ("and", "or", "xor"):
         return a & b if op == "and" else (a | b if op == "or" else a ^ b)
     elif op in ("div", "rem"):
@@ -159,7 +154,7 @@ _INF = math.inf
 def binary_fn(op: str, t: ScalarType):
     """`binary` specialised for one operation and type (the common ones written out)."""
     if op in ("add", "sub", "mul") and not t.is_bool:
-        f = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}[op]
+        f = _RING[op]
         if t is ScalarType.f64:
             def run(a, b):
                 r = f(a, b)
