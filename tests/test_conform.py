@@ -17,7 +17,9 @@ import pytest
 import tlinterp
 from fuzz.conform.cli import main, run_all
 from fuzz.conform.corpus import default_corpus, load_corpus
-from fuzz.conform.impl import UB_KINDS, SpecError, expand_template, from_spec
+from tlinterp.impl import UB_KINDS, SpecError
+from tlinterp.impl import resolve as from_spec
+from tlinterp.impl.command import expand_template
 from tlinterp.ir import BLAS, walk
 from tlinterp.types import GroupType, MemrefType, canonical_strides
 

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from fuzz.conform.corpus import default_corpus, load_corpus
-from fuzz.conform.impl import from_spec, outcome_of
+from fuzz.conform.impl import outcome_of
 from fuzz.conform.judge import judge
 from fuzz.conform.report import log_lines, summary_tables
 from tlinterp.impl import mentioned_warnings
+from tlinterp.impl import resolve as from_spec
 from tlinterp.impl.inprocess import InProcess
 from tlinterp.impl.template import Template
 

@@ -24,17 +24,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tlinterp import TLError
+from tlinterp.impl import Implementation, ImplOptions, Outcome, SpecError, resolve
 
 from .corpus import Case, CorpusError, default_corpus, load_corpus
-from .impl import (
-    Implementation,
-    ImplOptions,
-    Outcome,
-    SpecError,
-    from_spec,
-    outcome_of,
-    reproduce,
-)
+from .impl import outcome_of, reproduce
 from .interrupt import kill_children_settled
 from .jsonreport import write_json
 from .judge import FAIL, Verdict, judge
@@ -152,7 +145,7 @@ def _main(opts: argparse.Namespace) -> int:
             return 0
         if not opts.impl:
             raise SpecError("--impl NAME is required (see --list-impls)")
-        impl = from_spec(opts.impl, ImplOptions(device=opts.device,
+        impl = resolve(opts.impl, ImplOptions(device=opts.device,
                                                 work_group_size=opts.work_group_size))
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
     except (SpecError, CorpusError) as e:

@@ -1,31 +1,15 @@
-"""Implementations under test: names resolve through the shared registry (`tlinterp.impl`:
-interp, opencl[:DEVICE], opencl-c:COMMAND, python:MODULE:FUNCTION, command templates and
-whatever other packages register); this module turns a corpus case into the job they run."""
+"""A corpus case run on an implementation under test. Implementations are named and found
+through the shared registry, `tlinterp.impl.resolve` (interp, opencl[:DEVICE],
+opencl-c:COMMAND, python:MODULE:FUNCTION, command templates and whatever other packages
+register); this module turns a case into the job they run and into a command to rerun it."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from tlinterp.impl import (
-    UB_KINDS,
-    Implementation,
-    ImplOptions,
-    Job,
-    Outcome,
-    SpecError,
-    mentioned_kinds,
-    resolve,
-)
-from tlinterp.impl.command import expand_template
+from tlinterp.impl import Implementation, Job, Outcome
 
 from .corpus import Case, shown
-
-__all__ = ["UB_KINDS", "Implementation", "Job", "Outcome", "SpecError", "case_job",
-           "expand_template", "from_spec", "mentioned_kinds", "outcome_of", "reproduce"]
-
-
-def from_spec(spec: str, options: Optional[ImplOptions] = None) -> Implementation:
-    return resolve(spec, options)
 
 
 def case_job(case: Case) -> Job:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tlinterp.impl import Implementation, Outcome
+
 from ..oracle import compare_outputs
 from .corpus import Case
-from .impl import Implementation, Outcome
 
 PASS, FAIL, INFO = "pass", "fail", "info"
 
