@@ -234,15 +234,8 @@ def group_id_size() -> ValidCase:
                  groups=4)
 
 
-def fused_kernel_sample() -> ValidCase:
-    """The spec's sample: D_g := alpha * (A_g B^T) C + D_g, through an alloca temporary."""
-    rng = rng_for("fused_kernel_sample")
-    groups = 3
-    a = data(rng, "f32", (groups, 16, 8))
-    b = data(rng, "f32", (8, 8))
-    c = data(rng, "f32", (8, 16))
-    d = data(rng, "f32", (16, 16, groups))
-    src = """func @fused_kernel(%alpha: f32,
+# The spec's sample kernel, verbatim (tests compare spans against this exact text).
+SAMPLE_KERNEL = """func @fused_kernel(%alpha: f32,
                    %A: group<memref<f32x16x8>>,
                    %B: memref<f32x8x8>,
                    %C: memref<f32x8x16>,
@@ -257,6 +250,17 @@ def fused_kernel_sample() -> ValidCase:
     : f32, memref<f32x16x8>, memref<f32x8x16>, f32, memref<f32x16x16>
 }
 """
+
+
+def fused_kernel_sample() -> ValidCase:
+    """The spec's sample: D_g := alpha * (A_g B^T) C + D_g, through an alloca temporary."""
+    rng = rng_for("fused_kernel_sample")
+    groups = 3
+    a = data(rng, "f32", (groups, 16, 8))
+    b = data(rng, "f32", (8, 8))
+    c = data(rng, "f32", (8, 16))
+    d = data(rng, "f32", (16, 16, groups))
+    src = SAMPLE_KERNEL
     alpha = np.asarray(0.5, np.float32)
     args = {"alpha": alpha, "A": a, "B": b, "C": c, "D": d}
     exp = d.astype(np.float64)
