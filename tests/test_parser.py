@@ -69,10 +69,10 @@ def test_sample_kernel():
         ir.Subview(V("2"), V("D"), (Slice(C(0), None, True), Slice(C(0), None, True),
                                     Slice(V("0"))), M(f32, 16, 16, None)),
         ir.Alloca(V("tmp0"), M(f32, 16, 8)),
-        ir.Gemm(False, True, False, C(1.0), V("1"), V("B"), C(0.0), V("tmp0"),
-                f32, M(f32, 16, 8), M(f32, 8, 8), f32, M(f32, 16, 8)),
-        ir.Gemm(False, False, False, V("alpha"), V("tmp0"), V("C"), C(1.0), V("2"),
-                f32, M(f32, 16, 8), M(f32, 8, 16), f32, M(f32, 16, 16)),
+        ir.Gemm(False, C(1.0), V("1"), V("B"), C(0.0), V("tmp0"), f32, M(f32, 16, 8), M(f32, 8, 8),
+                f32, M(f32, 16, 8), trans_a=False, trans_b=True),
+        ir.Gemm(False, V("alpha"), V("tmp0"), V("C"), C(1.0), V("2"), f32, M(f32, 16, 8),
+                M(f32, 8, 16), f32, M(f32, 16, 16), trans_a=False, trans_b=False),
     ]
 
 
@@ -186,11 +186,11 @@ INSTRUCTIONS = [
               M(f64, 16, 8))),
     ("gemm.t.n.atomic 1.0, %A, %B, %beta, %C "
      ": f32, memref<f32x4x8>, memref<f32x4x2>, f32, memref<f32x8x2>",
-     ir.Gemm(True, False, True, C(1.0), V("A"), V("B"), V("beta"), V("C"), f32,
-             M(f32, 4, 8), M(f32, 4, 2), f32, M(f32, 8, 2))),
+     ir.Gemm(True, C(1.0), V("A"), V("B"), V("beta"), V("C"), f32, M(f32, 4, 8), M(f32, 4, 2), f32,
+             M(f32, 8, 2), trans_a=True, trans_b=False)),
     ("gemv.t 1.0, %A, %b, 0.0, %c : f32, memref<f32x4x8>, memref<f32x4>, f32, memref<f32x8>",
-     ir.Gemv(True, False, C(1.0), V("A"), V("b"), C(0.0), V("c"), f32, M(f32, 4, 8),
-             M(f32, 4), f32, M(f32, 8))),
+     ir.Gemv(False, C(1.0), V("A"), V("b"), C(0.0), V("c"), f32, M(f32, 4, 8), M(f32, 4), f32,
+             M(f32, 8), trans_a=True)),
     ("ger.atomic 1.0, %a, %b, 1.0, %C : f32, memref<f32x4>, memref<f32x8>, f32, "
      "memref<f32x4x8>",
      ir.Ger(True, C(1.0), V("a"), V("b"), C(1.0), V("C"), f32, M(f32, 4), M(f32, 8), f32,
@@ -203,8 +203,8 @@ INSTRUCTIONS = [
      ir.Sum(False, True, C(1.0), V("A"), C(0.0), V("b"), f32, M(f32, 4, 8), f32, M(f32, 4))),
     ("gemm.n.n 1, %A, %B, 0, %C : i32, memref<i32x2x2>, memref<i32x2x2>, i32, "
      "memref<i32x2x2>",
-     ir.Gemm(False, False, False, C(1), V("A"), V("B"), C(0), V("C"), i32, M(i32, 2, 2),
-             M(i32, 2, 2), i32, M(i32, 2, 2))),
+     ir.Gemm(False, C(1), V("A"), V("B"), C(0), V("C"), i32, M(i32, 2, 2), M(i32, 2, 2), i32, M(i32,
+             2, 2), trans_a=False, trans_b=False)),
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -247,18 +249,12 @@ def simple_instructions() -> st.SearchStrategy:
         st.builds(ir.LifetimeStop, values),
         st.builds(ir.Yield, st.lists(operands, max_size=3).map(tuple),
                   st.lists(scalars, max_size=3).map(tuple)),
-        st.builds(ir.Axpby, st.booleans(), st.booleans(), operands, values, operands, values,
-                  scalars, m, scalars, m),
-        st.builds(ir.Gemm, st.booleans(), st.booleans(), st.booleans(), operands, values,
-                  values, operands, values, scalars, m, m, scalars, m),
-        st.builds(ir.Gemv, st.booleans(), st.booleans(), operands, values, values, operands,
-                  values, scalars, m, m, scalars, m),
-        st.builds(ir.Ger, st.booleans(), operands, values, values, operands, values, scalars,
-                  m, m, scalars, m),
-        st.builds(ir.Hadamard, st.booleans(), operands, values, values, operands, values,
-                  scalars, m, m, scalars, m),
-        st.builds(ir.Sum, st.booleans(), st.booleans(), operands, values, operands, values,
-                  scalars, m, scalars, m),
+        *(st.builds(cls, st.booleans(), st.booleans(), operands, values, operands, values,
+                    scalars, m, scalars, m) for cls in (ir.Axpby, ir.Sum)),
+        *(st.builds(cls, st.booleans(), operands, values, values, operands, values, scalars,
+                    m, m, scalars, m,
+                    **{f.name: st.booleans() for f in dataclasses.fields(cls) if f.kw_only})
+          for cls in (ir.Gemm, ir.Gemv, ir.Ger, ir.Hadamard)),
     )
 
 

@@ -331,13 +331,9 @@ class Blas:
         return self.op_shape(self.REDUCED)[-1]
 
 
-
 @dataclass
-class Axpby(Blas):
-    MNEMONIC: ClassVar[str] = "axpby"
-    # order 0 (a scalar update, B := alpha A + beta B) is a deviation: the spec says 1 or 2,
-    # the original compiler accepts 0 (docs/semantics.md)
-    ROLES: ClassVar = (MemrefRole("a", "A", (0, 1, 2), "trans"), MemrefRole("b", "B", (0, 1, 2)))
+class Update(Blas):
+    """B := alpha * op(A) + beta * B, where op(A) is transposed or summed (axpby, sum)."""
 
     trans: bool
     atomic: bool
@@ -353,7 +349,43 @@ class Axpby(Blas):
 
 
 @dataclass
-class Gemm(Blas):
+class Product(Blas):
+    """C := alpha * (op(A) combined with op(B)) + beta * C (gemm, gemv, ger, hadamard_product).
+    Transpose flags are keyword-only fields of the instructions that have them."""
+
+    atomic: bool
+    alpha: Operand
+    a: Value
+    b: Value
+    beta: Operand
+    c: Value
+    alpha_type: ScalarType
+    a_type: MemrefType
+    b_type: MemrefType
+    beta_type: ScalarType
+    c_type: MemrefType
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class Axpby(Update):
+    MNEMONIC: ClassVar[str] = "axpby"
+    # order 0 (a scalar update, B := alpha A + beta B) is a deviation: the spec says 1 or 2,
+    # the original compiler accepts 0 (docs/semantics.md)
+    ROLES: ClassVar = (MemrefRole("a", "A", (0, 1, 2), "trans"), MemrefRole("b", "B", (0, 1, 2)))
+
+
+@dataclass
+class Sum(Update):
+    MNEMONIC: ClassVar[str] = "sum"
+    # B has one order less than op(A): a vector sums into a scalar, a matrix into a vector.
+    ROLES: ClassVar = (MemrefRole("a", "A", (1, 2), "trans"), MemrefRole("b", "B", (0, 1)))
+    RELATIONS: ClassVar = (("mode 0", ("a", 0), ("b", 0)),)  # for a matrix A
+    REDUCED: ClassVar = "a"
+
+
+@dataclass
+class Gemm(Product):
     MNEMONIC: ClassVar[str] = "gemm"
     ROLES: ClassVar = (MemrefRole("a", "A", (2,), "trans_a"), MemrefRole("b", "B", (2,), "trans_b"),
                        MemrefRole("c", "C", (2,)))
@@ -361,106 +393,35 @@ class Gemm(Blas):
                            ("K", ("a", 1), ("b", 0)))
     REDUCED: ClassVar = "a"
 
-    trans_a: bool
-    trans_b: bool
-    atomic: bool
-    alpha: Operand
-    a: Value
-    b: Value
-    beta: Operand
-    c: Value
-    alpha_type: ScalarType
-    a_type: MemrefType
-    b_type: MemrefType
-    beta_type: ScalarType
-    c_type: MemrefType
-    span: Optional[Span] = _span()
+    trans_a: bool = field(kw_only=True)
+    trans_b: bool = field(kw_only=True)
 
 
 @dataclass
-class Gemv(Blas):
+class Gemv(Product):
     MNEMONIC: ClassVar[str] = "gemv"
     ROLES: ClassVar = (MemrefRole("a", "A", (2,), "trans_a"), MemrefRole("b", "b", (1,)),
                        MemrefRole("c", "c", (1,)))
     RELATIONS: ClassVar = (("M", ("a", 0), ("c", 0)), ("K", ("a", 1), ("b", 0)))
     REDUCED: ClassVar = "a"
 
-    trans_a: bool
-    atomic: bool
-    alpha: Operand
-    a: Value
-    b: Value
-    beta: Operand
-    c: Value
-    alpha_type: ScalarType
-    a_type: MemrefType
-    b_type: MemrefType
-    beta_type: ScalarType
-    c_type: MemrefType
-    span: Optional[Span] = _span()
+    trans_a: bool = field(kw_only=True)
 
 
 @dataclass
-class Ger(Blas):
+class Ger(Product):
     MNEMONIC: ClassVar[str] = "ger"
     ROLES: ClassVar = (MemrefRole("a", "a", (1,)), MemrefRole("b", "b", (1,)),
                        MemrefRole("c", "C", (2,)))
     RELATIONS: ClassVar = (("M", ("a", 0), ("c", 0)), ("N", ("b", 0), ("c", 1)))
 
-    atomic: bool
-    alpha: Operand
-    a: Value
-    b: Value
-    beta: Operand
-    c: Value
-    alpha_type: ScalarType
-    a_type: MemrefType
-    b_type: MemrefType
-    beta_type: ScalarType
-    c_type: MemrefType
-    span: Optional[Span] = _span()
-
 
 @dataclass
-class Hadamard(Blas):
+class Hadamard(Product):
     MNEMONIC: ClassVar[str] = "hadamard_product"
     # The spec says vectors; the original compiler also takes matrices of equal shape.
     ROLES: ClassVar = (MemrefRole("a", "a", (1, 2)), MemrefRole("b", "b", (1, 2)),
                        MemrefRole("c", "c", (1, 2)))
-
-    atomic: bool
-    alpha: Operand
-    a: Value
-    b: Value
-    beta: Operand
-    c: Value
-    alpha_type: ScalarType
-    a_type: MemrefType
-    b_type: MemrefType
-    beta_type: ScalarType
-    c_type: MemrefType
-    span: Optional[Span] = _span()
-
-
-@dataclass
-class Sum(Blas):
-    MNEMONIC: ClassVar[str] = "sum"
-    # B has one order less than op(A): a vector sums into a scalar, a matrix into a vector.
-    ROLES: ClassVar = (MemrefRole("a", "A", (1, 2), "trans"), MemrefRole("b", "B", (0, 1)))
-    RELATIONS: ClassVar = (("mode 0", ("a", 0), ("b", 0)),)  # for a matrix A
-    REDUCED: ClassVar = "a"
-
-    trans: bool
-    atomic: bool
-    alpha: Operand
-    a: Value
-    beta: Operand
-    b: Value
-    alpha_type: ScalarType
-    a_type: MemrefType
-    beta_type: ScalarType
-    b_type: MemrefType
-    span: Optional[Span] = _span()
 
 
 Instruction = Union[

@@ -686,12 +686,12 @@ class _Builder:
 
     def gemm(self, n, s):
         ch = n.children
-        return ir.Gemm(self._is_t(ch[1]), self._is_t(ch[2]), bool(ch[3].children),
-                       *self._blas3(ch[5:]), s)
+        return ir.Gemm(bool(ch[3].children), *self._blas3(ch[5:]), s,
+                       trans_a=self._is_t(ch[1]), trans_b=self._is_t(ch[2]))
 
     def gemv(self, n, s):
         ch = n.children
-        return ir.Gemv(self._is_t(ch[1]), bool(ch[2].children), *self._blas3(ch[4:]), s)
+        return ir.Gemv(bool(ch[2].children), *self._blas3(ch[4:]), s, trans_a=self._is_t(ch[1]))
 
     def ger(self, n, s):
         ch = n.children
