@@ -205,14 +205,7 @@ class FastRunner:
         if isinstance(op, ir.Const):
             c = scalar.const(op, t).item()
             return lambda: c
-        vals, name, outer = self.vals, op.name, self._outer
-
-        def get():
-            try:
-                return vals[name]
-            except KeyError:
-                return outer(name)
-        return get
+        return self._view_getter(op.name)
 
     def _outer(self, name: str):
         """A value defined before the loop, converted once (SSA: it cannot change)."""
@@ -419,6 +412,7 @@ class FastRunner:
         return run
 
     def _view_getter(self, name: str):
+        """A function returning the named value: the loop's own, else one from before it."""
         vals, outer = self.vals, self._outer
 
         def get():
