@@ -198,8 +198,14 @@ class _Marshal:
         n = len(g.members)
         base = g.members[0].buffer if g.members else np.zeros(1, m.element.dtype)
         base_buf = self.buffer(base, name=name)
-        ptrs = self.cl.Buffer(self.dev.context, self.cl.mem_flags.READ_WRITE,
-                              max(1, n) * self.dev.device.address_bits // 8)
+        # zero-filled from the host although the kernel below writes every entry: after
+        # earlier launches in the same process, Oclgrind forgets that a kernel initialised
+        # a buffer the host never wrote and reports "Uninitialized address" at every member
+        # access (findings 4291361bde61, ee423f97aac1 of the pocl campaign)
+        ptrs = self.cl.Buffer(self.dev.context,
+                              self.cl.mem_flags.READ_WRITE | self.cl.mem_flags.COPY_HOST_PTR,
+                              hostbuf=np.zeros(max(1, n) * self.dev.device.address_bits // 8,
+                                               np.uint8))
         self.keep.append(ptrs)
         if n:
             offs = self.longs(mm.offset - g.offset for mm in g.members)
