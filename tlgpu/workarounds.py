@@ -14,14 +14,17 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# a block header of control flow: `if (...) {`, `} else {`, `for (...) {`, `while (...) {`
-_CONTROL = re.compile(r"^(\}\s*)?(else\b.*|(if|for|while)\s*\(.*|do\s*)\{$")
+# block headers of control flow: `if (...) {` / `} else {`, and loops
+_BRANCH = re.compile(r"^(\}\s*)?(else\b.*|if\s*\(.*)\{$")
+_LOOP = re.compile(r"^(for|while)\s*\(.*\{$|^do\s*\{$")
 
 
-def barrier_in_control_flow(kernel_source: str) -> bool:
-    """True when a `barrier(` statement sits inside an if/else or loop block (the generated
-    C is one statement per line, blocks open at the end of a line and close at the start)."""
-    stack: list[bool] = []  # per open block: is it control flow?
+def pocl_barrier_shape(kernel_source: str) -> bool:
+    """True when a `barrier(` statement sits inside an if/else block, or inside a loop nested
+    in another loop: the shapes pocl 3.0 miscompiles (a barrier in one loop level is built
+    right). The generated C is one statement per line; blocks open at the end of a line and
+    close at the start of one."""
+    stack: list[str] = []  # per open block: "if", "loop" or "" (a plain block)
     for line in kernel_source.splitlines():
         s = line.strip()
         if s.startswith("//"):
@@ -29,8 +32,8 @@ def barrier_in_control_flow(kernel_source: str) -> bool:
         if s.startswith("}") and stack:
             stack.pop()
         if s.endswith("{"):
-            stack.append(bool(_CONTROL.match(s)))
-        elif "barrier(" in s and any(stack):
+            stack.append("if" if _BRANCH.match(s) else "loop" if _LOOP.match(s) else "")
+        elif "barrier(" in s and ("if" in stack or stack.count("loop") >= 2):
             return True
     return False
 
@@ -53,12 +56,12 @@ class Workaround:
 
 KNOWN: tuple[Workaround, ...] = (
     Workaround(
-        name="pocl-barrier-in-control-flow",
+        name="pocl-barrier-in-branch-or-nested-loop",
         platform="portable computing language", version="PoCL 3.0",
-        triggers=barrier_in_control_flow, options=("-cl-opt-disable",),
-        bug="with optimisation on, pocl 3.0 (LLVM 14) miscompiles barriers inside loops and "
-            "if/else whose condition is uniform but not constant: it drops stores between "
-            "barriers or runs the wrong branch",
+        triggers=pocl_barrier_shape, options=("-cl-opt-disable",),
+        bug="with optimisation on, pocl 3.0 (LLVM 14) runs the wrong branch of an if/else "
+            "holding a barrier, and drops stores between the barriers of a loop that holds "
+            "a nested barrier loop",
         reproducer="tests/test_gpu_pocl_barrier_loop.py"),
 )
 
