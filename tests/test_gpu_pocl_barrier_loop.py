@@ -3,7 +3,8 @@ tlgpu applies (tlgpu/workarounds.py).
 
 1. (finding mismatch-125d3c377d50)
 With optimisation on, pocl 3.0 (LLVM 14) drops a store that sits between two barriers of a
-loop whose trip count is not a constant (group id, argument) and which holds a nested loop with barriers.
+loop whose trip count is not a constant (group id, argument) and which holds a nested loop
+with barriers.
 The kernel below is free of races (only work-item 0 stores, to distinct addresses) and every
 barrier is reached by the whole work-group, so the store must happen; with
 -cl-opt-disable, on Oclgrind and with a one-work-item group it does. Our lowering emits
@@ -17,10 +18,18 @@ With optimisation on, pocl 3.0 skips the then branch of an if/else that opens wi
 whatever the (work-group-uniform, non-constant) condition; in some kernels it runs the else
 branch instead: `BRANCH`. Our lowering emits that shape for an `if` whose branch starts with
 a step that needs a barrier; `BRANCH_KERNEL` is it in the tensor language.
+
+3. (findings backend-crash-5382fcd8523e, 75ed0bd7400b)
+With optimisation on, pocl 3.0 aborts the process ("Could not find a dominating alternative
+variable.") when it builds the work-group function, at the first launch, of a loop that holds
+a barrier and another loop: `ABORT`. Our lowering emits that shape for a collective inside a
+`for` (the collective spreads its elements over the work-items with a loop);
+`ABORT_KERNEL`, run in a child process, is it in the tensor language.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -106,6 +115,40 @@ func @k(%w: memref<i64x2x?>) {
 """
 
 
+ABORT = """
+kernel __attribute__((reqd_work_group_size(8, 4, 1)))
+void k(global float* a)
+{
+    const long lid = (long)get_local_id(0) + (long)get_local_id(1) * 8;
+    const long g = (long)get_global_id(2);
+    global float* o = a + g * 4;
+    for (long it = 0; it < 2; ++it) {
+        for (long t = lid; t < 1; t += 32) o[3] = 2.0f * o[2] + o[3];
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0) o[g & 1] = 3.25f;
+    }
+    if (lid == 0) a[12 + g] = 1.0f;
+}
+"""
+
+ABORT_EXPECTED = [[3.25, 0, 0, 0], [0, 3.25, 0, 0], [3.25, 0, 0, 0]]
+
+ABORT_KERNEL = """
+func @k(%w: memref<f32x5x?>, %v: memref<f32x?>) work_group_size(8,4) {
+  %g = group_id
+  %o = subview %w[:, %g] : memref<f32x5x?>
+  for %i = 0, 2 {
+    %a = subview %o[2:1] : memref<f32x5>
+    %b = subview %o[4:1] : memref<f32x5>
+    axpby.n 2.0, %a, 1.0, %b : f32, memref<f32x1>, f32, memref<f32x1>
+    %j = arith.and %g, 1 : index
+    store 3.25, %o[%j] : memref<f32x5>
+  }
+  store 1.0, %v[%g] : memref<f32x?>
+}
+"""
+
+
 def _run(options: list[str], source: str = REPRO, shape=(8, 2), rows: int = 4
          ) -> list[list[int]]:
     import pyopencl as cl
@@ -178,7 +221,7 @@ def _agrees_through_tlgpu(source: str, args: dict, groups: int) -> None:
     assert not bad, "\n".join(str(m) for m in bad[:5])
     said = [str(w.message) for w in caught if issubclass(w.category, DeviceWorkaround)]
     assert bool(said) == _affected(), said
-    assert all("pocl-barrier-in-branch-or-nested-loop" in m for m in said)
+    assert all("pocl-barrier-in-branch-or-loop-nest" in m for m in said)
 
 
 def test_kernel_agrees_with_interpreter():
@@ -194,3 +237,55 @@ def test_kernel_agrees_with_interpreter():
 
 def test_branch_kernel_agrees_with_interpreter():
     _agrees_through_tlgpu(BRANCH_KERNEL, {"w": np.full((2, 3), -7, np.int64)}, 3)
+
+
+def _run_abort(options: list[str], cwd) -> list[list[float]]:
+    """ABORT in a child process (pocl may abort it, leaving broken.dot in `cwd`); its first
+    12 floats."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys, numpy as np, pyopencl as cl, warnings\n"
+            "from tlgpu.devices import handle\n"
+            "dev = handle('pocl')\n"
+            "out = np.zeros(16, np.float32)\n"
+            "buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,"
+            " hostbuf=out)\n"
+            "warnings.simplefilter('ignore')\n"
+            "prog = cl.Program(dev.context, sys.argv[1]).build(options=sys.argv[2:])\n"
+            "prog.k(dev.queue, (8, 4, 3), (8, 4, 1), buf)\n"
+            "cl.enqueue_copy(dev.queue, out, buf); dev.queue.finish()\n"
+            "print(json.dumps(out[:12].reshape(3, 4).tolist()))\n")
+    r = subprocess.run([sys.executable, "-c", code, ABORT, *options], capture_output=True,
+                       text=True, timeout=120, cwd=cwd,
+                       env={**os.environ, "POCL_KERNEL_CACHE": "0"})
+    assert r.returncode == 0, f"pocl died (status {r.returncode}): {r.stderr[-300:]}"
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def test_abort_reproducer_runs_without_optimisation(tmp_path):
+    assert _run_abort(["-cl-opt-disable"], tmp_path) == ABORT_EXPECTED
+
+
+@pytest.mark.xfail(_affected(), strict=True,
+                   reason="pocl 3.0 bug: aborts building a loop holding a barrier and a loop")
+def test_abort_reproducer_optimised(tmp_path):
+    assert _run_abort([], tmp_path) == ABORT_EXPECTED
+
+
+def test_abort_kernel_agrees_with_interpreter():
+    """Through tlgpu in a child process (tlgpu.isolated), so a pocl abort fails the test
+    instead of killing pytest."""
+    import tlinterp
+    from fuzz.oracle.compare import compare_outputs
+    from tlgpu.isolated import run_isolated
+    from tlinterp.interp import run as interp_run
+
+    program = tlinterp.check(tlinterp.parse(ABORT_KERNEL, "k.tl"))
+    args = {"w": np.zeros((5, 3), np.float32), "v": np.zeros(3, np.float32)}
+    want = interp_run(program, args, func="k", groups=3)
+    got = run_isolated(program, args, func="k", groups=3, device="pocl", timeout=120)
+    bad = compare_outputs(program, "k", args, want, got.outputs, groups=3)
+    assert not bad, "\n".join(str(m) for m in bad[:5])
+    assert ("pocl-barrier-in-branch-or-loop-nest" in got.log) == _affected()

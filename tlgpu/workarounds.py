@@ -17,24 +17,39 @@ from dataclasses import dataclass
 # block headers of control flow: `if (...) {` / `} else {`, and loops
 _BRANCH = re.compile(r"^(\}\s*)?(else\b.*|if\s*\(.*)\{$")
 _LOOP = re.compile(r"^(for|while)\s*\(.*\{$|^do\s*\{$")
+_LOOP_LINE = re.compile(r"^(for|while)\s*\(")
 
 
 def pocl_barrier_shape(kernel_source: str) -> bool:
-    """True when a `barrier(` statement sits inside an if/else block, or inside a loop nested
-    in another loop: the shapes pocl 3.0 miscompiles (a barrier in one loop level is built
-    right). The generated C is one statement per line; blocks open at the end of a line and
-    close at the start of one."""
-    stack: list[str] = []  # per open block: "if", "loop" or "" (a plain block)
+    """True when a `barrier(` statement sits inside an if/else block, or inside a loop that
+    also holds another loop (with or without barriers): the shapes pocl 3.0 miscompiles or
+    crashes on (a loop holding barriers and straight-line code is built right). The generated
+    C is one statement per line; blocks open at the end of a line and close at the start."""
+    # per open block: its kind ("if", "loop" or "" for a plain block) and, for loops,
+    # whether it holds a barrier and whether it holds another loop
+    stack: list[list] = []
     for line in kernel_source.splitlines():
         s = line.strip()
         if s.startswith("//"):
             continue
         if s.startswith("}") and stack:
-            stack.pop()
+            kind, barrier, inner = stack.pop()
+            if kind == "loop" and barrier and inner:
+                return True
+            for outer in stack:  # what the closed block held, its enclosing blocks hold
+                outer[1] = outer[1] or barrier
+                outer[2] = outer[2] or kind == "loop" or inner
         if s.endswith("{"):
-            stack.append("if" if _BRANCH.match(s) else "loop" if _LOOP.match(s) else "")
-        elif "barrier(" in s and ("if" in stack or stack.count("loop") >= 2):
-            return True
+            stack.append(["if" if _BRANCH.match(s) else "loop" if _LOOP.match(s) else "",
+                          False, False])
+        elif "barrier(" in s:
+            if any(b[0] == "if" for b in stack):
+                return True
+            if stack:
+                stack[-1][1] = True
+        elif _LOOP_LINE.match(s):  # a one-line loop (`for (...) x = y;`) is a loop too
+            for outer in stack:
+                outer[2] = True
     return False
 
 
@@ -56,12 +71,13 @@ class Workaround:
 
 KNOWN: tuple[Workaround, ...] = (
     Workaround(
-        name="pocl-barrier-in-branch-or-nested-loop",
+        name="pocl-barrier-in-branch-or-loop-nest",
         platform="portable computing language", version="PoCL 3.0",
         triggers=pocl_barrier_shape, options=("-cl-opt-disable",),
-        bug="with optimisation on, pocl 3.0 (LLVM 14) runs the wrong branch of an if/else "
-            "holding a barrier, and drops stores between the barriers of a loop that holds "
-            "a nested barrier loop",
+        bug="with optimisation on, pocl 3.0 (LLVM 14) skips the branch of an if/else that "
+            "holds a barrier, drops stores between the barriers of a loop that holds a nested "
+            "barrier loop, and aborts ('Could not find a dominating alternative variable') on "
+            "a loop holding a barrier and another loop",
         reproducer="tests/test_gpu_pocl_barrier_loop.py"),
 )
 
