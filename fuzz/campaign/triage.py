@@ -99,12 +99,6 @@ def workarounds_for(target: Target, prepared: Prepared) -> tuple:
     return workarounds.applicable(text, handle(target.device).device)
 
 
-def _options(found: tuple) -> tuple[str, ...]:
-    from tlgpu import workarounds
-
-    return workarounds.options(found)
-
-
 def expected_outputs(case) -> dict:
     from tlinterp.interp import run
 
@@ -171,7 +165,9 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
             for w in found:
                 notes[f"tlgpu builds this kernel on {tgt.label} with {' '.join(w.options)} "
                       f"(known device bug {w.name})"] = None
-            options = tuple(dict.fromkeys(options + _options(found)))
+            from tlgpu.workarounds import options as extra
+
+            options = tuple(dict.fromkeys(options + extra(found)))
         out = run_source(tgt, p.source, p.kernel, p.function, case.args, case.groups,
                          p.geometry, p.local_bytes, options)
         verdict, agrees = _judge(case, expected, out)
