@@ -74,9 +74,41 @@ def test_sandbox_runs_batches_in_a_child_and_survives_its_death():
         found = box.run([case(2), case(3)])
         assert [f.kind for f in found] == ["backend-crash"]
         assert "exit code 139" in found[0].message
-        assert len(found[0].case.program.functions) == 2  # the whole batch is kept
+        # rerun alone, the batch's first kernel crashes: it is saved with its own arguments
+        assert "kernel 1 of a crashing batch of 2" in found[0].message
+        assert found[0].case.func == "k2" and len(found[0].case.program.functions) == 1
         assert [f.kind for f in box.run([case(4)])] == ["backend-crash"]  # restarted
-        assert box.restarts == 2
+        assert box.restarts == 3
+
+
+class _Scripted(Sandbox):
+    """A sandbox whose child 'crashes' exactly when the batch holds one of `bad`."""
+
+    def __init__(self, bad: set[str]):
+        super().__init__("pocl")
+        self.bad, self.tried = bad, []
+
+    def _attempt(self, cases, config):
+        self.tried.append([c.func for c in cases])
+        return "the OpenCL side died (exit code -11)" if {c.func for c in cases} & self.bad \
+            else []
+
+
+def test_a_crashing_batch_is_narrowed_to_the_kernel_that_crashes_alone():
+    box = _Scripted({"k3"})
+    (found,) = box.run([case(2), case(3), case(4)])
+    assert box.tried == [["k2", "k3", "k4"], ["k2"], ["k3"]]
+    assert found.case.func == "k3" and len(found.case.program.functions) == 1
+    assert set(found.case.args) == {"x", "y"}
+
+
+def test_a_batch_crash_no_kernel_repeats_alone_keeps_the_batch():
+    box = _Scripted(set())
+    box._attempt = lambda cases, config, real=box._attempt: (
+        "no answer within 120 s (hang)" if len(cases) > 1 else real(cases, config))
+    (found,) = box.run([case(2), case(3)])
+    assert "no kernel of the batch of 2 crashes alone" in found.message
+    assert len(found.case.program.functions) == 2
 
 
 @seed(7)

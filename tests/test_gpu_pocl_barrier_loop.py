@@ -1,18 +1,35 @@
-"""A pocl compiler bug found by the fuzzer (finding mismatch-125d3c377d50), kept as a
-documented reproducer.
+"""pocl compiler bugs found by the fuzzer, kept as documented reproducers, and the workaround
+tlgpu applies (tlgpu/workarounds.py).
 
+1. (finding mismatch-125d3c377d50)
 With optimisation on, pocl 3.0 (LLVM 14) drops a store that sits between two barriers of a
-loop whose trip count depends on the group id and which holds a nested loop with barriers.
+loop whose trip count is not a constant (group id, argument) and which holds a nested loop
+with barriers.
 The kernel below is free of races (only work-item 0 stores, to distinct addresses) and every
 barrier is reached by the whole work-group, so the store must happen; with
 -cl-opt-disable, on Oclgrind and with a one-work-item group it does. Our lowering emits
 exactly this shape for a `store` inside nested `for` loops, so the fuzzer reports it as a
 mismatch against the interpreter: it is not a bug of ours.
-The same shape in the tensor language is `KERNEL`: interpreter and OpenCL must agree on it.
+The same shape in the tensor language is `KERNEL`: interpreter and OpenCL must agree on it,
+which they do through tlgpu because tlgpu builds that kernel with -cl-opt-disable on pocl 3.0.
+
+2. (findings mismatch-1839b0c17ee5, 4291361bde61 and others of the 20-minute pocl campaign)
+With optimisation on, pocl 3.0 skips the then branch of an if/else that opens with a barrier,
+whatever the (work-group-uniform, non-constant) condition; in some kernels it runs the else
+branch instead: `BRANCH`. Our lowering emits that shape for an `if` whose branch starts with
+a step that needs a barrier; `BRANCH_KERNEL` is it in the tensor language.
+
+3. (findings backend-crash-5382fcd8523e, 75ed0bd7400b)
+With optimisation on, pocl 3.0 aborts the process ("Could not find a dominating alternative
+variable.") when it builds the work-group function, at the first launch, of a loop that holds
+a barrier and another loop: `ABORT`. Our lowering emits that shape for a collective inside a
+`for` (the collective spreads its elements over the work-items with a loop);
+`ABORT_KERNEL`, run in a child process, is it in the tensor language.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -66,23 +83,89 @@ func @k(%w: memref<i64x4x?>) {
 # Group 0 runs no iteration; groups 1 and 2 run at least one.
 EXPECTED = [[-7, -7, -7, -7], [-7, 1, 2, 1], [-7, 1, 2, 1]]
 
+BRANCH = """
+kernel __attribute__((reqd_work_group_size(2, 2, 1)))
+void k(global long* out)
+{
+    const long lid = (long)get_local_id(0) + (long)get_local_id(1) * 2;
+    const long g = (long)get_global_id(2);
+    if (g != 1) {
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0) out[2 * g] = 1;  /* pocl never gets here */
+    } else {
+        if (lid == 0) out[2 * g + 1] = 1;
+    }
+}
+"""
 
-def _run(options: list[str]) -> list[list[int]]:
+BRANCH_EXPECTED = [[1, -7], [-7, 1], [1, -7]]
+
+BRANCH_KERNEL = """
+func @k(%w: memref<i64x2x?>) {
+  %g = group_id
+  %o = subview %w[:, %g] : memref<i64x2x?>
+  %c = cmp.ne %g, 1 : index
+  if %c {
+    barrier
+    store 1, %o[0] : memref<i64x2>
+  } else {
+    store 1, %o[1] : memref<i64x2>
+  }
+}
+"""
+
+
+ABORT = """
+kernel __attribute__((reqd_work_group_size(8, 4, 1)))
+void k(global float* a)
+{
+    const long lid = (long)get_local_id(0) + (long)get_local_id(1) * 8;
+    const long g = (long)get_global_id(2);
+    global float* o = a + g * 4;
+    for (long it = 0; it < 2; ++it) {
+        for (long t = lid; t < 1; t += 32) o[3] = 2.0f * o[2] + o[3];
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        if (lid == 0) o[g & 1] = 3.25f;
+    }
+    if (lid == 0) a[12 + g] = 1.0f;
+}
+"""
+
+ABORT_EXPECTED = [[3.25, 0, 0, 0], [0, 3.25, 0, 0], [3.25, 0, 0, 0]]
+
+ABORT_KERNEL = """
+func @k(%w: memref<f32x5x?>, %v: memref<f32x?>) work_group_size(8,4) {
+  %g = group_id
+  %o = subview %w[:, %g] : memref<f32x5x?>
+  for %i = 0, 2 {
+    %a = subview %o[2:1] : memref<f32x5>
+    %b = subview %o[4:1] : memref<f32x5>
+    axpby.n 2.0, %a, 1.0, %b : f32, memref<f32x1>, f32, memref<f32x1>
+    %j = arith.and %g, 1 : index
+    store 3.25, %o[%j] : memref<f32x5>
+  }
+  store 1.0, %v[%g] : memref<f32x?>
+}
+"""
+
+
+def _run(options: list[str], source: str = REPRO, shape=(8, 2), rows: int = 4
+         ) -> list[list[int]]:
     import pyopencl as cl
 
     from tlgpu.devices import handle
 
     dev = handle("pocl")  # the device the rest of the OpenCL tests use
     ctx, queue = dev.context, dev.queue
-    out = np.full(12, -7, np.int64)
+    out = np.full(3 * rows, -7, np.int64)
     buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=out)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pyopencl's warning about a non-empty build log
-        prog = cl.Program(ctx, REPRO).build(options=options)
-    prog.k(queue, (8, 2, 3), (8, 2, 1), buf)
+        prog = cl.Program(ctx, source).build(options=options)
+    prog.k(queue, (*shape, 3), (*shape, 1), buf)
     cl.enqueue_copy(queue, out, buf)
     queue.finish()
-    return out.reshape(3, 4).tolist()
+    return out.reshape(3, rows).tolist()
 
 
 def _affected() -> bool:
@@ -109,20 +192,100 @@ def test_reproducer_optimised():
     assert _run([]) == EXPECTED
 
 
+def test_branch_reproducer_is_correct_without_optimisation():
+    assert _run(["-cl-opt-disable"], BRANCH, (2, 2), 2) == BRANCH_EXPECTED
+
+
 @pytest.mark.xfail(_affected(), strict=True,
-                   reason="pocl 3.0 bug: the store to %o[2] is dropped when optimising")
-def test_kernel_agrees_with_interpreter():
+                   reason="pocl 3.0 bug: the then branch holding a barrier is not run when "
+                          "optimising")
+def test_branch_reproducer_optimised():
+    assert _run([], BRANCH, (2, 2), 2) == BRANCH_EXPECTED
+
+
+def _agrees_through_tlgpu(source: str, args: dict, groups: int) -> None:
+    """tlgpu on pocl computes what the interpreter does, and says when it built around a
+    known pocl bug (a DeviceWorkaround warning, shown by `tlrun -v`)."""
     import tlgpu
     import tlinterp
     from fuzz.oracle.compare import compare_outputs
+    from tlgpu.runtime import DeviceWorkaround
     from tlinterp.interp import run as interp_run
 
-    program = tlinterp.check(tlinterp.parse(KERNEL, "k.tl"))
-    args = {"w": np.full((4, 3), -7, np.int64)}
-    want = interp_run(program, args, func="k", groups=3)
-    assert want["w"][2].tolist() == [-7, -257, -257]  # the interpreter's value is right
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        got = tlgpu.run(program, args, func="k", groups=3, device="pocl")
-    bad = compare_outputs(program, "k", args, want, got, groups=3)
+    program = tlinterp.check(tlinterp.parse(source, "k.tl"))
+    want = interp_run(program, args, func="k", groups=groups)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = tlgpu.run(program, args, func="k", groups=groups, device="pocl")
+    bad = compare_outputs(program, "k", args, want, got, groups=groups)
     assert not bad, "\n".join(str(m) for m in bad[:5])
+    said = [str(w.message) for w in caught if issubclass(w.category, DeviceWorkaround)]
+    assert bool(said) == _affected(), said
+    assert all("pocl-barrier-in-branch-or-loop-nest" in m for m in said)
+
+
+def test_kernel_agrees_with_interpreter():
+    import tlinterp
+    from tlinterp.interp import run as interp_run
+
+    args = {"w": np.full((4, 3), -7, np.int64)}
+    want = interp_run(tlinterp.check(tlinterp.parse(KERNEL, "k.tl")), dict(args), func="k",
+                      groups=3)
+    assert want["w"][2].tolist() == [-7, -257, -257]  # the interpreter's value is right
+    _agrees_through_tlgpu(KERNEL, args, 3)
+
+
+def test_branch_kernel_agrees_with_interpreter():
+    _agrees_through_tlgpu(BRANCH_KERNEL, {"w": np.full((2, 3), -7, np.int64)}, 3)
+
+
+def _run_abort(options: list[str], cwd) -> list[list[float]]:
+    """ABORT in a child process (pocl may abort it, leaving broken.dot in `cwd`); its first
+    12 floats."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json, sys, numpy as np, pyopencl as cl, warnings\n"
+            "from tlgpu.devices import handle\n"
+            "dev = handle('pocl')\n"
+            "out = np.zeros(16, np.float32)\n"
+            "buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,"
+            " hostbuf=out)\n"
+            "warnings.simplefilter('ignore')\n"
+            "prog = cl.Program(dev.context, sys.argv[1]).build(options=sys.argv[2:])\n"
+            "prog.k(dev.queue, (8, 4, 3), (8, 4, 1), buf)\n"
+            "cl.enqueue_copy(dev.queue, out, buf); dev.queue.finish()\n"
+            "print(json.dumps(out[:12].reshape(3, 4).tolist()))\n")
+    r = subprocess.run([sys.executable, "-c", code, ABORT, *options], capture_output=True,
+                       text=True, timeout=120, cwd=cwd,
+                       env={**os.environ, "POCL_KERNEL_CACHE": "0"})
+    assert r.returncode == 0, f"pocl died (status {r.returncode}): {r.stderr[-300:]}"
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+def test_abort_reproducer_runs_without_optimisation(tmp_path):
+    assert _run_abort(["-cl-opt-disable"], tmp_path) == ABORT_EXPECTED
+
+
+@pytest.mark.xfail(_affected(), strict=True,
+                   reason="pocl 3.0 bug: aborts building a loop holding a barrier and a loop")
+def test_abort_reproducer_optimised(tmp_path):
+    assert _run_abort([], tmp_path) == ABORT_EXPECTED
+
+
+def test_abort_kernel_agrees_with_interpreter():
+    """Through tlgpu in a child process (tlgpu.isolated), so a pocl abort fails the test
+    instead of killing pytest."""
+    import tlinterp
+    from fuzz.oracle.compare import compare_outputs
+    from tlgpu.isolated import run_isolated
+    from tlinterp.interp import run as interp_run
+
+    program = tlinterp.check(tlinterp.parse(ABORT_KERNEL, "k.tl"))
+    args = {"w": np.zeros((5, 3), np.float32), "v": np.zeros(3, np.float32)}
+    want = interp_run(program, args, func="k", groups=3)
+    got = run_isolated(program, args, func="k", groups=3, device="pocl", timeout=120)
+    bad = compare_outputs(program, "k", args, want, got.outputs, groups=3)
+    assert not bad, "\n".join(str(m) for m in bad[:5])
+    assert ("pocl-barrier-in-branch-or-loop-nest" in got.log) == _affected()

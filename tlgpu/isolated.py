@@ -104,7 +104,8 @@ def _serve() -> None:
             reply = ("error", "ArgumentError", str(e.args[0]), "", None)
         except Exception as e:  # noqa: BLE001 - reported to the caller as an internal error
             reply = ("internal", f"{type(e).__name__}: {e}")
-    notes = [f"{w.category.__name__}: {w.message}" for w in caught]
+    # dict: a warning repeated by a second build lookup of the same kernel is shown once
+    notes = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
     log.seek(0)
     notes.append(log.read().decode("utf-8", "replace"))
     with os.fdopen(reply_fd, "wb") as out:

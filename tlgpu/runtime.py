@@ -1,4 +1,5 @@
-"""Run a lowered function through pyopencl: build (cached by source and device), marshal the
+"""Run a lowered function through pyopencl: build (cached by source, device and options;
+known device bugs steered around per kernel, tlgpu.workarounds), marshal the
 bound arguments (one cl.Buffer per argument buffer; group pointer arrays built on the device),
 launch with global (wg0, wg1, N) and local (wg0, wg1, 1), read the buffers back."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Optional, Union
@@ -18,6 +20,7 @@ from tlinterp.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
 from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
 from tlinterp.types import GroupType
 
+from . import workarounds
 from .buildlog import map_log
 from .config import DEVICE_DEFAULT, LoweringConfig
 from .ctypes_map import ctype
@@ -28,7 +31,7 @@ from .oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query
 from .prelaunch import check_launch
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
-_PROGRAMS: dict[tuple[str, str], object] = {}
+_PROGRAMS: dict[tuple[str, str, tuple[str, ...]], object] = {}
 # Self-test hook for the fuzzer's mutation bench (fuzz.campaign.mutations): rewrites the OpenCL C
 # just before the build, as a miscompiling driver would. Always None outside those self-tests.
 SOURCE_FILTER: Optional[Callable[[str], str]] = None
@@ -89,18 +92,30 @@ def _require_extensions(source: str, dev: DeviceHandle) -> None:
                            "(needed for 64-bit atomic updates)")
 
 
-def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = None):
-    """The built cl.Program, from the cache when this source was built for this device."""
+def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = None,
+          kernel: Optional[str] = None):
+    """The built cl.Program, from the cache when this source was built for this device with
+    the same options. `kernel`: the kernel to be taken from it; when a known device bug
+    (tlgpu.workarounds) is triggered by that kernel's shape, the build gets the entry's
+    options and a `DeviceWorkaround` warning says so."""
     import pyopencl as cl
 
     source = lowered.source if SOURCE_FILTER is None else SOURCE_FILTER(lowered.source)
-    key = (source, dev.key)
+    found = workarounds.applicable(workarounds.kernel_text(source, kernel), dev.device) \
+        if kernel else ()
+    options = list(BUILD_OPTIONS) + list(workarounds.options(found))
+    for w in found:
+        warnings.warn(DeviceWorkaround(
+            f"kernel {kernel} on '{dev.device.name.strip()}': built with "
+            f"{' '.join(w.options)} (known device bug {w.name}: {w.bug}; reproducer "
+            f"{w.reproducer})"), stacklevel=2)
+    key = (source, dev.key, tuple(options))
     if key in _PROGRAMS:
         return _PROGRAMS[key]
     _require_extensions(source, dev)
     try:
         with without_query_noise(is_oclgrind(dev.device)):
-            prog = cl.Program(dev.context, source).build(options=BUILD_OPTIONS)
+            prog = cl.Program(dev.context, source).build(options=options)
     except cl.RuntimeError as e:
         log = str(e)  # pyopencl puts the device's build log in the message
         filename = program.filename if program else "<input>"
@@ -110,6 +125,10 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
         raise BackendError(diags, program.source if program else "") from None
     _PROGRAMS[key] = prog
     return prog
+
+
+class DeviceWorkaround(UserWarning):
+    """A kernel was built around a known device-compiler bug (tlgpu.workarounds)."""
 
 
 _HELPERS: dict[tuple[str, str], object] = {}
@@ -198,8 +217,14 @@ class _Marshal:
         n = len(g.members)
         base = g.members[0].buffer if g.members else np.zeros(1, m.element.dtype)
         base_buf = self.buffer(base, name=name)
-        ptrs = self.cl.Buffer(self.dev.context, self.cl.mem_flags.READ_WRITE,
-                              max(1, n) * self.dev.device.address_bits // 8)
+        # zero-filled from the host although the kernel below writes every entry: after
+        # earlier launches in the same process, Oclgrind forgets that a kernel initialised
+        # a buffer the host never wrote and reports "Uninitialized address" at every member
+        # access (findings 4291361bde61, ee423f97aac1 of the pocl campaign)
+        ptrs = self.cl.Buffer(self.dev.context,
+                              self.cl.mem_flags.READ_WRITE | self.cl.mem_flags.COPY_HOST_PTR,
+                              hostbuf=np.zeros(max(1, n) * self.dev.device.address_bits // 8,
+                                               np.uint8))
         self.keep.append(ptrs)
         if n:
             offs = self.longs(mm.offset - g.offset for mm in g.members)
@@ -239,7 +264,7 @@ def prepare(program: ir.Program, function: ir.Function, device: Optional[str],
             f"work-group size {geo.wg0}x{geo.wg1} = {geo.size} exceeds the maximum "
             f"{dev.device.max_work_group_size} of '{dev.device.name}'", function.span,
             program.filename)], program.source)
-    prog = build(lowered, dev, program)
+    prog = build(lowered, dev, program, kname)
     import pyopencl as cl
 
     with without_query_noise(is_oclgrind(dev.device)):

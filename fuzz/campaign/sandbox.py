@@ -99,6 +99,27 @@ class Sandbox:
         self.restarts += 1
 
     def run(self, cases: list[FuzzCase], config=None) -> list[Finding]:
+        result = self._attempt(cases, config)
+        if not isinstance(result, str):
+            return result
+        if len(cases) == 1:
+            return [_crash(cases, config, self.device, result, self.impl)]
+        # a batch is one build but many launches, and the finding keeps one kernel's
+        # arguments: rerun each kernel alone in a fresh child to save the one that crashes
+        found: list[Finding] = []
+        for k, case in enumerate(cases):
+            alone = self._attempt([case], config)
+            if isinstance(alone, str):
+                return [_crash([case], config, self.device,
+                               f"{alone} (kernel {k + 1} of a crashing batch of "
+                               f"{len(cases)}, alone)", self.impl)]
+            found += alone
+        return found + [_crash(cases, config, self.device,
+                               f"{result}; no kernel of the batch of {len(cases)} crashes "
+                               "alone", self.impl)]
+
+    def _attempt(self, cases: list[FuzzCase], config) -> list[Finding] | str:
+        """The batch's findings, or what went wrong with the child (it is then restarted)."""
         if self.proc is None or not self.proc.is_alive():
             self._start()
         try:
@@ -113,9 +134,7 @@ class Sandbox:
         self.proc.join(1)
         code = self.proc.exitcode
         self._kill()
-        if problem is None:
-            problem = f"the OpenCL side died (exit code {code})"
-        return [_crash(cases, config, self.device, problem, self.impl)]
+        return problem or f"the OpenCL side died (exit code {code})"
 
     def close(self) -> None:
         if self.proc is not None and self.proc.is_alive():

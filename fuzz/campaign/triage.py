@@ -48,6 +48,7 @@ class Triage:
     reason: str
     runs: list[Run] = field(default_factory=list)
     device: str = ""
+    notes: list[str] = field(default_factory=list)  # e.g. a device workaround tlgpu applied
 
     @property
     def short(self) -> str:
@@ -55,6 +56,7 @@ class Triage:
 
     def text(self) -> str:
         lines = [f"triage: {self.verdict}", f"  because {self.reason}"]
+        lines += [f"  note: {n}" for n in self.notes]
         lines += [f"  {r.what:<48} {r.verdict}" for r in self.runs]
         for r in self.runs:
             lines += [f"    {r.what}: {rep}" for rep in r.reports[:5]]
@@ -83,6 +85,18 @@ def prepare(case, target: Target, config) -> Prepared:
     kname, geo = lowered.kernels[case.func]
     return Prepared(lowered.source, kname, geo, lowered.local_args.get(case.func, 0),
                     case.program.function(case.func))
+
+
+def workarounds_for(target: Target, prepared: Prepared) -> tuple:
+    """The known device bugs tlgpu builds this kernel around on `target`'s device (a
+    simulated bug's target gets none: its bug must stay visible)."""
+    from tlgpu import workarounds
+    from tlgpu.devices import handle
+
+    if type(target) is not Target:
+        return ()
+    text = workarounds.kernel_text(prepared.source, prepared.kernel)
+    return workarounds.applicable(text, handle(target.device).device)
 
 
 def expected_outputs(case) -> dict:
@@ -135,6 +149,7 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
     expected = expected_outputs(case)
     opts = tuple(BUILD_OPTIONS)
     runs: list[Run] = []
+    notes: dict[str, None] = {}  # ordered set
 
     def do(what: str, tgt: Target, cfg, options) -> Run:
         progress(what)
@@ -145,6 +160,14 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
                       None)
             runs.append(run)
             return run
+        found = workarounds_for(tgt, p)
+        if found:  # run it as tlgpu builds it (tlgpu.workarounds), and say so
+            for w in found:
+                notes[f"tlgpu builds this kernel on {tgt.label} with {' '.join(w.options)} "
+                      f"(known device bug {w.name})"] = None
+            from tlgpu.workarounds import options as extra
+
+            options = tuple(dict.fromkeys(options + extra(found)))
         out = run_source(tgt, p.source, p.kernel, p.function, case.args, case.groups,
                          p.geometry, p.local_bytes, options)
         verdict, agrees = _judge(case, expected, out)
@@ -168,7 +191,7 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
                      for o in others if o.device == "oclgrind"]
 
     def result(verdict: str, reason: str) -> Triage:
-        return Triage(verdict, reason, runs, target.label)
+        return Triage(verdict, reason, runs, target.label, list(notes))
 
     if first.agrees is not False or second.agrees is not False:
         return result(FLAKY, "the finding's device does not reproduce it on rerun")

@@ -1,0 +1,108 @@
+"""Known device-compiler bugs and how tlgpu builds around them.
+
+Each entry names the devices it applies to (platform name and version, as verified), the
+shape of generated OpenCL C that triggers the bug, the build options that avoid it, and the
+test holding a stand-alone reproducer. `runtime.build` applies the entries per kernel: a
+kernel of the triggering shape is built with the entry's options, every other kernel of the
+same source as usual, so users of `tlgpu.run`/`tlrun` get right answers and the fuzzer keeps
+testing the device's optimiser on every other shape (docs/fuzzing.md, "Known device bugs").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# block headers of control flow: `if (...) {` / `} else {`, and loops
+_BRANCH = re.compile(r"^(\}\s*)?(else\b.*|if\s*\(.*)\{$")
+_LOOP = re.compile(r"^(for|while)\s*\(.*\{$|^do\s*\{$")
+_LOOP_LINE = re.compile(r"^(for|while)\s*\(")
+
+
+def pocl_barrier_shape(kernel_source: str) -> bool:
+    """True when a `barrier(` statement sits inside an if/else block, or inside a loop that
+    also holds another loop (with or without barriers): the shapes pocl 3.0 miscompiles or
+    crashes on (a loop holding barriers and straight-line code is built right). The generated
+    C is one statement per line; blocks open at the end of a line and close at the start."""
+    # per open block: its kind ("if", "loop" or "" for a plain block) and, for loops,
+    # whether it holds a barrier and whether it holds another loop
+    stack: list[list] = []
+    for line in kernel_source.splitlines():
+        s = line.strip()
+        if s.startswith("//"):
+            continue
+        if s.startswith("}") and stack:
+            kind, barrier, inner = stack.pop()
+            if kind == "loop" and barrier and inner:
+                return True
+            for outer in stack:  # what the closed block held, its enclosing blocks hold
+                outer[1] = outer[1] or barrier
+                outer[2] = outer[2] or kind == "loop" or inner
+        if s.endswith("{"):
+            stack.append(["if" if _BRANCH.match(s) else "loop" if _LOOP.match(s) else "",
+                          False, False])
+        elif "barrier(" in s:
+            if any(b[0] == "if" for b in stack):
+                return True
+            if stack:
+                stack[-1][1] = True
+        elif _LOOP_LINE.match(s):  # a one-line loop (`for (...) x = y;`) is a loop too
+            for outer in stack:
+                outer[2] = True
+    return False
+
+
+@dataclass(frozen=True)
+class Workaround:
+    name: str
+    platform: str  # a substring of the platform name (lower case)
+    version: str  # a substring of the platform version: only releases seen to have the bug
+    triggers: Callable[[str], bool]  # on one kernel's OpenCL C
+    options: tuple[str, ...]  # build options that avoid the bug
+    bug: str  # what goes wrong
+    reproducer: str  # the test that shows it without tlgpu
+
+    def applies_to(self, device) -> bool:
+        """`device`: a pyopencl device."""
+        return (self.platform in device.platform.name.lower()
+                and self.version in device.platform.version)
+
+
+KNOWN: tuple[Workaround, ...] = (
+    Workaround(
+        name="pocl-barrier-in-branch-or-loop-nest",
+        platform="portable computing language", version="PoCL 3.0",
+        triggers=pocl_barrier_shape, options=("-cl-opt-disable",),
+        bug="with optimisation on, pocl 3.0 (LLVM 14) skips the branch of an if/else that "
+            "holds a barrier, drops stores between the barriers of a loop that holds a nested "
+            "barrier loop, and aborts ('Could not find a dominating alternative variable') on "
+            "a loop holding a barrier and another loop",
+        reproducer="tests/test_gpu_pocl_barrier_loop.py"),
+)
+
+
+def kernel_text(source: str, kernel: str) -> str:
+    """The lines of `kernel`'s definition in a tlgpu-generated source ('' when absent)."""
+    lines = source.splitlines()
+    head = re.compile(rf"^void {re.escape(kernel)}\($")
+    for k, line in enumerate(lines):
+        if head.match(line):
+            for end in range(k + 1, len(lines)):
+                if lines[end] == "}":
+                    return "\n".join(lines[k:end + 1])
+            return "\n".join(lines[k:])
+    return ""
+
+
+def applicable(kernel_source: str, device) -> tuple[Workaround, ...]:
+    """The entries for this kernel's OpenCL C on this pyopencl device."""
+    return tuple(w for w in KNOWN if w.applies_to(device) and w.triggers(kernel_source))
+
+
+def options(found: tuple[Workaround, ...]) -> tuple[str, ...]:
+    """The build options the entries add, each once, in order."""
+    out: list[str] = []
+    for w in found:
+        out += [o for o in w.options if o not in out]
+    return tuple(out)
