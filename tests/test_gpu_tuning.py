@@ -67,6 +67,20 @@ def test_plans_prefer_short_chains():
     assert two.rm * two.rn <= 6 and two.g0 * two.g1 > 32
 
 
+def test_the_fuzzer_draws_every_config_the_tuner_tries():
+    from fuzz.strategies import LOWERING_GROUP_DIMS, LOWERING_INTS
+    from tlgpu.tuner import SPACE
+
+    default = LoweringConfig()
+    for knob, values in SPACE:
+        for v in values:
+            if knob == "work_group_size":
+                assert v is None or (v[0] in LOWERING_GROUP_DIMS[0]
+                                     and v[1] in LOWERING_GROUP_DIMS[1]), (knob, v)
+            elif isinstance(v, int) and not isinstance(v, bool):
+                assert v in LOWERING_INTS or v == getattr(default, knob), (knob, v)
+
+
 def test_fits_int():
     assert fits_int([35, 9, 56], ["1", "35", "v_x_stride1"])
     assert not fits_int([100_000], ["100000"])
