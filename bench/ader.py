@@ -34,8 +34,8 @@ from tlgpu.tuner import describe  # noqa: E402
 
 P_DEFAULT = 9
 # the knobs issue 12 added, set so that the lowering emits the code it emitted before them
-BEFORE = dict(planned_tiles=False, fused_multiply_add=False, narrow_indices=False,
-              local_fences=False, infer_lifetimes=False)
+BEFORE = dict(planned_tiles=False, clamped_loads=False, fused_multiply_add=False,
+              narrow_indices=False, local_fences=False, infer_lifetimes=False)
 DT = 1.01
 
 

@@ -108,6 +108,12 @@ def coverage_of(program: ir.Program) -> set[str]:
     return kinds
 
 
+# the values lowering_configs draws for integer knobs and forced work-group sizes: a superset
+# of what the autotuner (tlgpu.tuner.SPACE) tries, so the fuzzer checks every config it can pick
+LOWERING_INTS = (1, 2, 3, 4, 6, 8, 9, 16, 32, 64)
+LOWERING_GROUP_DIMS = ((1, 2, 4, 8, 16, 32), (1, 2, 4, 8, 16))
+
+
 @st.composite
 def lowering_configs(draw):
     """A random `tlgpu.LoweringConfig`: every boolean knob flipped, integer knobs small or
@@ -121,8 +127,8 @@ def lowering_configs(draw):
         if not draw(st.booleans()):
             continue  # keep the default (shrinks towards the default config)
         if f.name == "work_group_size":
-            changes[f.name] = (draw(st.sampled_from([1, 2, 4, 8, 16, 32])),
-                               draw(st.sampled_from([1, 2, 4])))
+            changes[f.name] = (draw(st.sampled_from(LOWERING_GROUP_DIMS[0])),
+                               draw(st.sampled_from(LOWERING_GROUP_DIMS[1])))
         elif f.name in DEVICE_DEFAULT:  # None (the device decides) is the default: force one
             changes[f.name] = draw(st.booleans())
         elif isinstance(default, bool):
@@ -130,5 +136,5 @@ def lowering_configs(draw):
         elif isinstance(default, int) and "bytes" in f.name:
             changes[f.name] = draw(st.sampled_from([default // 4, default, default * 2]))
         elif isinstance(default, int):
-            changes[f.name] = draw(st.sampled_from([1, 2, 3, 4, 8, 16, 64]))
+            changes[f.name] = draw(st.sampled_from(LOWERING_INTS))
     return dataclasses.replace(LoweringConfig(), **changes)

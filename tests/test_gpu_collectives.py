@@ -123,11 +123,12 @@ CONFIGS = [LoweringConfig(register_tiles=False), LoweringConfig(work_group_size=
            LoweringConfig(local_staging_min_reuse=1, max_tile=2, unroll_k=1,
                           minimise_barriers=False, work_group_size=(8, 2)),
            LoweringConfig(planned_tiles=True, fused_multiply_add=True, narrow_indices=True,
-                          work_group_size=(16, 4))]
+                          work_group_size=(16, 4)),
+           LoweringConfig(planned_tiles=False, clamped_loads=False, work_group_size=(3, 5))]
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=["untiled", "wg3x5", "staged-small-tiles",
-                                                 "gpu-knobs"])
+                                                 "gpu-knobs", "grid-guarded"])
 @pytest.mark.parametrize("cname", ["gemm_nt", "gemm_tt_dyn", "gemm_big", "ger", "sum_vec"])
 def test_lowering_configs_do_not_change_results(program, config, cname):
     rng = np.random.default_rng(7)

@@ -33,19 +33,20 @@ def _covered(M: int, N: int, tp, wg0: int, wg1: int) -> list[int]:
     """How often each C element is written when the plan's loops run on every work-item."""
     hits = [0] * (M * N)
     for t in range(wg0 * wg1):
-        if tp.planned:
-            if t >= tp.g0 * tp.g1:
-                continue
-            i0, j0 = t % tp.g0, t // tp.g0
+        if tp.planned:  # tiles t, t + size, ... of the g0 x g1 tiles
+            starts = [(tt % tp.g0, tt // tp.g0) for tt in range(t, tp.g0 * tp.g1, wg0 * wg1)]
+            steps = (tp.g0, tp.g1)
         else:
             i0, j0 = t % wg0, t // wg0
-        for bi in range(i0, M, tp.g0 * tp.rm):
-            for bj in range(j0, N, tp.g1 * tp.rn):
-                for r in range(tp.rm):
-                    for c in range(tp.rn):
-                        i, j = bi + r * tp.g0, bj + c * tp.g1
-                        if i < M and j < N:
-                            hits[i + j * M] += 1
+            starts = [(bi, bj) for bi in range(i0, M, tp.g0 * tp.rm)
+                      for bj in range(j0, N, tp.g1 * tp.rn)]
+            steps = (tp.g0, tp.g1)
+        for bi, bj in starts:
+            for r in range(tp.rm):
+                for c in range(tp.rn):
+                    i, j = bi + r * steps[0], bj + c * steps[1]
+                    if i < M and j < N:
+                        hits[i + j * M] += 1
     return hits
 
 
@@ -54,15 +55,30 @@ def _covered(M: int, N: int, tp, wg0: int, wg1: int) -> list[int]:
 def test_every_plan_writes_each_output_once(wg, max_tile):
     for M, N in [(35, 9), (20, 9), (4, 9), (1, 9), (56, 9), (32, 32), (7, 6), (40, 36), (1, 1),
                  (100, 3)]:
-        tp = plan(M, N, wg[0], wg[1], max_tile)
-        assert tp.g0 * tp.g1 <= wg[0] * wg[1] and tp.rm * tp.rn <= max(max_tile, 1)
+        tp = plan(M, N, wg[0] * wg[1], max_tile)
+        assert tp.g0 * tp.rm >= M and tp.g1 * tp.rn >= N and tp.rm * tp.rn <= max_tile
         assert _covered(M, N, tp, *wg) == [1] * (M * N), (M, N, tp)
 
 
-def test_plans_prefer_short_chains_and_keep_full_groups():
-    tp = plan(35, 9, 16, 4, 16)  # the ADER K-gemm: 3x3 tiles on the 16x4 grid idle 45%
-    assert tp.planned and tp.rm * tp.rn < 9
-    assert not plan(32, 32, 16, 8, 16).planned  # fills the group already
+def test_plans_prefer_short_chains():
+    tp = plan(35, 9, 64, 16)  # the ADER K-gemm: 3x3 tiles on the 16x4 grid idle 45%
+    assert tp.planned and (tp.rm, tp.rn) == (3, 2) and tp.g0 * tp.g1 <= 64
+    two = plan(35, 9, 32, 6)  # more tiles than work-items: a second pass beats bigger tiles
+    assert two.rm * two.rn <= 6 and two.g0 * two.g1 > 32
+
+
+def test_the_fuzzer_draws_every_config_the_tuner_tries():
+    from fuzz.strategies import LOWERING_GROUP_DIMS, LOWERING_INTS
+    from tlgpu.tuner import SPACE
+
+    default = LoweringConfig()
+    for knob, values in SPACE:
+        for v in values:
+            if knob == "work_group_size":
+                assert v is None or (v[0] in LOWERING_GROUP_DIMS[0]
+                                     and v[1] in LOWERING_GROUP_DIMS[1]), (knob, v)
+            elif isinstance(v, int) and not isinstance(v, bool):
+                assert v in LOWERING_INTS or v == getattr(default, knob), (knob, v)
 
 
 def test_fits_int():
@@ -83,13 +99,15 @@ def ader_program():
 
 def test_emitted_code_follows_the_knobs():
     p = ader_program()
-    on = tlgpu.lower(p, config=LoweringConfig(planned_tiles=True))
+    on = tlgpu.lower(p, config=LoweringConfig())
     assert "fma(" in on and "barrier(CLK_LOCAL_MEM_FENCE);" in on
-    assert "for (int " in on and "if (tl_lid < " in on
+    assert "for (int " in on and "if (tl_lid < " in on and "tl_ir" in on and " ? " not in on
     off = tlgpu.lower(p, config=LoweringConfig(fused_multiply_add=False, narrow_indices=False,
-                                               local_fences=False))
+                                               local_fences=False, planned_tiles=False,
+                                               clamped_loads=False))
     assert "fma(" not in off and "barrier(CLK_LOCAL_MEM_FENCE);" not in off
-    assert "for (int tl_" not in off and "if (tl_lid < " not in off
+    assert "for (int tl_" not in off and "if (tl_lid < " not in off and "tl_ir" not in off
+    assert " ? " in off  # guarded loads in the K loop
 
 
 def test_device_decided_knobs_parse():
@@ -128,7 +146,7 @@ def test_tune_searches_caches_and_reports(tmp_path, monkeypatch, capsys):
     from tlgpu.tuner import tune
 
     r = tune(p, args, func="ader", device="pocl", reps=1, space=SPACE)
-    assert not r.cached and len(r.trials) == 3  # default == planned_tiles=False: timed once
+    assert not r.cached and len(r.trials) == 3  # default == planned_tiles=True: timed once
     failed = [t for t in r.trials if t.seconds is None]
     assert len(failed) == 1 and "exceeds" in failed[0].error  # too big a group: reported
     assert r.best.work_group_size is None

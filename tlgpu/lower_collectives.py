@@ -1,8 +1,9 @@
 """Collective BLAS instructions spread over the work-items of a work-group.
 
 Every collective computes out(i,j) = alpha * sum_k term(i,j,k) + beta * out(i,j) (no sum when
-there is no K). GEMM gets register tiles of C per work-item over a (wg0, wg1) grid, optionally
-with A and B staged in local memory; the others use one element per work-item in turn.
+there is no K). GEMM gets register tiles of C per work-item, fitted to its M x N (tiles.plan)
+or on the work-group's (wg0, wg1) grid, optionally with A and B staged in local memory; the
+others use one element per work-item in turn.
 Arithmetic happens in the C usual-arithmetic-conversion type of all operands; beta == 0 never
 reads the output (docs/semantics.md "Collectives").
 """
@@ -269,7 +270,7 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     lw.access(w, reads, {p.out.root})
     M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
     if M is not None and N is not None and cfg.planned_tiles:
-        tp = tiles.plan(M, N, g.wg0, g.wg1, cfg.max_tile)
+        tp = tiles.plan(M, N, g.size, cfg.max_tile)
     else:
         rm = min(-(-M // g.wg0), cfg.max_tile) if M is not None else 1
         rn = max(1, min(-(-N // g.wg1), cfg.max_tile // rm)) if N is not None else 1
@@ -281,13 +282,35 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     bi, bj, k = lw.fresh("bi"), lw.fresh("bj"), lw.fresh("k")
     acc, av, bv = lw.fresh("acc"), lw.fresh("a"), lw.fresh("b")
     w.line(f"const {I} {bi}M = {p.M}, {bj}N = {p.N}, {k}K = {p.K};")
-    if tp.planned:  # work-item t is (t % g0, t / g0) of the plan's grid; the rest sit out
-        w.open(f"if (tl_lid < {g0 * g1})")
-        i0, j0 = f"({I})tl_lid % {g0}", f"({I})tl_lid / {g0}"
+    if tp.planned:  # tile t is (t % g0, t / g0); work-item t takes tiles t, t + size, ...
+        tt = lw.fresh("tt")
+        lid, nwi = ("tl_lid", "tl_nwi") if I == "long" else ("(int)tl_lid", "(int)tl_nwi")
+        if g0 * g1 <= g.size:
+            w.open(f"if (tl_lid < {g0 * g1})")
+            w.line(f"const {I} {tt} = {lid};")
+        else:
+            w.open(f"for ({I} {tt} = {lid}; {tt} < {g0 * g1}; {tt} += {nwi})")
+        # no `%` beside the `/`: clang would pair them and insert `freeze`, which Oclgrind
+        # cannot run
+        w.line(f"const {I} {bj} = {tt} / {g0}, {bi} = {tt} - {bj} * {g0};")
+        row_step, col_step = g0, g1
     else:
-        i0, j0 = f"({I})get_local_id(0)", f"({I})get_local_id(1)"
-    w.open(f"for ({I} {bi} = {i0}; {bi} < {bi}M; {bi} += {g0 * rm})")
-    w.open(f"for ({I} {bj} = {j0}; {bj} < {bj}N; {bj} += {g1 * rn})")
+        w.open(f"for ({I} {bi} = ({I})get_local_id(0); {bi} < {bi}M; {bi} += {g0 * rm})")
+        w.open(f"for ({I} {bj} = ({I})get_local_id(1); {bj} < {bj}N; {bj} += {g1 * rn})")
+        row_step, col_step = g0, g1
+    i_r, j_c = f"{bi} + r * {row_step}", f"{bj} + c * {col_step}"
+    if cfg.clamped_loads:  # rows/columns past the edge load the last one: no guard per K step
+        ir, jc = lw.fresh("ir"), lw.fresh("jc")
+        w.line(f"{I} {ir}[{rm}], {jc}[{rn}];")
+        w.line("#pragma unroll")
+        w.line(f"for (int r = 0; r < {rm}; ++r) {ir}[r] = min(({I})({i_r}), {bi}M - 1);")
+        w.line("#pragma unroll")
+        w.line(f"for (int c = 0; c < {rn}; ++c) {jc}[c] = min(({I})({j_c}), {bj}N - 1);")
+        load_a = f"({C}){fa(f'{ir}[r]', k)}"
+        load_b = f"({C}){fb(k, f'{jc}[c]')}"
+    else:
+        load_a = f"{i_r} < {bi}M ? ({C}){fa(i_r, k)} : 0"
+        load_b = f"{j_c} < {bj}N ? ({C}){fb(k, j_c)} : 0"
     w.line(f"{C} {acc}[{rm}][{rn}];")
     w.line("#pragma unroll")
     w.line(f"for (int r = 0; r < {rm}; ++r) for (int c = 0; c < {rn}; ++c) {acc}[r][c] = 0;")
@@ -296,13 +319,9 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     w.open(f"for ({I} {k} = 0; {k} < {k}K; ++{k})")
     w.line(f"{C} {av}[{rm}], {bv}[{rn}];")
     w.line("#pragma unroll")
-    i_r = f"{bi} + r * {g0}"
-    j_c = f"{bj} + c * {g1}"
-    w.line(f"for (int r = 0; r < {rm}; ++r) {av}[r] = {i_r} < {bi}M ? "
-           f"({C}){fa(i_r, k)} : 0;")
+    w.line(f"for (int r = 0; r < {rm}; ++r) {av}[r] = {load_a};")
     w.line("#pragma unroll")
-    w.line(f"for (int c = 0; c < {rn}; ++c) {bv}[c] = {j_c} < {bj}N ? "
-           f"({C}){fb(k, j_c)} : 0;")
+    w.line(f"for (int c = 0; c < {rn}; ++c) {bv}[c] = {load_b};")
     w.line("#pragma unroll")
     update = (f"{acc}[r][c] = fma({av}[r], {bv}[c], {acc}[r][c]);" if fused
               else f"{acc}[r][c] += {av}[r] * {bv}[c];")
@@ -314,12 +333,16 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     w.open(f"for (int c = 0; c < {rn}; ++c)")
     lines: list[str] = []
     store(lines, f"({i_r})", f"({j_c})", f"{acc}[r][c]")
-    w.line(f"if ({i_r} < {bi}M && {j_c} < {bj}N) " + lines[0])
+    guard = []
+    if M is None or row_step * rm > M or not tp.planned:
+        guard.append(f"{i_r} < {bi}M")
+    if N is None or col_step * rn > N or not tp.planned:
+        guard.append(f"{j_c} < {bj}N")
+    w.line((f"if ({' && '.join(guard)}) " if guard else "") + lines[0])
     w.close()
     w.close()
     w.close()
-    w.close()
-    if tp.planned:
+    if not tp.planned:
         w.close()
     if staged is not None:
         lw.pending.add({"stage"}, set())

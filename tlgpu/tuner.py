@@ -2,10 +2,11 @@
 
 The search is coordinate descent over the knobs in `SPACE`, starting from the default config:
 each knob's values are timed with the best choice so far for the others, and the winner of a
-knob is kept before the next one. Every candidate is a `LoweringConfig`, the same knobs the
-fuzzer draws (`fuzz.strategies.lowering_configs`), so the tuner can only pick configs the fuzzer
-checks. Arguments are marshalled once and every candidate runs on the same buffers (timing only:
-the outputs of a tuning run are not the kernel's result). The winner is cached on disk per
+knob is kept before the next one; a config met again is not timed again. Every candidate is a
+`LoweringConfig`, the same knobs the fuzzer draws (`fuzz.strategies.lowering_configs`), so the
+tuner can only pick configs the fuzzer checks. Arguments are marshalled once and every
+candidate runs on the same buffers (timing only: the outputs of a tuning run are not the
+kernel's result). The winner is cached on disk per
 (kernel source, function, device), in the user cache directory.
 """
 
@@ -27,11 +28,14 @@ from tlinterp.diagnostics import TLError
 from .config import LoweringConfig
 
 # knob -> values tried (coordinate descent, in this order)
+# (a knob may come back: tile size and group shape depend on each other)
 SPACE: tuple[tuple[str, tuple], ...] = (
-    ("work_group_size", (None, (16, 4), (8, 8), (32, 2), (32, 4), (16, 8), (16, 16))),
     ("planned_tiles", (False, True)),
+    ("max_tile", (4, 6, 9, 16, 32)),
+    ("work_group_size", (None, (32, 1), (16, 4), (8, 8), (32, 2), (32, 4), (16, 8), (16, 16))),
     ("unroll_k", (1, 2, 4, 8)),
-    ("max_tile", (4, 8, 16, 32)),
+    ("max_tile", (4, 6, 9, 16, 32)),
+    ("clamped_loads", (True, False)),
     ("fused_multiply_add", (True, False)),
     ("local_staging", (True, False)),
     ("local_fences", (True, False)),
