@@ -224,10 +224,22 @@ def test_expand_template_optional_parts():
     ["--impl", "tlinterp", "--corpus", "/nonexistent"],
     ["--impl", "tlinterp", "--filter", "no-case-has-this-name"],
     ["--impl", "tlinterp", "-j", "0"],
+    ["--impl", "opencl", "--lowering", "no_such_knob=1"],
+    ["--impl", "opencl", "--lowering", "max_tile=many"],
 ])
 def test_usage_errors_exit_2(argv, capsys):
     assert main(argv) == 2
     assert "tlconform:" in capsys.readouterr().err
+
+
+@pytest.mark.opencl
+def test_lowering_overrides_reach_the_opencl_implementation(capsys):
+    """--lowering is applied to every case: a 1-byte local-memory budget fails the cases with
+    an alloca, and only those; the defaults pass them."""
+    argv = ["--impl", "opencl", "--device", "pocl", "--quiet", "--filter", "views/alloca_"]
+    assert main(argv) == 0
+    assert main(argv + ["--lowering", "local_memory_bytes=1"]) == 1
+    assert "local memory" in capsys.readouterr().out
 
 
 def test_spec_errors_are_clear():

@@ -87,6 +87,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="list the registered implementations, then exit")
     ap.add_argument("--device", default=None,
                     help="OpenCL device of opencl / opencl-c: pocl, nvidia, oclgrind, ...")
+    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
+                    help="opencl: override a lowering decision (repeatable; `tlrun --help` "
+                         "lists the keys), e.g. to check a tuned config on the whole corpus")
     ap.add_argument("--work-group-size", default=None, metavar="W0xW1",
                     help="opencl-c: work-group size of kernels without reqd_work_group_size")
     ap.add_argument("--corpus", type=Path, default=None, metavar="DIR",
@@ -146,7 +149,8 @@ def _main(opts: argparse.Namespace) -> int:
         if not opts.impl:
             raise SpecError("--impl NAME is required (see --list-impls)")
         impl = resolve(opts.impl, ImplOptions(device=opts.device,
-                                                work_group_size=opts.work_group_size))
+                                              lowering=tuple(opts.lowering),
+                                              work_group_size=opts.work_group_size))
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
     except (SpecError, CorpusError) as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
