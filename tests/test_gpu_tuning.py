@@ -69,16 +69,27 @@ def test_plans_prefer_short_chains():
 
 def test_the_fuzzer_draws_every_config_the_tuner_tries():
     from fuzz.strategies import LOWERING_GROUP_DIMS, LOWERING_INTS
-    from tlgpu.tuner import SPACE
+    from tlgpu.tuner import candidates
 
     default = LoweringConfig()
-    for knob, values in SPACE:
-        for v in values:
+    for changes in candidates():
+        for knob, v in changes.items():
             if knob == "work_group_size":
                 assert v is None or (v[0] in LOWERING_GROUP_DIMS[0]
                                      and v[1] in LOWERING_GROUP_DIMS[1]), (knob, v)
             elif isinstance(v, int) and not isinstance(v, bool):
                 assert v in LOWERING_INTS or v == getattr(default, knob), (knob, v)
+
+
+def test_joint_axes_change_their_knobs_together():
+    from tlgpu.tuner import SPACE, candidates
+
+    space = (("max_tile", (4, 9)), (("work_group_size", "unroll_k"), (((32, 1), 1), (None, 8))))
+    assert list(candidates(space)) == [
+        {"max_tile": 4}, {"max_tile": 9},
+        {"work_group_size": (32, 1), "unroll_k": 1}, {"work_group_size": None, "unroll_k": 8}]
+    joint = [c for c in candidates(SPACE) if len(c) > 1]
+    assert {"work_group_size": (32, 1), "unroll_k": 1} in joint  # the ADER winner's pair
 
 
 def test_fits_int():
