@@ -54,6 +54,18 @@ def _filter(*rules: tuple[str, object]) -> Callable[[], None]:
 # --- monkeypatched rules (structural bugs) ----------------------------------------------------
 
 
+def _set_rule(method: str, wrong: Callable) -> None:
+    """Replace a rule of tlgpu's FunctionLowerer: the method and its entries in the lowering's
+    dispatch table (which holds the functions themselves, not their names)."""
+    import tlgpu.lower_function as lf
+
+    orig = getattr(lf.FunctionLowerer, method)
+    setattr(lf.FunctionLowerer, method, wrong)
+    for cls, rule in lf.LOWER.items():
+        if rule is orig:
+            lf.LOWER[cls] = wrong
+
+
 def _wrong_transpose() -> None:
     import tlgpu.lower_collectives as lc
 
@@ -163,7 +175,6 @@ def _cast_float_round() -> None:
 
 
 def _unsigned_compare_signed() -> None:
-    import tlgpu.lower_function as lf
     import tlgpu.lower_scalar as S
     from tlinterp.types import ScalarType
 
@@ -176,7 +187,7 @@ def _unsigned_compare_signed() -> None:
             a, b = f"(({st}){a})", f"(({st}){b})"
         self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b))
 
-    lf.FunctionLowerer.lower_compare = wrong
+    _set_rule("lower_compare", wrong)
 
 
 def _view_patch(method: str, change: Callable) -> Callable[[], None]:
@@ -194,7 +205,7 @@ def _view_patch(method: str, change: Callable) -> Callable[[], None]:
                 HITS[0] += 1
                 self.env[inst.result.name] = new
 
-        setattr(lf.FunctionLowerer, method, wrong)
+        _set_rule(method, wrong)
 
     return install
 
@@ -264,7 +275,7 @@ def _local_store_transposed() -> None:
             inst = dataclasses.replace(inst, indices=inst.indices[::-1])
         return store(self, w, inst)
 
-    lf.FunctionLowerer.lower_store = wrong
+    _set_rule("lower_store", wrong)
 
 
 def _crash() -> None:
