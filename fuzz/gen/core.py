@@ -22,6 +22,7 @@ program free of undefined behaviour by construction:
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -89,6 +90,9 @@ class CoreGenerator:
         # witness outputs: kind ("int"/"float") -> [argument, per-group view, slots used]
         self.witnesses: dict[str, list] = {}
         self.witness_cols = 1  # columns per slot: the largest foreach extent
+        # views copied whole into outputs of their own: (argument, its subview at the top)
+        self.dumps: list[tuple[ir.Argument, ir.Subview]] = []
+        self.rows: list[tuple[str, int]] = []  # (kind, static rows) of collective outputs
 
     # --- drawing --------------------------------------------------------------------------
 
@@ -528,7 +532,13 @@ class CoreGenerator:
         v = self.random_chain(v)
         while v.type.order < order:
             v = self.expand(v)  # raises Unavailable when no mode can be split
-        keep = sorted(self.permutation(v.type.order)[:order])
+        if exact is None:
+            keep = sorted(self.permutation(v.type.order)[:order])
+        else:  # modes large enough for the sizes asked for, in order
+            need = [1 if w is None else w if isinstance(w, int) else w[2] for w in exact]
+            keep = list(self.pick(
+                ks for ks in itertools.combinations(range(v.type.order), order)
+                if all(v.dims[m][0] >= n for m, n in zip(ks, need))))
         slices, dims, strides = [], [], []
         for m in range(v.type.order):
             lo, hi = v.dims[m]

@@ -49,6 +49,16 @@ class GenParams:
     shape_edges: tuple[int, ...] = (1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
     max_step: int = 4  # largest step of generated for loops
     witness_percent: int = 100  # computed scalars also stored to a witness output
+    # local memory: allocas copied whole into an output of their own at the end of their
+    # region (after later allocas were written: overlapping placement shows), allocas drawn
+    # in pairs, and fills whose values depend on the position and differ between allocas
+    dump_percent: int = 70
+    alloca_pair_percent: int = 40
+    position_fill_percent: int = 75
+    # functions whose work-group size attribute lies below a collective's static row count
+    # and does not divide it: the rows exceed one pass of the work-group and its tiles
+    wg_below_rows_percent: int = 50
+    wide_rows_percent: int = 60  # collective outputs with 3 rows or more
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
