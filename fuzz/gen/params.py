@@ -62,7 +62,7 @@ class GenParams:
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        gemm=3, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
+        gemm=5, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
     scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
         const=3, value=3, load=4, special=2, binary=8, unary=1, cast=3, cmp=4, if_=1))
 
