@@ -57,8 +57,8 @@ class GenParams:
     position_fill_percent: int = 75
     # functions whose work-group size attribute lies below a collective's static row count
     # and does not divide it: the rows exceed one pass of the work-group and its tiles
-    wg_below_rows_percent: int = 50
-    wide_rows_percent: int = 60  # collective outputs with 3 rows or more
+    wg_below_rows_percent: int = 70
+    wide_rows_percent: int = 75  # collective outputs with 3 rows or more
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
