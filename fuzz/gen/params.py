@@ -53,14 +53,14 @@ class GenParams:
     # region (after later allocas were written: overlapping placement shows), allocas drawn
     # in pairs, and fills whose values depend on the position and differ between allocas
     dump_percent: int = 70
-    alloca_pair_percent: int = 40
+    alloca_pair_percent: int = 60
     position_fill_percent: int = 75
     # functions whose work-group size attribute lies below a collective's static row count
     # and does not divide it: the rows exceed one pass of the work-group and its tiles
     wg_below_rows_percent: int = 70
     wide_rows_percent: int = 75  # collective outputs with 3 rows or more
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        collective=6, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=5))
+        collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
         gemm=5, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
     scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
