@@ -240,3 +240,7 @@ def test_int_edges_cover_the_named_values():
     e = int_edges(ScalarType.i8)
     assert {-128, -127, -1, 0, 1, 126, 127, 15, 16, 17, -15, -16, -17} <= set(e)
     assert max(int_edges(ScalarType.u16)) == 65535 and min(int_edges(ScalarType.u16)) == 0
+    # unsigned: the top bit is set in the bit patterns of the signed type's negative edges
+    u, i = int_edges(ScalarType.u32), int_edges(ScalarType.i32)
+    assert {v % 2**32 for v in i if v < 0} <= set(u)
+    assert sum(v >= 2**31 for v in u) >= sum(v < 0 for v in i) - 1
