@@ -393,10 +393,10 @@ class BodyGenerator(CoreGenerator):
             top = max((lo for lo, _ in root.dims), default=0)
             if order and top >= 3 and self.flip(self.p.wide_rows_percent):
                 # 3 rows or more: past the work-group and register-tile sizes the lowering
-                # picks for them (see wg_below_rows), from any offset of the root; half of
-                # the time with rows of the root left after them, so a write past the last
-                # row lands on an element that is compared
-                rows = self.int(3, top - 1 if top >= 4 and self.flip(50) else top)
+                # picks for them (see wg_below_rows), from any offset of the root; mostly
+                # with rows of the root left after them, so a write past the last row lands
+                # on an element that is compared
+                rows = self.int(3, top - 1 if top >= 4 and self.flip(75) else top)
                 exact = [rows] + [None] * (order - 1)
             c = self.derive_view(root, order, exact)
             shared = root.buf.kind == "atomic"
