@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from tlinterp import ir, typerules
@@ -66,7 +68,7 @@ class FunctionGenerator(BodyGenerator):
         body = ir.Region(self.scopes[0].insts)
         return ir.Function(self.fname, tuple(self.arguments), body, wgs), self.npz, self.groups
 
-    def wg_below_rows(self):
+    def wg_below_rows(self) -> Optional[tuple[int, int]]:
         """A work-group size whose first mode is below a collective's static row count and
         does not divide it (the default geometry covers the rows in one pass): the last
         pass of the work-items and of their register tiles is partial. The rows of a gemm
