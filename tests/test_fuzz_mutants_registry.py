@@ -68,9 +68,10 @@ def _rule_state() -> list:
     import tlgpu.lower_collectives as lc
     import tlgpu.lower_function as lf
     import tlgpu.lower_scalar as S
+    import tlgpu.memory as mem
     import tlgpu.views as tv
 
-    owners = [lf, lc, S, tv, lf.FunctionLowerer, tv.View]
+    owners = [lf, lc, S, tv, mem, lf.FunctionLowerer, tv.View]
     return [(o, dict(vars(o))) for o in owners] + [(lf.LOWER, dict(lf.LOWER))]
 
 

@@ -278,6 +278,24 @@ def _local_store_transposed() -> None:
     _set_rule("lower_store", wrong)
 
 
+def _alloca_size_dense() -> None:
+    """An alloca's size is its element count times the element size: the padding of its
+    strides is forgotten, so its last elements overlap the next alloca."""
+    from math import prod
+
+    import tlgpu.memory as mem
+
+    size = mem.alloca_bytes
+
+    def wrong(t) -> int:
+        dense = max(prod(t.shape), 1) * t.element.dtype.itemsize
+        if dense < size(t):
+            HITS[0] += 1
+        return dense
+
+    mem.alloca_bytes = wrong
+
+
 def _crash() -> None:
     """The lowering kills its process (as a crashing OpenCL compiler would)."""
     import os
@@ -355,6 +373,8 @@ _M = [  # name, category, doc, install
      _filter((r"\(\(local char\*\)tl_local \+ [1-9]\d*\)", "((local char*)tl_local + 0)"))),
     ("local-store-transposed", "local", "stores into 2-D local memory swap their indices",
      _local_store_transposed),
+    ("alloca-size-dense", "local", "alloca sizes ignore the padding of their strides",
+     _alloca_size_dense),
     # collectives
     ("wrong-transpose", "collective", "op(X) reads X untransposed", _wrong_transpose),
     ("off-by-one-k", "collective", "reductions stop one step early", _off_by_one_k),
