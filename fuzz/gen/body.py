@@ -149,7 +149,15 @@ class BodyGenerator(CoreGenerator):
             w, d, ivar = self.foreach_target
             idx = [self.index_in(lo).op if m != d else ivar.op for m, (lo, _) in enumerate(w.dims)]
         else:
-            w = self.pick([v for v in self.writable_views() if all(lo >= 1 for lo, _ in v.dims)])
+            views = [v for v in self.writable_views() if all(lo >= 1 for lo, _ in v.dims)]
+            last = self.last_parallel
+            if last is not None and any(v is last for v in views) and \
+                    self.flip(self.p.store_after_parallel_percent):
+                # right after the step that wrote it across work-items: the store must wait
+                # for all of them (barrier placement)
+                w = last
+            else:
+                w = self.pick(views)
             if self.flip(30) and w.type.order:
                 w = self.derive_view(w, self.int(0, w.type.order))
             idx = [self.index_in(lo).op for lo, _ in w.dims]
@@ -229,6 +237,7 @@ class BodyGenerator(CoreGenerator):
                        and all(lo >= 1 for lo, _ in v.dims)])
         w = self.derive_view(w, self.int(1, min(2, w.type.order)))
         self.foreach_over(w, depth, fill=False)
+        self.last_parallel = w
 
     def foreach_over(self, w: View, depth: int, fill: bool) -> None:
         """foreach over one mode of w; the body stores to w at that mode's loop index. With
@@ -441,6 +450,7 @@ class BodyGenerator(CoreGenerator):
             self.account(c.buf, kind, k, alpha, beta, a, b, shared)
         inst = self.collective_inst(kind, atomic, trans_a, trans_b, alpha, a, b, beta, c)
         self.emit(inst)
+        self.last_parallel = c
         if c.type.order and c.type.shape[0] is not None:
             self.rows.append((kind, c.type.shape[0]))  # for the work-group size attribute
         if dest is not None and len(self.scopes) == c.buf.level:

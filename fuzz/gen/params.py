@@ -59,6 +59,7 @@ class GenParams:
     # and does not divide it: the rows exceed one pass of the work-group and its tiles
     wg_below_rows_percent: int = 70
     wide_rows_percent: int = 75  # collective outputs with 3 rows or more
+    store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
