@@ -172,6 +172,7 @@ def test_values_at_the_edges(survey):
     assert share(c, "divrem-negative-divisor", "divrem") >= 0.3, c
     assert share(c, "compare-equal-operands", "compare") >= 0.15, c
     assert c["edge-constant"] >= 20, c
+    assert share(c, "compare-with-edge", "compare") >= 0.15, c
     assert share(c, "int-arg-with-min-or-max", "int-arg") >= 0.1, c
     assert c["float-arg-negative-zero"] >= 5 and c["float-arg-subnormal"] >= 5, c
     # shifts: constant amounts spread over the whole legal range of each width
@@ -185,7 +186,8 @@ def test_values_at_the_edges(survey):
 def test_control_flow_at_the_edges(survey):
     c, _ = survey
     assert share(c, "for-step!=1", "for") >= 0.3, c
-    assert share(c, "for-partial-step", "for") >= 0.1, c
+    # (the alloca copy and fill loops, step 1 over a whole mode, count among the loops)
+    assert share(c, "for-partial-step", "for") >= 0.08, c
     assert share(c, "for-zero-trip", "for") >= 0.05, c
     assert share(c, "for-one-trip", "for") >= 0.05, c
     assert share(c, "for-dynamic-bound", "for") >= 0.1, c
@@ -219,6 +221,8 @@ def test_local_memory_is_read_back(survey):
 def test_collective_rows_past_the_work_group(survey):
     c, _ = survey
     assert share(c, "collective-rows-past-wg", "collective-rows>=3") >= 0.2, c
+    # replicated stores right after the parallel step that wrote their view
+    assert share(c, "store-after-parallel", "collective") >= 0.05, c
     assert share(c, "gemm-rows-past-wg", "gemm") >= 0.1, c
 
 

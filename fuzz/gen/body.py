@@ -156,6 +156,7 @@ class BodyGenerator(CoreGenerator):
                 # right after the step that wrote it across work-items: the store must wait
                 # for all of them (barrier placement)
                 w = last
+                self.stats["store-after-parallel"] += 1
             else:
                 w = self.pick(views)
             if self.flip(30) and w.type.order:

@@ -418,8 +418,15 @@ class CoreGenerator:
               and not (s.is_float and self.linear_float())]
         t = self.pick(ts)
         a = self.gen_scalar(t, depth - 1)
-        # equal operands often: the edge between < and <=
-        b = a if self.flip(self.p.equal_compare_percent) else self.gen_scalar(t, depth - 1)
+        # equal operands often: the edge between < and <=; else often an edge of the type
+        # (for unsigned types half of them have the top bit set: signedness mix-ups show)
+        if self.flip(self.p.equal_compare_percent):
+            b = a
+        elif t.is_int and self.flip(60):
+            b = self.const(t, self.pick([v for v in int_edges(t) if _literal_ok(v)]))
+            self.stats["compare-with-edge"] += 1
+        else:
+            b = self.gen_scalar(t, depth - 1)
         r = self.fresh()
         self.emit(ir.Compare(r, self.pick(_CONDS), a.op, b.op, t))
         s = self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1)))

@@ -41,7 +41,7 @@ class GenParams:
     float_collective_percent: int = 75  # float functions that use collectives
     edge_percent: int = 30  # constants and scalar arguments drawn from the type's edges
     edge_input_percent: int = 20  # integer inputs whose data mixes small values and edges
-    equal_compare_percent: int = 50  # compares of a value with itself
+    equal_compare_percent: int = 35  # compares of a value with itself
     dynamic_bound_percent: int = 35  # for/foreach bounds taken from visible values
     big_shape_percent: int = 25  # functions whose sizes come from shape_edges
     # sizes around the work-group sizes the lowering may choose (1..32, powers of two) and
