@@ -98,8 +98,9 @@ class BodyGenerator(CoreGenerator):
         elem = v.type.element
         shape = [lo for lo, _ in v.dims]
         how = self.weighted({"loop": 3, "collective": 2})
-        if how == "collective" and elem.is_float and not self.float_collectives:
-            how = "loop"  # float collectives only where the oracle bounds them
+        if how == "collective" and (elem.is_float and not self.float_collectives
+                                    or not self.p.collective_weights.get("axpby")):
+            how = "loop"  # float collectives only where the oracle bounds them; no axpby
         trans = order == 2 and self.flip(50)
         out_shape = shape[::-1] if trans else shape
         k = len(self.dumps)  # own names: closing regions hand the counter's names out again
@@ -125,7 +126,10 @@ class BodyGenerator(CoreGenerator):
                       ir.Store(x, sub.result, src[::-1] if trans else src, dt)]
         if jv is not None:
             body = [ir.For(jv, Const(0), Const(shape[1 - d]), None, INDEX, ir.Region(body))]
-        self.emit(ir.Foreach(iv, Const(0), Const(shape[d]), INDEX, ir.Region(body)))
+        if self.p.statement_weights.get("foreach"):
+            self.emit(ir.Foreach(iv, Const(0), Const(shape[d]), INDEX, ir.Region(body)))
+        else:  # the caller left foreach out
+            self.emit(ir.For(iv, Const(0), Const(shape[d]), None, INDEX, ir.Region(body)))
 
     # --- stores ---------------------------------------------------------------------------
 
