@@ -35,8 +35,53 @@ def _const(op):
     return op.value if isinstance(op, ir.Const) else None
 
 
+def _local_memory(fn: ir.Function, c: Counter) -> None:
+    """Allocas in program order: read back after another alloca was written (allocas that
+    share memory by mistake show), and 2-D allocas read whole or with two run-time indices
+    (swapped indices show)."""
+    root: dict[str, ir.Alloca] = {}  # alloca and the views derived from it -> the alloca
+    first_write: dict[int, int] = {}
+    reads: list[tuple[int, int]] = []  # (position, alloca)
+    whole_2d: set[int] = set()
+    for pos, inst in enumerate(ir.walk(fn.body)):
+        if isinstance(inst, ir.Alloca):
+            root[inst.result.name] = inst
+        elif isinstance(inst, (ir.Subview, ir.Expand, ir.Fuse)) and inst.operand.name in root:
+            root[inst.result.name] = root[inst.operand.name]
+        elif isinstance(inst, ir.Store) and inst.operand.name in root:
+            first_write.setdefault(id(root[inst.operand.name]), pos)
+        elif isinstance(inst, ir.Load) and inst.operand.name in root:
+            a = root[inst.operand.name]
+            reads.append((pos, id(a)))
+            if a.result == inst.operand and a.type.order == 2 and \
+                    all(isinstance(i, ir.Value) for i in inst.indices):
+                whole_2d.add(id(a))
+        elif isinstance(inst, ir.BLAS):
+            for role in type(inst).ROLES:
+                v = getattr(inst, role.field)
+                if v.name not in root:
+                    continue
+                a = root[v.name]
+                if role.field == inst.output():
+                    first_write.setdefault(id(a), pos)
+                else:
+                    reads.append((pos, id(a)))
+                    if a.result == v and a.type.order == 2:
+                        whole_2d.add(id(a))
+    allocas = {id(a): a for a in root.values()}
+    c["alloca"] += len(allocas)
+    c["alloca-2d"] += sum(a.type.order == 2 for a in allocas.values())
+    c["alloca-2d-read-whole"] += len(whole_2d)
+    if allocas:
+        c["fn-with-alloca"] += 1
+        c["fn-alloca-read-after-another-written"] += any(
+            a in first_write and any(first_write[a] < w < pos for b, w in first_write.items()
+                                     if b != a) for pos, a in reads)
+
+
 def _kernel(fn: ir.Function, args: dict, c: Counter, shifts: dict) -> None:
     geo = choose_geometry(fn, LoweringConfig())
+    _local_memory(fn, c)
     inside_for: set[int] = set()
     for inst in ir.walk(fn.body):
         if isinstance(inst, ir.For):
@@ -81,7 +126,15 @@ def _kernel(fn: ir.Function, args: dict, c: Counter, shifts: dict) -> None:
             c["collective-rows-15+"] += (sh[0] or 0) >= 15
             beta = _const(inst.beta)
             c["beta-" + ("other" if beta not in (0, 1) else str(int(beta)))] += 1
+            if sh[0] is not None and sh[0] >= 3:
+                # rows past one pass of the work-group that it does not divide (the last
+                # pass of the work-items and of gemm's register tiles is partial)
+                c["collective-rows>=3"] += 1
+                c["collective-rows-past-wg"] += sh[0] > geo.wg0 and sh[0] % geo.wg0 != 0
             if isinstance(inst, ir.Gemm):
+                c["gemm"] += 1
+                c["gemm-rows-past-wg"] += sh[0] is not None and sh[0] > geo.wg0 \
+                    and sh[0] % geo.wg0 != 0
                 k = inst.a_type.shape[0 if inst.trans_a else 1]
                 c["gemm-k1"] += k == 1
                 c["gemm-k-odd"] += k is not None and k % 2 == 1
@@ -119,6 +172,7 @@ def test_values_at_the_edges(survey):
     assert share(c, "divrem-negative-divisor", "divrem") >= 0.3, c
     assert share(c, "compare-equal-operands", "compare") >= 0.15, c
     assert c["edge-constant"] >= 20, c
+    assert share(c, "compare-with-edge", "compare") >= 0.15, c
     assert share(c, "int-arg-with-min-or-max", "int-arg") >= 0.1, c
     assert c["float-arg-negative-zero"] >= 5 and c["float-arg-subnormal"] >= 5, c
     # shifts: constant amounts spread over the whole legal range of each width
@@ -132,7 +186,8 @@ def test_values_at_the_edges(survey):
 def test_control_flow_at_the_edges(survey):
     c, _ = survey
     assert share(c, "for-step!=1", "for") >= 0.3, c
-    assert share(c, "for-partial-step", "for") >= 0.1, c
+    # (the alloca copy and fill loops, step 1 over a whole mode, count among the loops)
+    assert share(c, "for-partial-step", "for") >= 0.08, c
     assert share(c, "for-zero-trip", "for") >= 0.05, c
     assert share(c, "for-one-trip", "for") >= 0.05, c
     assert share(c, "for-dynamic-bound", "for") >= 0.1, c
@@ -153,6 +208,24 @@ def test_shapes_at_the_edges(survey):
         assert c[b] >= 10, c
 
 
+def test_local_memory_is_read_back(survey):
+    c, _ = survey
+    # several allocas alive at once, the first read after the next was written
+    assert share(c, "fn-alloca-read-after-another-written", "fn-with-alloca") >= 0.15, c
+    # 2-D allocas read whole or at two run-time indices, filled by position (differently
+    # for each alloca)
+    assert share(c, "alloca-2d-read-whole", "alloca-2d") >= 0.35, c
+    assert share(c, "position-fill", "alloca") >= 0.3, c
+
+
+def test_collective_rows_past_the_work_group(survey):
+    c, _ = survey
+    assert share(c, "collective-rows-past-wg", "collective-rows>=3") >= 0.2, c
+    # replicated stores right after the parallel step that wrote their view
+    assert share(c, "store-after-parallel", "collective") >= 0.05, c
+    assert share(c, "gemm-rows-past-wg", "gemm") >= 0.1, c
+
+
 def test_edge_heavy_kernels_are_free_of_undefined_behaviour():
     """Every dimension at its maximum: the interpreter's UB checker must stay silent."""
     from tlinterp.interp import run
@@ -171,3 +244,7 @@ def test_int_edges_cover_the_named_values():
     e = int_edges(ScalarType.i8)
     assert {-128, -127, -1, 0, 1, 126, 127, 15, 16, 17, -15, -16, -17} <= set(e)
     assert max(int_edges(ScalarType.u16)) == 65535 and min(int_edges(ScalarType.u16)) == 0
+    # unsigned: the top bit is set in the bit patterns of the signed type's negative edges
+    u, i = int_edges(ScalarType.u32), int_edges(ScalarType.i32)
+    assert {v % 2**32 for v in i if v < 0} <= set(u)
+    assert sum(v >= 2**31 for v in u) >= sum(v < 0 for v in i) - 1

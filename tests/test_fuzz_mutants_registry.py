@@ -60,3 +60,52 @@ def test_tlfuzz_names_the_known_mutations_and_checks_the_database(capsys):
     import os
 
     assert build_parser().parse_args([]).jobs == (os.cpu_count() or 1)
+
+
+def _rule_state() -> list:
+    """Every attribute a rule-patch mutant may replace: the lowering modules' and classes'
+    namespaces and the lowering's dispatch table."""
+    import tlgpu.lower_collectives as lc
+    import tlgpu.lower_function as lf
+    import tlgpu.lower_scalar as S
+    import tlgpu.memory as mem
+    import tlgpu.views as tv
+
+    owners = [lf, lc, S, tv, mem, lf.FunctionLowerer, tv.View]
+    return [(o, dict(vars(o))) for o in owners] + [(lf.LOWER, dict(lf.LOWER))]
+
+
+def _restore(state: list) -> None:
+    for owner, saved in state:
+        if isinstance(owner, dict):
+            owner.clear()
+            owner.update(saved)
+            continue
+        for k, v in saved.items():
+            if vars(owner).get(k) is not v:
+                setattr(owner, k, v)
+
+
+def test_every_rule_patch_applies_to_generated_kernels():
+    """A rule patch must reach the rule the lowering really calls (the dispatch table holds
+    the functions, so patching only the class attribute would be a silent no-op)."""
+    programs = []
+    for seed in range(40):
+        fn, _, _, _ = sample_function(seed)
+        programs.append(to_program([fn]))
+    configs = [LoweringConfig(), LoweringConfig(register_tiles=False)]
+    missing = []
+    for m in mutations.MUTATIONS.values():
+        if m.install.__qualname__.split(".")[0] == "_filter":
+            continue
+        state = _rule_state()
+        try:
+            m.install()
+            mutations.HITS[0] = 0
+            for k, p in enumerate(programs):
+                lower_program(p, None, configs[k % 2])
+            if not mutations.HITS[0]:
+                missing.append(m.name)
+        finally:
+            _restore(state)
+    assert missing == []

@@ -54,6 +54,18 @@ def _filter(*rules: tuple[str, object]) -> Callable[[], None]:
 # --- monkeypatched rules (structural bugs) ----------------------------------------------------
 
 
+def _set_rule(method: str, wrong: Callable) -> None:
+    """Replace a rule of tlgpu's FunctionLowerer: the method and its entries in the lowering's
+    dispatch table (which holds the functions themselves, not their names)."""
+    import tlgpu.lower_function as lf
+
+    orig = getattr(lf.FunctionLowerer, method)
+    setattr(lf.FunctionLowerer, method, wrong)
+    for cls, rule in lf.LOWER.items():
+        if rule is orig:
+            lf.LOWER[cls] = wrong
+
+
 def _wrong_transpose() -> None:
     import tlgpu.lower_collectives as lc
 
@@ -163,7 +175,6 @@ def _cast_float_round() -> None:
 
 
 def _unsigned_compare_signed() -> None:
-    import tlgpu.lower_function as lf
     import tlgpu.lower_scalar as S
     from tlinterp.types import ScalarType
 
@@ -176,7 +187,7 @@ def _unsigned_compare_signed() -> None:
             a, b = f"(({st}){a})", f"(({st}){b})"
         self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b))
 
-    lf.FunctionLowerer.lower_compare = wrong
+    _set_rule("lower_compare", wrong)
 
 
 def _view_patch(method: str, change: Callable) -> Callable[[], None]:
@@ -194,7 +205,7 @@ def _view_patch(method: str, change: Callable) -> Callable[[], None]:
                 HITS[0] += 1
                 self.env[inst.result.name] = new
 
-        setattr(lf.FunctionLowerer, method, wrong)
+        _set_rule(method, wrong)
 
     return install
 
@@ -264,7 +275,25 @@ def _local_store_transposed() -> None:
             inst = dataclasses.replace(inst, indices=inst.indices[::-1])
         return store(self, w, inst)
 
-    lf.FunctionLowerer.lower_store = wrong
+    _set_rule("lower_store", wrong)
+
+
+def _alloca_size_dense() -> None:
+    """An alloca's size is its element count times the element size: the padding of its
+    strides is forgotten, so its last elements overlap the next alloca."""
+    from math import prod
+
+    import tlgpu.memory as mem
+
+    size = mem.alloca_bytes
+
+    def wrong(t) -> int:
+        dense = max(prod(t.shape), 1) * t.element.dtype.itemsize
+        if dense < size(t):
+            HITS[0] += 1
+        return dense
+
+    mem.alloca_bytes = wrong
 
 
 def _crash() -> None:
@@ -344,6 +373,8 @@ _M = [  # name, category, doc, install
      _filter((r"\(\(local char\*\)tl_local \+ [1-9]\d*\)", "((local char*)tl_local + 0)"))),
     ("local-store-transposed", "local", "stores into 2-D local memory swap their indices",
      _local_store_transposed),
+    ("alloca-size-dense", "local", "alloca sizes ignore the padding of their strides",
+     _alloca_size_dense),
     # collectives
     ("wrong-transpose", "collective", "op(X) reads X untransposed", _wrong_transpose),
     ("off-by-one-k", "collective", "reductions stop one step early", _off_by_one_k),

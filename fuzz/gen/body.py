@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tlinterp import ir
-from tlinterp.ir import Const
+from tlinterp import ir, typerules
+from tlinterp.ir import Const, Slice, Value
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
 from .core import CoreGenerator, exact_dim
@@ -46,7 +46,11 @@ class BodyGenerator(CoreGenerator):
         level = len(self.scopes)
         for _ in range(self.int(at_least, self.p.max_statements)):
             self.gen_statement(depth)
-        for b in [b for b in self.bufs if b.kind == "alloca" and b.level == level and b.alive]:
+        ending = [b for b in self.bufs if b.kind == "alloca" and b.level == level and b.alive]
+        for b in ending:  # read back after everything else in the region wrote local memory
+            if b.initialised and self.flip(self.p.dump_percent):
+                self.dump(self.roots[id(b)])
+        for b in ending:
             b.alive = False
             if self.flip(50):
                 self.emit(ir.LifetimeStop(self.roots[id(b)].value))
@@ -81,6 +85,52 @@ class BodyGenerator(CoreGenerator):
     def gen_barrier(self, depth: int) -> None:
         self.emit(ir.Barrier())
 
+    def dump(self, v: View) -> None:
+        """Copy a whole static view of order 1 or 2 into an output of its own (declared by
+        `finish_witnesses`), so every element is observable: those no other read reaches,
+        and those that a wrong write from elsewhere clobbered (allocas placed on top of each
+        other, a collective writing past its view). The copy is a foreach over one mode
+        with a for loop over the other, or an axpby (alpha 1, beta 0), either of them
+        transposed half of the time: both indices of the view matter."""
+        order = v.type.order
+        if self.spmd or order not in (1, 2) or any(lo != hi or lo < 1 for lo, hi in v.dims):
+            return
+        elem = v.type.element
+        shape = [lo for lo, _ in v.dims]
+        how = self.weighted({"loop": 3, "collective": 2})
+        if how == "collective" and (elem.is_float and not self.float_collectives
+                                    or not self.p.collective_weights.get("axpby")):
+            how = "loop"  # float collectives only where the oracle bounds them; no axpby
+        trans = order == 2 and self.flip(50)
+        out_shape = shape[::-1] if trans else shape
+        k = len(self.dumps)  # own names: closing regions hand the counter's names out again
+        at = MemrefType.make(elem, tuple(out_shape) + (None,))
+        whole = Slice(Const(0), None, True)
+        sub = ir.Subview(Value(f"wdv{k}"), Value(f"wd{k}"), (whole,) * order +
+                         (Slice(self.gid.op),), at)
+        dt = typerules.subview_type(sub)
+        self.dumps.append((ir.Argument(sub.operand, at), sub))
+        self.stats["dump"] += 1
+        if how == "collective":
+            one, zero = self.const(elem, 1), self.const(elem, 0)
+            self.emit(ir.Axpby(trans=trans, atomic=False, alpha=one.op, beta=zero.op,
+                               alpha_type=elem, beta_type=elem, a=v.value, b=sub.result,
+                               a_type=v.type, b_type=dt))
+            return
+        d = self.int(0, order - 1)  # the mode the foreach runs over
+        iv = self.fresh("i")
+        jv = self.fresh("j") if order == 2 else None
+        src = (iv,) if order == 1 else ((iv, jv) if d == 0 else (jv, iv))
+        x = self.fresh()
+        body: list = [ir.Load(x, v.value, src, v.type),
+                      ir.Store(x, sub.result, src[::-1] if trans else src, dt)]
+        if jv is not None:
+            body = [ir.For(jv, Const(0), Const(shape[1 - d]), None, INDEX, ir.Region(body))]
+        if self.p.statement_weights.get("foreach"):
+            self.emit(ir.Foreach(iv, Const(0), Const(shape[d]), INDEX, ir.Region(body)))
+        else:  # the caller left foreach out
+            self.emit(ir.For(iv, Const(0), Const(shape[d]), None, INDEX, ir.Region(body)))
+
     # --- stores ---------------------------------------------------------------------------
 
     def store_value(self, buf: Buf) -> Scal:
@@ -103,7 +153,16 @@ class BodyGenerator(CoreGenerator):
             w, d, ivar = self.foreach_target
             idx = [self.index_in(lo).op if m != d else ivar.op for m, (lo, _) in enumerate(w.dims)]
         else:
-            w = self.pick([v for v in self.writable_views() if all(lo >= 1 for lo, _ in v.dims)])
+            views = [v for v in self.writable_views() if all(lo >= 1 for lo, _ in v.dims)]
+            last = self.last_parallel
+            if last is not None and any(v is last for v in views) and \
+                    self.flip(self.p.store_after_parallel_percent):
+                # right after the step that wrote it across work-items: the store must wait
+                # for all of them (barrier placement)
+                w = last
+                self.stats["store-after-parallel"] += 1
+            else:
+                w = self.pick(views)
             if self.flip(30) and w.type.order:
                 w = self.derive_view(w, self.int(0, w.type.order))
             idx = [self.index_in(lo).op for lo, _ in w.dims]
@@ -183,6 +242,7 @@ class BodyGenerator(CoreGenerator):
                        and all(lo >= 1 for lo, _ in v.dims)])
         w = self.derive_view(w, self.int(1, min(2, w.type.order)))
         self.foreach_over(w, depth, fill=False)
+        self.last_parallel = w
 
     def foreach_over(self, w: View, depth: int, fill: bool) -> None:
         """foreach over one mode of w; the body stores to w at that mode's loop index. With
@@ -214,10 +274,27 @@ class BodyGenerator(CoreGenerator):
             self.spmd, self.foreach_buf, self.foreach_target = saved
         self.emit(ir.Foreach(var, start_op, stop, t, body))
 
+    def position_value(self, buf: Buf, pos: Scal) -> Scal:
+        """pos * m + c with m and c drawn per fill, in buf's element type: contents that
+        depend on the position (layout bugs show) and differ between allocas (so do
+        allocas that share memory by mistake)."""
+        t = buf.elem
+        signed = t.is_float or t.is_signed
+        m = self.pick([1, 2, 3, -1, -2] if signed else [1, 2, 3])
+        c = self.int(-4 if signed else 0, 7)
+        val = self.binary("add", self.binary("mul", pos, self.index_const(m)),
+                          self.index_const(c))
+        val = self.cast(val, t)
+        if t.is_int and buf.readable:
+            val = self.clamp(val, buf.cap)
+        self.stats["position-fill"] += 1
+        return val
+
     def fill_rest(self, w: View, d: int, ivar: Scal) -> None:
         """Store to w[ivar, j] for every j of the other mode (order <= 2)."""
+        by_position = self.flip(self.p.position_fill_percent)
         if w.type.order == 1:
-            val = self.store_value(w.buf)
+            val = self.position_value(w.buf, ivar) if by_position else self.store_value(w.buf)
             self.emit(ir.Store(val.op, w.value, (ivar.op,), w.type))
             return
         n = w.dims[1][0]
@@ -225,13 +302,12 @@ class BodyGenerator(CoreGenerator):
         self.push()
         try:
             j = self.add_scalar(Scal(var, INDEX, IRange(0, n - 1)))
-            val = self.store_value(w.buf)
-            if self.flip(50):  # a value that depends on the position: layout bugs show
+            if by_position:  # i + j * rows: every element differs (swapped indices show)
                 pos = self.binary("add", ivar, self.binary("mul", j, self.index_const(
                     w.dims[0][1])))
-                val = self.cast(pos, w.buf.elem)
-                if w.buf.elem.is_int and w.buf.readable:
-                    val = self.clamp(val, w.buf.cap)
+                val = self.position_value(w.buf, pos)
+            else:
+                val = self.store_value(w.buf)
             self.emit(ir.Store(val.op, w.value, (ivar.op, j.op), w.type))
         finally:
             body = self.pop()
@@ -239,7 +315,7 @@ class BodyGenerator(CoreGenerator):
 
     # --- alloca ---------------------------------------------------------------------------
 
-    def gen_alloca(self, depth: int) -> None:
+    def gen_alloca(self, depth: int, pair: bool = True) -> None:
         elem = self.pick(self.p.memref_types) if self.flip(30) else self.main
         if elem.is_float and self.float_forbidden:
             elem = self.main
@@ -267,6 +343,8 @@ class BodyGenerator(CoreGenerator):
                 self.gen_collective(depth, dest=view)
         except Unavailable:
             pass
+        if pair and self.flip(self.p.alloca_pair_percent):
+            self.gen_alloca(depth, pair=False)  # two allocas live at once
 
     # --- collectives ------------------------------------------------------------------------
 
@@ -277,6 +355,11 @@ class BodyGenerator(CoreGenerator):
             return same and v.buf is not exclude and v.type.order >= len(dims)
 
         cands = [v for v in self.readable_views() if ok(v)]
+        for _ in range(2):  # a view too small for these sizes: another one
+            try:
+                return self.derive_view(self.pick(cands), len(dims), exact=dims)
+            except Unavailable:
+                pass
         return self.derive_view(self.pick(cands), len(dims), exact=dims)
 
     def scale(self, t: ScalarType, role: str, atomic_shared: bool) -> Scal:
@@ -320,7 +403,16 @@ class BodyGenerator(CoreGenerator):
                      and self.roots.get(id(v.buf)) is v and v.buf.initialised]
             order = self.pick(COLLECTIVE_ORDERS[kind])
             root = self.pick([r for r in roots if r.type.order >= order] or roots)
-            c = self.derive_view(root, order)
+            exact = None
+            top = max((lo for lo, _ in root.dims), default=0)
+            if order and top >= 3 and self.flip(self.p.wide_rows_percent):
+                # 3 rows or more: past the work-group and register-tile sizes the lowering
+                # picks for them (see wg_below_rows), from any offset of the root; mostly
+                # with rows of the root left after them, so a write past the last row lands
+                # on an element that is compared
+                rows = self.int(3, top - 1 if top >= 4 and self.flip(75) else top)
+                exact = [rows] + [None] * (order - 1)
+            c = self.derive_view(root, order, exact)
             shared = root.buf.kind == "atomic"
         if any(lo < 1 for lo, _ in c.dims):
             raise Unavailable("empty output")
@@ -363,6 +455,9 @@ class BodyGenerator(CoreGenerator):
             self.account(c.buf, kind, k, alpha, beta, a, b, shared)
         inst = self.collective_inst(kind, atomic, trans_a, trans_b, alpha, a, b, beta, c)
         self.emit(inst)
+        self.last_parallel = c
+        if c.type.order and c.type.shape[0] is not None:
+            self.rows.append((kind, c.type.shape[0]))  # for the work-group size attribute
         if dest is not None and len(self.scopes) == c.buf.level:
             c.buf.initialised = True
 

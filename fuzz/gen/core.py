@@ -22,6 +22,7 @@ program free of undefined behaviour by construction:
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -89,6 +90,10 @@ class CoreGenerator:
         # witness outputs: kind ("int"/"float") -> [argument, per-group view, slots used]
         self.witnesses: dict[str, list] = {}
         self.witness_cols = 1  # columns per slot: the largest foreach extent
+        # views copied whole into outputs of their own: (argument, its subview at the top)
+        self.dumps: list[tuple[ir.Argument, ir.Subview]] = []
+        self.rows: list[tuple[str, int]] = []  # (kind, static rows) of collective outputs
+        self.last_parallel: Optional[View] = None  # the last view a collective/foreach wrote
 
     # --- drawing --------------------------------------------------------------------------
 
@@ -225,7 +230,9 @@ class CoreGenerator:
         if t.is_bool:
             return self.const(t, self.int(0, 1))
         if t.is_float:
-            return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, 1e-3, -0.0]))
+            # and fractions where truncation, rounding and flooring differ
+            return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, 1e-3, -0.0,
+                                            -1.5, 1.75, -2.75, 2.5]))
         if self.flip(self.p.edge_percent):
             return self.const(t, self.pick([v for v in int_edges(t) if _literal_ok(v)]))
         if t.is_signed:
@@ -342,8 +349,11 @@ class CoreGenerator:
         if kind == "cast":
             src = self.pick([s for s in self.scalar_types() if s is not t])
             floats = [s for s in self.scalar_types() if s.is_float and s is not t]
-            if t.is_int and not self.linear_float() and floats and self.flip(40):
+            if t.is_int and floats and self.flip(40):
                 src = self.pick(floats)  # float -> integer: truncation towards zero
+                if self.linear_float():
+                    # of input data only: exact, so no rounding error can move the result
+                    return self.cast(self.gen_load(src, exact=True), t)
             if self.linear_float() and src.is_float is not t.is_float and src.is_float:
                 raise Unavailable("float to int in linear mode")
             return self.cast(self.gen_scalar(src, depth - 1), t)
@@ -408,8 +418,15 @@ class CoreGenerator:
               and not (s.is_float and self.linear_float())]
         t = self.pick(ts)
         a = self.gen_scalar(t, depth - 1)
-        # equal operands often: the edge between < and <=
-        b = a if self.flip(self.p.equal_compare_percent) else self.gen_scalar(t, depth - 1)
+        # equal operands often: the edge between < and <=; else often an edge of the type
+        # (for unsigned types half of them have the top bit set: signedness mix-ups show)
+        if self.flip(self.p.equal_compare_percent):
+            b = a
+        elif t.is_int and self.flip(60):
+            b = self.const(t, self.pick([v for v in int_edges(t) if _literal_ok(v)]))
+            self.stats["compare-with-edge"] += 1
+        else:
+            b = self.gen_scalar(t, depth - 1)
         r = self.fresh()
         self.emit(ir.Compare(r, self.pick(_CONDS), a.op, b.op, t))
         s = self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1)))
@@ -493,8 +510,11 @@ class CoreGenerator:
             return IRange(-buf.cap, buf.cap)
         return IRange(0, buf.cap)
 
-    def gen_load(self, t: ScalarType) -> Scal:
-        views = [v for v in self.readable_views(t) if min(lo for lo, _ in v.dims or ((1, 1),))]
+    def gen_load(self, t: ScalarType, exact: bool = False) -> Scal:
+        """A load of type t from a readable view; `exact`: from an argument input only (no
+        value a collective computed with rounding)."""
+        views = [v for v in self.readable_views(t) if min(lo for lo, _ in v.dims or ((1, 1),))
+                 and (not exact or v.buf.kind == "input")]
         v = self.pick(views)
         if self.flip(30) and v.type.order:
             v = self.derive_view(v, self.int(0, v.type.order))
@@ -528,7 +548,13 @@ class CoreGenerator:
         v = self.random_chain(v)
         while v.type.order < order:
             v = self.expand(v)  # raises Unavailable when no mode can be split
-        keep = sorted(self.permutation(v.type.order)[:order])
+        if exact is None:
+            keep = sorted(self.permutation(v.type.order)[:order])
+        else:  # modes large enough for the sizes asked for, in order
+            need = [1 if w is None else w if isinstance(w, int) else w[2] for w in exact]
+            keep = list(self.pick(
+                ks for ks in itertools.combinations(range(v.type.order), order)
+                if all(v.dims[m][0] >= n for m, n in zip(ks, need))))
         slices, dims, strides = [], [], []
         for m in range(v.type.order):
             lo, hi = v.dims[m]

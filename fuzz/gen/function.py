@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from tlinterp import ir, typerules
@@ -60,9 +62,25 @@ class FunctionGenerator(BodyGenerator):
         wgs = None
         if self.flip(15):
             wgs = (self.pick([1, 2, 4, 8, 16, 32]), self.pick([1, 2, 4]))
+        elif self.flip(p.wg_below_rows_percent):
+            wgs = self.wg_below_rows()
         self.finish_witnesses()
         body = ir.Region(self.scopes[0].insts)
         return ir.Function(self.fname, tuple(self.arguments), body, wgs), self.npz, self.groups
+
+    def wg_below_rows(self) -> Optional[tuple[int, int]]:
+        """A work-group size whose first mode is below a collective's static row count and
+        does not divide it (the default geometry covers the rows in one pass): the last
+        pass of the work-items and of their register tiles is partial. The rows of a gemm
+        when there is one (its register tiles make the coverage a multiple of the
+        work-group rows times the tile rows). None when no collective has 3 rows or more."""
+        rows = [r for k, r in self.rows if r >= 3]
+        gemm = [r for k, r in self.rows if r >= 3 and k == "gemm"]
+        if not rows:
+            return None
+        m = self.pick(gemm or rows)
+        self.stats["wg-below-rows"] += 1
+        return self.pick([d for d in range(2, m) if m % d]), self.pick([1, 2, 4])
 
     def finish_witnesses(self) -> None:
         """Declare the witness outputs (memref<T x slots x columns x groups>) now that their
@@ -75,6 +93,11 @@ class FunctionGenerator(BodyGenerator):
             whole = Slice(Const(0), None, True)
             inst = ir.Subview(view, arg, (whole, whole, Slice(self.gid.op)), t)
             self.scopes[0].insts.insert(1, inst)  # after group_id, before any use
+        for arg, sub in self.dumps:  # memref<T x rows [x cols] x groups>, copied over whole
+            self.arguments.append(arg)
+            self.npz[arg.value.name] = self.data(arg.type.element,
+                                                 [*arg.type.shape[:-1], self.groups])
+            self.scopes[0].insts.insert(1, sub)
 
     # --- data ---------------------------------------------------------------------------------
 
@@ -132,7 +155,10 @@ class FunctionGenerator(BodyGenerator):
         elem = self.elem_type()
         order = self.int(1, self.p.max_order) if self.flip(95) else 0
         # inputs only need to be large enough for the views cut from them
-        shape = [self.pick(self.big_sizes()[-3:]) if self.big else self.int(1, self.p.max_size + 2)
+        # half of them large: gemm and gemv cut two modes of at least M, N or K from one input
+        small = self.flip(50)
+        shape = [self.pick(self.big_sizes()[-3:]) if self.big else
+                 self.int(1 if small else self.p.max_size, self.p.max_size + 2)
                  for _ in range(order)]
         dyn = [self.flip(30) for _ in range(order)]
         nonfinite = elem.is_float and not self.float_collectives and self.flip(

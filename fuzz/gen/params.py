@@ -41,7 +41,7 @@ class GenParams:
     float_collective_percent: int = 75  # float functions that use collectives
     edge_percent: int = 30  # constants and scalar arguments drawn from the type's edges
     edge_input_percent: int = 20  # integer inputs whose data mixes small values and edges
-    equal_compare_percent: int = 50  # compares of a value with itself
+    equal_compare_percent: int = 35  # compares of a value with itself
     dynamic_bound_percent: int = 35  # for/foreach bounds taken from visible values
     big_shape_percent: int = 25  # functions whose sizes come from shape_edges
     # sizes around the work-group sizes the lowering may choose (1..32, powers of two) and
@@ -49,10 +49,21 @@ class GenParams:
     shape_edges: tuple[int, ...] = (1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
     max_step: int = 4  # largest step of generated for loops
     witness_percent: int = 100  # computed scalars also stored to a witness output
+    # local memory: allocas copied whole into an output of their own at the end of their
+    # region (after later allocas were written: overlapping placement shows), allocas drawn
+    # in pairs, and fills whose values depend on the position and differ between allocas
+    dump_percent: int = 70
+    alloca_pair_percent: int = 60
+    position_fill_percent: int = 75
+    # functions whose work-group size attribute lies below a collective's static row count
+    # and does not divide it: the rows exceed one pass of the work-group and its tiles
+    wg_below_rows_percent: int = 70
+    wide_rows_percent: int = 75  # collective outputs with 3 rows or more
+    store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        collective=6, store=3, foreach=3, alloca=2, for_=2, if_=2, barrier=1, scalar=5))
+        collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        gemm=3, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
+        gemm=5, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
     scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
         const=3, value=3, load=4, special=2, binary=8, unary=1, cast=3, cmp=4, if_=1))
 

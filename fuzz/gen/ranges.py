@@ -78,14 +78,17 @@ def _bits_envelope(hi: int) -> int:
 
 
 def int_edges(t: ScalarType) -> list[int]:
-    """The edge values of an integer type: 0, +-1, MIN, MAX, MIN+1, MAX-1, +-(2^k +- 1)."""
+    """The edge values of an integer type: 0, +-1, MIN, MAX, MIN+1, MAX-1, +-(2^k +- 1);
+    unsigned types take the bit patterns of the negative ones instead (2^n - (2^k +- 1)), so
+    that their values with the top bit set are as frequent as the signed types' negatives
+    (where a signed/unsigned mix-up shows)."""
     r = type_range(t)
     # extremes first: Hypothesis favours the first entries of a list it picks from
     named = [r.lo, r.hi, r.hi - 1, r.lo + 1, 0, -1, 1]
     powers = set()
     for k in range(1, t.bits):
         for v in ((1 << k) - 1, 1 << k, (1 << k) + 1):
-            powers |= {v, -v}
+            powers |= {v, -v if t.is_signed else (1 << t.bits) - v}
     out = list(dict.fromkeys(v for v in named if r.lo <= v <= r.hi))
     return out + sorted(v for v in powers if r.lo <= v <= r.hi and v not in out)
 
