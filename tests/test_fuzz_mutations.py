@@ -25,7 +25,7 @@ GEMM_ONLY = dict(BIAS, collective_weights=dict(gemm=1, axpby=0, gemv=0, ger=0, h
     ("missing-barrier", BIAS, 2),
 ])
 def test_planted_bug_is_found_and_shrunk(mutation, params, seed):
-    opts = HuntOptions(batch=4, shrink_time=20, params=params, mutation=mutation,
+    opts = HuntOptions(batch=4, shrink_time=60, params=params, mutation=mutation,
                        kinds=frozenset({"mismatch"}))  # real backend bugs may show up too
     for s in (seed, seed + 1, seed + 2):  # a search may miss: the next seed, not a retry
         found = hunt(opts, seed=s, max_batches=40)
