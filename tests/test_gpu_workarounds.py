@@ -3,7 +3,9 @@ that the runtime applies it per kernel (the reproducers are in test_gpu_pocl_bar
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -67,19 +69,11 @@ def test_shape_is_barriers_in_branches_or_loop_nests_only():
 def test_the_benchmarked_kernels_keep_full_optimisation():
     """bench/gpu.py's kernels (the spec's sample, a batched gemm) have barriers only at top
     level: no workaround may slow them down on pocl."""
-    from kernels import SAMPLE
-
-    bgemm = """
-func @bgemm(%A: memref<f64x32x32x?>, %B: memref<f64x32x32x?>, %C: memref<f64x32x32x?>) {
-  %g = group_id
-  %a = subview %A[:,:,%g] : memref<f64x32x32x?>
-  %b = subview %B[:,:,%g] : memref<f64x32x32x?>
-  %c = subview %C[:,:,%g] : memref<f64x32x32x?>
-  gemm.n.n 1.0, %a, %b, 0.0, %c : f64, memref<f64x32x32>, memref<f64x32x32>, f64,
-    memref<f64x32x32>
-}
-"""
-    for source in (SAMPLE, bgemm):
+    spec = importlib.util.spec_from_file_location(
+        "gpu_bench", Path(__file__).resolve().parents[1] / "bench" / "gpu.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for source in (bench.SAMPLE, bench.BGEMM):
         for text in _kernels(source).values():
             assert "barrier(" in text and not W.pocl_barrier_shape(text)
 
