@@ -13,6 +13,7 @@ from typing import Optional
 from tlinterp.diagnostics import BackendError, TLError
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
 from tlinterp.impl.command import check_template, describe_exit, expand_template, run_command
+from tlinterp.impl.template import write_kernel
 
 _LOCK = threading.Lock()  # one OpenCL queue at a time: the device parallelises itself
 
@@ -120,11 +121,7 @@ class OpenCLC(Implementation):
     def compile_source(self, job: Job, timeout: Optional[float]) -> tuple[Optional[str], Outcome]:
         """(OpenCL C, None) or (None, what went wrong) after running the compiler."""
         with tempfile.TemporaryDirectory(prefix="tl-opencl-c-") as tmp:
-            tl = os.path.join(tmp, os.path.basename(job.filename) or "kernel.tl")
-            if not tl.endswith(".tl"):
-                tl += ".tl"
-            with open(tl, "w", encoding="utf-8") as f:
-                f.write(job.source)
+            tl = write_kernel(job, tmp)
             out = os.path.join(tmp, "out.cl")
             uses_out = "{out}" in self.command
             values = {"tl": tl, "out": out, "func": job.func}

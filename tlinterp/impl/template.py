@@ -24,16 +24,21 @@ from .command import check_template, describe_exit, expand_template, run_command
 FIELDS = ("kernel", "args", "out", "func", "groups")
 
 
-def write_inputs(job: Job, directory: str) -> tuple[str, str]:
-    """Fresh copies of the job's kernel and arguments for an external tool to consume."""
+def write_kernel(job: Job, directory: str) -> str:
+    """A fresh copy of the job's kernel text (named after it, ending in .tl) for a tool."""
     kernel = os.path.join(directory, os.path.basename(job.filename) or "kernel.tl")
     if not kernel.endswith(".tl"):
         kernel += ".tl"
     with open(kernel, "w", encoding="utf-8") as f:
         f.write(job.source)
+    return kernel
+
+
+def write_inputs(job: Job, directory: str) -> tuple[str, str]:
+    """Fresh copies of the job's kernel and arguments for an external tool to consume."""
     args = os.path.join(directory, "args.npz")
     save_npz(args, job.args)
-    return kernel, args
+    return write_kernel(job, directory), args
 
 
 class Template(Implementation):
