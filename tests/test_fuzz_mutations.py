@@ -11,8 +11,12 @@ import pytest
 from fuzz.campaign.hunt import HuntOptions, hunt
 from tlinterp import ir
 
+# Small kernels on purpose: without the alloca read-back copies and position fills (whose
+# reach tests/test_fuzz_edges.py and bench/mutants.py check), so that what is left after a
+# time-boxed shrink measures the shrinker, not the size of a minimal read-back loop nest.
 BIAS = dict(statement_weights=dict(collective=10, foreach=2, store=2, alloca=4, for_=0, if_=0,
-                                   barrier=0, scalar=0), max_statements=4)
+                                   barrier=0, scalar=0), max_statements=4,
+            dump_percent=0, position_fill_percent=0, alloca_pair_percent=0)
 GEMM_ONLY = dict(BIAS, collective_weights=dict(gemm=1, axpby=0, gemv=0, ger=0, hadamard=0,
                                                 sum=0))
 
