@@ -168,6 +168,45 @@ def test_group_arguments_follow_the_calling_convention(program):
     assert "long v_x_shape0,\n        long v_x_shape1,\n        long v_x_stride1," in src
 
 
+
+WRITES = """
+func @writes(%R: memref<f32x8x?>, %S: memref<f32x8x?>, %F: memref<f32x8x?>, %G: memref<f32x8>) {
+  %e = group_id
+  %r = subview %R[:, %e] : memref<f32x8x?>
+  %s = subview %S[:, %e] : memref<f32x8x?>
+  %f = subview %F[:, %e] : memref<f32x8x?>
+  foreach %i = 0, 8 : index {
+    %v = load %r[%i] : memref<f32x8>
+    store %v, %f[%i] : memref<f32x8>
+  }
+  axpby.n.atomic 1.0, %r, 1.0, %G : f32, memref<f32x8>, f32, memref<f32x8>
+  axpby.n 1.0, %r, 1.0, %s : f32, memref<f32x8>, f32, memref<f32x8>
+}
+"""
+
+
+def test_read_only_memref_arguments_are_const_restrict(program):
+    """Arguments no step writes (found by a first lowering pass) are `const restrict`, and so
+    are the views of them; one written anywhere (inside a foreach, through a subview, by an
+    atomic collective) is not, and the knob turns it off."""
+    src = tlgpu.lower(program, "chain")
+    assert "global const double* restrict v_K," in src
+    assert "global const double* restrict v_P," in src
+    assert "global double* v_Q," in src
+    assert "global const double* v_p = " in src and "global double* v_q = " in src
+    w = tlinterp.check(tlinterp.parse(WRITES))
+    src = tlgpu.lower(w, "writes")
+    assert "global const float* restrict v_R," in src
+    for name in "SFG":
+        assert f"global float* v_{name}," in src or f"global float* v_{name})" in src
+    off = tlgpu.lower(w, "writes", config=LoweringConfig(restrict_read_only=False))
+    assert "restrict" not in off and "const float*" not in off
+    rng = np.random.default_rng(3)
+    args = {"R": rng.standard_normal((8, 4)).astype(np.float32),
+            "S": rng.standard_normal((8, 4)).astype(np.float32),
+            "F": np.zeros((8, 4), np.float32), "G": np.zeros(8, np.float32)}
+    agree(w, "writes", args)
+
 def tlrun(*argv, cwd):
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     return subprocess.run([sys.executable, "-m", "tlinterp.cli", *argv], cwd=cwd, env=env,

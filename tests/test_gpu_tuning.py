@@ -134,7 +134,38 @@ def test_device_decided_knobs_are_off_on_pocl():
     from tlgpu.runtime import device_config
 
     c = device_config(handle("pocl"), LoweringConfig(narrow_indices=True))
-    assert (c.fused_multiply_add, c.narrow_indices) == (False, True)
+    assert (c.fused_multiply_add, c.narrow_indices, c.warp_groups) == (False, True, False)
+
+
+def _geometry(src: str, **knobs) -> tuple[int, int]:
+    from tlgpu.lowering import choose_geometry
+
+    fn = tlinterp.check(tlinterp.parse(src)).functions[0]
+    geo = choose_geometry(fn, LoweringConfig(**knobs))
+    return geo.wg0, geo.wg1
+
+
+def _gemm_kernel(m: int, n: int, k: int, attr: str = "") -> str:
+    a, b, c = f"memref<f64x{m}x{k}>", f"memref<f64x{k}x{n}>", f"memref<f64x{m}x{n}x?>"
+    return (f"func @g(%A: {a}, %B: {b}, %C: {c}){attr} {{\n  %e = group_id\n"
+            f"  %c = subview %C[:,:,%e] : {c}\n"
+            f"  gemm.n.n 1.0, %A, %B, 0.0, %c : f64, {a}, {b}, f64, memref<f64x{m}x{n}>\n}}\n")
+
+
+def test_warp_groups_give_small_collectives_one_warp():
+    """One warp when every collective output fits one pass of max_tile tiles over 32
+    work-items (the ADER chain's 56 x 9 and the sample's 16 x 16), the shape heuristic
+    otherwise: a 32 x 32 output, a dynamic one, a GPU-less config, a small size cap."""
+    assert _geometry(_ader().source(5, 9, "f64")) == (32, 1)
+    assert _geometry(_gemm_kernel(16, 16, 8)) == (32, 1)
+    assert _geometry(_gemm_kernel(32, 32, 32)) == (16, 8)
+    assert _geometry(_gemm_kernel(32, 32, 32), max_tile=32) == (32, 1)
+    assert _geometry(_gemm_kernel(16, 16, 8), warp_groups=False) == (16, 4)
+    assert _geometry(_gemm_kernel(16, 16, 8), max_work_group_size=16) == (16, 1)
+    assert _geometry(_gemm_kernel(16, 16, 8, " work_group_size(8,2)")) == (8, 2)
+    dynamic = ("func @d(%A: memref<f32x?x?>, %B: memref<f32x?x?>) {\n"
+               "  axpby.n 1.0, %A, 0.0, %B : f32, memref<f32x?x?>, f32, memref<f32x?x?>\n}\n")
+    assert _geometry(dynamic) == (16, 1)
 
 
 @pytest.mark.opencl

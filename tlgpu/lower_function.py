@@ -59,8 +59,13 @@ class Geometry:
 
 class FunctionLowerer:
     def __init__(self, program: ir.Program, fn: ir.Function, config: LoweringConfig,
-                 geometry: Geometry, helpers: dict[str, str]):
+                 geometry: Geometry, helpers: dict[str, str],
+                 read_only: frozenset[str] = frozenset()):
         self.program = program
+        # memref arguments declared `const restrict`: never written (a first lowering pass
+        # collects the written roots, see `lower_program`); writing through one would not build
+        self.read_only = read_only
+        self.written: set[str] = set()  # roots some step writes (filled while lowering)
         self.fn = fn
         self.config = config
         self.geo = geometry
@@ -110,6 +115,7 @@ class FunctionLowerer:
 
     def access(self, w: CWriter, reads: set[str], writes: set[str]) -> None:
         """Record a work-group step's memory accesses, with a barrier first when needed."""
+        self.written |= writes
         if self.spmd:
             self.pending.add(reads, writes)
             return
@@ -130,7 +136,10 @@ class FunctionLowerer:
                 params.append(f"{ctype(t)} {n}")
                 self.env[a.value.name] = Scalar(n, t)
             elif isinstance(t, MemrefType):
-                params.append(f"global {ctype(t.element)}* {n}")
+                if a.value.name in self.read_only:
+                    params.append(f"global const {ctype(t.element)}* restrict {n}")
+                else:
+                    params.append(f"global {ctype(t.element)}* {n}")
                 shape = []
                 for k, s in enumerate(t.shape):
                     if s is None:
@@ -305,7 +314,8 @@ class FunctionLowerer:
     # --- views --------------------------------------------------------------------------
     def new_view(self, w, result: ir.Value, base: View, ptr_expr: str, shape, stride) -> None:
         n = var(result.name)
-        w.line(f"{base.space} {ctype(base.elem)}* {n} = {ptr_expr};")
+        const = "const " if base.root in self.read_only else ""
+        w.line(f"{base.space} {const}{ctype(base.elem)}* {n} = {ptr_expr};")
         out_shape, out_stride = [], []
         for k, e in enumerate(shape):
             out_shape.append(self.bind_long(w, f"{n}_shape{k}", e))

@@ -3,12 +3,14 @@ assemble one OpenCL C source with the helper functions and a line table."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional
 
 from tlinterp import ir
 from tlinterp.diagnostics import BackendError, Diagnostic
 from tlinterp.ir import Span
+from tlinterp.types import MemrefType
 
 from . import prelude
 from .config import LoweringConfig
@@ -29,6 +31,19 @@ def _pow2_at_least(n: int) -> int:
     while p < n:
         p *= 2
     return p
+
+
+WARP = 32  # work-items of a warp_groups work-group (an NVIDIA warp)
+
+
+def _largest_output(fn: ir.Function) -> float:
+    """Most elements of one collective output (inf when one has a dynamic mode; 0: none)."""
+    most: float = 0
+    for inst in ir.walk(fn.body):
+        if isinstance(inst, ir.BLAS):
+            shape = inst.memref_type(inst.output()).shape
+            most = max(most, math.inf if None in shape else math.prod(shape))
+    return most
 
 
 def _output_dims(fn: ir.Function) -> tuple[int, int]:
@@ -52,6 +67,9 @@ def choose_geometry(fn: ir.Function, config: LoweringConfig, filename: str = "<i
         wg = fn.work_group_size
     elif config.work_group_size is not None:
         wg = config.work_group_size
+    elif config.warp_groups is not False and WARP <= config.max_work_group_size \
+            and 0 < _largest_output(fn) <= WARP * config.max_tile:
+        wg = (WARP, 1)
     else:
         cap = max(1, config.max_work_group_size)
         rows, cols = _output_dims(fn)
@@ -83,7 +101,14 @@ def lower_program(program: ir.Program, func: Optional[str] = None,
     for fn in fns:
         geo = choose_geometry(fn, config, program.filename, program.source)
         lowerer = FunctionLowerer(program, fn, config, geo, helpers)
-        bodies.append(lowerer.lower())
+        body = lowerer.lower()
+        if config.restrict_read_only:  # again, with the arguments the first pass never wrote
+            read_only = frozenset(a.value.name for a in fn.args
+                                  if isinstance(a.type, MemrefType)) - lowerer.written
+            if read_only:
+                lowerer = FunctionLowerer(program, fn, config, geo, helpers, read_only)
+                body = lowerer.lower()
+        bodies.append(body)
         kernels[fn.name] = (kernel_name(fn), geo)
         if lowerer.local_arg_bytes:
             local_args[fn.name] = lowerer.local_arg_bytes
