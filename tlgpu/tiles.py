@@ -11,6 +11,14 @@ loads per step, then to more tiles. Registers are not in the model: `max_tile` c
 and the tuner searches it with the K-loop unrolling (on an H100, ADER chain, 32 work-items:
 4 x 3 tiles took 4.8 ms with the K loop unrolled 4 times and 2.7 ms without, 3 x 2 tiles in
 two passes 3.3 ms either way).
+
+What bounds such chains on an H100 (Nsight Compute on the ADER chain, one element per 32x1
+work-group): the L1 data pipe, at 90 % busy, while the FP64 units are 26 % busy. Every warp
+load of 64-bit values, from global or local memory and however few distinct addresses it
+reads, takes two cycles of that pipe, the time of four warp FMAs; a 4 x 3 tile issues 7 loads
+per 12 FMAs. With one element's 35 x 9 output per warp, 4 x 3 is the tiling with the fewest
+loads per K step (fewer, larger tiles leave lanes idle), so going faster needs outputs of
+several work-groups' elements per warp, or operands that stay in registers across K steps.
 """
 
 from __future__ import annotations
