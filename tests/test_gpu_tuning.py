@@ -163,6 +163,7 @@ def test_warp_groups_give_small_collectives_one_warp():
     assert _geometry(_gemm_kernel(16, 16, 8), warp_groups=False) == (16, 4)
     assert _geometry(_gemm_kernel(16, 16, 8), max_work_group_size=16) == (16, 1)
     assert _geometry(_gemm_kernel(16, 16, 8, " work_group_size(8,2)")) == (8, 2)
+    assert _geometry(_gemm_kernel(16, 16, 8, " subgroup_size(16)")) == (32, 1)
     dynamic = ("func @d(%A: memref<f32x?x?>, %B: memref<f32x?x?>) {\n"
                "  axpby.n 1.0, %A, 0.0, %B : f32, memref<f32x?x?>, f32, memref<f32x?x?>\n}\n")
     assert _geometry(dynamic) == (16, 1)

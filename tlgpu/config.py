@@ -62,7 +62,8 @@ class LoweringConfig:
     # memref arguments the kernel never writes become `global const T* restrict` (each memref
     # argument is a buffer of its own, docs/semantics.md "Arguments"; the compiler may then
     # keep their loads in registers across stores and use its read-only cache path; on an
-    # H100 the ADER chain ran 2.3 % faster)
+    # H100 with 32x1 groups, ADER f32 N=5 2.71 -> 1.59 ms, f64 N=3 0.85 -> 0.58 ms, f64 N=5
+    # 2.70 -> 2.63 ms; on pocl the sample kernel 19.7 -> 11.8 ms)
     restrict_read_only: bool = True
 
     @staticmethod
