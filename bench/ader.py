@@ -35,7 +35,8 @@ from tlgpu.tuner import describe  # noqa: E402
 P_DEFAULT = 9
 # the knobs issue 12 added, set so that the lowering emits the code it emitted before them
 BEFORE = dict(planned_tiles=False, clamped_loads=False, fused_multiply_add=False,
-              narrow_indices=False, local_fences=False, infer_lifetimes=False)
+              narrow_indices=False, local_fences=False, infer_lifetimes=False,
+              warp_groups=False, restrict_read_only=False, unroll_k=8)
 DT = 1.01
 
 

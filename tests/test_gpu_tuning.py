@@ -124,6 +124,18 @@ def test_emitted_code_follows_the_knobs():
 def test_device_decided_knobs_parse():
     c = LoweringConfig.from_overrides(["fused_multiply_add=off", "narrow_indices=auto"])
     assert (c.fused_multiply_add, c.narrow_indices) == (False, None)
+    assert LoweringConfig.from_overrides(["unroll_k=2"]).unroll_k == 2
+    assert LoweringConfig.from_overrides(["unroll_k=2", "unroll_k=auto"]).unroll_k is None
+    with pytest.raises(BackendError, match="positive integer or auto"):
+        LoweringConfig.from_overrides(["unroll_k=0"])
+
+
+def test_k_loop_unrolling_is_device_decided():
+    """None unrolls the K loop for CPUs only (lowering without a device is for a GPU)."""
+    src = _ader().source(3, 9, "f64")
+    program = tlinterp.check(tlinterp.parse(src))
+    assert "#pragma unroll 8" not in tlgpu.lower(program)
+    assert "#pragma unroll 8" in tlgpu.lower(program, config=LoweringConfig(unroll_k=8))
     with pytest.raises(BackendError, match="true/false/auto"):
         LoweringConfig.from_overrides(["narrow_indices=2"])
 
@@ -135,6 +147,8 @@ def test_device_decided_knobs_are_off_on_pocl():
 
     c = device_config(handle("pocl"), LoweringConfig(narrow_indices=True))
     assert (c.fused_multiply_add, c.narrow_indices, c.warp_groups) == (False, True, False)
+    assert c.unroll_k == 8
+    assert device_config(handle("pocl"), LoweringConfig(unroll_k=2)).unroll_k == 2
 
 
 def _geometry(src: str, **knobs) -> tuple[int, int]:

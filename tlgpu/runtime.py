@@ -22,7 +22,7 @@ from tlinterp.types import GroupType
 
 from . import workarounds
 from .buildlog import map_log
-from .config import DEVICE_DEFAULT, LoweringConfig
+from .config import DEVICE_DEFAULT, DEVICE_DEFAULT_INTS, LoweringConfig
 from .ctypes_map import ctype
 from .devices import DeviceHandle, handle
 from .guards import Guards
@@ -56,6 +56,8 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
 
     gpu = bool(d.type & cl.device_type.GPU)
     auto = {k: gpu for k in DEVICE_DEFAULT if getattr(config, k) is None}
+    auto.update({k: v[0] if gpu else v[1] for k, v in DEVICE_DEFAULT_INTS.items()
+                 if getattr(config, k) is None})
     return dataclasses.replace(
         config, **auto,
         max_work_group_size=min(config.max_work_group_size, d.max_work_group_size),
