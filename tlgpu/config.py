@@ -71,6 +71,14 @@ class LoweringConfig:
     # 2.70 -> 2.63 ms; on pocl the sample kernel 19.7 -> 11.8 ms)
     restrict_read_only: bool = True
 
+    def for_device(self, gpu: bool) -> LoweringConfig:
+        """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a
+        device lowers for a GPU."""
+        auto: dict = {k: gpu for k in DEVICE_DEFAULT if getattr(self, k) is None}
+        auto.update({k: v[0] if gpu else v[1] for k, v in DEVICE_DEFAULT_INTS.items()
+                     if getattr(self, k) is None})
+        return dataclasses.replace(self, **auto) if auto else self
+
     @staticmethod
     def from_overrides(overrides: dict[str, str] | list[str] | None = None,
                        base: Optional[LoweringConfig] = None) -> LoweringConfig:

@@ -18,7 +18,6 @@ from tlinterp import ir
 from tlinterp.types import ScalarType
 
 from . import prelude, tiles
-from .config import DEVICE_DEFAULT_INTS
 from .ctypes_map import common_type, ctype
 from .tiles import fits_int
 from .views import View, static_or
@@ -315,9 +314,8 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     w.line(f"{C} {acc}[{rm}][{rn}];")
     w.line("#pragma unroll")
     w.line(f"for (int r = 0; r < {rm}; ++r) for (int c = 0; c < {rn}; ++c) {acc}[r][c] = 0;")
-    unroll = cfg.unroll_k if cfg.unroll_k is not None else DEVICE_DEFAULT_INTS["unroll_k"][0]
-    if unroll > 1:  # (None without a device: lowered for a GPU)
-        w.line(f"#pragma unroll {unroll}")
+    if cfg.unroll_k > 1:  # (resolved by lower_program: LoweringConfig.for_device)
+        w.line(f"#pragma unroll {cfg.unroll_k}")
     w.open(f"for ({I} {k} = 0; {k} < {k}K; ++{k})")
     w.line(f"{C} {av}[{rm}], {bv}[{rn}];")
     w.line("#pragma unroll")

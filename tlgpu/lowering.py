@@ -36,27 +36,26 @@ def _pow2_at_least(n: int) -> int:
 WARP = 32  # work-items of a warp_groups work-group (an NVIDIA warp)
 
 
+def _output_shapes(fn: ir.Function) -> list[tuple]:
+    """The shapes of the function's collective outputs (None for a dynamic mode)."""
+    return [tuple(inst.memref_type(inst.output()).shape) for inst in ir.walk(fn.body)
+            if isinstance(inst, ir.BLAS)]
+
+
 def _largest_output(fn: ir.Function) -> float:
     """Most elements of one collective output (inf when one has a dynamic mode; 0: none)."""
-    most: float = 0
-    for inst in ir.walk(fn.body):
-        if isinstance(inst, ir.BLAS):
-            shape = inst.memref_type(inst.output()).shape
-            most = max(most, math.inf if None in shape else math.prod(shape))
-    return most
+    return max((math.inf if None in sh else math.prod(sh) for sh in _output_shapes(fn)),
+               default=0)
 
 
 def _output_dims(fn: ir.Function) -> tuple[int, int]:
     """Largest static row and column counts among the function's collective outputs."""
     rows, cols = 0, 0
-    for inst in ir.walk(fn.body):
-        if isinstance(inst, ir.BLAS):
-            t = inst.memref_type(inst.output())
-            sh = list(t.shape)
-            if sh and sh[0] is not None:
-                rows = max(rows, sh[0])
-            if len(sh) > 1 and sh[1] is not None:
-                cols = max(cols, sh[1])
+    for sh in _output_shapes(fn):
+        if sh and sh[0] is not None:
+            rows = max(rows, sh[0])
+        if len(sh) > 1 and sh[1] is not None:
+            cols = max(cols, sh[1])
     return rows, cols
 
 
@@ -92,7 +91,7 @@ def choose_geometry(fn: ir.Function, config: LoweringConfig, filename: str = "<i
 
 def lower_program(program: ir.Program, func: Optional[str] = None,
                   config: Optional[LoweringConfig] = None) -> Lowered:
-    config = config or LoweringConfig()
+    config = (config or LoweringConfig()).for_device(gpu=True)  # no-op for a device's config
     fns = program.functions if func is None else (program.function(func),)
     helpers: dict[str, str] = {}
     kernels: dict[str, tuple[str, Geometry]] = {}

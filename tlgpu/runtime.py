@@ -22,7 +22,7 @@ from tlinterp.types import GroupType
 
 from . import workarounds
 from .buildlog import map_log
-from .config import DEVICE_DEFAULT, DEVICE_DEFAULT_INTS, LoweringConfig
+from .config import LoweringConfig
 from .ctypes_map import ctype
 from .devices import DeviceHandle, handle
 from .guards import Guards
@@ -54,12 +54,8 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
     d = dev.device
     import pyopencl as cl
 
-    gpu = bool(d.type & cl.device_type.GPU)
-    auto = {k: gpu for k in DEVICE_DEFAULT if getattr(config, k) is None}
-    auto.update({k: v[0] if gpu else v[1] for k, v in DEVICE_DEFAULT_INTS.items()
-                 if getattr(config, k) is None})
     return dataclasses.replace(
-        config, **auto,
+        config.for_device(bool(d.type & cl.device_type.GPU)),
         max_work_group_size=min(config.max_work_group_size, d.max_work_group_size),
         local_memory_bytes=min(config.local_memory_bytes, d.local_mem_size),
         # only pocl accepts `global T*global*` parameters (OpenCL C 1.2 forbids them; NVIDIA
