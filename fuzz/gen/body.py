@@ -412,7 +412,22 @@ class BodyGenerator(CoreGenerator):
                 # on an element that is compared
                 rows = self.int(3, top - 1 if top >= 4 and self.flip(75) else top)
                 exact = [rows] + [None] * (order - 1)
-            c = self.derive_view(root, order, exact)
+            c = None
+            if exact is not None and order == 2 and self.flip(self.p.wide_cols_percent):
+                # several columns too, mostly with columns of the root left after them: the
+                # register tiles of a gemm overrun C in both modes (both store guards), and
+                # a write past the last row or column lands on an element that is compared
+                lows = sorted(lo for lo, _ in root.dims)
+                ctop = lows[-2] if len(lows) >= 2 else 0
+                if ctop >= 2:
+                    cols = self.int(2, ctop - 1 if ctop >= 3 and self.flip(60) else ctop)
+                    try:
+                        c = self.derive_view(root, order, [exact[0], cols])
+                        self.stats["wide-cols"] += 1
+                    except Unavailable:
+                        c = None  # the two sizes fit no pair of modes in order
+            if c is None:
+                c = self.derive_view(root, order, exact)
             shared = root.buf.kind == "atomic"
         if any(lo < 1 for lo, _ in c.dims):
             raise Unavailable("empty output")

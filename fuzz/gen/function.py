@@ -189,6 +189,14 @@ class FunctionGenerator(BodyGenerator):
         g = self.groups
         sizes = [[self.dim(self.p.max_size) if d else s for s, d in zip(shape, dyn)]
                  for _ in range(g)]
+        dyn_modes = [k for k, d in enumerate(dyn) if d]
+        if g >= 2 and dyn_modes and all(m == sizes[0] for m in sizes[1:]):
+            # members that differ where the type says `?`: code that takes every member's
+            # sizes from one member (or from the type) reads or writes the wrong elements
+            k = self.pick(dyn_modes)
+            top = max(self.p.max_size, sizes[0][k] + 1)
+            sizes[0][k] = self.pick([n for n in range(1, top + 1) if n != sizes[1][k]])
+            self.stats["mixed-group"] += 1
         big = [max(col) for col in zip(*sizes)]
         mixed = any(len({m[k] for m in sizes}) > 1 for k in range(len(shape)))
         tshape, tstride, strides, given = self.layout(big, dyn)
@@ -240,6 +248,12 @@ class FunctionGenerator(BodyGenerator):
         self.bufs.append(buf)
         order = 2 if self.p.max_order >= 2 and self.flip(65) else 1
         shape = [self.dim(self.p.max_size) for _ in range(order)]
+        if order == 2 and not self.big and self.p.max_size >= 3 \
+                and self.flip(self.p.matrix_output_percent):
+            # a real matrix (rows >= 3, columns >= 2): room for collective outputs whose
+            # register tiles overrun both modes, with rows and columns left after them
+            shape = [self.int(3, self.p.max_size), self.int(2, self.p.max_size)]
+            self.stats["matrix-output"] += 1
         dyn = [self.flip(30) for _ in range(order)]
         form = self.weighted({"batched": 4, "group": 3, "flat": 2})
         g = self.groups

@@ -59,6 +59,8 @@ class GenParams:
     # and does not divide it: the rows exceed one pass of the work-group and its tiles
     wg_below_rows_percent: int = 70
     wide_rows_percent: int = 75  # collective outputs with 3 rows or more
+    wide_cols_percent: int = 60  # of those (2-D), also 2 columns or more
+    matrix_output_percent: int = 50  # 2-D outputs with 3 rows or more and 2 columns or more
     store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
