@@ -425,7 +425,7 @@ class BodyGenerator(CoreGenerator):
                         c = self.derive_view(root, order, [exact[0], cols])
                         self.stats["wide-cols"] += 1
                     except Unavailable:
-                        c = None  # the two sizes fit no pair of modes in order
+                        pass  # the two sizes fit no pair of modes in order: rows only
             if c is None:
                 c = self.derive_view(root, order, exact)
             shared = root.buf.kind == "atomic"
