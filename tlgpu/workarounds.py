@@ -53,6 +53,19 @@ def pocl_barrier_shape(kernel_source: str) -> bool:
     return False
 
 
+# a C conversion to a 16-bit integer type: how the lowering wraps every i16/u16 result
+_TO_16BIT = re.compile(r"\(u?short\)")
+
+
+def sixteen_bit_shape(kernel_source: str) -> bool:
+    """True when the kernel computes or converts 16-bit integers (a cast to `short` or
+    `ushort`). NVIDIA's optimiser sign-extends the 16-bit result of a negation wrongly, and
+    the negation may be written many ways (`-x`, `0 - x`, `x * -1`, `~x + 1`), across
+    statements, in any width before the truncation; every 16-bit result passes through such a
+    cast, so the shape is the cast itself. Loads and stores of 16-bit values need none."""
+    return _TO_16BIT.search(kernel_source) is not None
+
+
 @dataclass(frozen=True)
 class Workaround:
     name: str
@@ -79,6 +92,15 @@ KNOWN: tuple[Workaround, ...] = (
             "barrier loop, and aborts ('Could not find a dominating alternative variable') on "
             "a loop holding a barrier and another loop",
         reproducer="tests/test_gpu_pocl_barrier_loop.py"),
+    Workaround(
+        name="nvidia-16bit-negation-sign-extension",
+        platform="nvidia cuda", version="CUDA 13.0",
+        triggers=sixteen_bit_shape, options=("-cl-opt-disable",),
+        bug="with optimisation on, NVIDIA's OpenCL compiler (H100, CUDA 13.0, NVVM 7.0.1) "
+            "sign-extends a negated 16-bit value as if the negation did not wrap: "
+            "(long)(short)(-x) is 32768 for x = -32768 (short or ushort 0x8000), and so are "
+            "0 - x, x * -1, x * 0xFFFF and ~x + 1; 8-bit values are built right",
+        reproducer="tests/test_gpu_nvidia_neg16.py"),
 )
 
 
