@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from tlgpu import lower_collectives, lower_function
-from tlinterp import checker, ir, printer, typerules
+from tlinterp import checker, effects, ir, printer, typerules
 from tlinterp.interp import collectives, execute
 
 INSTRUCTIONS = typing.get_args(ir.Instruction)
@@ -24,6 +24,7 @@ TABLES: dict[str, tuple[Callable[[], dict], tuple[type, ...]]] = {
     "checker": (lambda: checker._HANDLERS, INSTRUCTIONS),
     "printer": (lambda: printer._HEADERS, INSTRUCTIONS),
     "typerules": (lambda: typerules._RULES, INSTRUCTIONS),
+    "memory effects": (lambda: effects._EFFECTS, INSTRUCTIONS),
     "interpreter": (lambda: execute.DISPATCH, INSTRUCTIONS),
     "lowering": (lambda: lower_function.LOWER, INSTRUCTIONS),
     "interpreter collectives": (lambda: collectives._PRODUCTS, ir.BLAS),

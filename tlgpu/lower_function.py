@@ -62,10 +62,12 @@ class FunctionLowerer:
                  geometry: Geometry, helpers: dict[str, str],
                  read_only: frozenset[str] = frozenset()):
         self.program = program
-        # memref arguments declared `const restrict`: never written (a first lowering pass
-        # collects the written roots, see `lower_program`); writing through one would not build
+        # memref arguments declared `const restrict`: never written (tlinterp.effects, see
+        # `lower_program`); writing through one would not build
         self.read_only = read_only
-        self.written: set[str] = set()  # roots some step writes (filled while lowering)
+        # roots some step writes (filled while lowering; `lower_program` checks it against
+        # `read_only`)
+        self.written: set[str] = set()
         self.fn = fn
         self.config = config
         self.geo = geometry

@@ -9,10 +9,12 @@ from typing import Optional
 
 from tlinterp import ir
 from tlinterp.diagnostics import BackendError, Diagnostic
+from tlinterp.effects import written_arguments
 from tlinterp.ir import Span
 from tlinterp.types import MemrefType
 
 from . import prelude
+from .barriers import LOCAL_ROOTS
 from .config import LoweringConfig
 from .lower_function import FunctionLowerer, Geometry, kernel_name
 
@@ -89,6 +91,16 @@ def choose_geometry(fn: ir.Function, config: LoweringConfig, filename: str = "<i
     return Geometry(int(wg[0]), int(wg[1]))
 
 
+def read_only_arguments(fn: ir.Function) -> frozenset[str]:
+    """The memref arguments no instruction of `fn` may write (declared `const restrict`).
+    An argument named like a local-memory root (`%local`, `%stage`) stays writable: the
+    lowering names memory by root, so its views would share the const with the allocas'."""
+    written = written_arguments(fn)
+    return frozenset(a.value.name for a in fn.args
+                     if isinstance(a.type, MemrefType) and a.value.name not in written
+                     and a.value.name not in LOCAL_ROOTS)
+
+
 def lower_program(program: ir.Program, func: Optional[str] = None,
                   config: Optional[LoweringConfig] = None) -> Lowered:
     config = (config or LoweringConfig()).for_device(gpu=True)  # no-op for a device's config
@@ -99,14 +111,16 @@ def lower_program(program: ir.Program, func: Optional[str] = None,
     local_args: dict[str, int] = {}
     for fn in fns:
         geo = choose_geometry(fn, config, program.filename, program.source)
-        lowerer = FunctionLowerer(program, fn, config, geo, helpers)
+        read_only = read_only_arguments(fn) if config.restrict_read_only else frozenset()
+        lowerer = FunctionLowerer(program, fn, config, geo, helpers, read_only)
         body = lowerer.lower()
-        if config.restrict_read_only:  # again, with the arguments the first pass never wrote
-            read_only = frozenset(a.value.name for a in fn.args
-                                  if isinstance(a.type, MemrefType)) - lowerer.written
-            if read_only:
-                lowerer = FunctionLowerer(program, fn, config, geo, helpers, read_only)
-                body = lowerer.lower()
+        missed = read_only & lowerer.written
+        if missed:  # the walk and the lowering disagree: never hand out a written const pointer
+            raise BackendError([Diagnostic(
+                "internal: the lowering writes argument(s) "
+                f"{', '.join('%' + n for n in sorted(missed))} that "
+                "tlinterp.effects.written_arguments found read-only (declared const restrict)",
+                fn.span, program.filename)], program.source)
         bodies.append(body)
         kernels[fn.name] = (kernel_name(fn), geo)
         if lowerer.local_arg_bytes:

@@ -13,29 +13,16 @@ import numpy as np
 
 from tlinterp import ir
 from tlinterp.args import RedZones
+from tlinterp.effects import written_arguments
 
 __all__ = ["writers", "describe"]
 
 
 def writers(function: ir.Function) -> dict[str, list[tuple[str, Optional[ir.Span]]]]:
-    """Argument name -> (instruction kind, span) of every instruction that may write it."""
-    root: dict[str, str] = {a.value.name: a.value.name for a in function.args}
-    out: dict[str, list] = {}
-    for inst in ir.walk(function.body):
-        if isinstance(inst, (ir.Subview, ir.Expand, ir.Fuse, ir.Load)) \
-                and inst.operand.name in root and isinstance(inst.result, ir.Value):
-            root[inst.result.name] = root[inst.operand.name]
-        target = None
-        if isinstance(inst, ir.Store):
-            target = inst.operand
-        elif isinstance(inst, (ir.Axpby, ir.Sum)):
-            target = inst.b
-        elif isinstance(inst, ir.BLAS):
-            target = inst.c
-        if target is not None and target.name in root:
-            out.setdefault(root[target.name], []).append(
-                (type(inst).__name__.lower(), inst.span))
-    return out
+    """Argument name -> (instruction kind, span) of every instruction that may write it
+    (`tlinterp.effects.written_arguments`: stores and collective outputs in any region,
+    through views of views and members of groups)."""
+    return written_arguments(function)
 
 
 def _where(idx: int, guard: int, covered_from: int, covered_to: int) -> str:

@@ -12,9 +12,10 @@ from .. import ir
 from ..args import BoundArgs, GroupArg, MemrefArg, bind, unbind
 from ..deepstack import call_deep, nesting
 from ..diagnostics import ArgumentError
+from ..effects import written_arguments
 from ..types import GroupType
 from .execute import Env, Executor
-from .memory import ArgBuffer, GroupBuffer, View, written_roots
+from .memory import ArgBuffer, GroupBuffer, View
 from .ub import KINDS, UBReport
 from .values import Lanes
 from .views import GroupValue
@@ -82,7 +83,7 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
               check: bool = True, max_steps: Optional[int] = None) -> None:
     """Run `function` with `groups` work-groups on bound arguments, writing their buffers."""
     env = Env()
-    written = written_roots(function.body)
+    written = written_arguments(function)
     for a in function.args:
         v = _arg_value(a.value.name, a.type, bound.values[a.value.name])
         if isinstance(v, (View, GroupValue)):

@@ -43,7 +43,7 @@ class Buffer:
         self.name = name
         self.shadow: dict[str, np.ndarray] = {}
         # False when no instruction of the function can write this memory: its reads can
-        # never race, so they need no shadow state (set from `written_roots`).
+        # never race, so they need no shadow state (set from `effects.written_arguments`).
         self.may_be_written = True
 
     def get_shadow(self, key: str) -> np.ndarray:
@@ -57,24 +57,6 @@ class Buffer:
 
     def describe(self, addr: int) -> tuple[str, Optional[tuple]]:
         return self.name, None
-
-
-def written_roots(body) -> set[str]:
-    """Names of the arguments whose memory some store or collective output may write: SSA
-    views are followed back to the argument they come from (arguments never alias)."""
-    from .. import ir
-
-    root: dict[str, str] = {}
-    written: set[str] = set()
-    for inst in ir.walk(body):
-        if isinstance(inst, (ir.Subview, ir.Expand, ir.Fuse, ir.Load)):
-            root[inst.result.name] = root.get(inst.operand.name, inst.operand.name)
-        if isinstance(inst, ir.Store):
-            written.add(root.get(inst.operand.name, inst.operand.name))
-        elif isinstance(inst, ir.BLAS):
-            out = getattr(inst, inst.output()).name
-            written.add(root.get(out, out))
-    return written
 
 
 def decompose(rel: int, shape, strides) -> Optional[tuple]:
