@@ -119,7 +119,7 @@ def lowering_configs(draw):
     """A random `tlgpu.LoweringConfig`: every boolean knob flipped, integer knobs small or
     large, sometimes a forced work-group size. Results must not depend on it."""
     from tlgpu import LoweringConfig
-    from tlgpu.config import DEVICE_DEFAULT, DEVICE_DEFAULT_INTS
+    from tlgpu.config import DEVICE_DEFAULT, DEVICE_DEFAULT_INTS, DEVICE_FEATURES
 
     changes: dict[str, Any] = {}
     for f in dataclasses.fields(LoweringConfig):
@@ -131,6 +131,8 @@ def lowering_configs(draw):
                                draw(st.sampled_from(LOWERING_GROUP_DIMS[1])))
         elif f.name in DEVICE_DEFAULT:  # None (the device decides) is the default: force one
             changes[f.name] = draw(st.booleans())
+        elif f.name in DEVICE_FEATURES:  # None (as much as the device has): force a value
+            changes[f.name] = draw(st.sampled_from(DEVICE_FEATURES[f.name]))
         elif f.name in DEVICE_DEFAULT_INTS:
             changes[f.name] = draw(st.sampled_from(LOWERING_INTS))
         elif isinstance(default, bool):

@@ -1,7 +1,8 @@
 """Which memory each work-group step touches, and where a barrier is needed between steps.
 
-Memory is named by its root: a function argument, or "local" for alloca memory (allocas may
-share memory, so they are one root), or "stage" for gemm staging buffers. A barrier whose
+Memory is named by its root: a function argument, or `ALLOCA` for alloca memory (allocas may
+share memory, so they are one root), or `STAGE` for gemm staging buffers; those two are not
+identifiers, so no argument is ever taken for local memory. A barrier whose
 conflicts are all in local memory fences local memory only and leaves the global accesses
 pending, so a later global conflict still gets a (global) barrier. A step that writes a root
 some other work-item may still read or write, or reads a root someone may have written, needs
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-LOCAL_ROOTS = frozenset({"local", "stage"})  # alloca slab and gemm staging: local memory
+ALLOCA, STAGE = "<alloca>", "<stage>"  # the alloca slab and gemm staging (local memory)
+LOCAL_ROOTS = frozenset({ALLOCA, STAGE})
 
 
 @dataclass

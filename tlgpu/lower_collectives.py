@@ -17,7 +17,8 @@ from typing import Optional
 from tlinterp import ir
 from tlinterp.types import ScalarType
 
-from . import prelude, tiles
+from . import lower_mma, prelude, tiles
+from .barriers import STAGE
 from .ctypes_map import common_type, ctype
 from .tiles import fits_int
 from .views import View, static_or
@@ -232,7 +233,7 @@ def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
     lw.stage_bytes = max(lw.stage_bytes, (nbytes + 7) // 8 * 8)
     C = ctype(p.ct)
     la, lb = lw.fresh("As"), lw.fresh("Bs")
-    lw.access(w, reads - {p.out.root}, {"stage"})
+    lw.access(w, reads - {p.out.root}, {STAGE})
     w.line(f"local {C}* {la} = (local {C}*)((local char*)tl_local + {lw.alloca_bytes});")
     w.line(f"local {C}* {lb} = {la} + {M * K};")
     fa, _ = _op(a, inst.trans_a)
@@ -242,9 +243,9 @@ def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
            f"{la}[{t}] = ({C}){fa(f'{t} % {M}', f'{t} / {M}')};")
     w.line(f"for (long {t} = tl_lid; {t} < {K * N}; {t} += tl_nwi) "
            f"{lb}[{t} % {K} + {t} / {K} * {ldb}] = ({C}){fb(f'{t} % {K}', f'{t} / {K}')};")
-    lw.barrier(w, {"stage"})
-    sa = View(la, "local", p.ct, (str(M), str(K)), ("1", str(lda)), "stage")
-    sb = View(lb, "local", p.ct, (str(K), str(N)), ("1", str(ldb)), "stage")
+    lw.barrier(w, {STAGE})
+    sa = View(la, "local", p.ct, (str(M), str(K)), ("1", str(lda)), STAGE)
+    sb = View(lb, "local", p.ct, (str(K), str(N)), ("1", str(ldb)), STAGE)
     return sa, sb
 
 
@@ -262,13 +263,18 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     staged = _stage(lw, w, inst, p, reads)
     if staged is not None:
         sa, sb = staged
-        reads = (reads - {lw.view(inst.a).root, lw.view(inst.b).root}) | {"stage"}
+        reads = (reads - {lw.view(inst.a).root, lw.view(inst.b).root}) | {STAGE}
         fa, fb = (lambda r, c: sa.at([r, c])), (lambda r, c: sb.at([r, c]))
     else:
         fa, _ = _op(lw.view(inst.a), inst.trans_a)
         fb, _ = _op(lw.view(inst.b), inst.trans_b)
     lw.access(w, reads, {p.out.root})
     M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
+    if lower_mma.eligible(cfg, g.size, p.ct, M, N, K):
+        lower_mma.lower(lw, w, _index_type(lw, inst, [M, N, K]), M, N, K, fa, fb, store)
+        if staged is not None:
+            lw.pending.add({STAGE}, set())
+        return
     if M is not None and N is not None and cfg.planned_tiles:
         tp = tiles.plan(M, N, g.size, cfg.max_tile)
     else:
@@ -345,4 +351,4 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     if not tp.planned:
         w.close()
     if staged is not None:
-        lw.pending.add({"stage"}, set())
+        lw.pending.add({STAGE}, set())

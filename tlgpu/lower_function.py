@@ -16,7 +16,7 @@ from tlinterp.types import GroupType, MemrefType, ScalarType
 
 from . import lower_collectives as C
 from . import lower_scalar as S
-from .barriers import LOCAL_ROOTS, Pending
+from .barriers import ALLOCA, LOCAL_ROOTS, Pending
 from .config import LoweringConfig
 from .ctypes_map import ctype, literal
 from .cwriter import CWriter
@@ -305,7 +305,7 @@ class FunctionLowerer:
                f"((local char*)tl_local + {off});")
         self.env[inst.result.name] = View(n, "local", t.element,
                                           tuple(str(s) for s in t.shape),
-                                          tuple(str(s) for s in t.stride), "local")
+                                          tuple(str(s) for s in t.stride), ALLOCA)
 
     def lower_lifetimestop(self, w, inst):
         w.line(f"/* end of the lifetime of {var(inst.operand.name)} */")

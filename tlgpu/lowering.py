@@ -14,7 +14,6 @@ from tlinterp.ir import Span
 from tlinterp.types import MemrefType
 
 from . import prelude
-from .barriers import LOCAL_ROOTS
 from .config import LoweringConfig
 from .lower_function import FunctionLowerer, Geometry, kernel_name
 
@@ -92,13 +91,10 @@ def choose_geometry(fn: ir.Function, config: LoweringConfig, filename: str = "<i
 
 
 def read_only_arguments(fn: ir.Function) -> frozenset[str]:
-    """The memref arguments no instruction of `fn` may write (declared `const restrict`).
-    An argument named like a local-memory root (`%local`, `%stage`) stays writable: the
-    lowering names memory by root, so its views would share the const with the allocas'."""
+    """The memref arguments no instruction of `fn` may write (declared `const restrict`)."""
     written = written_arguments(fn)
     return frozenset(a.value.name for a in fn.args
-                     if isinstance(a.type, MemrefType) and a.value.name not in written
-                     and a.value.name not in LOCAL_ROOTS)
+                     if isinstance(a.type, MemrefType) and a.value.name not in written)
 
 
 def lower_program(program: ir.Program, func: Optional[str] = None,

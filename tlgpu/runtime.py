@@ -48,12 +48,28 @@ def _as_program(program: Union[ir.Program, str]) -> ir.Program:
     return program
 
 
+def fp64_mma_rows(device) -> int:
+    """Rows of the largest f64 `mma.sync` tile the device runs (lower_mma.py): 16 (m16n8k4)
+    from compute capability 9.0, 8 (m8n8k4) from 8.0, else 0; NVIDIA only (its OpenCL compiler
+    accepts inline PTX)."""
+    if "nvidia" not in device.platform.name.lower() or "cl_khr_fp64" not in device.extensions:
+        return 0
+    try:
+        major = int(device.compute_capability_major_nv)
+    except Exception:  # no cl_nv_device_attribute_query: cannot tell, stay portable
+        return 0
+    return 16 if major >= 9 else 8 if major >= 8 else 0
+
+
 def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> LoweringConfig:
     """The config with the automatic choices capped by the device's limits."""
     config = config or LoweringConfig()
     d = dev.device
     import pyopencl as cl
 
+    rows = fp64_mma_rows(d)  # None: the most the device has; a value: at most that
+    config = dataclasses.replace(config, tensor_cores=rows if config.tensor_cores is None
+                                 else min(config.tensor_cores, rows))
     return dataclasses.replace(
         config.for_device(bool(d.type & cl.device_type.GPU)),
         max_work_group_size=min(config.max_work_group_size, d.max_work_group_size),

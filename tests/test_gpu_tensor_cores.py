@@ -1,0 +1,196 @@
+"""The FP64 tensor-core gemm path (tlgpu/lower_mma.py, knob `tensor_cores`): when it is taken,
+what it emits, that every other device stays portable, and, on an NVIDIA device of compute
+capability 8.0 or later, that it agrees with the interpreter on edge shapes (the device tests
+skip without NVIDIA's OpenCL; CI has pocl only)."""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import tlinterp
+from tlgpu import LoweringConfig
+from tlgpu.lowering import lower_program
+from tlgpu.runtime import fp64_mma_rows
+
+GEMM = """
+func @g(%A: memref<{ta}x{am}x{ak}x?>, %B: memref<{tb}x{bk}x{bn}x?>, %C: memref<f64x{M}x{N}x?>)
+    {attr} {{
+  %e = group_id
+  %a = subview %A[:, :, %e] : memref<{ta}x{am}x{ak}x?>
+  %b = subview %B[:, :, %e] : memref<{tb}x{bk}x{bn}x?>
+  %c = subview %C[:, :, %e] : memref<f64x{M}x{N}x?>
+  gemm{mode} {alpha}, %a, %b, {beta}, %c : f64, memref<{ta}x{am}x{ak}>, \
+memref<{tb}x{bk}x{bn}>, f64, memref<f64x{M}x{N}>
+}}
+"""
+
+
+def gemm_source(M, N, K, ta="f64", tb="f64", trans=(False, False), alpha="1.5", beta="0.5",
+                atomic=False, group=None) -> str:
+    am, ak = (K, M) if trans[0] else (M, K)
+    bk, bn = (N, K) if trans[1] else (K, N)
+    mode = (".t" if trans[0] else ".n") + (".t" if trans[1] else ".n")
+    return GEMM.format(ta=ta, tb=tb, am=am, ak=ak, bk=bk, bn=bn, M=M, N=N, mode=mode,
+                       alpha=alpha, beta=beta,
+                       attr=f"work_group_size({group[0]},{group[1]})" if group else "",
+                       ).replace(f"gemm{mode}", f"gemm{mode}" + (".atomic" if atomic else ""))
+
+
+def _lower(source: str, **knobs) -> str:
+    program = tlinterp.check(tlinterp.parse(source, "g.tl"))
+    return lower_program(program, None, LoweringConfig(**knobs)).source
+
+
+def test_taken_for_static_f64_gemms_in_whole_warps_only():
+    for rows in (8, 16):
+        macro = f"TL_DMMA{rows}("
+        assert macro in _lower(gemm_source(35, 9, 56), tensor_cores=rows)
+        assert macro in _lower(gemm_source(35, 9, 56, ta="f32", tb="i32"),
+                               tensor_cores=rows)  # f64 arithmetic on converted operands
+        assert macro in _lower(gemm_source(40, 40, 40, group=(16, 4)), tensor_cores=rows)
+        # not for f32 arithmetic, nor a work-group that is not whole warps
+        f32 = gemm_source(35, 9, 56).replace("f64", "f32")
+        assert "TL_DMMA" not in _lower(f32, tensor_cores=rows)
+        assert "TL_DMMA" not in _lower(gemm_source(35, 9, 56, group=(8, 2)), tensor_cores=rows)
+    # off: no device said it has them (the default without a device), or 0
+    assert "TL_DMMA" not in _lower(gemm_source(35, 9, 56))
+    assert "TL_DMMA" not in _lower(gemm_source(35, 9, 56), tensor_cores=0)
+
+
+def test_k_remainder_is_zeroed_and_edges_are_guarded():
+    text = _lower(gemm_source(35, 9, 10), tensor_cores=16)
+    assert "< 8; " in text  # the whole K steps
+    assert "< 10 ? (double)" in text  # the last, partial step loads zeros past K
+    assert " < 35 && " in text and " < 9)" in text  # stores past M and N are guarded
+    # 35 rows: three 16-row tiles, each lane loads rows g and g + 8 of each
+    calls = [ln for ln in text.splitlines() if ln.strip().startswith("TL_DMMA16(")]
+    assert len(calls) == 2 * 3 * 2  # (whole and partial step) x 3 x 2 tiles
+    full = _lower(gemm_source(32, 8, 8), tensor_cores=16)
+    assert "? (double)" not in full and "< 32 &&" not in full  # whole tiles: no guard
+    assert "< 35 &&" in _lower(gemm_source(35, 9, 8), tensor_cores=8)
+
+
+def _device(platform, version="", extensions="cl_khr_fp64", cc=None):
+    d = SimpleNamespace(platform=SimpleNamespace(name=platform, version=version),
+                        extensions=extensions)
+    if cc is not None:
+        d.compute_capability_major_nv = cc
+    return d
+
+
+def test_only_nvidia_devices_with_fp64_mma_have_them():
+    assert fp64_mma_rows(_device("NVIDIA CUDA", cc=9)) == 16
+    assert fp64_mma_rows(_device("NVIDIA CUDA", cc=8)) == 8
+    assert fp64_mma_rows(_device("NVIDIA CUDA", cc=7)) == 0
+    assert fp64_mma_rows(_device("NVIDIA CUDA")) == 0  # cannot tell: portable
+    assert fp64_mma_rows(_device("NVIDIA CUDA", extensions="", cc=9)) == 0
+    assert fp64_mma_rows(_device("Portable Computing Language", cc=9)) == 0
+
+
+def test_knob_parses_and_the_fuzzer_may_force_it():
+    from hypothesis import given, settings
+
+    from fuzz.strategies import lowering_configs
+    from tlinterp.diagnostics import BackendError
+
+    assert LoweringConfig.from_overrides(["tensor_cores=auto"]).tensor_cores is None
+    assert LoweringConfig.from_overrides(["tensor_cores=8"]).tensor_cores == 8
+    with pytest.raises(BackendError, match="0 or 8 or 16 or auto"):
+        LoweringConfig.from_overrides(["tensor_cores=7"])
+    assert LoweringConfig().for_device(gpu=True).tensor_cores == 0
+    drawn = set()
+
+    @settings(max_examples=200, database=None, derandomize=True)
+    @given(lowering_configs())
+    def draw(cfg):
+        drawn.add(cfg.tensor_cores)
+
+    draw()
+    assert drawn == {None, 0, 8, 16}
+
+
+@pytest.mark.opencl
+def test_pocl_turns_a_forced_knob_off():
+    import tlgpu
+    from tlgpu.devices import handle
+    from tlgpu.runtime import device_config
+
+    cfg = device_config(handle("pocl"), LoweringConfig(tensor_cores=16))
+    assert cfg.tensor_cores == 0
+    source = gemm_source(8, 8, 4)
+    program = tlinterp.check(tlinterp.parse(source, "g.tl"))
+    args = _args(8, 8, 4, np.float64, np.float64, (False, False), 2)
+    got = tlgpu.run(program, args, func="g", groups=2, device="pocl",
+                    config=LoweringConfig(tensor_cores=16))
+    want = tlinterp.interp.run(program, args, func="g", groups=2)
+    np.testing.assert_allclose(got["C"], want["C"], rtol=1e-13)
+
+
+def _args(M, N, K, ta, tb, trans, E, seed=0):
+    rng = np.random.default_rng(seed)
+    a_shape = (K, M) if trans[0] else (M, K)
+    b_shape = (N, K) if trans[1] else (K, N)
+
+    def draw(shape, t):
+        x = rng.standard_normal((*shape, E)) * 4
+        return np.asfortranarray(x.astype(t) if np.dtype(t).kind == "f" else x.round().astype(t))
+
+    return {"A": draw(a_shape, ta), "B": draw(b_shape, tb),
+            "C": np.asfortranarray(rng.standard_normal((M, N, E)))}
+
+
+def _nvidia_with_mma() -> int:
+    from tlgpu.devices import handle
+    from tlinterp import BackendError
+
+    try:
+        dev = handle("nvidia")
+    except BackendError:
+        pytest.skip("no NVIDIA OpenCL device")
+    if not fp64_mma_rows(dev.device):
+        pytest.skip("NVIDIA device without FP64 tensor cores")
+    return fp64_mma_rows(dev.device)
+
+
+CASES = [  # (M, N, K, operand types, transposes, alpha, beta, atomic, work-group)
+    (35, 9, 56, "f64", "f64", (False, False), "1.0", "0.0", False, None),
+    (1, 9, 4, "f64", "f64", (False, False), "1.0", "1.0", False, None),
+    (8, 8, 4, "f64", "f64", (False, False), "2.0", "0.0", False, None),
+    (9, 17, 5, "f64", "f64", (True, False), "-1.5", "0.5", False, None),
+    (33, 3, 1, "f64", "f64", (False, True), "1.0", "1.0", False, None),
+    (20, 9, 35, "f32", "i32", (True, True), "0.25", "2.0", False, None),
+    (64, 64, 64, "f64", "f64", (False, False), "1.0", "1.0", False, (32, 2)),  # staged, 2 warps
+    (40, 24, 13, "f64", "f64", (False, False), "1.0", "-1.0", False, (64, 1)),
+    (17, 31, 7, "f64", "f64", (False, False), "1.0", "1.0", True, (32, 1)),
+    (100, 70, 6, "f64", "f64", (False, True), "1.0", "0.0", False, (16, 4)),  # loop of blocks
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:3])))
+def test_agrees_with_the_interpreter_on_nvidia(case):
+    import tlgpu
+
+    most = _nvidia_with_mma()
+    M, N, K, ta, tb, trans, alpha, beta, atomic, group = case
+    source = gemm_source(M, N, K, ta, tb, trans, alpha, beta, atomic, group)
+    program = tlinterp.check(tlinterp.parse(source, "g.tl"))
+    dt = {"f64": np.float64, "f32": np.float32, "i32": np.int32}
+    E = 3
+    args = _args(M, N, K, dt[ta], dt[tb], trans, E)
+    want = tlinterp.interp.run(program, args, func="g", groups=E)
+    taken = 0
+    for rows, max_tile in itertools.product((r for r in (16, 8, 0) if r <= most), (16, 2)):
+        cfg = LoweringConfig(tensor_cores=rows, max_tile=max_tile)
+        low = lower_program(program, None, cfg)
+        whole_warps = low.kernels["g"][1].size % 32 == 0  # (small tiles: a wider group)
+        assert (f"TL_DMMA{rows}(" in low.source) == (rows > 0 and whole_warps)
+        taken += "TL_DMMA" in low.source
+        got = tlgpu.run(program, args, func="g", groups=E, device="nvidia", config=cfg)
+        scale = np.abs(want["C"]).max() + 1
+        np.testing.assert_allclose(got["C"], want["C"], rtol=0, atol=1e-12 * scale * K,
+                                   err_msg=f"tensor_cores={rows} max_tile={max_tile}")
+    assert taken >= 2
