@@ -237,6 +237,20 @@ def test_collective_rows_past_the_work_group(survey):
     assert share(c, "gemm-rows-past-wg", "gemm") >= 0.1, c
 
 
+def test_static_f64_gemms_reach_the_tensor_core_path():
+    """Whole-warp work-groups (the generator's `whole_warps_percent`) let static f64 gemms
+    take the lowering's FP64 tensor-core path, which NVIDIA campaigns then check (the old
+    generator: 5 of these 400 kernels)."""
+    from tlgpu.lowering import lower_program
+
+    taken = 0
+    for seed in range(400):
+        f, _, _, _ = sample_function(seed)
+        source = lower_program(to_program([f]), None, LoweringConfig(tensor_cores=16)).source
+        taken += "TL_DMMA16(" in source
+    assert taken >= 8, taken
+
+
 def test_edge_heavy_kernels_are_free_of_undefined_behaviour():
     """Every dimension at its maximum: the interpreter's UB checker must stay silent."""
     from tlinterp.interp import run

@@ -12,7 +12,7 @@ from fuzz.strategies import FuzzCase, kernels
 from tlinterp import ir
 from tlinterp.printer import format_program
 
-SAMPLE = 60
+SAMPLE = 150  # Hypothesis starts with small kernels: 60 held few if-statements
 
 
 def reuses_a_name(f: ir.Function) -> bool:

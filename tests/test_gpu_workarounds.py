@@ -86,6 +86,16 @@ def test_kernel_text_is_one_kernel():
     assert W.kernel_text("void other(\n{\n}\n", "flat") == ""
 
 
+def test_a_workaround_build_compiles_its_kernel_alone():
+    low = lower_program(tlinterp.check(tlinterp.parse(TWO, "two.tl")))
+    alone = W.only_kernel(low.source, "branch")
+    assert alone.count("\n") == low.source.count("\n")  # the line table still holds
+    assert W.kernel_text(alone, "branch") == W.kernel_text(low.source, "branch")
+    for other in ("flat", "nest", "coll"):
+        assert W.kernel_text(alone, other) == "" and f"void {other}(" in low.source
+    assert alone.startswith(low.source.split("kernel ")[0])  # header and helpers kept
+
+
 def _device(platform: str, version: str):
     return SimpleNamespace(platform=SimpleNamespace(name=platform, version=version))
 

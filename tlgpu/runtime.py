@@ -118,6 +118,8 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
     found = workarounds.applicable(workarounds.kernel_text(source, kernel), dev.device) \
         if kernel else ()
     options = list(BUILD_OPTIONS) + list(workarounds.options(found))
+    if found:  # compile just this kernel with the options, not the whole batch again
+        source = workarounds.only_kernel(source, kernel)
     for w in found:
         warnings.warn(DeviceWorkaround(
             f"kernel {kernel} on '{dev.device.name.strip()}': built with "

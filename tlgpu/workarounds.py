@@ -3,9 +3,10 @@
 Each entry names the devices it applies to (platform name and version, as verified), the
 shape of generated OpenCL C that triggers the bug, the build options that avoid it, and the
 test holding a stand-alone reproducer. `runtime.build` applies the entries per kernel: a
-kernel of the triggering shape is built with the entry's options, every other kernel of the
-same source as usual, so users of `tlgpu.run`/`tlrun` get right answers and the fuzzer keeps
-testing the device's optimiser on every other shape (docs/fuzzing.md, "Known device bugs").
+kernel of the triggering shape is built alone (`only_kernel`) with the entry's options, every
+other kernel of the same source as usual, so users of `tlgpu.run`/`tlrun` get right answers
+and the fuzzer keeps testing the device's optimiser on every other shape (docs/fuzzing.md,
+"Known device bugs").
 """
 
 from __future__ import annotations
@@ -115,6 +116,23 @@ def kernel_text(source: str, kernel: str) -> str:
                     return "\n".join(lines[k:end + 1])
             return "\n".join(lines[k:])
     return ""
+
+
+def only_kernel(source: str, kernel: str) -> str:
+    """`source` with every other kernel's definition blanked out, line for line (the line
+    table still maps build-log lines to instructions): what a workaround's build compiles,
+    so that its options cost the compile time of one kernel, not of the whole batch."""
+    lines = source.splitlines()
+    head = re.compile(r"^void (\w+)\($")
+    out = list(lines)
+    for k, line in enumerate(lines):
+        m = head.match(line)
+        if m is None or m.group(1) == kernel:
+            continue
+        start = k - 1 if k and lines[k - 1].startswith("kernel") else k
+        end = next((e for e in range(k + 1, len(lines)) if lines[e] == "}"), len(lines) - 1)
+        out[start:end + 1] = [""] * (end + 1 - start)
+    return "\n".join(out) + ("\n" if source.endswith("\n") else "")
 
 
 def applicable(kernel_source: str, device) -> tuple[Workaround, ...]:

@@ -60,7 +60,10 @@ class FunctionGenerator(BodyGenerator):
             self.gen_scalar_arg()
         self.gen_block(0, at_least=1)
         wgs = None
-        if self.flip(15):
+        if self.flip(p.whole_warps_percent):  # paths that need whole warps (tensor cores)
+            wgs = self.pick([(32, 1), (32, 2), (64, 1)])
+            self.stats["wg-whole-warps"] += 1
+        elif self.flip(15):
             wgs = (self.pick([1, 2, 4, 8, 16, 32]), self.pick([1, 2, 4]))
         elif self.flip(p.wg_below_rows_percent):
             wgs = self.wg_below_rows()

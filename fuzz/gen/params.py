@@ -58,6 +58,9 @@ class GenParams:
     # functions whose work-group size attribute lies below a collective's static row count
     # and does not divide it: the rows exceed one pass of the work-group and its tiles
     wg_below_rows_percent: int = 70
+    # work-group size attributes of whole NVIDIA warps (32x1, 32x2, 64x1): the lowering's
+    # warp-level paths (FP64 tensor cores) need them, and most other attributes are smaller
+    whole_warps_percent: int = 12
     wide_rows_percent: int = 75  # collective outputs with 3 rows or more
     wide_cols_percent: int = 60  # of those (2-D), also 2 columns or more
     matrix_output_percent: int = 50  # 2-D outputs with 3 rows or more and 2 columns or more
