@@ -24,7 +24,13 @@ work-item per column of C with K read as a whole column (the K index the same in
 work-group, 3-8 elements per work-group): 5.1-5.6 ms, the same with K in `constant` memory,
 and 9-15 ms with the K loop fully unrolled (constant-bank operands, but the code no longer
 fits the instruction cache); two elements per work-item sharing the loads of K: 2.37 ms
-(f32: 1.63 -> 2.00 ms), three or four: 2.96-3.72 ms (registers).
+(f32: 1.63 -> 2.00 ms), three or four: 2.96-3.72 ms (registers). Static f64 gemms now run on
+the FP64 tensor cores where the device has them (lower_mma.py): 2.63 -> 1.96 ms. There the
+K-by-dq gemms take 1.08 ms of the 1.96 and every other step 0.61 ms (measured by deleting
+their loads and mmas); m16n8k4 instead of m8n8k4 (twice the multiply-adds per instruction),
+loading the next K step's operands first, and unrolling K by 2 change it by 3 % at most, so
+those gemms are bound neither by the tensor pipe nor by load latency but most likely by the
+L1 wavefronts of their fragment loads (a fragment of K spans 4 columns, one of dq 8).
 """
 
 from __future__ import annotations
