@@ -270,11 +270,18 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
         fb, _ = _op(lw.view(inst.b), inst.trans_b)
     lw.access(w, reads, {p.out.root})
     M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
+    I = _index_type(lw, inst, [M, N, K])  # noqa: E741
     if lower_mma.eligible(cfg, g.size, p.ct, M, N, K):
-        lower_mma.lower(lw, w, _index_type(lw, inst, [M, N, K]), M, N, K, fa, fb, store)
-        if staged is not None:
-            lw.pending.add({STAGE}, set())
-        return
+        lower_mma.lower(lw, w, I, M, N, K, fa, fb, store)
+    else:
+        _register_tiles(lw, w, p, I, M, N, K, fa, fb, store)
+    if staged is not None:
+        lw.pending.add({STAGE}, set())
+
+
+def _register_tiles(lw, w, p: Problem, I: str, M, N, K, fa, fb, store) -> None:  # noqa: E741
+    """C in register tiles per work-item (tiles.plan, or the work-group's grid)."""
+    cfg, g = lw.config, lw.geo
     if M is not None and N is not None and cfg.planned_tiles:
         tp = tiles.plan(M, N, g.size, cfg.max_tile)
     else:
@@ -282,7 +289,6 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
         rn = max(1, min(-(-N // g.wg1), cfg.max_tile // rm)) if N is not None else 1
         tp = tiles.TilePlan(g.wg0, g.wg1, rm, rn, False)
     rm, rn, g0, g1 = tp.rm, tp.rn, tp.g0, tp.g1
-    I = _index_type(lw, inst, [M, N, K])  # noqa: E741
     C = ctype(p.ct)
     fused = cfg.fused_multiply_add is not False and p.ct.is_float
     bi, bj, k = lw.fresh("bi"), lw.fresh("bj"), lw.fresh("k")
@@ -350,5 +356,3 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     w.close()
     if not tp.planned:
         w.close()
-    if staged is not None:
-        lw.pending.add({STAGE}, set())
