@@ -36,7 +36,8 @@ P_DEFAULT = 9
 # the knobs issue 12 added, set so that the lowering emits the code it emitted before them
 BEFORE = dict(planned_tiles=False, clamped_loads=False, fused_multiply_add=False,
               narrow_indices=False, local_fences=False, infer_lifetimes=False,
-              warp_groups=False, restrict_read_only=False, unroll_k=8, tensor_cores=0)
+              warp_groups=False, restrict_read_only=False, unroll_k=8, tensor_cores=0,
+              gemm_pairs=False)
 DT = 1.01
 
 

@@ -66,9 +66,15 @@ def test_k_remainder_is_zeroed_and_edges_are_guarded():
     assert "< 8; " in text  # the whole K steps
     assert "< 10 ? (double)" in text  # the last, partial step loads zeros past K
     assert " < 35 && " in text and " < 9)" in text  # stores past M and N are guarded
-    # 35 rows: three 16-row tiles, each lane loads rows g and g + 8 of each
-    calls = [ln for ln in text.splitlines() if ln.strip().startswith("TL_DMMA16(")]
-    assert len(calls) == 2 * 3 * 2  # (whole and partial step) x 3 x 2 tiles
+    # 35 rows: two 16-row tiles (each lane loads rows g and g + 8 of each) and, for the last
+    # 3 rows, an 8-row tile (m8n8k4: one load of A per step, not two)
+    def calls(macro):
+        return [ln for ln in text.splitlines() if ln.strip().startswith(macro)]
+    assert len(calls("TL_DMMA16(")) == 2 * 2 * 2  # (whole and partial step) x 2 x 2 tiles
+    assert len(calls("TL_DMMA8(")) == 2 * 1 * 2
+    assert "TL_DMMA8(" in _lower(gemm_source(40, 9, 8), tensor_cores=16)  # 16 + 16 + 8
+    assert "TL_DMMA8(" not in _lower(gemm_source(48, 9, 8), tensor_cores=16)
+    assert "TL_DMMA8(" not in _lower(gemm_source(25, 9, 8), tensor_cores=16)  # 9 rows left
     full = _lower(gemm_source(32, 8, 8), tensor_cores=16)
     assert "? (double)" not in full and "< 32 &&" not in full  # whole tiles: no guard
     assert "< 35 &&" in _lower(gemm_source(35, 9, 8), tensor_cores=8)

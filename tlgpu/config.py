@@ -79,6 +79,11 @@ class LoweringConfig:
     # runtime lowers a value to what the device has; lowering without a device takes None as 0
     # (on an H100, ADER f64 N=5: 2.64 ms without, 1.99 ms with m8n8k4, 1.96 with m16n8k4)
     tensor_cores: Optional[int] = None
+    # a gemm whose output T is op(A) of the next gemm (T written whole, no other access to it
+    # in between; chains.py) runs with it as one tensor-core step: the second takes T from the
+    # first's accumulators, with no barrier, no loads of T, and no stores of T when nothing
+    # reads it later (lower_mma.lower_pair)
+    gemm_pairs: bool = True
 
     def for_device(self, gpu: bool) -> LoweringConfig:
         """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a

@@ -148,7 +148,18 @@ def _scalar_operand(lw, op, t: ScalarType, ct: ScalarType) -> tuple[str, Optiona
     return _cast(ct, lw.operand(op, t)), None
 
 
-def lower_blas(lw, w, inst) -> None:
+@dataclass
+class Prepared:
+    """What every lowering of a collective derives from it first."""
+
+    p: Problem
+    reads: set  # roots it reads: its inputs, and its output unless beta == 0
+    store: Callable  # store(lines, i, j, acc): the statements storing one output element
+    value: Callable[[str], str]  # value(acc): alpha * acc in the compute type (before beta)
+    beta: Optional[float]  # beta when constant
+
+
+def prepare(lw, inst) -> Prepared:
     p = problem(lw, inst)
     ct, T = p.ct, p.out.elem
     alpha, alpha_c = _scalar_operand(lw, inst.alpha, inst.alpha_type, ct)
@@ -158,8 +169,11 @@ def lower_blas(lw, w, inst) -> None:
         reads.add(p.out.root)
     atomic = inst.atomic
 
+    def value(acc: str) -> str:
+        return acc if alpha_c == 1.0 else f"{alpha} * {acc}"
+
     def store(lines, i, j, acc):
-        val = acc if alpha_c == 1.0 else f"{alpha} * {acc}"
+        val = value(acc)
         at = p.out.at(p.out_index(i, j))
         if atomic:
             addr = p.out.addr(p.out_index(i, j))
@@ -182,13 +196,55 @@ def lower_blas(lw, w, inst) -> None:
             new = f"({beta} == 0 ? {val} : {val} + {beta} * {_cast(ct, at)})"
         lines.append(f"{at} = ({ctype(T)})({new});")
 
+    return Prepared(p, reads, store, value, beta_c)
+
+
+def lower_blas(lw, w, inst) -> None:
+    pr = prepare(lw, inst)
     w.open(f"/* {type(inst).__name__.lower()} */")
     if isinstance(inst, ir.Gemm) and lw.config.register_tiles:
-        _tiled_gemm(lw, w, inst, p, reads, store)
+        _tiled_gemm(lw, w, inst, pr.p, pr.reads, pr.store)
     else:
-        lw.access(w, reads, {p.out.root})
-        _generic(lw, w, inst, p, store)
+        lw.access(w, pr.reads, {pr.p.out.root})
+        _generic(lw, w, inst, pr.p, pr.store)
     w.close()
+
+
+def lower_gemm_pair(lw, w, first: ir.Gemm, second: ir.Gemm, keep: bool) -> bool:
+    """Two gemms that `chains.gemm_pair` matched (the first's output T is op(A) of the
+    second) as one step on the tensor cores, T passed in registers (lower_mma.lower_pair);
+    `keep`: T is read later, so the first still stores it. False, with nothing emitted, when
+    the pair does not take that path here (knobs, device, types, tiles, staging)."""
+    cfg, g = lw.config, lw.geo
+    if not cfg.register_tiles:
+        return False
+    one, two = prepare(lw, first), prepare(lw, second)
+    M, N1, K1 = (static_or(x) for x in (one.p.M, one.p.N, one.p.K))
+    N2, K2 = static_or(two.p.N), static_or(two.p.K)
+    if not (lower_mma.eligible(cfg, g.size, one.p.ct, M, N1, K1)
+            and lower_mma.eligible(cfg, g.size, two.p.ct, M, N2, K2)):
+        return False
+    # T in registers is what the first stores only when storing converts nothing
+    if one.p.out.elem != ScalarType.f64 or _staging_bytes(lw, first, one.p) is not None:
+        return False
+    if not (lower_mma.one_warp(lw, M, N1) and lower_mma.one_warp(lw, M, N2)):
+        return False
+    reads = one.reads | {lw.view(second.b).root}
+    if two.beta != 0.0:
+        reads.add(two.p.out.root)
+    writes = {two.p.out.root} | ({one.p.out.root} if keep else set())
+    w.open("/* gemm; gemm: the first's output passed in registers */")
+    lw.access(w, reads, writes)
+    I = "int" if _index_type(lw, first, [M, N1, K1]) == _index_type(lw, second, [M, N2, K2]) \
+        == "int" else "long"  # noqa: E741
+    fa1, _ = _op(lw.view(first.a), first.trans_a)
+    fb1, _ = _op(lw.view(first.b), first.trans_b)
+    fb2, _ = _op(lw.view(second.b), second.trans_b)
+    lower_mma.lower_pair(lw, w, I, (M, N1, K1, fa1, fb1, one.store if keep else None,
+                                    lambda acc: f"(double)({one.value(acc)})"),
+                         (N2, fb2, two.store))
+    w.close()
+    return True
 
 
 def _generic(lw, w, inst, p: Problem, store) -> None:
@@ -214,8 +270,8 @@ def _generic(lw, w, inst, p: Problem, store) -> None:
     w.close()
 
 
-def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
-    """Copy op(A) (M x K) and op(B) (K x N) of a static gemm into local memory, when it pays."""
+def _staging_bytes(lw, inst, p: Problem) -> Optional[int]:
+    """Local memory staging op(A) and op(B) of a gemm takes, None when it does not pay."""
     cfg = lw.config
     if not cfg.local_staging:
         return None
@@ -225,11 +281,19 @@ def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
         return None
     if min(M, N) < cfg.local_staging_min_reuse:
         return None
-    ct_size = p.ct.dtype.itemsize
-    lda, ldb = M, K + (1 - K % 2)  # odd leading dim of B: no bank conflicts across columns
-    nbytes = (M * K + ldb * N) * ct_size
-    if nbytes > cfg.local_staging_bytes:
+    ldb = K + (1 - K % 2)
+    nbytes = (M * K + ldb * N) * p.ct.dtype.itemsize
+    return None if nbytes > cfg.local_staging_bytes else nbytes
+
+
+def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
+    """Copy op(A) (M x K) and op(B) (K x N) of a static gemm into local memory, when it pays."""
+    nbytes = _staging_bytes(lw, inst, p)
+    if nbytes is None:
         return None
+    a, b = lw.view(inst.a), lw.view(inst.b)
+    M, N, K = (static_or(x) for x in (p.M, p.N, p.K))
+    lda, ldb = M, K + (1 - K % 2)  # odd leading dim of B: no bank conflicts across columns
     lw.stage_bytes = max(lw.stage_bytes, (nbytes + 7) // 8 * 8)
     C = ctype(p.ct)
     la, lb = lw.fresh("As"), lw.fresh("Bs")

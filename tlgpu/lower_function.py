@@ -14,6 +14,7 @@ from tlinterp.diagnostics import BackendError, Diagnostic
 from tlinterp.typerules import result_types
 from tlinterp.types import GroupType, MemrefType, ScalarType
 
+from . import chains
 from . import lower_collectives as C
 from . import lower_scalar as S
 from .barriers import ALLOCA, LOCAL_ROOTS, Pending
@@ -80,6 +81,7 @@ class FunctionLowerer:
             config.reuse_local_memory and config.infer_lifetimes)
         self.stage_bytes = 0  # local memory the collectives stage A/B in (set while lowering)
         self.pending = Pending()
+        self.bases = chains.bases(fn)  # view -> the allocas/arguments it views
         self.spmd = False  # inside a foreach: one work-item per iteration, no barriers
 
     # --- helpers ------------------------------------------------------------------------
@@ -213,11 +215,20 @@ class FunctionLowerer:
 
     # --- regions ------------------------------------------------------------------------
     def region(self, w: CWriter, region: ir.Region) -> None:
-        for inst in region.instructions:
+        insts, k = region.instructions, 0
+        while k < len(insts):
+            inst = insts[k]
             w.span = inst.span
             if inst.span is not None:
                 w.line(f"// tl:{inst.span.line}.{inst.span.col}")
+            pair = chains.gemm_pair(insts, k, self.bases) \
+                if self.config.gemm_pairs and not self.spmd else None
+            if pair is not None and C.lower_gemm_pair(self, w, pair.first, pair.second,
+                                                      pair.keep):
+                k += 2
+                continue
             self.instruction(w, inst)
+            k += 1
 
     def instruction(self, w: CWriter, inst: ir.Instruction) -> None:
         LOWER[type(inst)](self, w, inst)

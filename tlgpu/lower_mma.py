@@ -49,83 +49,178 @@ def eligible(config, size: int, ct: ScalarType, M, N, K) -> bool:
         and None not in (M, N, K) and min(M, N, K) >= 1
 
 
+class _Warp:
+    """One gemm's tiles on the warps: the block a warp holds, its clamped rows and columns,
+    and its accumulators `{acc}_{r}_{c}_{s}_{h}` (C[row(r, s)][col(c, 2q + h)])."""
+
+    def __init__(self, lw, w, I: str, M: int, N: int, lane: str, bi: str, bj: str,  # noqa: E741
+                 plan: tiles.TilePlan):
+        self.lw, self.w, self.I, self.M, self.N = lw, w, I, M, N
+        self.TM = lw.config.tensor_cores  # rows of a tile: 8 (m8n8k4) or 16 (m16n8k4)
+        self.bm, self.bn, self.g0, self.g1 = plan.rm, plan.rn, plan.g0, plan.g1
+        # halves of 8 rows per tile row r: A values per lane and K step, 2 accumulators each;
+        # a last tile of at most 8 rows takes m8n8k4 (one load of A per step, not two) when
+        # the tile rows are static (one block along M)
+        self.halves = [self.TM // 8] * self.bm
+        if self.TM == 16 and self.g0 == 1 and 0 < M - 16 * (self.bm - 1) <= 8:
+            self.halves[-1] = 1
+        for h in set(self.halves):
+            lw.helpers.setdefault(*MACROS[8 * h])
+        self.bi, self.bj = bi, bj
+        self.g, self.q = f"({lane} >> 2)", f"({lane} & 3)"
+        self.row, self.col = lw.fresh("row"), lw.fresh("col")
+        self.acc, self.av, self.bv = lw.fresh("acc"), lw.fresh("a"), lw.fresh("b")
+        self.outs = [(r, c, s, h) for r in range(self.bm) for c in range(self.bn)
+                     for s in range(self.halves[r]) for h in (0, 1)]
+
+    def rows(self, r: int, s: int) -> str:  # row of C (and A) of tile row r, half s
+        return f"(({self.bi} + {r * self.g0}) * {self.TM} + {8 * s} + {self.g})"
+
+    def cols(self, c: int, h: int) -> str:  # column of C of tile column c, for h = 0, 1
+        return f"(({self.bj} + {c * self.g1}) * 8 + 2 * {self.q} + {h})"
+
+    def declare(self) -> None:
+        """Clamped rows of A and columns of B this lane loads, and zeroed accumulators."""
+        w, I = self.w, self.I  # noqa: E741
+        for r in range(self.bm):
+            for s in range(self.halves[r]):
+                w.line(f"const {I} {self.row}_{r}_{s} = "
+                       f"min(({I}){self.rows(r, s)}, ({I}){self.M - 1});")
+        for c in range(self.bn):
+            w.line(f"const {I} {self.col}_{c} = "
+                   f"min(({I})(({self.bj} + {c * self.g1}) * 8 + {self.g}), ({I}){self.N - 1});")
+        w.line("double " + ", ".join(f"{self.acc}_{r}_{c}_{s}_{h} = 0"
+                                     for r, c, s, h in self.outs) + ";")
+
+    def step(self, a_value, b_value) -> None:
+        """One K step: a_value(r, s) / b_value(c) are this lane's A and B values (C
+        expressions), then the bm x bn mmas."""
+        for r in range(self.bm):
+            for s in range(self.halves[r]):
+                self.w.line(f"const double {self.av}_{r}_{s} = {a_value(r, s)};")
+        for c in range(self.bn):
+            self.w.line(f"const double {self.bv}_{c} = {b_value(c)};")
+        for r in range(self.bm):
+            halves = self.halves[r]
+            for c in range(self.bn):
+                d = [f"{self.acc}_{r}_{c}_{s}_{h}" for s in range(halves) for h in (0, 1)]
+                a = [f"{self.av}_{r}_{s}" for s in range(halves)]
+                self.w.line(f"{MACROS[8 * halves][0]}({', '.join(d + a)}, {self.bv}_{c});")
+
+    def k_loop(self, K: int, fa, fb) -> None:
+        """op(A) x op(B) over K in steps of 4 (lane q takes index 4 t + q); the steps past K
+        load zeros in both operands."""
+        w, I, k = self.w, self.I, self.lw.fresh("k")  # noqa: E741
+
+        def step(guarded: bool) -> None:
+            def val(x: str) -> str:
+                return f"{k} < {K} ? {x} : 0.0" if guarded else x
+            self.step(lambda r, s: val(f"(double){fa(f'{self.row}_{r}_{s}', k)}"),
+                      lambda c: val(f"(double){fb(k, f'{self.col}_{c}')}"))
+
+        # (loading the next K step's operands before this step's mmas measured no faster on
+        # an H100: 1.96 ms either way for ADER f64 N=5, and 121 registers with `volatile`)
+        whole = K // 4 * 4
+        if whole:
+            if self.lw.config.unroll_k > 1:
+                w.line(f"#pragma unroll {self.lw.config.unroll_k}")
+            w.open(f"for ({I} {k} = {self.q}; {k} < {whole}; {k} += 4)")
+            step(False)
+            w.close()
+        if K % 4:
+            w.open("")
+            w.line(f"const {I} {k} = {whole} + {self.q};")
+            step(True)
+            w.close()
+
+    def store(self, store) -> None:
+        """Every accumulator through the collective's store, guarded at the edges of C."""
+        for r, c, s, h in self.outs:
+            i, j = self.rows(r, s), self.cols(c, h)
+            lines: list[str] = []
+            store(lines, i, j, f"{self.acc}_{r}_{c}_{s}_{h}")
+            guard = []
+            if self.g0 * self.bm * self.TM > self.M:
+                guard.append(f"{i} < {self.M}")
+            if self.g1 * self.bn * 8 > self.N:
+                guard.append(f"{j} < {self.N}")
+            cond = f"if ({' && '.join(guard)}) " if guard else ""
+            self.w.line(cond + (lines[0] if len(lines) == 1 else "{ " + " ".join(lines) + " }"))
+
+
+def _plan(lw, M: int, N: int) -> tiles.TilePlan:
+    TM = lw.config.tensor_cores
+    return tiles.plan(-(-M // TM), -(-N // 8), lw.geo.size // WARP, lw.config.max_tile)
+
+
+def _lane(lw, w) -> tuple[str, str]:
+    lane, warp = lw.fresh("lane"), lw.fresh("warp")
+    w.line(f"const int {lane} = (int)(tl_lid & {WARP - 1}), {warp} = (int)(tl_lid / {WARP});")
+    return lane, warp
+
+
 def lower(lw, w, I: str, M: int, N: int, K: int, fa, fb, store) -> None:  # noqa: E741
     """Emit the gemm; fa(r, k) / fb(k, c) are C expressions of op(A) and op(B), `store` the
     collective's store of one element (alpha, beta, atomics)."""
-    TM = lw.config.tensor_cores  # rows of a tile: 8 (m8n8k4) or 16 (m16n8k4)
-    halves = TM // 8  # A values per lane and K step of a tile; accumulators: 2 per half
-    macro, code = MACROS[TM]
-    lw.helpers.setdefault(macro, code)
     warps = lw.geo.size // WARP
-    plan = tiles.plan(-(-M // TM), -(-N // 8), warps, lw.config.max_tile)
-    bm, bn, g0, g1 = plan.rm, plan.rn, plan.g0, plan.g1
-    lane, warp, tt = lw.fresh("lane"), lw.fresh("warp"), lw.fresh("tt")
-    bi, bj, k = lw.fresh("bi"), lw.fresh("bj"), lw.fresh("k")
-    row, col = lw.fresh("row"), lw.fresh("col")
-    acc, av, bv = lw.fresh("acc"), lw.fresh("a"), lw.fresh("b")
-    w.line(f"const int {lane} = (int)(tl_lid & {WARP - 1}), {warp} = (int)(tl_lid / {WARP});")
-    g, q = f"({lane} >> 2)", f"({lane} & 3)"
-    if g0 * g1 <= warps:
-        w.open(f"if ({warp} < {g0 * g1})")
+    plan = _plan(lw, M, N)
+    lane, warp = _lane(lw, w)
+    tt, bi, bj = lw.fresh("tt"), lw.fresh("bi"), lw.fresh("bj")
+    if plan.g0 * plan.g1 <= warps:
+        w.open(f"if ({warp} < {plan.g0 * plan.g1})")
         w.line(f"const int {tt} = {warp};")
     else:
-        w.open(f"for (int {tt} = {warp}; {tt} < {g0 * g1}; {tt} += {warps})")
-    w.line(f"const int {bj} = {tt} / {g0}, {bi} = {tt} - {bj} * {g0};")
+        w.open(f"for (int {tt} = {warp}; {tt} < {plan.g0 * plan.g1}; {tt} += {warps})")
+    w.line(f"const int {bj} = {tt} / {plan.g0}, {bi} = {tt} - {bj} * {plan.g0};")
+    t = _Warp(lw, w, I, M, N, lane, bi, bj, plan)
+    t.declare()
+    t.k_loop(K, fa, fb)
+    t.store(store)
+    w.close()
 
-    def rows(r: int, s: int) -> str:  # row of C (and A) of tile row r, half s, for this lane
-        return f"(({bi} + {r * g0}) * {TM} + {8 * s} + {g})"
 
-    for r in range(bm):
-        for s in range(halves):
-            w.line(f"const {I} {row}_{r}_{s} = min(({I}){rows(r, s)}, ({I}){M - 1});")
-    for c in range(bn):
-        w.line(f"const {I} {col}_{c} = min(({I})(({bj} + {c * g1}) * 8 + {g}), ({I}){N - 1});")
-    outs = [(r, c, s, h) for r in range(bm) for c in range(bn) for s in range(halves)
-            for h in (0, 1)]
-    w.line("double " + ", ".join(f"{acc}_{r}_{c}_{s}_{h} = 0" for r, c, s, h in outs) + ";")
+def one_warp(lw, M: int, N: int) -> bool:
+    """Whether one warp's block of tiles covers all of an M x N output."""
+    plan = _plan(lw, M, N)
+    return plan.g0 * plan.g1 == 1
 
-    def loads(kk: str, guarded: bool) -> None:
-        def load(name: str, x: str) -> None:
-            w.line(f"const double {name} = " + (f"{kk} < {K} ? {x} : 0.0;" if guarded
-                                                  else f"{x};"))
-        for r in range(bm):
-            for s in range(halves):
-                load(f"{av}_{r}_{s}", f"(double){fa(f'{row}_{r}_{s}', kk)}")
-        for c in range(bn):
-            load(f"{bv}_{c}", f"(double){fb(kk, f'{col}_{c}')}")
 
-    def mmas() -> None:
-        for r in range(bm):
-            for c in range(bn):
-                d = [f"{acc}_{r}_{c}_{s}_{h}" for s in range(halves) for h in (0, 1)]
-                a = [f"{av}_{r}_{s}" for s in range(halves)]
-                w.line(f"{macro}({', '.join(d + a)}, {bv}_{c});")
+def lower_pair(lw, w, I: str, first, second) -> None:  # noqa: E741
+    """Two gemms where the output T (M x N1) of the first is op(A) of the second, both on one
+    warp (`one_warp`): the second takes T from the first's accumulators instead of memory.
+    first = (M, N1, K1, fa, fb, store or None, value): value(acc) is the C expression the
+    first would store (alpha applied); store None: T is dead, never written.
+    second = (N2, fb, store).
 
-    # (loading the next K step's operands before this step's mmas measured no faster on an
-    # H100: 1.96 ms either way for ADER f64 N=5, and 121 registers with `volatile`)
-    whole = K // 4 * 4
-    if whole:
-        if lw.config.unroll_k > 1:
-            w.line(f"#pragma unroll {lw.config.unroll_k}")
-        w.open(f"for ({I} {k} = {q}; {k} < {whole}; {k} += 4)")
-        loads(k, False)
-        mmas()
-        w.close()
-    if K % 4:
-        w.open("")
-        w.line(f"const {I} {k} = {whole} + {q};")
-        loads(k, True)
-        mmas()
-        w.close()
-    for r, c, s, h in outs:
-        i, j = rows(r, s), f"(({bj} + {c * g1}) * 8 + 2 * {q} + {h})"
-        lines: list[str] = []
-        store(lines, i, j, f"{acc}_{r}_{c}_{s}_{h}")
-        guard = []
-        if g0 * bm * TM > M:
-            guard.append(f"{i} < {M}")
-        if g1 * bn * 8 > N:
-            guard.append(f"{j} < {N}")
-        cond = f"if ({' && '.join(guard)}) " if guard else ""
-        w.line(cond + (lines[0] if len(lines) == 1 else "{ " + " ".join(lines) + " }"))
+    Lane l = 4 g + q holds T[row][8 c + 2 q + h] of the first's tiles; the second sums over K2
+    = N1 in steps (c, h) where lane q takes index k = 8 c + 2 q + h (any order of the K
+    indices is a valid sum as long as A and B agree, docs/semantics.md). Indices k >= N1
+    (columns of the first's last tile past its edge, computed from clamped columns) take zeros
+    in both operands; steps with no index below N1 are left out."""
+    M, N1, K1, fa1, fb1, store1, value = first
+    N2, fb2, store2 = second
+    lane, warp = _lane(lw, w)
+    w.open(f"if ({warp} == 0)")
+    t1 = _Warp(lw, w, I, M, N1, lane, "0", "0", _plan(lw, M, N1))
+    t1.declare()
+    t1.k_loop(K1, fa1, fb1)
+    if store1 is not None:
+        t1.store(store1)
+    t2 = _Warp(lw, w, I, M, N2, lane, "0", "0", _plan(lw, M, N2))
+    t2.declare()
+    assert (t1.bm, t1.halves) == (t2.bm, t2.halves)  # the same rows in the same lanes
+    for c in range(t1.bn):
+        for h in (0, 1):
+            if 8 * c + h >= N1:
+                continue
+            k = f"(8 * {c} + 2 * {t1.q} + {h})"
+            guarded = 8 * c + 6 + h >= N1
+
+            def val(x: str, k=k, guarded=guarded) -> str:
+                return f"({k} < {N1} ? {x} : 0.0)" if guarded else x
+            w.open("")
+            t2.step(lambda r, s, c=c, h=h, val=val: val(value(f"{t1.acc}_{r}_{c}_{s}_{h}")),
+                    lambda c2, val=val, k=k: val(f"(double){fb2(k, f'{t2.col}_{c2}')}"))
+            w.close()
+    t2.store(store2)
     w.close()

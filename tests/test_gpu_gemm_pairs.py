@@ -1,0 +1,208 @@
+"""Gemm pairs on the tensor cores (tlgpu/chains.py, lower_mma.lower_pair, knob `gemm_pairs`):
+which pairs match, when the intermediate's stores are left out, what the lowering emits, and,
+on an NVIDIA device with FP64 tensor cores, that the results agree with the interpreter (those
+skip without one; CI has pocl only)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import tlinterp
+from tlgpu import LoweringConfig, chains
+from tlgpu.lowering import lower_program
+
+PAIR = """
+func @p(%A: memref<f64x{M}x{K}x?>, %B: memref<f64x{K}x{N1}x?>, %D: memref<f64x{DR}x{DC}x?>,
+        %C: memref<f64x{M}x{N2}x?>, %T: memref<f64x{M}x{N1}x?>) {attr} {{
+  %e = group_id
+  %a = subview %A[:, :, %e] : memref<f64x{M}x{K}x?>
+  %b = subview %B[:, :, %e] : memref<f64x{K}x{N1}x?>
+  %d = subview %D[:, :, %e] : memref<f64x{DR}x{DC}x?>
+  %c = subview %C[:, :, %e] : memref<f64x{M}x{N2}x?>
+  %tout = subview %T[:, :, %e] : memref<f64x{M}x{N1}x?>
+  %t = alloca -> memref<{tt}x{M}x{N1}>
+  gemm.n.n {alpha1}, %a, %b, {beta1}, %t : f64, memref<f64x{M}x{K}>, memref<f64x{K}x{N1}>, \
+f64, memref<{tt}x{M}x{N1}>
+  gemm.n.{tb} {alpha2}, %t, %d, {beta2}, %c : f64, memref<{tt}x{M}x{N1}>, \
+memref<f64x{DR}x{DC}>, f64, memref<f64x{M}x{N2}>
+{tail}}}
+"""
+TAILS = {
+    "dead": "",
+    "read": "  axpby.n 1.0, %t, 0.0, %tout : f64, memref<{tt}x{M}x{N1}>, f64, "
+            "memref<f64x{M}x{N1}>\n",
+    "overwritten": "  gemm.n.n 1.0, %a, %b, 0.0, %t : f64, memref<f64x{M}x{K}>, "
+                   "memref<f64x{K}x{N1}>, f64, memref<{tt}x{M}x{N1}>\n"
+                   "  axpby.n 1.0, %t, 0.0, %tout : f64, memref<{tt}x{M}x{N1}>, f64, "
+                   "memref<f64x{M}x{N1}>\n",
+    "updated": "  gemm.n.n 1.0, %a, %b, 1.0, %t : f64, memref<f64x{M}x{K}>, "
+               "memref<f64x{K}x{N1}>, f64, memref<{tt}x{M}x{N1}>\n"
+               "  axpby.n 1.0, %t, 0.0, %tout : f64, memref<{tt}x{M}x{N1}>, f64, "
+               "memref<f64x{M}x{N1}>\n",
+    "stopped": "  lifetime_stop %t\n",
+}
+
+
+def pair_source(M, N1, K, N2, tail="dead", alpha1="1.0", beta1="0.0", alpha2="1.0",
+                beta2="1.0", tt="f64", trans_d=False, group=None) -> str:
+    DR, DC = (N2, N1) if trans_d else (N1, N2)
+    fields = dict(M=M, K=K, N1=N1, N2=N2, DR=DR, DC=DC, tt=tt)
+    return PAIR.format(**fields, alpha1=alpha1, beta1=beta1, alpha2=alpha2, beta2=beta2,
+                       tb="t" if trans_d else "n",
+                       attr=f"work_group_size({group[0]},{group[1]})" if group else "",
+                       tail=TAILS[tail].format(**fields))
+
+
+def _program(source: str):
+    return tlinterp.check(tlinterp.parse(source, "p.tl"))
+
+
+def _pair(source: str):
+    fn = _program(source).functions[0]
+    insts = fn.body.instructions
+    k = next(i for i, x in enumerate(insts) if isinstance(x, tlinterp.ir.Gemm))
+    return chains.gemm_pair(insts, k, chains.bases(fn))
+
+
+def _lower(source: str, **knobs) -> str:
+    knobs.setdefault("tensor_cores", 16)
+    return lower_program(_program(source), None, LoweringConfig(**knobs)).source
+
+
+def test_which_pairs_match_and_when_the_intermediate_is_dead():
+    for tail, keep in (("dead", False), ("read", True), ("overwritten", False),
+                       ("updated", True), ("stopped", False)):
+        pair = _pair(pair_source(35, 9, 56, 9, tail))
+        assert pair is not None and pair.keep is keep, tail
+    assert _pair(pair_source(35, 9, 56, 9, trans_d=True)) is not None  # op(B) may transpose
+    assert _pair(pair_source(35, 9, 56, 9, beta1="1.0")) is None  # T not overwritten whole
+    assert _pair(pair_source(35, 9, 56, 9, beta1="0.5")) is None
+    atomic = pair_source(35, 9, 56, 9).replace("gemm.n.n ", "gemm.n.n.atomic ", 1)
+    assert _pair(atomic) is None
+    # the second reads T transposed: its A fragments are not the first's accumulators
+    square = pair_source(9, 9, 9, 9).replace(", %t, %d,", ", %t, %d,")
+    transposed = square.replace("gemm.n.n 1.0, %t, %d", "gemm.t.n 1.0, %t, %d")
+    assert "gemm.t.n" in transposed and _pair(transposed) is None
+    # memory shared between the pair's operands
+    writes_input = pair_source(9, 9, 9, 9).replace(", 1.0, %c :", ", 1.0, %b :")
+    assert "%b :" in writes_input and _pair(writes_input) is None
+    reads_t_twice = pair_source(9, 9, 9, 9).replace("%t, %d,", "%t, %t,")
+    assert _pair(reads_t_twice) is None
+
+
+def test_a_view_of_the_intermediate_keeps_its_stores():
+    view = """
+func @p(%A: memref<f64x16x8>, %B: memref<f64x8x8>, %C: memref<f64x16x8>, %T: memref<f64x4x8>) {
+  %t = alloca -> memref<f64x16x8>
+  %v = subview %t[0:4, :] : memref<f64x16x8>
+  gemm.n.n 1.0, %A, %B, 0.0, %t : f64, memref<f64x16x8>, memref<f64x8x8>, f64, memref<f64x16x8>
+  gemm.n.n 1.0, %t, %B, 0.0, %C : f64, memref<f64x16x8>, memref<f64x8x8>, f64, memref<f64x16x8>
+  axpby.n 1.0, %v, 0.0, %T : f64, memref<f64x4x8,strided<1,16>>, f64, memref<f64x4x8>
+}
+"""
+    pair = _pair(view)
+    assert pair is not None and pair.keep
+
+
+def test_lowered_as_one_step_without_loads_or_dead_stores_of_the_intermediate():
+    text = _lower(pair_source(35, 9, 56, 9))
+    assert "the first's output passed in registers" in text
+    assert "v_t[" not in text  # T neither loaded nor stored
+    assert "barrier" not in text  # one step: nothing to order
+    kept = _lower(pair_source(35, 9, 56, 9, "read"))
+    stores = [ln for ln in kept.splitlines() if "v_t[" in ln and "= (double)" in ln
+              and ln.strip().startswith("if (")]
+    # 2 x 2 tiles of 16 x 8 (4 values per lane each), 1 x 2 of 8 x 8 (2 values)
+    assert len(stores) == 2 * 2 * 4 + 1 * 2 * 2
+    assert "v_t[" not in kept.split("passed in registers")[1].split("TL_DMMA16(")[0]
+    # K2 = N1 = 9 in steps (tile column, h): (0, 0), (0, 1), (1, 0); (1, 1) holds no column < 9
+    second = text.split("double tl_acc")[2]  # after the second gemm's accumulators
+    assert second.count("TL_DMMA16(") == 3 * 2 * 2 and second.count("TL_DMMA8(") == 3 * 2
+    assert "< 9 ? (double)(tl_acc" in second  # columns of T past N1 enter as zeros
+
+
+def test_not_fused_where_the_path_is_not_taken():
+    plain = pair_source(35, 9, 56, 9)
+    for knobs in (dict(gemm_pairs=False), dict(tensor_cores=0), dict(register_tiles=False)):
+        assert "passed in registers" not in _lower(plain, **knobs), knobs
+    assert "passed in registers" in _lower(plain, tensor_cores=8)
+    # T of f32: the registers hold f64 sums that the store would round
+    assert "passed in registers" not in _lower(pair_source(35, 9, 56, 9, tt="f32"))
+    # more tiles than one warp's block: other warps would need T from memory
+    assert "passed in registers" not in _lower(pair_source(64, 64, 8, 64, group=(32, 2)))
+
+
+def test_fuzzer_and_tuner_see_the_knob():
+    from hypothesis import given, settings
+
+    from fuzz.strategies import lowering_configs
+
+    seen = set()
+
+    @settings(max_examples=60, database=None, derandomize=True)
+    @given(lowering_configs())
+    def draw(cfg):
+        seen.add(cfg.gemm_pairs)
+
+    draw()
+    assert seen == {True, False}
+
+
+def _nvidia_with_mma() -> int:
+    from tlgpu.devices import handle
+    from tlgpu.runtime import fp64_mma_rows
+    from tlinterp import BackendError
+
+    try:
+        dev = handle("nvidia")
+    except BackendError:
+        pytest.skip("no NVIDIA OpenCL device")
+    if not fp64_mma_rows(dev.device):
+        pytest.skip("NVIDIA device without FP64 tensor cores")
+    return fp64_mma_rows(dev.device)
+
+
+CASES = [  # (M, N1, K, N2, tail, alpha1, alpha2, beta2, trans_d, group)
+    (35, 9, 56, 9, "dead", "1.0", "1.0", "1.0", False, None),
+    (35, 9, 56, 9, "read", "1.0", "1.0", "0.0", False, None),
+    (20, 9, 35, 9, "overwritten", "-0.5", "2.0", "1.0", False, None),
+    (1, 1, 1, 1, "dead", "1.0", "1.0", "1.0", False, None),
+    (16, 8, 4, 8, "updated", "1.0", "1.0", "0.5", False, None),
+    (9, 5, 7, 13, "stopped", "1.5", "1.0", "-1.0", True, None),
+    (16, 8, 3, 5, "read", "1.0", "0.25", "0.0", False, (64, 1)),  # warp 1 idles
+    (8, 17, 12, 24, "dead", "1.0", "1.0", "1.0", True, None),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:5])))
+def test_agrees_with_the_interpreter_on_nvidia(case):
+    import tlgpu
+
+    most = _nvidia_with_mma()
+    M, N1, K, N2, tail, alpha1, alpha2, beta2, trans_d, group = case
+    source = pair_source(M, N1, K, N2, tail, alpha1=alpha1, alpha2=alpha2, beta2=beta2,
+                         trans_d=trans_d, group=group)
+    program = _program(source)
+    E = 3
+    rng = np.random.default_rng(M * N1 + K)
+    DR, DC = (N2, N1) if trans_d else (N1, N2)
+
+    def draw(*shape):
+        return np.asfortranarray(rng.standard_normal((*shape, E)))
+
+    args = {"A": draw(M, K), "B": draw(K, N1), "D": draw(DR, DC), "C": draw(M, N2),
+            "T": draw(M, N1)}
+    want = tlinterp.interp.run(program, args, func="p", groups=E)
+    fused = 0
+    for rows, max_tile in itertools.product((r for r in (16, 8) if r <= most), (16, 2)):
+        cfg = LoweringConfig(tensor_cores=rows, max_tile=max_tile)
+        fused += "passed in registers" in lower_program(program, None, cfg).source
+        got = tlgpu.run(program, args, func="p", groups=E, device="nvidia", config=cfg)
+        for name in ("C", "T"):
+            scale = np.abs(want[name]).max() + 1
+            np.testing.assert_allclose(got[name], want[name], rtol=0,
+                                       atol=1e-12 * scale * K * N1, err_msg=f"{name} {cfg}")
+    assert fused >= 1
