@@ -5,7 +5,10 @@ skip without one; CI has pocl only)."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import os
+import re
 
 import numpy as np
 import pytest
@@ -119,9 +122,12 @@ def test_lowered_as_one_step_without_loads_or_dead_stores_of_the_intermediate():
     assert len(stores) == 2 * 2 * 4 + 1 * 2 * 2
     assert "v_t[" not in kept.split("passed in registers")[1].split("TL_DMMA16(")[0]
     # K2 = N1 = 9 in steps (tile column, h): (0, 0), (0, 1), (1, 0); (1, 1) holds no column < 9
-    second = text.split("double tl_acc")[2]  # after the second gemm's accumulators
-    assert second.count("TL_DMMA16(") == 3 * 2 * 2 and second.count("TL_DMMA8(") == 3 * 2
-    assert "< 9 ? (double)(tl_acc" in second  # columns of T past N1 enter as zeros
+    # (rows: 16 + 16 + an 8-row tile for the last 3; the first gemm: one K step in its loop)
+    calls = [ln.strip().split("(")[0] for ln in text.splitlines()
+             if ln.strip().startswith("TL_DMMA")]
+    assert calls.count("TL_DMMA16") == (1 + 3) * 2 * 2
+    assert calls.count("TL_DMMA8") == (1 + 3) * 1 * 2
+    assert "< 9 ? (double)(tl_acc" in text  # columns of T past N1 enter as zeros
 
 
 def test_not_fused_where_the_path_is_not_taken():
@@ -133,6 +139,28 @@ def test_not_fused_where_the_path_is_not_taken():
     assert "passed in registers" not in _lower(pair_source(35, 9, 56, 9, tt="f32"))
     # more tiles than one warp's block: other warps would need T from memory
     assert "passed in registers" not in _lower(pair_source(64, 64, 8, 64, group=(32, 2)))
+
+
+def _ader():
+    path = os.path.join(os.path.dirname(__file__), "..", "bench", "ader.py")
+    spec = importlib.util.spec_from_file_location("ader_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_ader_chain_passes_each_intermediate_in_registers():
+    ader = _ader()
+    source = ader.source(3, 9, "f64")
+    fn = _program(source).functions[0]
+    insts = fn.body.instructions
+    pairs = [chains.gemm_pair(insts, k, chains.bases(fn)) for k, x in enumerate(insts)
+             if isinstance(x, tlinterp.ir.Gemm) and x.b.name.startswith("dq")]
+    assert len(pairs) == 9 and not any(p.keep for p in pairs)  # tmp: overwritten, then dead
+    text = _lower(source)
+    assert text.count("the first's output passed in registers") == 9
+    assert not re.search(r"v_tmp\d+\[", text)  # tmp neither loaded nor stored
+    assert text.count("barrier(") < _lower(source, gemm_pairs=False).count("barrier(")
 
 
 def test_fuzzer_and_tuner_see_the_knob():
@@ -206,3 +234,20 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
             np.testing.assert_allclose(got[name], want[name], rtol=0,
                                        atol=1e-12 * scale * K * N1, err_msg=f"{name} {cfg}")
     assert fused >= 1
+
+
+@pytest.mark.parametrize("N", [1, 2, 3, 4])
+def test_the_ader_chain_agrees_with_the_interpreter_on_nvidia(N):
+    import tlgpu
+
+    _nvidia_with_mma()
+    ader = _ader()
+    program = _program(ader.source(N, 9, "f64"))
+    E = 4
+    args = ader.arguments(N, 9, E, "f64", np.random.default_rng(N))
+    want = tlinterp.interp.run(program, args, func="ader", groups=E)
+    for knobs in (dict(), dict(tensor_cores=8), dict(unroll_mma=1), dict(gemm_pairs=False)):
+        cfg = LoweringConfig(**knobs)
+        got = tlgpu.run(program, args, func="ader", groups=E, device="nvidia", config=cfg)
+        np.testing.assert_allclose(got["I"], want["I"], rtol=1e-12, atol=1e-12,
+                                   err_msg=str(knobs))

@@ -193,7 +193,7 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
         cfg = LoweringConfig(tensor_cores=rows, max_tile=max_tile)
         low = lower_program(program, None, cfg)
         whole_warps = low.kernels["g"][1].size % 32 == 0  # (small tiles: a wider group)
-        assert (f"TL_DMMA{rows}(" in low.source) == (rows > 0 and whole_warps)
+        assert ("TL_DMMA" in low.source) == (rows > 0 and whole_warps)
         taken += "TL_DMMA" in low.source
         got = tlgpu.run(program, args, func="g", groups=E, device="nvidia", config=cfg)
         scale = np.abs(want["C"]).max() + 1

@@ -122,8 +122,8 @@ class _Warp:
         # an H100: 1.96 ms either way for ADER f64 N=5, and 121 registers with `volatile`)
         whole = K // 4 * 4
         if whole:
-            if self.lw.config.unroll_k > 1:
-                w.line(f"#pragma unroll {self.lw.config.unroll_k}")
+            if self.lw.config.unroll_mma > 1:
+                w.line(f"#pragma unroll {self.lw.config.unroll_mma}")
             w.open(f"for ({I} {k} = {self.q}; {k} < {whole}; {k} += 4)")
             step(False)
             w.close()

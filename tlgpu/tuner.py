@@ -49,6 +49,8 @@ SPACE: tuple[tuple, ...] = (
     ("infer_lifetimes", (True, False)),
     ("narrow_indices", (True, False)),
     ("tensor_cores", (16, 8, 0)),  # lowered to what the device has: one trial off NVIDIA
+    ("unroll_mma", (2, 1, 3, 4)),
+    ("gemm_pairs", (True, False)),
 )
 
 
