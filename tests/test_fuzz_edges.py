@@ -247,7 +247,7 @@ def test_static_f64_gemms_reach_the_tensor_core_path():
     for seed in range(400):
         f, _, _, _ = sample_function(seed)
         source = lower_program(to_program([f]), None, LoweringConfig(tensor_cores=16)).source
-        taken += "TL_DMMA16(" in source
+        taken += "TL_DMMA16(" in source or "TL_DMMA8(" in source  # (8 rows or fewer: m8)
     assert taken >= 8, taken
 
 
