@@ -5,13 +5,13 @@ skip without one; CI has pocl only)."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import os
 import re
 
 import numpy as np
 import pytest
+from benches import bench
+from nvidia import nvidia_mma_rows
 
 import tlinterp
 from tlgpu import LoweringConfig, chains
@@ -141,16 +141,8 @@ def test_not_fused_where_the_path_is_not_taken():
     assert "passed in registers" not in _lower(pair_source(64, 64, 8, 64, group=(32, 2)))
 
 
-def _ader():
-    path = os.path.join(os.path.dirname(__file__), "..", "bench", "ader.py")
-    spec = importlib.util.spec_from_file_location("ader_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_ader_chain_passes_each_intermediate_in_registers():
-    ader = _ader()
+    ader = bench("ader")
     source = ader.source(3, 9, "f64")
     fn = _program(source).functions[0]
     insts = fn.body.instructions
@@ -179,20 +171,6 @@ def test_fuzzer_and_tuner_see_the_knob():
     assert seen == {True, False}
 
 
-def _nvidia_with_mma() -> int:
-    from tlgpu.devices import handle
-    from tlgpu.runtime import fp64_mma_rows
-    from tlinterp import BackendError
-
-    try:
-        dev = handle("nvidia")
-    except BackendError:
-        pytest.skip("no NVIDIA OpenCL device")
-    if not fp64_mma_rows(dev.device):
-        pytest.skip("NVIDIA device without FP64 tensor cores")
-    return fp64_mma_rows(dev.device)
-
-
 CASES = [  # (M, N1, K, N2, tail, alpha1, alpha2, beta2, trans_d, group)
     (35, 9, 56, 9, "dead", "1.0", "1.0", "1.0", False, None),
     (35, 9, 56, 9, "read", "1.0", "1.0", "0.0", False, None),
@@ -209,7 +187,7 @@ CASES = [  # (M, N1, K, N2, tail, alpha1, alpha2, beta2, trans_d, group)
 def test_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 
-    most = _nvidia_with_mma()
+    most = nvidia_mma_rows()
     M, N1, K, N2, tail, alpha1, alpha2, beta2, trans_d, group = case
     source = pair_source(M, N1, K, N2, tail, alpha1=alpha1, alpha2=alpha2, beta2=beta2,
                          trans_d=trans_d, group=group)
@@ -240,8 +218,8 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
 def test_the_ader_chain_agrees_with_the_interpreter_on_nvidia(N):
     import tlgpu
 
-    _nvidia_with_mma()
-    ader = _ader()
+    nvidia_mma_rows()
+    ader = bench("ader")
     program = _program(ader.source(N, 9, "f64"))
     E = 4
     args = ader.arguments(N, 9, E, "f64", np.random.default_rng(N))

@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
+from nvidia import nvidia
 
 import tlinterp
 from tlgpu import workarounds as W
@@ -64,18 +65,6 @@ KERNEL_ARGS = {"u": np.array([0x8000, 5, 0], np.uint16),
 KERNEL_EXPECTED = [[-32768, -32768], [-5, -5], [0, 0]]
 
 
-def _nvidia():
-    """NVIDIA's OpenCL device, or skip."""
-    from tlgpu.devices import handle
-    from tlinterp import BackendError
-
-    try:
-        dev = handle("nvidia")
-    except BackendError:
-        pytest.skip("no NVIDIA OpenCL device")
-    return dev
-
-
 def _affected() -> bool:
     try:
         from tlgpu.devices import find_device
@@ -91,7 +80,7 @@ def _affected() -> bool:
 def _run(options: list[str]) -> list[int]:
     import pyopencl as cl
 
-    dev = _nvidia()
+    dev = nvidia()
     ctx, queue = dev.context, dev.queue
     mf = cl.mem_flags
     ib = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=np.array([0x8000], np.uint16))
@@ -123,7 +112,7 @@ def test_tlgpu_builds_the_kernel_around_the_bug():
     import tlgpu
     from tlgpu.runtime import DeviceWorkaround
 
-    _nvidia()
+    nvidia()
     program = tlinterp.check(tlinterp.parse(KERNEL, "neg16.tl"))
     want = tlinterp.interp.run(program, KERNEL_ARGS, func="k", groups=1)
     assert want["out"].tolist() == KERNEL_EXPECTED

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from nvidia import nvidia_mma_rows
 
 import tlinterp
 from tlgpu import LoweringConfig
@@ -149,19 +150,6 @@ def _args(M, N, K, ta, tb, trans, E, seed=0):
             "C": np.asfortranarray(rng.standard_normal((M, N, E)))}
 
 
-def _nvidia_with_mma() -> int:
-    from tlgpu.devices import handle
-    from tlinterp import BackendError
-
-    try:
-        dev = handle("nvidia")
-    except BackendError:
-        pytest.skip("no NVIDIA OpenCL device")
-    if not fp64_mma_rows(dev.device):
-        pytest.skip("NVIDIA device without FP64 tensor cores")
-    return fp64_mma_rows(dev.device)
-
-
 CASES = [  # (M, N, K, operand types, transposes, alpha, beta, atomic, work-group)
     (35, 9, 56, "f64", "f64", (False, False), "1.0", "0.0", False, None),
     (1, 9, 4, "f64", "f64", (False, False), "1.0", "1.0", False, None),
@@ -180,7 +168,7 @@ CASES = [  # (M, N, K, operand types, transposes, alpha, beta, atomic, work-grou
 def test_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 
-    most = _nvidia_with_mma()
+    most = nvidia_mma_rows()
     M, N, K, ta, tb, trans, alpha, beta, atomic, group = case
     source = gemm_source(M, N, K, ta, tb, trans, alpha, beta, atomic, group)
     program = tlinterp.check(tlinterp.parse(source, "g.tl"))

@@ -4,11 +4,11 @@ the ADER-DG bench at smoke size."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benches import bench
 
 import tlgpu
 import tlinterp
@@ -20,13 +20,6 @@ from tlinterp.diagnostics import BackendError
 from tlinterp.interp import run as interp_run
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _ader():
-    spec = importlib.util.spec_from_file_location("ader_bench", ROOT / "bench" / "ader.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _covered(M: int, N: int, tp, wg0: int, wg1: int) -> list[int]:
@@ -107,7 +100,7 @@ ADER_N2 = None
 def ader_program():
     global ADER_N2
     if ADER_N2 is None:
-        ADER_N2 = tlinterp.check(tlinterp.parse(_ader().source(2, 3, "f64"), "ader.tl"))
+        ADER_N2 = tlinterp.check(tlinterp.parse(bench("ader").source(2, 3, "f64"), "ader.tl"))
     return ADER_N2
 
 
@@ -135,7 +128,7 @@ def test_device_decided_knobs_parse():
 
 def test_k_loop_unrolling_is_device_decided():
     """None unrolls the K loop for CPUs only (lowering without a device is for a GPU)."""
-    src = _ader().source(3, 9, "f64")
+    src = bench("ader").source(3, 9, "f64")
     program = tlinterp.check(tlinterp.parse(src))
     assert "#pragma unroll 8" not in tlgpu.lower(program)
     assert "#pragma unroll 8" in tlgpu.lower(program, config=LoweringConfig(unroll_k=8))
@@ -173,7 +166,7 @@ def test_warp_groups_give_small_collectives_one_warp():
     """One warp when every collective output fits one pass of max_tile tiles over 32
     work-items (the ADER chain's 56 x 9 and the sample's 16 x 16), the shape heuristic
     otherwise: a 32 x 32 output, a dynamic one, a GPU-less config, a small size cap."""
-    assert _geometry(_ader().source(5, 9, "f64")) == (32, 1)
+    assert _geometry(bench("ader").source(5, 9, "f64")) == (32, 1)
     assert _geometry(_gemm_kernel(16, 16, 8)) == (32, 1)
     assert _geometry(_gemm_kernel(32, 32, 32)) == (16, 8)
     assert _geometry(_gemm_kernel(32, 32, 32), max_tile=32) == (32, 1)
@@ -188,7 +181,7 @@ def test_warp_groups_give_small_collectives_one_warp():
 
 @pytest.mark.opencl
 def test_ader_bench_smoke_on_pocl():
-    ader = _ader()
+    ader = bench("ader")
     assert ader.flops(5, 9) == 193_104  # the issue's count
     assert ader.main(["--device", "pocl", "--E", "3", "--N", "1", "--types", "f64",
                       "--reps", "1", "--config", "planned_tiles=true"]) == 0
@@ -201,7 +194,7 @@ SPACE = (("planned_tiles", (False, True)), ("work_group_size", ((4096, 4),)))
 def test_tune_searches_caches_and_reports(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TL_TUNE_CACHE", str(tmp_path / "tune.json"))
     p = ader_program()
-    ader = _ader()
+    ader = bench("ader")
     args = ader.arguments(2, 3, 4, "f64", np.random.default_rng(0))
     from tlgpu.tuner import tune
 

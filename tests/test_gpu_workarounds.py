@@ -3,13 +3,12 @@ that the runtime applies it per kernel (the reproducers are in test_gpu_pocl_bar
 
 from __future__ import annotations
 
-import importlib.util
 import warnings
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from benches import bench
 
 import tlinterp
 from tlgpu import workarounds as W
@@ -69,11 +68,8 @@ def test_shape_is_barriers_in_branches_or_loop_nests_only():
 def test_the_benchmarked_kernels_keep_full_optimisation():
     """bench/gpu.py's kernels (the spec's sample, a batched gemm) have barriers only at top
     level and no 16-bit integers: no workaround may slow them down."""
-    spec = importlib.util.spec_from_file_location(
-        "gpu_bench", Path(__file__).resolve().parents[1] / "bench" / "gpu.py")
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
-    for source in (bench.SAMPLE, bench.BGEMM):
+    gpu = bench("gpu")
+    for source in (gpu.SAMPLE, gpu.BGEMM):
         for text in _kernels(source).values():
             assert "barrier(" in text
             assert not any(w.triggers(text) for w in W.KNOWN), text

@@ -8,10 +8,9 @@ its OpenCL C is byte-identical to the former two-pass procedure (replicated here
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-from pathlib import Path
 
 import pytest
+from benches import bench
 
 import tlinterp
 from fuzz.campaign.redzones import writers
@@ -294,17 +293,9 @@ def test_the_walk_equals_what_the_lowering_writes(programs, config):
     assert n >= 350
 
 
-def _bench():
-    """bench/lowering_time.py, whose `two_pass` keeps the former `lower_program` (lower, then
-    lower again with the memref arguments the first pass never wrote as `const restrict`)."""
-    spec = importlib.util.spec_from_file_location(
-        "lowering_time", Path(__file__).resolve().parents[1] / "bench" / "lowering_time.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-two_pass_source = _bench().two_pass  # (source, FunctionLowerer.lower calls)
+# the former `lower_program` that bench/lowering_time.py keeps: lower, then lower again with
+# the memref arguments the first pass never wrote as `const restrict`; (source, lower calls)
+two_pass_source = bench("lowering_time").two_pass
 
 
 @pytest.mark.parametrize("config", CONFIGS)
