@@ -270,6 +270,11 @@ def _generic(lw, w, inst, p: Problem, store) -> None:
     w.close()
 
 
+def _staged_ldb(K: int) -> int:
+    """Leading dimension of staged op(B): odd, so no bank conflicts across its columns."""
+    return K + (1 - K % 2)
+
+
 def _staging_bytes(lw, inst, p: Problem) -> Optional[int]:
     """Local memory staging op(A) and op(B) of a gemm takes, None when it does not pay."""
     cfg = lw.config
@@ -281,8 +286,7 @@ def _staging_bytes(lw, inst, p: Problem) -> Optional[int]:
         return None
     if min(M, N) < cfg.local_staging_min_reuse:
         return None
-    ldb = K + (1 - K % 2)
-    nbytes = (M * K + ldb * N) * p.ct.dtype.itemsize
+    nbytes = (M * K + _staged_ldb(K) * N) * p.ct.dtype.itemsize
     return None if nbytes > cfg.local_staging_bytes else nbytes
 
 
@@ -293,7 +297,7 @@ def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
         return None
     a, b = lw.view(inst.a), lw.view(inst.b)
     M, N, K = (static_or(x) for x in (p.M, p.N, p.K))
-    lda, ldb = M, K + (1 - K % 2)  # odd leading dim of B: no bank conflicts across columns
+    lda, ldb = M, _staged_ldb(K)
     lw.stage_bytes = max(lw.stage_bytes, (nbytes + 7) // 8 * 8)
     C = ctype(p.ct)
     la, lb = lw.fresh("As"), lw.fresh("Bs")
