@@ -237,18 +237,46 @@ def test_collective_rows_past_the_work_group(survey):
     assert share(c, "gemm-rows-past-wg", "gemm") >= 0.1, c
 
 
-def test_static_f64_gemms_reach_the_tensor_core_path():
-    """Whole-warp work-groups (the generator's `whole_warps_percent`) let static f64 gemms
-    take the lowering's FP64 tensor-core path, which NVIDIA campaigns then check (the old
-    generator: 5 of these 400 kernels)."""
+def test_gemm_chains_and_the_tensor_core_paths():
+    """Gemm chains (the generator's `gemm_chain_percent`): a gemm reading as A the output
+    that the gemm before it wrote whole, the pattern compilers fuse (tlgpu keeps it in
+    registers: chains.py). Whole-warp work-groups (`whole_warps_percent`, more often with an
+    f64 gemm) let static f64 gemms take the FP64 tensor-core path, which NVIDIA campaigns
+    check: 16-row tiles for more than 8 rows (more f64 functions have big shapes), 8-row ones
+    otherwise, and fused pairs. Counts over 1000 kernels (before chains: no pair, 2 fused
+    with 16-row tiles, 0 fused pairs)."""
+    from tlgpu import chains
     from tlgpu.lowering import lower_program
 
-    taken = 0
-    for seed in range(400):
-        f, _, _, _ = sample_function(seed)
+    c: Counter = Counter()
+    for seed in range(1000):
+        f, _, _, stats = sample_function(seed)
+        c["chain"] += stats["gemm-chain"]
+        bs = chains.bases(f)
+        for insts in _regions(f.body):
+            for k in range(len(insts)):
+                pair = chains.gemm_pair(insts, k, bs)
+                if pair is not None:
+                    c["pair"] += 1
+                    c["pair-dead"] += not pair.keep
+                    c["pair-between"] += bool(pair.between)
+                    c["pair-f64"] += pair.first.c_type.element.name == "f64"
         source = lower_program(to_program([f]), None, LoweringConfig(tensor_cores=16)).source
-        taken += "TL_DMMA16(" in source or "TL_DMMA8(" in source  # (8 rows or fewer: m8)
-    assert taken >= 8, taken
+        body = source.split("#define")[-1]
+        c["m16"] += "TL_DMMA16(" in body
+        c["m8"] += "TL_DMMA8(" in body
+        c["fused"] += "passed in registers" in source
+    assert c["chain"] >= 40 and c["pair"] >= 20, c
+    assert c["pair-dead"] >= 1 and c["pair-between"] >= 10 and c["pair-f64"] >= 8, c
+    assert c["m16"] >= 2 and c["m8"] >= 10 and c["fused"] >= 2, c
+
+
+def _regions(region: ir.Region):
+    yield region.instructions
+    for inst in region.instructions:
+        for value in vars(inst).values():
+            if isinstance(value, ir.Region):
+                yield from _regions(value)
 
 
 def test_edge_heavy_kernels_are_free_of_undefined_behaviour():

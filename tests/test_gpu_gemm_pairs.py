@@ -229,3 +229,99 @@ def test_the_ader_chain_agrees_with_the_interpreter_on_nvidia(N):
         got = tlgpu.run(program, args, func="ader", groups=E, device="nvidia", config=cfg)
         np.testing.assert_allclose(got["I"], want["I"], rtol=1e-12, atol=1e-12,
                                    err_msg=str(knobs))
+
+
+# between the pair: a view of B, a scalar, the second's output as a fresh alloca (copied out)
+BETWEEN = """
+func @p(%A: memref<f64x{M}x{K}x?>, %B: memref<f64x{K}x{N1}x?>, %D: memref<f64x{N1}x{N2}x?>,
+        %C: memref<f64x{M}x{N2}x?>, %s: f64) {attr} {{
+  %e = group_id
+  %a = subview %A[:, :, %e] : memref<f64x{M}x{K}x?>
+  %b = subview %B[:, :, %e] : memref<f64x{K}x{N1}x?>
+  %c = subview %C[:, :, %e] : memref<f64x{M}x{N2}x?>
+  %t = alloca -> memref<f64x{M}x{N1}>
+  gemm.n.n 1.0, %a, %b, 0.0, %t : f64, memref<f64x{M}x{K}>, memref<f64x{K}x{N1}>, \
+f64, memref<f64x{M}x{N1}>
+{between}  gemm.n.n %s2, %t, %d, 0.0, %u : f64, memref<f64x{M}x{N1}>, memref<f64x{N1}x{N2}>, \
+f64, memref<f64x{M}x{N2}>
+  axpby.n 1.0, %u, 1.0, %c : f64, memref<f64x{M}x{N2}>, f64, memref<f64x{M}x{N2}>
+}}
+"""
+PURE = """  %d = subview %D[:, :, %e] : memref<f64x{N1}x{N2}x?>
+  %s2 = arith.mul %s, %s : f64
+  %u = alloca -> memref<f64x{M}x{N2}>
+"""
+
+
+def between_source(M, N1, K, N2, extra: str = "", group=None) -> str:
+    fields = dict(M=M, K=K, N1=N1, N2=N2)
+    return BETWEEN.format(**fields, between=PURE.format(**fields) + extra,
+                          attr=f"work_group_size({group[0]},{group[1]})" if group else "")
+
+
+def test_views_scalars_and_allocas_between_the_two_gemms():
+    source = between_source(20, 9, 35, 9)
+    pair = _pair(source)
+    assert pair is not None and not pair.keep
+    assert [type(i).__name__ for i in pair.between] == ["Subview", "Arith", "Alloca"]
+    # an instruction that reads or writes memory in between: no pair
+    load = "  %x = load %b[0, 0] : memref<f64x35x9,strided<1,35>>\n"
+    assert _pair(between_source(20, 9, 35, 9, load)) is None
+    store = "  store %s, %c[0, 0] : memref<f64x20x9,strided<1,20>>\n"
+    assert _pair(between_source(20, 9, 35, 9, store)) is None
+    assert _pair(between_source(20, 9, 35, 9, "  barrier\n")) is None
+
+    text = _lower(source)
+    fused = text.split("passed in registers")
+    assert len(fused) == 2
+    # the instructions in between come first, so the pair's operands exist
+    for name in ("v_d =", "v_s2 =", "v_u ="):
+        assert name in fused[0], name
+    # the second gemm's C lines carry its own span (OpenCL build errors point at it)
+    second = source.splitlines().index(next(ln for ln in source.splitlines()
+                                            if "gemm.n.n %s2" in ln)) + 1
+    assert f"// tl:{second}.3" in fused[1]
+    # not fused: the same instructions, the first gemm after them, then the second
+    plain = _lower(source, tensor_cores=0)
+    assert "passed in registers" not in plain
+    assert plain.index("v_u =") < plain.index("v_t[")
+
+
+@pytest.mark.opencl
+def test_a_pair_with_instructions_between_runs_on_pocl_as_two_gemms():
+    """Where the pair does not fuse (no tensor cores) the in-between instructions move ahead
+    of the first gemm: same results."""
+    import tlgpu
+
+    source = between_source(13, 5, 7, 6)
+    program = _program(source)
+    rng = np.random.default_rng(5)
+    E = 3
+    args = {"A": np.asfortranarray(rng.standard_normal((13, 7, E))),
+            "B": np.asfortranarray(rng.standard_normal((7, 5, E))),
+            "D": np.asfortranarray(rng.standard_normal((5, 6, E))),
+            "C": np.asfortranarray(rng.standard_normal((13, 6, E))), "s": np.float64(1.5)}
+    want = tlinterp.interp.run(program, args, func="p", groups=E)
+    got = tlgpu.run(program, args, func="p", groups=E, device="pocl")
+    np.testing.assert_allclose(got["C"], want["C"], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", [(20, 9, 35, 9, None), (9, 17, 4, 3, (64, 1)),
+                                  (3, 2, 1, 5, None)], ids=str)
+def test_a_pair_with_instructions_between_agrees_with_the_interpreter_on_nvidia(case):
+    import tlgpu
+
+    nvidia_mma_rows()
+    M, N1, K, N2, group = case
+    program = _program(between_source(M, N1, K, N2, group=group))
+    rng = np.random.default_rng(M + K)
+    E = 3
+    args = {"A": np.asfortranarray(rng.standard_normal((M, K, E))),
+            "B": np.asfortranarray(rng.standard_normal((K, N1, E))),
+            "D": np.asfortranarray(rng.standard_normal((N1, N2, E))),
+            "C": np.asfortranarray(rng.standard_normal((M, N2, E))), "s": np.float64(-0.75)}
+    want = tlinterp.interp.run(program, args, func="p", groups=E)
+    cfg = LoweringConfig(tensor_cores=16)
+    assert "passed in registers" in lower_program(program, None, cfg).source
+    got = tlgpu.run(program, args, func="p", groups=E, device="nvidia", config=cfg)
+    np.testing.assert_allclose(got["C"], want["C"], rtol=1e-12, atol=1e-12 * K * N1)

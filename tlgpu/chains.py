@@ -1,5 +1,7 @@
 """Adjacent gemm pairs whose intermediate can stay in registers (lower_mma.lower_pair): the
-output T of the first gemm is op(A) of the next instruction, a second gemm. Matched on the IR;
+output T of the first gemm is op(A) of a second gemm that follows it, with only views, scalar
+arithmetic and allocas in between (`BETWEEN`: they read and write no memory, so the lowering
+emits them before the pair and their results are the same). Matched on the IR;
 whether the pair then takes the tensor-core path is the lowering's call
 (lower_collectives.lower_gemm_pair), since it depends on the knobs, device and tiles.
 
@@ -28,6 +30,19 @@ class GemmPair:
     first: ir.Gemm
     second: ir.Gemm
     keep: bool  # T is read later: the first still stores it
+    between: tuple = ()  # the instructions between the two, lowered before the pair
+
+    @property
+    def length(self) -> int:
+        """How many instructions of the region the pair stands for."""
+        return 2 + len(self.between)
+
+
+# instructions that read and write no memory (views, sizes, scalar arithmetic, an alloca's
+# fresh memory, placed before lowering starts): the first gemm cannot change their results,
+# so they may move ahead of it
+BETWEEN = (ir.Subview, ir.Expand, ir.Fuse, ir.Size, ir.Arith, ir.ArithUnary, ir.Cast,
+           ir.Compare, ir.GroupId, ir.GroupSize, ir.Alloca)
 
 
 Bases = dict[str, set[str]]
@@ -91,9 +106,12 @@ def _dead_after(insts: list, k: int, name: str, bs: Bases) -> bool:
 
 def gemm_pair(insts: list, k: int, bs: Bases) -> Optional[GemmPair]:
     """The pair starting at insts[k], or None."""
-    if k + 1 >= len(insts):
+    j = k + 1
+    while j < len(insts) and isinstance(insts[j], BETWEEN):
+        j += 1
+    if j >= len(insts):
         return None
-    one, two = insts[k], insts[k + 1]
+    one, two = insts[k], insts[j]
     if not (isinstance(one, ir.Gemm) and isinstance(two, ir.Gemm)):
         return None
     if two.a.name != one.c.name or two.transposed("a") or not _overwrites(one, one.c.name):
@@ -104,4 +122,5 @@ def gemm_pair(insts: list, k: int, bs: Bases) -> Optional[GemmPair]:
         return None
     if _base(bs, two.c.name) & read1:
         return None
-    return GemmPair(one, two, keep=not _dead_after(insts, k + 1, one.c.name, bs))
+    return GemmPair(one, two, keep=not _dead_after(insts, j, one.c.name, bs),
+                    between=tuple(insts[k + 1:j]))

@@ -242,7 +242,7 @@ def lower_gemm_pair(lw, w, first: ir.Gemm, second: ir.Gemm, keep: bool) -> bool:
     fb2, _ = _op(lw.view(second.b), second.trans_b)
     lower_mma.lower_pair(lw, w, I, (M, N1, K1, fa1, fb1, one.store if keep else None,
                                     lambda acc: f"(double)({one.value(acc)})"),
-                         (N2, fb2, two.store))
+                         (N2, fb2, two.store, lambda: lw.mark(w, second)))
     w.close()
     return True
 

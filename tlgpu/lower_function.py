@@ -218,17 +218,31 @@ class FunctionLowerer:
         insts, k = region.instructions, 0
         while k < len(insts):
             inst = insts[k]
-            w.span = inst.span
-            if inst.span is not None:
-                w.line(f"// tl:{inst.span.line}.{inst.span.col}")
             pair = chains.gemm_pair(insts, k, self.bases) \
                 if self.config.gemm_pairs and not self.spmd else None
-            if pair is not None and C.lower_gemm_pair(self, w, pair.first, pair.second,
-                                                      pair.keep):
-                k += 2
+            if pair is not None:
+                # the instructions in between read and write no memory: they go first, so
+                # the pair's operands are defined (and whether it fuses depends on them)
+                for between in pair.between:
+                    self.mark(w, between)
+                    self.instruction(w, between)
+                self.mark(w, inst)
+                if C.lower_gemm_pair(self, w, pair.first, pair.second, pair.keep):
+                    k += pair.length
+                else:  # two gemms after all: the first here, the second in its turn
+                    self.instruction(w, inst)
+                    k += pair.length - 1
                 continue
+            self.mark(w, inst)
             self.instruction(w, inst)
             k += 1
+
+    def mark(self, w: CWriter, inst: ir.Instruction) -> None:
+        """The C lines that follow come from `inst`: a `// tl:` line and the span that build
+        errors are reported at."""
+        w.span = inst.span
+        if inst.span is not None:
+            w.line(f"// tl:{inst.span.line}.{inst.span.col}")
 
     def instruction(self, w: CWriter, inst: ir.Instruction) -> None:
         LOWER[type(inst)](self, w, inst)

@@ -190,7 +190,7 @@ def lower_pair(lw, w, I: str, first, second) -> None:  # noqa: E741
     warp (`one_warp`): the second takes T from the first's accumulators instead of memory.
     first = (M, N1, K1, fa, fb, store or None, value): value(acc) is the C expression the
     first would store (alpha applied); store None: T is dead, never written.
-    second = (N2, fb, store).
+    second = (N2, fb, store, mark): mark() says the C lines that follow come from the second.
 
     Lane l = 4 g + q holds T[row][8 c + 2 q + h] of the first's tiles; the second sums over K2
     = N1 in steps (c, h) where lane q takes index k = 8 c + 2 q + h (any order of the K
@@ -198,7 +198,7 @@ def lower_pair(lw, w, I: str, first, second) -> None:  # noqa: E741
     (columns of the first's last tile past its edge, computed from clamped columns) take zeros
     in both operands; steps with no index below N1 are left out."""
     M, N1, K1, fa1, fb1, store1, value = first
-    N2, fb2, store2 = second
+    N2, fb2, store2, mark = second
     lane, warp = _lane(lw, w)
     w.open(f"if ({warp} == 0)")
     t1 = _Warp(lw, w, I, M, N1, lane, "0", "0", _plan(lw, M, N1))
@@ -206,6 +206,7 @@ def lower_pair(lw, w, I: str, first, second) -> None:  # noqa: E741
     t1.k_loop(K1, fa1, fb1)
     if store1 is not None:
         t1.store(store1)
+    mark()
     t2 = _Warp(lw, w, I, M, N2, lane, "0", "0", _plan(lw, M, N2))
     t2.declare()
     assert (t1.bm, t1.halves) == (t2.bm, t2.halves)  # the same rows in the same lanes

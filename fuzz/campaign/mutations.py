@@ -389,6 +389,15 @@ _M = [  # name, category, doc, install
      _filter((r"if \((.+?) < (\w+M) && ", r"if (\1 <= \2 && "))),
     ("elementwise-bound", "collective", "element loop of a collective runs one step too far",
      _filter((r"(\w+) < (\w+)M \* \2N;", r"\1 <= \2M * \2N;"))),
+    # fused gemm pairs on the tensor cores (lower_mma.lower_pair; NVIDIA only)
+    ("pair-k-order", "collective",
+     "fused gemm pair: the second gemm's B rows in plain K order, not the accumulators'",
+     _filter((r"\(\(8 \* (\d+) \+ 2 \* \((tl_lane\d+) & 3\) \+ (\d)\)\)",
+              r"((8 * \1 + 4 * \3 + (\2 & 3)))"))),
+    ("pair-tail-not-zeroed", "collective",
+     "fused gemm pair: columns of the intermediate past its edge enter the second gemm",
+     _filter((r"\(\(8 \* \d+ \+ 2 \* \(tl_lane\d+ & 3\) \+ \d\) < \d+ \? ([^?]*?) : 0\.0\)",
+              r"(\1)"))),
 ]
 
 MUTATIONS: dict[str, Mutation] = {n: Mutation(n, c, d, f) for n, c, d, f in _M}

@@ -320,9 +320,26 @@ class BodyGenerator(CoreGenerator):
         if elem.is_float and self.float_forbidden:
             elem = self.main
         order = self.int(1, 2)
-        shape = tuple(self.dim(self.p.max_size) for _ in range(order))
+        view = self.new_alloca(elem, tuple(self.dim(self.p.max_size) for _ in range(order)))
+        buf = view.buf
+        how = self.weighted({"fill": 4, "collective": 3, "none": 1})
+        try:
+            if how == "fill":
+                self.foreach_over(view, depth, fill=True)
+                buf.initialised = True
+            elif how == "collective":
+                gemm = order == 2 and self.flip(self.p.alloca_gemm_percent) \
+                    and self.p.collective_weights.get("gemm", 0) > 0
+                self.gen_collective(depth, dest=view, kind="gemm" if gemm else None)
+        except Unavailable:
+            pass
+        if pair and self.flip(self.p.alloca_pair_percent):
+            self.gen_alloca(depth, pair=False)  # two allocas live at once
+
+    def new_alloca(self, elem: ScalarType, shape: tuple[int, ...]) -> View:
+        """An uninitialised alloca of this shape (strides packed or padded): its whole view."""
         strides = [self.int(1, 2)]
-        for k in range(1, order):
+        for k in range(1, len(shape)):
             strides.append(strides[-1] * shape[k - 1] + self.int(0, 2) * int(self.flip(30)))
         t = MemrefType.make(elem, shape, None if self.flip(60) else strides)
         r = self.fresh("t")
@@ -334,25 +351,15 @@ class BodyGenerator(CoreGenerator):
         view = self.add_view(View(r, t, tuple((n, n) for n in shape), tuple(t.stride), buf,
                                   full=True))
         self.roots[id(buf)] = view
-        how = self.weighted({"fill": 4, "collective": 3, "none": 1})
-        try:
-            if how == "fill":
-                self.foreach_over(view, depth, fill=True)
-                buf.initialised = True
-            elif how == "collective":
-                self.gen_collective(depth, dest=view)
-        except Unavailable:
-            pass
-        if pair and self.flip(self.p.alloca_pair_percent):
-            self.gen_alloca(depth, pair=False)  # two allocas live at once
+        return view
 
     # --- collectives ------------------------------------------------------------------------
 
-    def input_view(self, elem: ScalarType, dims: list, exclude: Buf) -> View:
+    def input_view(self, elem: ScalarType, dims: list, *exclude: Buf) -> View:
         def ok(v: View) -> bool:
             e = v.type.element
             same = e is elem or (elem.is_float and e.is_float and self.p_mixed)
-            return same and v.buf is not exclude and v.type.order >= len(dims)
+            return same and all(v.buf is not x for x in exclude) and v.type.order >= len(dims)
 
         cands = [v for v in self.readable_views() if ok(v)]
         for _ in range(2):  # a view too small for these sizes: another one
@@ -380,16 +387,17 @@ class BodyGenerator(CoreGenerator):
             return self.const(t, self.pick([0, 1, 2] if not t.is_signed else [0, 1, -1, 2]))
         return self.const(t, self.pick([1, 2, 0] if not t.is_signed else [1, -1, 2, 0]))
 
-    def gen_collective(self, depth: int, dest: Optional[View] = None) -> None:
+    def gen_collective(self, depth: int, dest: Optional[View] = None,
+                       kind: Optional[str] = None) -> None:
         for attempt in range(3):  # shapes may not fit: try another kind/output
             try:
-                return self.try_collective(dest)
+                return self.try_collective(dest, kind)
             except Unavailable:
                 if attempt == 2:
                     raise
 
-    def try_collective(self, dest: Optional[View]) -> None:
-        kind = self.weighted(self.p.collective_weights)
+    def try_collective(self, dest: Optional[View], kind: Optional[str] = None) -> None:
+        kind = kind or self.weighted(self.p.collective_weights)
         if dest is not None:  # initialise an alloca: the whole view, beta = 0
             c = dest
             if c.type.order not in COLLECTIVE_ORDERS[kind]:
@@ -464,16 +472,78 @@ class BodyGenerator(CoreGenerator):
         beta_t = elem if not (elem.is_float and self.flip(20)) else self.pick(
             [ScalarType.f32, ScalarType.f64])
         alpha = self.scale(alpha_t, "alpha", shared)
-        beta = self.const(beta_t, 0) if dest is not None else self.scale(beta_t, "beta", shared)
-        atomic = shared or (c.buf.kind == "own" and self.flip(20))
+        # a chain needs C written whole: beta 0, not atomic
+        chain = kind == "gemm" and not shared and c.buf.readable \
+            and self.flip(self.p.gemm_chain_percent)
+        beta = self.const(beta_t, 0) if dest is not None or chain \
+            else self.scale(beta_t, "beta", shared)
+        atomic = shared or (c.buf.kind == "own" and not chain and self.flip(20))
         if elem.is_int:
             self.account(c.buf, kind, k, alpha, beta, a, b, shared)
         inst = self.collective_inst(kind, atomic, trans_a, trans_b, alpha, a, b, beta, c)
         self.emit(inst)
         self.last_parallel = c
+        self.note_rows(kind, c)
+        if dest is not None and len(self.scopes) == c.buf.level:
+            c.buf.initialised = True
+        if chain and c.buf.initialised:
+            try:
+                self.gen_chain(c, (a.buf, b.buf))
+            except Unavailable:
+                pass
+
+    def note_rows(self, kind: str, c: View) -> None:
         if c.type.order and c.type.shape[0] is not None:
             self.rows.append((kind, c.type.shape[0]))  # for the work-group size attribute
-        if dest is not None and len(self.scopes) == c.buf.level:
+        if kind == "gemm" and c.type.element is ScalarType.f64:
+            self.f64_gemms += 1  # whole-warp groups more often (tensor-core paths)
+
+    def gen_chain(self, t: View, first_reads: tuple) -> None:
+        """A gemm reading `t` as its A right after the gemm that wrote all of `t` with beta 0.
+        Compilers that keep such an intermediate in registers instead of memory (tlgpu's
+        gemm pairs, chains.py) run different code for the pair, checked only when kernels
+        hold it. Its output and B avoid t's memory and its output avoids what the first
+        gemm read, as fusion needs; sometimes A is t transposed (a near miss)."""
+        elem = t.type.element
+        trans_a = self.flip(15)
+        m, k = (exact_dim(self, t, 1), exact_dim(self, t, 0)) if trans_a else \
+            (exact_dim(self, t, 0), exact_dim(self, t, 1))
+        roots = [v for v in self.visible_views()
+                 if v.buf.kind in ("own", "atomic", "alloca") and v.buf.alive
+                 and self.roots.get(id(v.buf)) is v and v.buf.initialised
+                 and v.buf is not t.buf
+                 and (v.type.element is elem or v.type.element.is_float and elem.is_float)]
+        roots = [v for v in roots if all(v.buf is not r for r in first_reads)] or roots
+        c = None
+        if roots and self.flip(70):
+            try:
+                c = self.derive_view(self.pick(roots), 2, [m, None])
+            except Unavailable:
+                pass  # no root has m rows
+        if c is None:  # into an alloca of its own, read back at the end of its region
+            if not isinstance(m, int):
+                raise Unavailable("dynamic rows")
+            c = self.new_alloca(elem, (m, self.dim(self.p.max_size)))
+        if any(lo < 1 for lo, _ in c.dims):
+            raise Unavailable("empty output")
+        n = exact_dim(self, c, 1)
+        trans_b = self.flip(40)
+        self.p_mixed = c.type.element is not elem  # floats of two precisions
+        elem = c.type.element
+        b = self.input_view(elem, _op_dims(k, n, trans_b), c.buf, t.buf)
+        shared = c.buf.kind == "atomic"
+        alpha = self.scale(elem, "alpha", shared)
+        fresh = not c.buf.initialised
+        beta = self.const(elem, 0) if fresh else self.scale(elem, "beta", shared)
+        atomic = shared or (c.buf.kind == "own" and self.flip(20))
+        if elem.is_int:
+            kk = k if isinstance(k, int) else k[2]
+            self.account(c.buf, "gemm", kk, alpha, beta, t, b, shared)
+        self.emit(self.collective_inst("gemm", atomic, trans_a, trans_b, alpha, t, b, beta, c))
+        self.stats["gemm-chain"] += 1
+        self.last_parallel = c
+        self.note_rows("gemm", c)
+        if fresh:
             c.buf.initialised = True
 
     def account(self, out: Buf, kind: str, k: int, alpha: Scal, beta: Scal, a: View,

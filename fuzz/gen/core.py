@@ -93,6 +93,7 @@ class CoreGenerator:
         # views copied whole into outputs of their own: (argument, its subview at the top)
         self.dumps: list[tuple[ir.Argument, ir.Subview]] = []
         self.rows: list[tuple[str, int]] = []  # (kind, static rows) of collective outputs
+        self.f64_gemms = 0  # gemms with an f64 output
         self.last_parallel: Optional[View] = None  # the last view a collective/foreach wrote
 
     # --- drawing --------------------------------------------------------------------------

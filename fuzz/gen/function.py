@@ -41,7 +41,8 @@ class FunctionGenerator(BodyGenerator):
         # integer functions keep float scalar code unrestricted more often (float->int casts)
         self.float_collectives = self.flip(p.float_collective_percent if self.main.is_float
                                            else p.float_collective_percent // 3)
-        self.big = self.flip(p.big_shape_percent)
+        self.big = self.flip(p.f64_big_shape_percent if self.main is ScalarType.f64
+                             else p.big_shape_percent)
         self.data_rng = np.random.default_rng(self.int(0, 2**32 - 1))
         self.arguments: list[ir.Argument] = []
         self.npz: dict[str, np.ndarray] = {}
@@ -60,7 +61,8 @@ class FunctionGenerator(BodyGenerator):
             self.gen_scalar_arg()
         self.gen_block(0, at_least=1)
         wgs = None
-        if self.flip(p.whole_warps_percent):  # paths that need whole warps (tensor cores)
+        if self.flip(p.f64_gemm_whole_warps_percent if self.f64_gemms
+                     else p.whole_warps_percent):  # paths that need whole warps (tensor cores)
             wgs = self.pick([(32, 1), (32, 2), (64, 1)])
             self.stats["wg-whole-warps"] += 1
         elif self.flip(15):

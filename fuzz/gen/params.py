@@ -44,6 +44,8 @@ class GenParams:
     equal_compare_percent: int = 35  # compares of a value with itself
     dynamic_bound_percent: int = 35  # for/foreach bounds taken from visible values
     big_shape_percent: int = 25  # functions whose sizes come from shape_edges
+    # f64 functions more often: gemms of more than 8 rows take 16-row tensor-core tiles
+    f64_big_shape_percent: int = 50
     # sizes around the work-group sizes the lowering may choose (1..32, powers of two) and
     # their register tiles: wg - 1, wg, wg + 1, primes, 1
     shape_edges: tuple[int, ...] = (1, 2, 3, 4, 5, 7, 8, 9, 13, 15, 16, 17)
@@ -64,6 +66,13 @@ class GenParams:
     wide_rows_percent: int = 75  # collective outputs with 3 rows or more
     wide_cols_percent: int = 60  # of those (2-D), also 2 columns or more
     matrix_output_percent: int = 50  # 2-D outputs with 3 rows or more and 2 columns or more
+    # gemm chains: a gemm that wrote all of its output with beta 0 is followed by a gemm
+    # reading that output as A (compilers fuse such pairs, keeping it in registers); allocas
+    # initialised by a collective (2-D) use a gemm this often
+    gemm_chain_percent: int = 50
+    alloca_gemm_percent: int = 50
+    # functions with an f64 gemm take whole-warp work-group sizes this often instead
+    f64_gemm_whole_warps_percent: int = 40
     store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
