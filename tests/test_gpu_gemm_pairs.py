@@ -306,8 +306,8 @@ def test_a_pair_with_instructions_between_runs_on_pocl_as_two_gemms():
     np.testing.assert_allclose(got["C"], want["C"], rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("case", [(20, 9, 35, 9, None), (9, 17, 4, 3, (64, 1)),
-                                  (3, 2, 1, 5, None)], ids=str)
+@pytest.mark.parametrize("case", [(20, 9, 35, 9, None), (9, 17, 4, 3, None),
+                                  (13, 5, 7, 6, (64, 1)), (3, 2, 1, 5, None)], ids=str)
 def test_a_pair_with_instructions_between_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 

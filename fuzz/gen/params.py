@@ -69,10 +69,10 @@ class GenParams:
     # gemm chains: a gemm that wrote all of its output with beta 0 is followed by a gemm
     # reading that output as A (compilers fuse such pairs, keeping it in registers); allocas
     # initialised by a collective (2-D) use a gemm this often
-    gemm_chain_percent: int = 50
-    alloca_gemm_percent: int = 50
+    gemm_chain_percent: int = 75
+    alloca_gemm_percent: int = 70
     # functions with an f64 gemm take whole-warp work-group sizes this often instead
-    f64_gemm_whole_warps_percent: int = 40
+    f64_gemm_whole_warps_percent: int = 60
     store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
