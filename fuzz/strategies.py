@@ -123,11 +123,13 @@ def lowering_configs(draw):
     from tlgpu.config import DEVICE_DEFAULT, DEVICE_DEFAULT_INTS, DEVICE_FEATURES
 
     changes: dict[str, Any] = {}
-    # how far from the default: the default itself (what users run), one knob in 8 changed
-    # (each knob against the default paths: a path that needs several knobs at their
-    # defaults, such as fused gemm pairs, is reached 4x more often than with half of them
-    # changed), or half of them; shrinks towards the default
-    spread = draw(st.sampled_from((0, 8, 2, 2)))
+    # half of the knobs changed (shrinking towards the default one by one), or a quarter of
+    # the time the default itself: the config users run, with every default path together
+    # (fused gemm pairs need four knobs at their defaults: reached about 3x more often).
+    # Measured with bench/mutants.py on pocl, seed 0, 60 s: one knob in 8 changed as a third
+    # mode killed 35/39 mutants (gemm-tile-edge and unsigned-compare-signed survived)
+    # against 37/39 with half of them always
+    spread = draw(st.sampled_from((2, 0, 2, 2)))
     for f in dataclasses.fields(LoweringConfig):
         default = getattr(LoweringConfig(), f.name)
         if spread == 0 or draw(st.integers(0, spread - 1)) != 0:
