@@ -274,9 +274,8 @@ def test_gemm_chains_and_the_tensor_core_paths():
 def _regions(region: ir.Region):
     yield region.instructions
     for inst in region.instructions:
-        for value in vars(inst).values():
-            if isinstance(value, ir.Region):
-                yield from _regions(value)
+        for inner in ir.regions_of(inst):
+            yield from _regions(inner)
 
 
 def test_edge_heavy_kernels_are_free_of_undefined_behaviour():

@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 from benches import bench
+from drawn import drawn
 from nvidia import nvidia_mma_rows
 
 import tlinterp
@@ -156,19 +157,7 @@ def test_the_ader_chain_passes_each_intermediate_in_registers():
 
 
 def test_fuzzer_and_tuner_see_the_knob():
-    from hypothesis import given, settings
-
-    from fuzz.strategies import lowering_configs
-
-    seen = set()
-
-    @settings(max_examples=60, database=None, derandomize=True)
-    @given(lowering_configs())
-    def draw(cfg):
-        seen.add(cfg.gemm_pairs)
-
-    draw()
-    assert seen == {True, False}
+    assert drawn("gemm_pairs", 60) == {True, False}
 
 
 CASES = [  # (M, N1, K, N2, tail, alpha1, alpha2, beta2, trans_d, group)

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from drawn import drawn
 from nvidia import nvidia_mma_rows
 
 import tlinterp
@@ -99,9 +100,6 @@ def test_only_nvidia_devices_with_fp64_mma_have_them():
 
 
 def test_knob_parses_and_the_fuzzer_may_force_it():
-    from hypothesis import given, settings
-
-    from fuzz.strategies import lowering_configs
     from tlinterp.diagnostics import BackendError
 
     assert LoweringConfig.from_overrides(["tensor_cores=auto"]).tensor_cores is None
@@ -109,15 +107,7 @@ def test_knob_parses_and_the_fuzzer_may_force_it():
     with pytest.raises(BackendError, match="0 or 8 or 16 or auto"):
         LoweringConfig.from_overrides(["tensor_cores=7"])
     assert LoweringConfig().for_device(gpu=True).tensor_cores == 0
-    drawn = set()
-
-    @settings(max_examples=200, database=None, derandomize=True)
-    @given(lowering_configs())
-    def draw(cfg):
-        drawn.add(cfg.tensor_cores)
-
-    draw()
-    assert drawn == {None, 0, 8, 16}
+    assert drawn("tensor_cores", 200) == {None, 0, 8, 16}
 
 
 @pytest.mark.opencl

@@ -220,22 +220,18 @@ class FunctionLowerer:
             inst = insts[k]
             pair = chains.gemm_pair(insts, k, self.bases) \
                 if self.config.gemm_pairs and not self.spmd else None
-            if pair is not None:
-                # the instructions in between read and write no memory: they go first, so
-                # the pair's operands are defined (and whether it fuses depends on them)
-                for between in pair.between:
-                    self.mark(w, between)
-                    self.instruction(w, between)
-                self.mark(w, inst)
-                if C.lower_gemm_pair(self, w, pair.first, pair.second, pair.keep):
-                    k += pair.length
-                else:  # two gemms after all: the first here, the second in its turn
-                    self.instruction(w, inst)
-                    k += pair.length - 1
-                continue
+            # the instructions between a pair's gemms read and write no memory: they go
+            # first, so the pair's operands are defined (and whether it fuses depends on them)
+            for between in pair.between if pair is not None else ():
+                self.mark(w, between)
+                self.instruction(w, between)
             self.mark(w, inst)
-            self.instruction(w, inst)
-            k += 1
+            if pair is not None and C.lower_gemm_pair(self, w, pair.first, pair.second,
+                                                      pair.keep):
+                k += pair.length
+                continue
+            self.instruction(w, inst)  # a pair that does not fuse: its second in its turn
+            k += 1 if pair is None else pair.length - 1
 
     def mark(self, w: CWriter, inst: ir.Instruction) -> None:
         """The C lines that follow come from `inst`: a `// tl:` line and the span that build

@@ -12,7 +12,7 @@ from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice, Value
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
-from .core import CoreGenerator, exact_dim
+from .core import CoreGenerator, exact_dim, size_bound
 from .model import Buf, Scal, Unavailable, View
 from .ranges import IRange
 
@@ -355,6 +355,12 @@ class BodyGenerator(CoreGenerator):
 
     # --- collectives ------------------------------------------------------------------------
 
+    def output_roots(self) -> list[View]:
+        """The whole views of the live, initialised buffers a collective may write."""
+        return [v for v in self.visible_views()
+                if v.buf.kind in ("own", "atomic", "alloca") and v.buf.alive
+                and self.roots.get(id(v.buf)) is v and v.buf.initialised]
+
     def input_view(self, elem: ScalarType, dims: list, *exclude: Buf) -> View:
         def ok(v: View) -> bool:
             e = v.type.element
@@ -406,9 +412,7 @@ class BodyGenerator(CoreGenerator):
                 kind = self.weighted(fits)  # Unavailable when none is enabled
             shared = False
         else:
-            roots = [v for v in self.visible_views()
-                     if v.buf.kind in ("own", "atomic", "alloca") and v.buf.alive
-                     and self.roots.get(id(v.buf)) is v and v.buf.initialised]
+            roots = self.output_roots()
             order = self.pick(COLLECTIVE_ORDERS[kind])
             root = self.pick([r for r in roots if r.type.order >= order] or roots)
             exact = None
@@ -508,10 +512,7 @@ class BodyGenerator(CoreGenerator):
         trans_a = self.flip(15)
         m, k = (exact_dim(self, t, 1), exact_dim(self, t, 0)) if trans_a else \
             (exact_dim(self, t, 0), exact_dim(self, t, 1))
-        roots = [v for v in self.visible_views()
-                 if v.buf.kind in ("own", "atomic", "alloca") and v.buf.alive
-                 and self.roots.get(id(v.buf)) is v and v.buf.initialised
-                 and v.buf is not t.buf
+        roots = [v for v in self.output_roots() if v.buf is not t.buf
                  and (v.type.element is elem or v.type.element.is_float and elem.is_float)]
         roots = [v for v in roots if all(v.buf is not r for r in first_reads)] or roots
         c = None
@@ -537,8 +538,7 @@ class BodyGenerator(CoreGenerator):
         beta = self.const(elem, 0) if fresh else self.scale(elem, "beta", shared)
         atomic = shared or (c.buf.kind == "own" and self.flip(20))
         if elem.is_int:
-            kk = k if isinstance(k, int) else k[2]
-            self.account(c.buf, "gemm", kk, alpha, beta, t, b, shared)
+            self.account(c.buf, "gemm", size_bound(k), alpha, beta, t, b, shared)
         self.emit(self.collective_inst("gemm", atomic, trans_a, trans_b, alpha, t, b, beta, c))
         self.stats["gemm-chain"] += 1
         self.last_parallel = c

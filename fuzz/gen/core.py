@@ -552,7 +552,7 @@ class CoreGenerator:
         if exact is None:
             keep = sorted(self.permutation(v.type.order)[:order])
         else:  # modes large enough for the sizes asked for, in order
-            need = [1 if w is None else w if isinstance(w, int) else w[2] for w in exact]
+            need = [1 if w is None else size_bound(w) for w in exact]
             keep = list(self.pick(
                 ks for ks in itertools.combinations(range(v.type.order), order)
                 if all(v.dims[m][0] >= n for m, n in zip(ks, need))))
@@ -661,3 +661,8 @@ def exact_dim(g: CoreGenerator, v: View, m: int):
     if lo == hi:
         return lo
     return (g.size_of(v, m), lo, hi)
+
+
+def size_bound(size) -> int:
+    """The largest value of a size as `exact_dim` gives it."""
+    return size if isinstance(size, int) else size[2]
