@@ -134,3 +134,54 @@ def test_lowering_configs_do_not_change_results(program, config, cname):
     rng = np.random.default_rng(7)
     name = f"{cname}_f64_f64"
     check(program, name, arguments(cname, "f64", "f64", -2, 2, rng), 2, config)
+
+
+# knob `load_batch`: a work-item's elements of an elementwise collective, loads first; small
+# work-groups so that a work-item has several elements and the last batch is partial
+BATCHED = [LoweringConfig(load_batch=8, work_group_size=(2, 2)),
+           LoweringConfig(load_batch=3, work_group_size=(3, 5)),
+           LoweringConfig(load_batch=64, work_group_size=(4, 1))]
+ELEMENTWISE = [i for i in INDEX if i[1] in ("ger", "hadamard", "axpby_n", "axpby_t")]
+
+
+@pytest.mark.parametrize("config", BATCHED, ids=["8-wg2x2", "3-wg3x5", "64-wg4x1"])
+@pytest.mark.parametrize("name,cname,T,S,atomic", ELEMENTWISE, ids=[i[0] for i in ELEMENTWISE])
+def test_batched_loads_do_not_change_results(program, config, name, cname, T, S, atomic):
+    rng = np.random.default_rng(len(name) + config.load_batch)
+    for beta in ((0, 1) if atomic else (0, 1, -2)):  # beta 0: C is NaN and must not be read
+        check(program, name, arguments(cname, T, S, beta, 3, rng), 3, config)
+
+
+def _loop_bodies(name: str, config: LoweringConfig) -> list[str]:
+    from tlgpu.lowering import lower_program
+
+    src = lower_program(tlinterp.check(tlinterp.parse(SOURCE, "c.tl")), name, config).source
+    return re.findall(r"for \(\w+ tl_t\d+ = [^\n]*\n(.*?)\n {8}\}", src, re.S)
+
+
+def test_batched_loops_load_before_they_store():
+    config = LoweringConfig(load_batch=8, work_group_size=(2, 2))
+    (body,) = _loop_bodies("axpby_n_f64_f64", config)
+    lines = body.splitlines()
+    values = [n for n, ln in enumerate(lines) if re.search(r"const double tl_v\d+_\d+ =", ln)]
+    stores = [n for n, ln in enumerate(lines) if re.search(r"\] = tl_v\d+_\d+;", ln)]
+    assert len(values) == len(stores) == 8 and max(values) < min(stores)
+    guarded = [n for n in values if re.search(r"= tl_t\d+_\d+ < tl_i\d+M \* tl_i\d+N \?", lines[n])]
+    assert len(guarded) == 7  # the first element is inside by the loop test
+    # atomics, reductions and the default config keep one element per step
+    for name, cfg in (("axpby_n_f32_f32_atomic", config), ("sum_n_f64_f64", config),
+                      ("axpby_n_f64_f64", LoweringConfig(work_group_size=(2, 2)))):
+        assert all("tl_v" not in b for b in _loop_bodies(name, cfg)), name
+    # no more than a work-item's share: 42 elements over 15 work-items is 3
+    (body,) = _loop_bodies("axpby_n_f64_f64", LoweringConfig(load_batch=8,
+                                                             work_group_size=(3, 5)))
+    assert len(re.findall(r"\] = tl_v", body)) == 3
+
+
+def test_the_tuner_and_the_fuzzer_turn_load_batch():
+    from drawn import drawn
+
+    from tlgpu.tuner import SPACE
+
+    assert dict((a, v) for a, v in SPACE if isinstance(a, str))["load_batch"] == (1, 4, 8)
+    assert len(drawn("load_batch", 60)) >= 3

@@ -157,6 +157,9 @@ class Prepared:
     store: Callable  # store(lines, i, j, acc): the statements storing one output element
     value: Callable[[str], str]  # value(acc): alpha * acc in the compute type (before beta)
     beta: Optional[float]  # beta when constant
+    # update(i, j, acc): (output element, C expression of its new value) of a plain store;
+    # None when the store is atomic (the update happens in the atomic helper)
+    update: Callable[[str, str, str], Optional[tuple[str, str]]]
 
 
 def prepare(lw, inst) -> Prepared:
@@ -172,20 +175,11 @@ def prepare(lw, inst) -> Prepared:
     def value(acc: str) -> str:
         return acc if alpha_c == 1.0 else f"{alpha} * {acc}"
 
-    def store(lines, i, j, acc):
+    def update(i, j, acc) -> Optional[tuple[str, str]]:
+        if atomic:
+            return None
         val = value(acc)
         at = p.out.at(p.out_index(i, j))
-        if atomic:
-            addr = p.out.addr(p.out_index(i, j))
-            if beta_c == 1.0 and prelude.native_add(T):
-                name = prelude.add_name(p.out.space, T)
-                lw.helpers.setdefault(name, prelude.add_helper(p.out.space, T))
-                lines.append(f"{name}({addr}, ({ctype(T)})({val}));")
-                return
-            name = prelude.update_name(p.out.space, T, ct)
-            lw.helpers.setdefault(name, prelude.update_helper(p.out.space, T, ct))
-            lines.append(f"{name}({addr}, {val}, {beta});")
-            return
         if beta_c == 0.0:
             new = val
         elif beta_c == 1.0:
@@ -194,9 +188,25 @@ def prepare(lw, inst) -> Prepared:
             new = f"{val} + {beta} * {_cast(ct, at)}"
         else:  # run-time beta: 0 must not read the output (BLAS convention)
             new = f"({beta} == 0 ? {val} : {val} + {beta} * {_cast(ct, at)})"
-        lines.append(f"{at} = ({ctype(T)})({new});")
+        return at, f"({ctype(T)})({new})"
 
-    return Prepared(p, reads, store, value, beta_c)
+    def store(lines, i, j, acc):
+        plain = update(i, j, acc)
+        if plain is not None:
+            lines.append(f"{plain[0]} = {plain[1]};")
+            return
+        val = value(acc)  # atomic: the helper reads and writes the element
+        addr = p.out.addr(p.out_index(i, j))
+        if beta_c == 1.0 and prelude.native_add(T):
+            name = prelude.add_name(p.out.space, T)
+            lw.helpers.setdefault(name, prelude.add_helper(p.out.space, T))
+            lines.append(f"{name}({addr}, ({ctype(T)})({val}));")
+            return
+        name = prelude.update_name(p.out.space, T, ct)
+        lw.helpers.setdefault(name, prelude.update_helper(p.out.space, T, ct))
+        lines.append(f"{name}({addr}, {val}, {beta});")
+
+    return Prepared(p, reads, store, value, beta_c, update)
 
 
 def lower_blas(lw, w, inst) -> None:
@@ -206,7 +216,7 @@ def lower_blas(lw, w, inst) -> None:
         _tiled_gemm(lw, w, inst, pr.p, pr.reads, pr.store)
     else:
         lw.access(w, pr.reads, {pr.p.out.root})
-        _generic(lw, w, inst, pr.p, pr.store)
+        _generic(lw, w, inst, pr)
     w.close()
 
 
@@ -247,14 +257,40 @@ def lower_gemm_pair(lw, w, first: ir.Gemm, second: ir.Gemm, keep: bool) -> bool:
     return True
 
 
-def _generic(lw, w, inst, p: Problem, store) -> None:
+def _generic(lw, w, inst, pr: Prepared) -> None:
+    """One output element per work-item in turn. An elementwise collective (no K) with plain
+    stores computes `load_batch` of a work-item's elements, all of their loads first, before
+    it stores any: the loads are then in flight together instead of one memory latency per
+    element (a store may alias any later load for the compiler). This is the same result, as
+    an input sharing an element with the output is undefined (docs/semantics.md)."""
+    p = pr.p
     ct = ctype(p.ct)
     M, N = static_or(p.M), static_or(p.N)
     K = static_or(p.K) if p.K is not None else 1
-    I = _index_type(lw, inst, [M * N if M is not None and N is not None else None, K])  # noqa: E741
+    batch = lw.config.load_batch if p.K is None and not inst.atomic else 1
+    if M is not None and N is not None:  # no more than a work-item's share of the elements
+        batch = max(1, min(batch, -(-M * N // lw.geo.size)))
+    # the linear index runs up to a batch of work-items past M * N
+    top = M * N + (batch - 1) * lw.geo.size if M is not None and N is not None else None
+    I = _index_type(lw, inst, [top, K])  # noqa: E741
     t, i, j = lw.fresh("t"), lw.fresh("i"), lw.fresh("j")
     w.line(f"const {I} {i}M = {p.M}, {i}N = {p.N};")
     lid, nwi = ("tl_lid", "tl_nwi") if I == "long" else ("(int)tl_lid", "(int)tl_nwi")
+    if batch > 1:
+        v, T = lw.fresh("v"), ctype(p.out.elem)
+        w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {batch} * {nwi})")
+        stores = []
+        for u in range(batch):
+            tu, iu, ju = f"{t}_{u}", f"{i}_{u}", f"{j}_{u}"
+            w.line(f"const {I} {tu} = {t} + {u} * {nwi}, {iu} = {tu} % {i}M, {ju} = {tu} / {i}M;")
+            at, new = pr.update(iu, ju, p.term(iu, ju, "0"))
+            inside = "" if u == 0 else f"{tu} < {i}M * {i}N"  # the first is, by the loop test
+            w.line(f"const {T} {v}_{u} = " + (f"{inside} ? {new} : 0;" if inside else f"{new};"))
+            stores.append((f"if ({inside}) " if inside else "") + f"{at} = {v}_{u};")
+        for line in stores:
+            w.line(line)
+        w.close()
+        return
     w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {nwi})")
     w.line(f"const {I} {i} = {t} % {i}M, {j} = {t} / {i}M;")
     if p.K is None:
@@ -264,7 +300,7 @@ def _generic(lw, w, inst, p: Problem, store) -> None:
         w.line(f"{ct} {acc} = 0;")
         w.line(f"for ({I} {k} = 0; {k} < {p.K}; ++{k}) {acc} += {p.term(i, j, k)};")
     lines: list[str] = []
-    store(lines, i, j, acc)
+    pr.store(lines, i, j, acc)
     for ln in lines:
         w.line(ln)
     w.close()

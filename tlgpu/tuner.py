@@ -51,6 +51,7 @@ SPACE: tuple[tuple, ...] = (
     ("tensor_cores", (16, 8, 0)),  # lowered to what the device has: one trial off NVIDIA
     ("unroll_mma", (2, 1, 3, 4)),
     ("gemm_pairs", (True, False)),
+    ("load_batch", (1, 4, 8)),
 )
 
 
