@@ -93,8 +93,10 @@ class LoweringConfig:
     # an elementwise collective (axpby, hadamard, ger) computes this many of a work-item's
     # output elements, loads first, before storing them (lower_collectives._generic): the
     # loads overlap instead of waiting one memory latency each. A tuner axis, not a default:
-    # on an H100, ADER f64 N=3 0.340 -> 0.326 ms at 8, but N=5 1.56 -> 2.09 ms (same
-    # registers; NVIDIA's compiler schedules the whole kernel differently)
+    # on an H100 (bench/ader.py --config load_batch=8), ADER f64 N=3 0.344 -> 0.332 ms, f32
+    # the same, but f64 N=5 1.56 -> 2.11 ms with the same registers: batching only the first
+    # axpby does it, batching only the others gives 1.50 ms (NVIDIA's compiler then schedules
+    # the whole kernel differently)
     load_batch: int = 1
 
     def for_device(self, gpu: bool) -> LoweringConfig:
