@@ -185,3 +185,14 @@ def test_the_tuner_and_the_fuzzer_turn_load_batch():
 
     assert dict((a, v) for a, v in SPACE if isinstance(a, str))["load_batch"] == (1, 4, 8)
     assert len(drawn("load_batch", 60)) >= 3
+
+
+@pytest.mark.parametrize("cname", ["axpby_n", "ger"])
+def test_batched_loads_of_integers(cname):
+    """Plain (non-atomic) integer stores take the batched path too (exact comparison)."""
+    body, shapes = CASES[cname]
+    name = f"{cname}_i32_plain"
+    prog = tlinterp.check(tlinterp.parse(kernel(name, body, shapes, "i32", "i32", False), "i.tl"))
+    rng = np.random.default_rng(3)
+    for beta in (0, 1, -2):
+        check(prog, name, arguments(cname, "i32", "i32", beta, 3, rng), 3, BATCHED[0])
