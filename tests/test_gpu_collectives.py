@@ -152,16 +152,16 @@ def test_batched_loads_do_not_change_results(program, config, name, cname, T, S,
         check(program, name, arguments(cname, T, S, beta, 3, rng), 3, config)
 
 
-def _loop_bodies(name: str, config: LoweringConfig) -> list[str]:
+def _loop_bodies(program, name: str, config: LoweringConfig) -> list[str]:
     from tlgpu.lowering import lower_program
 
-    src = lower_program(tlinterp.check(tlinterp.parse(SOURCE, "c.tl")), name, config).source
+    src = lower_program(program, name, config).source
     return re.findall(r"for \(\w+ tl_t\d+ = [^\n]*\n(.*?)\n {8}\}", src, re.S)
 
 
-def test_batched_loops_load_before_they_store():
+def test_batched_loops_load_before_they_store(program):
     config = LoweringConfig(load_batch=8, work_group_size=(2, 2))
-    (body,) = _loop_bodies("axpby_n_f64_f64", config)
+    (body,) = _loop_bodies(program, "axpby_n_f64_f64", config)
     lines = body.splitlines()
     values = [n for n, ln in enumerate(lines) if re.search(r"const double tl_v\d+_\d+ =", ln)]
     stores = [n for n, ln in enumerate(lines) if re.search(r"\] = tl_v\d+_\d+;", ln)]
@@ -171,10 +171,10 @@ def test_batched_loops_load_before_they_store():
     # atomics, reductions and the default config keep one element per step
     for name, cfg in (("axpby_n_f32_f32_atomic", config), ("sum_n_f64_f64", config),
                       ("axpby_n_f64_f64", LoweringConfig(work_group_size=(2, 2)))):
-        assert all("tl_v" not in b for b in _loop_bodies(name, cfg)), name
+        assert all("tl_v" not in b for b in _loop_bodies(program, name, cfg)), name
     # no more than a work-item's share: 42 elements over 15 work-items is 3
-    (body,) = _loop_bodies("axpby_n_f64_f64", LoweringConfig(load_batch=8,
-                                                             work_group_size=(3, 5)))
+    (body,) = _loop_bodies(program, "axpby_n_f64_f64",
+                           LoweringConfig(load_batch=8, work_group_size=(3, 5)))
     assert len(re.findall(r"\] = tl_v", body)) == 3
 
 

@@ -159,7 +159,7 @@ class Prepared:
     beta: Optional[float]  # beta when constant
     # update(i, j, acc): (output element, C expression of its new value) of a plain store;
     # None when the store is atomic (the update happens in the atomic helper)
-    update: Callable[[str, str, str], Optional[tuple[str, str]]]
+    update: Optional[Callable[[str, str, str], tuple[str, str]]]
 
 
 def prepare(lw, inst) -> Prepared:
@@ -175,9 +175,7 @@ def prepare(lw, inst) -> Prepared:
     def value(acc: str) -> str:
         return acc if alpha_c == 1.0 else f"{alpha} * {acc}"
 
-    def update(i, j, acc) -> Optional[tuple[str, str]]:
-        if atomic:
-            return None
+    def plain(i, j, acc) -> tuple[str, str]:
         val = value(acc)
         at = p.out.at(p.out_index(i, j))
         if beta_c == 0.0:
@@ -190,10 +188,12 @@ def prepare(lw, inst) -> Prepared:
             new = f"({beta} == 0 ? {val} : {val} + {beta} * {_cast(ct, at)})"
         return at, f"({ctype(T)})({new})"
 
+    update = None if atomic else plain
+
     def store(lines, i, j, acc):
-        plain = update(i, j, acc)
-        if plain is not None:
-            lines.append(f"{plain[0]} = {plain[1]};")
+        if update is not None:
+            at, new = update(i, j, acc)
+            lines.append(f"{at} = {new};")
             return
         val = value(acc)  # atomic: the helper reads and writes the element
         addr = p.out.addr(p.out_index(i, j))
@@ -267,7 +267,7 @@ def _generic(lw, w, inst, pr: Prepared) -> None:
     ct = ctype(p.ct)
     M, N = static_or(p.M), static_or(p.N)
     K = static_or(p.K) if p.K is not None else 1
-    batch = lw.config.load_batch if p.K is None and not inst.atomic else 1
+    batch = lw.config.load_batch if p.K is None and pr.update is not None else 1
     if M is not None and N is not None:  # no more than a work-item's share of the elements
         batch = max(1, min(batch, -(-M * N // lw.geo.size)))
     # the linear index runs up to a batch of work-items past M * N
