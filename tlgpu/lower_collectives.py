@@ -342,15 +342,46 @@ def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
     w.line(f"local {C}* {lb} = {la} + {M * K};")
     fa, _ = _op(a, inst.trans_a)
     fb, _ = _op(b, inst.trans_b)
-    t = lw.fresh("t")
-    w.line(f"for (long {t} = tl_lid; {t} < {M * K}; {t} += tl_nwi) "
-           f"{la}[{t}] = ({C}){fa(f'{t} % {M}', f'{t} / {M}')};")
-    w.line(f"for (long {t} = tl_lid; {t} < {K * N}; {t} += tl_nwi) "
-           f"{lb}[{t} % {K} + {t} / {K} * {ldb}] = ({C}){fb(f'{t} % {K}', f'{t} / {K}')};")
+    copies = [(M * K, lambda u: f"{la}[{u}]", lambda u: fa(f"{u} % {M}", f"{u} / {M}")),
+              (K * N, lambda u: f"{lb}[{u} % {K} + {u} / {K} * {ldb}]",
+               lambda u: fb(f"{u} % {K}", f"{u} / {K}"))]
+    _batched_copy(lw, w, C, copies)
     lw.barrier(w, {STAGE})
     sa = View(la, "local", p.ct, (str(M), str(K)), ("1", str(lda)), STAGE)
     sb = View(lb, "local", p.ct, (str(K), str(N)), ("1", str(ldb)), STAGE)
     return sa, sb
+
+
+# values one work-item loads per round of a staging copy before it stores them (on an H200,
+# GEMM 32^3 f64 without tensor cores: 0.657 -> 0.601 ms in 64x1 groups, 0.658 -> 0.601 in 8x8,
+# 0.644 -> 0.617 in 32x4, unchanged in 16x8; one element per iteration waits one memory
+# latency per element, as the compiler keeps a local store before the next global load)
+STAGE_BATCH = 32
+
+
+def _batched_copy(lw, w, C: str, copies: list) -> None:
+    """Copy global elements to local memory: each work-item loads a round of up to
+    STAGE_BATCH of its elements of every copy (count, local lvalue of u, global value of u),
+    all of them before it stores any. Local and global memory never alias, so the order of
+    the stores does not matter."""
+    size = lw.geo.size
+    top = max(n for n, _, _ in copies)
+    rounds = max(1, min(STAGE_BATCH // len(copies), -(-top // size)))
+    t, v = lw.fresh("t"), lw.fresh("v")
+    w.open(f"for (int {t} = (int)tl_lid; {t} < {top}; {t} += {rounds * size})")
+    stores = []
+    for c, (n, dst, src) in enumerate(copies):
+        for r in range(rounds):
+            u = f"{t}_{c}_{r}"
+            exact = n == top and (r == 0 or top % (rounds * size) == 0)  # provably inside
+            guard = "" if exact else f"{t} + {r * size} < {n}"
+            w.line(f"const int {u} = {t} + {r * size};")
+            w.line(f"const {C} {v}_{c}_{r} = " + (f"{guard} ? ({C}){src(u)} : 0;" if guard
+                                                   else f"({C}){src(u)};"))
+            stores.append((f"if ({guard}) " if guard else "") + f"{dst(u)} = {v}_{c}_{r};")
+    for line in stores:
+        w.line(line)
+    w.close()
 
 
 def _index_type(lw, inst, extents: list[Optional[int]]) -> str:
