@@ -6,6 +6,7 @@ skip without NVIDIA's OpenCL; CI has pocl only)."""
 from __future__ import annotations
 
 import itertools
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -61,6 +62,21 @@ def test_taken_for_static_f64_gemms_in_whole_warps_only():
     # off: no device said it has them (the default without a device), or 0
     assert "TL_DMMA" not in _lower(gemm_source(35, 9, 56))
     assert "TL_DMMA" not in _lower(gemm_source(35, 9, 56), tensor_cores=0)
+
+
+def test_staged_operands_are_laid_out_for_the_fragments():
+    # A half-warp reads 4 rows (or columns) by 4 K steps of a fragment: with leading
+    # dimensions of 4 more than a multiple of 16 elements its 16 lanes hit 16 banks; the
+    # register-tile path keeps A packed and B's odd
+    src = gemm_source(32, 32, 32, group=(16, 8))
+    mma = _lower(src, tensor_cores=16)
+    assert "tl_As1 + 1152;" in mma  # 36 x 32
+    assert re.search(r"tl_As1\[\(tl_row\d+_0_0\) \+ \(tl_k\d+\) \* 36\]", mma)
+    assert re.search(r"tl_Bs2\[\(tl_k\d+\) \+ \(tl_col\d+_0\) \* 36\]", mma)
+    tiles = _lower(src, tensor_cores=0)
+    assert "tl_As1 + 1024;" in tiles and "* 33]" in tiles and "* 36]" not in tiles
+    odd = _lower(gemm_source(33, 40, 35, trans=(True, True), group=(32, 1)), tensor_cores=16)
+    assert "tl_As1 + 1260;" in odd  # 36 x 35
 
 
 def test_k_remainder_is_zeroed_and_edges_are_guarded():
@@ -151,6 +167,9 @@ CASES = [  # (M, N, K, operand types, transposes, alpha, beta, atomic, work-grou
     (40, 24, 13, "f64", "f64", (False, False), "1.0", "-1.0", False, (64, 1)),
     (17, 31, 7, "f64", "f64", (False, False), "1.0", "1.0", True, (32, 1)),
     (100, 70, 6, "f64", "f64", (False, True), "1.0", "0.0", False, (16, 4)),  # loop of blocks
+    # staged, leading dimensions padded to 36 for the fragments (33 rows, K of 35)
+    (33, 40, 35, "f64", "f64", (True, True), "1.0", "0.5", False, (32, 1)),
+    (48, 32, 20, "f64", "f64", (False, True), "-1.0", "1.0", False, (32, 4)),
 ]
 
 

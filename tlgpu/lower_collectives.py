@@ -235,7 +235,7 @@ def lower_gemm_pair(lw, w, first: ir.Gemm, second: ir.Gemm, keep: bool) -> bool:
             and lower_mma.eligible(cfg, g.size, two.p.ct, M, N2, K2)):
         return False
     # T in registers is what the first stores only when storing converts nothing
-    if one.p.out.elem != ScalarType.f64 or _staging_bytes(lw, first, one.p) is not None:
+    if one.p.out.elem != ScalarType.f64 or _staging_bytes(lw, first, one.p, True) is not None:
         return False
     if not (lower_mma.one_warp(lw, M, N1) and lower_mma.one_warp(lw, M, N2)):
         return False
@@ -306,12 +306,17 @@ def _generic(lw, w, inst, pr: Prepared) -> None:
     w.close()
 
 
-def _staged_ldb(K: int) -> int:
-    """Leading dimension of staged op(B): odd, so no bank conflicts across its columns."""
-    return K + (1 - K % 2)
+def _staged_lds(M: int, K: int, mma: bool) -> tuple[int, int]:
+    """Leading dimensions of staged op(A) and op(B), chosen against local-memory bank conflicts
+    of their reader. Register tiles: A packed, B's odd (work-items read across B's columns).
+    Tensor cores: both 4 more than a multiple of 16 elements, so the 16 lanes of a half-warp
+    reading a fragment (4 rows or columns by 4 K steps) hit 16 different 8-byte banks."""
+    if mma:
+        return M + (4 - M) % 16, K + (4 - K) % 16
+    return M, K + (1 - K % 2)
 
 
-def _staging_bytes(lw, inst, p: Problem) -> Optional[int]:
+def _staging_bytes(lw, inst, p: Problem, mma: bool) -> Optional[int]:
     """Local memory staging op(A) and op(B) of a gemm takes, None when it does not pay."""
     cfg = lw.config
     if not cfg.local_staging:
@@ -322,27 +327,32 @@ def _staging_bytes(lw, inst, p: Problem) -> Optional[int]:
         return None
     if min(M, N) < cfg.local_staging_min_reuse:
         return None
-    nbytes = (M * K + _staged_ldb(K) * N) * p.ct.dtype.itemsize
+    lda, ldb = _staged_lds(M, K, mma)
+    nbytes = (lda * K + ldb * N) * p.ct.dtype.itemsize
     return None if nbytes > cfg.local_staging_bytes else nbytes
 
 
-def _stage(lw, w, inst, p: Problem, reads: set) -> Optional[tuple[View, View]]:
-    """Copy op(A) (M x K) and op(B) (K x N) of a static gemm into local memory, when it pays."""
-    nbytes = _staging_bytes(lw, inst, p)
+def _stage(lw, w, inst, p: Problem, reads: set, mma: bool) -> Optional[tuple[View, View]]:
+    """Copy op(A) (M x K) and op(B) (K x N) of a static gemm into local memory, when it pays;
+    `mma`: for the tensor cores (the layout differs)."""
+    nbytes = _staging_bytes(lw, inst, p, mma)
     if nbytes is None:
         return None
     a, b = lw.view(inst.a), lw.view(inst.b)
     M, N, K = (static_or(x) for x in (p.M, p.N, p.K))
-    lda, ldb = M, _staged_ldb(K)
+    lda, ldb = _staged_lds(M, K, mma)
     lw.stage_bytes = max(lw.stage_bytes, (nbytes + 7) // 8 * 8)
     C = ctype(p.ct)
     la, lb = lw.fresh("As"), lw.fresh("Bs")
     lw.access(w, reads - {p.out.root}, {STAGE})
     w.line(f"local {C}* {la} = (local {C}*)((local char*)tl_local + {lw.alloca_bytes});")
-    w.line(f"local {C}* {lb} = {la} + {M * K};")
+    w.line(f"local {C}* {lb} = {la} + {lda * K};")
     fa, _ = _op(a, inst.trans_a)
     fb, _ = _op(b, inst.trans_b)
-    copies = [(M * K, lambda u: f"{la}[{u}]", lambda u: fa(f"{u} % {M}", f"{u} / {M}")),
+    def at_a(u: str) -> str:
+        return f"{la}[{u}]" if lda == M else f"{la}[{u} % {M} + {u} / {M} * {lda}]"
+
+    copies = [(M * K, at_a, lambda u: fa(f"{u} % {M}", f"{u} / {M}")),
               (K * N, lambda u: f"{lb}[{u} % {K} + {u} / {K} * {ldb}]",
                lambda u: fb(f"{u} % {K}", f"{u} / {K}"))]
     _batched_copy(lw, w, C, copies)
@@ -395,7 +405,9 @@ def _index_type(lw, inst, extents: list[Optional[int]]) -> str:
 
 def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     cfg, g = lw.config, lw.geo
-    staged = _stage(lw, w, inst, p, reads)
+    M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
+    mma = lower_mma.eligible(cfg, g.size, p.ct, M, N, K)
+    staged = _stage(lw, w, inst, p, reads, mma)
     if staged is not None:
         sa, sb = staged
         reads = (reads - {lw.view(inst.a).root, lw.view(inst.b).root}) | {STAGE}
@@ -404,9 +416,8 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
         fa, _ = _op(lw.view(inst.a), inst.trans_a)
         fb, _ = _op(lw.view(inst.b), inst.trans_b)
     lw.access(w, reads, {p.out.root})
-    M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
     I = _index_type(lw, inst, [M, N, K])  # noqa: E741
-    if lower_mma.eligible(cfg, g.size, p.ct, M, N, K):
+    if mma:
         lower_mma.lower(lw, w, I, M, N, K, fa, fb, store)
     else:
         _register_tiles(lw, w, p, I, M, N, K, fa, fb, store)
