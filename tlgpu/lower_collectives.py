@@ -362,10 +362,11 @@ def _stage(lw, w, inst, p: Problem, reads: set, mma: bool) -> Optional[tuple[Vie
     return sa, sb
 
 
-# values one work-item loads per round of a staging copy before it stores them (on an H200,
-# GEMM 32^3 f64 without tensor cores: 0.657 -> 0.601 ms in 64x1 groups, 0.658 -> 0.601 in 8x8,
-# 0.644 -> 0.617 in 32x4, unchanged in 16x8; one element per iteration waits one memory
-# latency per element, as the compiler keeps a local store before the next global load)
+# values one work-item loads per round of a staging copy before it stores them: one element
+# per iteration waits one memory latency per element. On an H200, GEMM 32^3 f64, in one run
+# against one-element loops: 16x8 without tensor cores 0.643 -> 0.614 ms, 8x8 and 64x1
+# 0.657 -> 0.67 ms; with the tensor cores, this and their layout (_staged_lds) together:
+# default 0.774 -> 0.615 ms, 16x16 0.894 -> 0.571 ms
 STAGE_BATCH = 32
 
 
