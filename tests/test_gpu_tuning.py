@@ -223,6 +223,32 @@ def test_tune_searches_caches_and_reports(tmp_path, monkeypatch, capsys):
     assert np.allclose(np.load(tmp_path / "o.npz")["I"], want, rtol=1e-12, atol=1e-12)
 
 
+def test_the_search_leaves_a_local_optimum_of_tensor_cores_and_group_shape(tmp_path,
+                                                                            monkeypatch):
+    # a synthetic cost with a trap one knob at a time cannot leave: (tensor cores, 8x8) beats
+    # every single change from it, the best is (no tensor cores, default shape)
+    import tlgpu.runtime
+    import tlgpu.tuner as tuner
+
+    monkeypatch.setenv("TL_TUNE_CACHE", str(tmp_path / "tune.json"))
+    monkeypatch.setattr(tlgpu.runtime, "device_config", lambda dev, cfg: cfg)  # no resolution
+
+    def cost(program, function, device, dev, cfg, *rest):
+        if cfg.tensor_cores == 0 and cfg.work_group_size is None:
+            return 0.5
+        return 0.8 if cfg.tensor_cores in (None, 16) and cfg.work_group_size == (8, 8) else 1.0
+
+    monkeypatch.setattr(tuner, "_time", cost)
+    p = ader_program()
+    args = bench("ader").arguments(2, 3, 4, "f64", np.random.default_rng(0))
+    best = tuner.tune(p, args, func="ader", device="pocl", use_cache=False).best
+    assert (best.tensor_cores, best.work_group_size) == (0, None)
+    one_at_a_time = tuple(a for a in tuner.SPACE if a[0] != ("tensor_cores", "work_group_size"))
+    trapped = tuner.tune(p, args, func="ader", device="pocl", use_cache=False,
+                         space=one_at_a_time).best
+    assert trapped.work_group_size == (8, 8)
+
+
 def test_tune_needs_the_opencl_backend(tmp_path, capsys):
     src = tmp_path / "k.tl"
     src.write_text("func @f(%x: memref<i32>) {\n  store 1, %x[] : memref<i32>\n}\n")
