@@ -279,16 +279,14 @@ def _generic(lw, w, inst, pr: Prepared) -> None:
     if batch > 1:
         v, T = lw.fresh("v"), ctype(p.out.elem)
         w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {batch} * {nwi})")
-        stores = []
+        items = []
         for u in range(batch):
             tu, iu, ju = f"{t}_{u}", f"{i}_{u}", f"{j}_{u}"
-            w.line(f"const {I} {tu} = {t} + {u} * {nwi}, {iu} = {tu} % {i}M, {ju} = {tu} / {i}M;")
             at, new = pr.update(iu, ju, p.term(iu, ju, "0"))
             inside = "" if u == 0 else f"{tu} < {i}M * {i}N"  # the first is, by the loop test
-            w.line(f"const {T} {v}_{u} = " + (f"{inside} ? {new} : 0;" if inside else f"{new};"))
-            stores.append((f"if ({inside}) " if inside else "") + f"{at} = {v}_{u};")
-        for line in stores:
-            w.line(line)
+            items.append((f"const {I} {tu} = {t} + {u} * {nwi}, {iu} = {tu} % {i}M, "
+                          f"{ju} = {tu} / {i}M;", f"{v}_{u}", inside, T, new, at))
+        _loads_then_stores(w, items)
         w.close()
         return
     w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {nwi})")
@@ -380,19 +378,29 @@ def _batched_copy(lw, w, C: str, copies: list) -> None:
     rounds = max(1, min(STAGE_BATCH // len(copies), -(-top // size)))
     t, v = lw.fresh("t"), lw.fresh("v")
     w.open(f"for (int {t} = (int)tl_lid; {t} < {top}; {t} += {rounds * size})")
-    stores = []
+    items = []
     for c, (n, dst, src) in enumerate(copies):
         for r in range(rounds):
             u = f"{t}_{c}_{r}"
             exact = n == top and (r == 0 or top % (rounds * size) == 0)  # provably inside
             guard = "" if exact else f"{t} + {r * size} < {n}"
-            w.line(f"const int {u} = {t} + {r * size};")
-            w.line(f"const {C} {v}_{c}_{r} = " + (f"{guard} ? ({C}){src(u)} : 0;" if guard
-                                                   else f"({C}){src(u)};"))
-            stores.append((f"if ({guard}) " if guard else "") + f"{dst(u)} = {v}_{c}_{r};")
+            items.append((f"const int {u} = {t} + {r * size};", f"{v}_{c}_{r}", guard, C,
+                          f"({C}){src(u)}", dst(u)))
+    _loads_then_stores(w, items)
+    w.close()
+
+
+def _loads_then_stores(w, items: list) -> None:
+    """A round of elements, every load before any store (what `load_batch` and the staging
+    copies rely on). items: (index line, value name, guard or "", C type, value, lvalue); a
+    guarded element takes 0 past the end and is not stored."""
+    stores = []
+    for index, name, guard, T, value, lvalue in items:
+        w.line(index)
+        w.line(f"const {T} {name} = " + (f"{guard} ? {value} : 0;" if guard else f"{value};"))
+        stores.append((f"if ({guard}) " if guard else "") + f"{lvalue} = {name};")
     for line in stores:
         w.line(line)
-    w.close()
 
 
 def _index_type(lw, inst, extents: list[Optional[int]]) -> str:
