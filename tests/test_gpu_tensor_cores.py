@@ -80,7 +80,7 @@ def test_staged_operands_are_laid_out_for_the_fragments():
 
 
 def test_k_remainder_is_zeroed_and_edges_are_guarded():
-    text = _lower(gemm_source(35, 9, 10), tensor_cores=16)
+    text = _lower(gemm_source(35, 9, 10), tensor_cores=16, narrow_columns=0)
     assert "< 8; " in text  # the whole K steps
     assert "< 10 ? (double)" in text  # the last, partial step loads zeros past K
     assert " < 35 && " in text and " < 9)" in text  # stores past M and N are guarded
@@ -96,6 +96,48 @@ def test_k_remainder_is_zeroed_and_edges_are_guarded():
     full = _lower(gemm_source(32, 8, 8), tensor_cores=16)
     assert "? (double)" not in full and "< 32 &&" not in full  # whole tiles: no guard
     assert "< 35 &&" in _lower(gemm_source(35, 9, 8), tensor_cores=8)
+
+
+def test_a_narrow_last_tile_column_runs_on_the_fp64_units():
+    def lines(text, start):
+        return [ln.strip() for ln in text.splitlines() if ln.strip().startswith(start)]
+
+    # N = 9: one tile column of 8 on the tensor cores, column 8 by fma() in each lane
+    text = _lower(gemm_source(35, 9, 10), tensor_cores=16)
+    assert len(lines(text, "TL_DMMA16(")) == 2 * 2 * 1 and len(lines(text, "TL_DMMA8(")) == 2
+    fmas = lines(text, "tl_acc")
+    assert len([f for f in fmas if "= fma(" in f]) == 2 * 5  # (whole, partial step) x 5 rows
+    # the 4 lanes of a row add up their sums, then lane 0 stores the total
+    assert len([f for f in fmas if "+= tl_dshfl_xor(" in f]) == 5 * 2
+    assert "shfl.sync.bfly.b32" in text and "+ (8) * 10]" in text  # B[k][8], the lane's k
+    stores = [ln for ln in text.splitlines() if "& 3) == 0)" in ln]
+    assert len(stores) == 5 and all("+ (8) * 35]" in ln for ln in stores)
+    # the knob: off, wider (lane j % 4 stores column j), and a column tile of 8 (N = 16)
+    assert "fma(" not in _lower(gemm_source(35, 9, 10), tensor_cores=16, narrow_columns=0)
+    assert "fma(" not in _lower(gemm_source(35, 10, 10), tensor_cores=16)
+    wide = _lower(gemm_source(16, 16, 4), tensor_cores=16, narrow_columns=8)
+    assert "TL_DMMA16(" in wide and "& 3) == 3)" in wide and "+ (15) * 16]" in wide
+    # N <= 8 all on the FP64 units; not in a loop of blocks along N (its columns are not static)
+    assert "TL_DMMA16(" not in _lower(gemm_source(40, 1, 7), tensor_cores=16).split("void")[-1]
+    assert "fma(" not in _lower(gemm_source(100, 70, 6, group=(16, 4)), tensor_cores=16,
+                                narrow_columns=8)
+    # nor in a fused pair: its accumulators feed the second gemm as they are
+    pair = tlinterp.check(tlinterp.parse(PAIR, "p.tl"))
+    assert "fma(" not in lower_program(pair, None, LoweringConfig(tensor_cores=16)).source
+
+
+PAIR = """
+func @p(%K: memref<f64x35x56>, %Q: memref<f64x56x9x?>, %A: memref<f64x9x9x?>,
+        %D: memref<f64x35x9x?>) {
+  %e = group_id
+  %q = subview %Q[:, :, %e] : memref<f64x56x9x?>
+  %a = subview %A[:, :, %e] : memref<f64x9x9x?>
+  %d = subview %D[:, :, %e] : memref<f64x35x9x?>
+  %t = alloca -> memref<f64x35x9>
+  gemm.n.n 1.0, %K, %q, 0.0, %t : f64, memref<f64x35x56>, memref<f64x56x9>, f64, memref<f64x35x9>
+  gemm.n.n 1.0, %t, %a, 0.0, %d : f64, memref<f64x35x9>, memref<f64x9x9>, f64, memref<f64x35x9>
+}
+"""
 
 
 def _device(platform, version="", extensions="cl_khr_fp64", cc=None):
@@ -124,6 +166,10 @@ def test_knob_parses_and_the_fuzzer_may_force_it():
         LoweringConfig.from_overrides(["tensor_cores=7"])
     assert LoweringConfig().for_device(gpu=True).tensor_cores == 0
     assert drawn("tensor_cores", 200) == {None, 0, 8, 16}
+    assert LoweringConfig.from_overrides(["narrow_columns=0"]).narrow_columns == 0
+    with pytest.raises(BackendError, match="0 or 1 or 2 or 4 or 8"):
+        LoweringConfig.from_overrides(["narrow_columns=3"])
+    assert drawn("narrow_columns", 200) == {0, 1, 2, 4, 8}
 
 
 @pytest.mark.opencl
@@ -170,6 +216,11 @@ CASES = [  # (M, N, K, operand types, transposes, alpha, beta, atomic, work-grou
     # staged, leading dimensions padded to 36 for the fragments (33 rows, K of 35)
     (33, 40, 35, "f64", "f64", (True, True), "1.0", "0.5", False, (32, 1)),
     (48, 32, 20, "f64", "f64", (False, True), "-1.0", "1.0", False, (32, 4)),
+    # narrow last tile columns (knob narrow_columns): 2 and 4 columns, N = 1, atomic stores
+    (35, 10, 56, "f64", "f64", (False, True), "1.0", "0.5", False, (32, 1)),
+    (16, 12, 9, "f64", "f64", (True, False), "-2.0", "1.0", False, None),
+    (24, 1, 7, "f64", "f64", (False, False), "1.0", "1.0", False, (32, 1)),
+    (40, 9, 13, "f64", "f64", (False, False), "0.5", "1.0", True, (32, 1)),
 ]
 
 
@@ -186,14 +237,17 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
     args = _args(M, N, K, dt[ta], dt[tb], trans, E)
     want = tlinterp.interp.run(program, args, func="g", groups=E)
     taken = 0
-    for rows, max_tile in itertools.product((r for r in (16, 8, 0) if r <= most), (16, 2)):
-        cfg = LoweringConfig(tensor_cores=rows, max_tile=max_tile)
+    knobs = [(16, 1), (2, 1), (16, 0), (16, 8)]  # (max_tile, narrow_columns)
+    for rows, (max_tile, narrow) in itertools.product((r for r in (16, 8, 0) if r <= most),
+                                                      knobs):
+        cfg = LoweringConfig(tensor_cores=rows, max_tile=max_tile, narrow_columns=narrow)
         low = lower_program(program, None, cfg)
         whole_warps = low.kernels["g"][1].size % 32 == 0  # (small tiles: a wider group)
-        assert ("TL_DMMA" in low.source) == (rows > 0 and whole_warps)
+        assert ("TL_DMMA" in low.source or "tl_dshfl_xor(" in low.source) \
+            == (rows > 0 and whole_warps)
         taken += "TL_DMMA" in low.source
         got = tlgpu.run(program, args, func="g", groups=E, device="nvidia", config=cfg)
         scale = np.abs(want["C"]).max() + 1
         np.testing.assert_allclose(got["C"], want["C"], rtol=0, atol=1e-12 * scale * K,
-                                   err_msg=f"tensor_cores={rows} max_tile={max_tile}")
+                                   err_msg=f"tensor_cores={rows} {max_tile=} {narrow=}")
     assert taken >= 2

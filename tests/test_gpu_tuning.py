@@ -62,7 +62,7 @@ def test_plans_prefer_short_chains():
 
 def test_the_fuzzer_draws_every_config_the_tuner_tries():
     from fuzz.strategies import LOWERING_GROUP_DIMS, LOWERING_INTS
-    from tlgpu.config import DEVICE_FEATURES
+    from tlgpu.config import CHOICES, DEVICE_FEATURES
     from tlgpu.tuner import candidates
 
     default = LoweringConfig()
@@ -73,6 +73,8 @@ def test_the_fuzzer_draws_every_config_the_tuner_tries():
                                      and v[1] in LOWERING_GROUP_DIMS[1]), (knob, v)
             elif knob in DEVICE_FEATURES:  # drawn from its own values
                 assert v in DEVICE_FEATURES[knob], (knob, v)
+            elif knob in CHOICES:
+                assert v in CHOICES[knob], (knob, v)
             elif isinstance(v, int) and not isinstance(v, bool):
                 assert v in LOWERING_INTS or v == getattr(default, knob), (knob, v)
 

@@ -16,6 +16,8 @@ DEVICE_DEFAULT_INTS = {"unroll_k": (1, 8)}
 # knobs whose None means "as much as the device has" (runtime.device_config), with the values
 # they take; a value the device lacks is lowered there, so every value is safe to draw
 DEVICE_FEATURES = {"tensor_cores": (0, 8, 16)}
+# integer knobs that take one of these values (0: off)
+CHOICES = {"narrow_columns": (0, 1, 2, 4, 8)}
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,13 @@ class LoweringConfig:
     # axpby does it, batching only the others gives 1.50 ms (NVIDIA's compiler then schedules
     # the whole kernel differently)
     load_batch: int = 1
+    # a tensor-core gemm's last tile column of at most this many columns (N = 9: 1) runs on
+    # the FP64 units (fma per lane, then a shuffle sum; lower_mma.py), not as mmas that are
+    # mostly padding; single gemms only. On an H100 (bench/gemm_shapes.py), batched f64 gemms
+    # 35x9x56 0.181 -> 0.154 ms, 56x9x35 0.165 -> 0.146 ms, 32x9x32 0.156 -> 0.153 ms, the
+    # other shapes within 3 %. In gemm pairs it lost: ADER f64 N=5 1.56 -> 1.8-2.2 ms with
+    # 20 fewer registers, so more groups per SM and half the L1 hit rate (80 -> 43 %)
+    narrow_columns: int = 1
 
     def for_device(self, gpu: bool) -> LoweringConfig:
         """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a
@@ -149,6 +158,10 @@ def _parse_value(key: str, text: str, current):
             if int(text) not in DEVICE_FEATURES[key]:
                 raise ValueError
             return int(text)
+        if key in CHOICES:
+            if int(text) not in CHOICES[key]:
+                raise ValueError
+            return int(text)
         if (key in DEVICE_DEFAULT or key in DEVICE_DEFAULT_INTS) \
                 and text.lower() in ("", "none", "auto"):
             return None
@@ -168,6 +181,7 @@ def _parse_value(key: str, text: str, current):
                 else "true/false/auto" if key in DEVICE_DEFAULT
                 else " or ".join(map(str, DEVICE_FEATURES[key])) + " or auto"
                 if key in DEVICE_FEATURES
+                else " or ".join(map(str, CHOICES[key])) if key in CHOICES
                 else "true/false" if isinstance(current, bool)
                 else "a positive integer or auto" if key in DEVICE_DEFAULT_INTS
                 else "a positive integer")

@@ -19,6 +19,12 @@ runs in work-group-uniform control flow, and the block loop is uniform per warp.
 columns of B past the edge of C load the last in-range one (they only feed outputs that are
 not stored); the K steps past K load zeros in both operands. The sums are reassociated and
 fused, as with `fused_multiply_add` (docs/semantics.md).
+
+A last tile column of at most `narrow_columns` columns (N = 9: one column of 8) runs on the FP64
+units instead: each lane multiplies the A values it loaded anyway by B[k][column] at its own K
+indices, and the 4 lanes of each row add up their sums with two butterfly shuffles. The mmas of
+that tile column would be 7/8 padding, with a B load each step and 2 accumulators per row half.
+Only single gemms take it (a pair's accumulators feed the next gemm as they are).
 """
 
 from __future__ import annotations
@@ -42,6 +48,17 @@ MACROS = {
 }
 
 
+# the sum over lanes l and l ^ m of a double (two 32-bit butterfly shuffles; the whole warp
+# takes part: these paths run in warp-uniform control flow)
+SHUFFLE = ("tl_dshfl_xor", """inline double tl_dshfl_xor(double x, int m) {
+    uint2 v = as_uint2(x), r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(r.x) : "r"(v.x), "r"(m));
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(r.y) : "r"(v.y), "r"(m));
+    return as_double(r);
+}
+""")
+
+
 def eligible(config, size: int, ct: ScalarType, M, N, K) -> bool:
     """Whether a gemm takes this path: the knob on (the runtime lowers it to what the device
     has), f64 arithmetic, static shapes, whole warps."""
@@ -51,10 +68,11 @@ def eligible(config, size: int, ct: ScalarType, M, N, K) -> bool:
 
 class _Warp:
     """One gemm's tiles on the warps: the block a warp holds, its clamped rows and columns,
-    and its accumulators `{acc}_{r}_{c}_{s}_{h}` (C[row(r, s)][col(c, 2q + h)])."""
+    and its accumulators `{acc}_{r}_{c}_{s}_{h}` (C[row(r, s)][col(c, 2q + h)]); with a narrow
+    last tile column, `{acc}_{r}_n_{s}_{j}`: this lane's part of C[row(r, s)][8 (bn - 1) + j]."""
 
     def __init__(self, lw, w, I: str, M: int, N: int, lane: str, bi: str, bj: str,  # noqa: E741
-                 plan: tiles.TilePlan):
+                 plan: tiles.TilePlan, narrow_ok: bool = False):
         self.lw, self.w, self.I, self.M, self.N = lw, w, I, M, N
         self.TM = lw.config.tensor_cores  # rows of a tile: 8 (m8n8k4) or 16 (m16n8k4)
         self.bm, self.bn, self.g0, self.g1 = plan.rm, plan.rn, plan.g0, plan.g1
@@ -70,8 +88,23 @@ class _Warp:
         self.g, self.q = f"({lane} >> 2)", f"({lane} & 3)"
         self.row, self.col = lw.fresh("row"), lw.fresh("col")
         self.acc, self.av, self.bv = lw.fresh("acc"), lw.fresh("a"), lw.fresh("b")
-        self.outs = [(r, c, s, h) for r in range(self.bm) for c in range(self.bn)
+        # the narrow tile column needs static column indices: one block along N
+        last = N - 8 * (self.bn - 1)
+        self.narrow = last if narrow_ok and self.g1 == 1 and last <= lw.config.narrow_columns \
+            else 0
+        self.mma_bn = self.bn - (1 if self.narrow else 0)  # tile columns on the tensor cores
+        self.outs = [(r, c, s, h) for r in range(self.bm) for c in range(self.mma_bn)
                      for s in range(self.halves[r]) for h in (0, 1)]
+        self.narrow_outs = [(r, s, j) for r in range(self.bm) for s in range(self.halves[r])
+                            for j in range(self.narrow)]
+        if self.narrow:
+            lw.helpers.setdefault(*SHUFFLE)
+
+    def narrow_acc(self, r: int, s: int, j: int) -> str:
+        return f"{self.acc}_{r}_n_{s}_{j}"
+
+    def narrow_col(self, j: int) -> str:  # column of C (and B) of the narrow tile column
+        return str(8 * (self.bn - 1) + j)
 
     def rows(self, r: int, s: int) -> str:  # row of C (and A) of tile row r, half s
         return f"(({self.bi} + {r * self.g0}) * {self.TM} + {8 * s} + {self.g})"
@@ -86,26 +119,34 @@ class _Warp:
             for s in range(self.halves[r]):
                 w.line(f"const {I} {self.row}_{r}_{s} = "
                        f"min(({I}){self.rows(r, s)}, ({I}){self.M - 1});")
-        for c in range(self.bn):
+        for c in range(self.mma_bn):
             w.line(f"const {I} {self.col}_{c} = "
                    f"min(({I})(({self.bj} + {c * self.g1}) * 8 + {self.g}), ({I}){self.N - 1});")
-        w.line("double " + ", ".join(f"{self.acc}_{r}_{c}_{s}_{h} = 0"
-                                     for r, c, s, h in self.outs) + ";")
+        w.line("double " + ", ".join([f"{self.acc}_{r}_{c}_{s}_{h} = 0"
+                                      for r, c, s, h in self.outs]
+                                     + [f"{self.narrow_acc(*o)} = 0"
+                                        for o in self.narrow_outs]) + ";")
 
-    def step(self, a_value, b_value) -> None:
+    def step(self, a_value, b_value, narrow_b=None) -> None:
         """One K step: a_value(r, s) / b_value(c) are this lane's A and B values (C
-        expressions), then the bm x bn mmas."""
+        expressions), then the bm x bn mmas; narrow_b(j): B at this lane's own K index and
+        column j of the narrow tile column, for its fma()s."""
         for r in range(self.bm):
             for s in range(self.halves[r]):
                 self.w.line(f"const double {self.av}_{r}_{s} = {a_value(r, s)};")
-        for c in range(self.bn):
+        for c in range(self.mma_bn):
             self.w.line(f"const double {self.bv}_{c} = {b_value(c)};")
+        for j in range(self.narrow):
+            self.w.line(f"const double {self.bv}_n_{j} = {narrow_b(j)};")
         for r in range(self.bm):
             halves = self.halves[r]
-            for c in range(self.bn):
+            for c in range(self.mma_bn):
                 d = [f"{self.acc}_{r}_{c}_{s}_{h}" for s in range(halves) for h in (0, 1)]
                 a = [f"{self.av}_{r}_{s}" for s in range(halves)]
                 self.w.line(f"{MACROS[8 * halves][0]}({', '.join(d + a)}, {self.bv}_{c});")
+        for r, s, j in self.narrow_outs:
+            acc = self.narrow_acc(r, s, j)
+            self.w.line(f"{acc} = fma({self.av}_{r}_{s}, {self.bv}_n_{j}, {acc});")
 
     def k_loop(self, K: int, fa, fb) -> None:
         """op(A) x op(B) over K in steps of 4 (lane q takes index 4 t + q); the steps past K
@@ -116,7 +157,8 @@ class _Warp:
             def val(x: str) -> str:
                 return f"{k} < {K} ? {x} : 0.0" if guarded else x
             self.step(lambda r, s: val(f"(double){fa(f'{self.row}_{r}_{s}', k)}"),
-                      lambda c: val(f"(double){fb(k, f'{self.col}_{c}')}"))
+                      lambda c: val(f"(double){fb(k, f'{self.col}_{c}')}"),
+                      lambda j: val(f"(double){fb(k, self.narrow_col(j))}"))
 
         # (loading the next K step's operands before this step's mmas measured no faster on
         # an H100: 1.96 ms either way for ADER f64 N=5, and 121 registers with `volatile`)
@@ -132,20 +174,30 @@ class _Warp:
             w.line(f"const {I} {k} = {whole} + {self.q};")
             step(True)
             w.close()
+        # the narrow column: the 4 lanes of a row (l ^ 1, l ^ 2) add up their K indices' sums;
+        # a + b is commutative, so all 4 get the same total
+        for o in self.narrow_outs:
+            for m in (1, 2):
+                w.line(f"{self.narrow_acc(*o)} += {SHUFFLE[0]}({self.narrow_acc(*o)}, {m});")
 
     def store(self, store) -> None:
         """Every accumulator through the collective's store, guarded at the edges of C."""
         for r, c, s, h in self.outs:
             i, j = self.rows(r, s), self.cols(c, h)
-            lines: list[str] = []
-            store(lines, i, j, f"{self.acc}_{r}_{c}_{s}_{h}")
-            guard = []
-            if self.g0 * self.bm * self.TM > self.M:
-                guard.append(f"{i} < {self.M}")
-            if self.g1 * self.bn * 8 > self.N:
-                guard.append(f"{j} < {self.N}")
-            cond = f"if ({' && '.join(guard)}) " if guard else ""
-            self.w.line(cond + (lines[0] if len(lines) == 1 else "{ " + " ".join(lines) + " }"))
+            guard = [f"{j} < {self.N}"] if not self.narrow and self.g1 * self.bn * 8 > self.N \
+                else []
+            self._guarded(store, i, j, f"{self.acc}_{r}_{c}_{s}_{h}", guard)
+        for r, s, j in self.narrow_outs:  # every lane of the row has the total: lane j % 4
+            self._guarded(store, self.rows(r, s), self.narrow_col(j), self.narrow_acc(r, s, j),
+                          [f"{self.q} == {j % 4}"])
+
+    def _guarded(self, store, i: str, j: str, value: str, guard: list[str]) -> None:
+        lines: list[str] = []
+        store(lines, i, j, value)
+        if self.g0 * self.bm * self.TM > self.M:
+            guard = [f"{i} < {self.M}"] + guard
+        cond = f"if ({' && '.join(guard)}) " if guard else ""
+        self.w.line(cond + (lines[0] if len(lines) == 1 else "{ " + " ".join(lines) + " }"))
 
 
 def _plan(lw, M: int, N: int) -> tiles.TilePlan:
@@ -172,7 +224,7 @@ def lower(lw, w, I: str, M: int, N: int, K: int, fa, fb, store) -> None:  # noqa
     else:
         w.open(f"for (int {tt} = {warp}; {tt} < {plan.g0 * plan.g1}; {tt} += {warps})")
     w.line(f"const int {bj} = {tt} / {plan.g0}, {bi} = {tt} - {bj} * {plan.g0};")
-    t = _Warp(lw, w, I, M, N, lane, bi, bj, plan)
+    t = _Warp(lw, w, I, M, N, lane, bi, bj, plan, narrow_ok=True)
     t.declare()
     t.k_loop(K, fa, fb)
     t.store(store)

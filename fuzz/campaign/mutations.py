@@ -398,6 +398,10 @@ _M = [  # name, category, doc, install
      "fused gemm pair: columns of the intermediate past its edge enter the second gemm",
      _filter((r"\(\(8 \* \d+ \+ 2 \* \(tl_lane\d+ & 3\) \+ \d\) < \d+ \? ([^?]*?) : 0\.0\)",
               r"(\1)"))),
+    # the narrow tile column of a single tensor-core gemm (lower_mma; NVIDIA only)
+    ("narrow-half-sum", "collective",
+     "narrow tile column of a tensor-core gemm: each row summed over 2 of its 4 lanes",
+     _filter((r"^ *(\w+) \+= tl_dshfl_xor\(\1, 2\);\n", ""))),
 ]
 
 MUTATIONS: dict[str, Mutation] = {n: Mutation(n, c, d, f) for n, c, d, f in _M}
