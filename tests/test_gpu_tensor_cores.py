@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from drawn import drawn
-from nvidia import nvidia_mma_rows
+from nvidia import nvidia, nvidia_mma_rows
 
 import tlinterp
 from tlgpu import LoweringConfig
@@ -124,6 +124,18 @@ def test_a_narrow_last_tile_column_runs_on_the_fp64_units():
     # nor in a fused pair: its accumulators feed the second gemm as they are
     pair = tlinterp.check(tlinterp.parse(PAIR, "p.tl"))
     assert "fma(" not in lower_program(pair, None, LoweringConfig(tensor_cores=16)).source
+
+
+def test_the_shuffle_builds_without_optimisation_on_nvidia():
+    # a known-bug workaround builds some kernels with -cl-opt-disable (tlgpu/workarounds.py):
+    # the helper must then still link (a plain `inline` function is an external reference)
+    import pyopencl as cl
+
+    nvidia_mma_rows()
+    source = _lower(gemm_source(35, 9, 10), tensor_cores=16, group_pointers_as_ulong=True)
+    assert "tl_dshfl_xor(" in source
+    dev = nvidia()
+    cl.Program(dev.context, source).build(options=["-cl-opt-disable"])
 
 
 PAIR = """

@@ -50,7 +50,7 @@ MACROS = {
 
 # the sum over lanes l and l ^ m of a double (two 32-bit butterfly shuffles; the whole warp
 # takes part: these paths run in warp-uniform control flow)
-SHUFFLE = ("tl_dshfl_xor", """inline double tl_dshfl_xor(double x, int m) {
+SHUFFLE = ("tl_dshfl_xor", """static inline double tl_dshfl_xor(double x, int m) {
     uint2 v = as_uint2(x), r;
     asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(r.x) : "r"(v.x), "r"(m));
     asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 31, -1;" : "=r"(r.y) : "r"(v.y), "r"(m));
