@@ -121,9 +121,14 @@ def test_a_narrow_last_tile_column_runs_on_the_fp64_units():
     assert "TL_DMMA16(" not in _lower(gemm_source(40, 1, 7), tensor_cores=16).split("void")[-1]
     assert "fma(" not in _lower(gemm_source(100, 70, 6, group=(16, 4)), tensor_cores=16,
                                 narrow_columns=8)
-    # nor in a fused pair: its accumulators feed the second gemm as they are
+    # nor in a fused pair: its accumulators feed the second gemm as they are; by default only
+    # in a function with one gemm (in a chain, the freed registers cost L1 hits)
     pair = tlinterp.check(tlinterp.parse(PAIR, "p.tl"))
-    assert "fma(" not in lower_program(pair, None, LoweringConfig(tensor_cores=16)).source
+
+    def narrowed(**knobs):
+        return "fma(" in lower_program(pair, None, LoweringConfig(tensor_cores=16, **knobs)).source
+    assert not narrowed() and not narrowed(narrow_columns=1)
+    assert not narrowed(gemm_pairs=False) and narrowed(gemm_pairs=False, narrow_columns=1)
 
 
 def test_the_shuffle_builds_without_optimisation_on_nvidia():
@@ -179,9 +184,10 @@ def test_knob_parses_and_the_fuzzer_may_force_it():
     assert LoweringConfig().for_device(gpu=True).tensor_cores == 0
     assert drawn("tensor_cores", 200) == {None, 0, 8, 16}
     assert LoweringConfig.from_overrides(["narrow_columns=0"]).narrow_columns == 0
-    with pytest.raises(BackendError, match="0 or 1 or 2 or 4 or 8"):
+    assert LoweringConfig.from_overrides(["narrow_columns=auto"]).narrow_columns is None
+    with pytest.raises(BackendError, match="0 or 1 or 2 or 4 or 8 or auto"):
         LoweringConfig.from_overrides(["narrow_columns=3"])
-    assert drawn("narrow_columns", 200) == {0, 1, 2, 4, 8}
+    assert drawn("narrow_columns", 200) == {None, 0, 1, 2, 4, 8}
 
 
 @pytest.mark.opencl
@@ -249,7 +255,7 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
     args = _args(M, N, K, dt[ta], dt[tb], trans, E)
     want = tlinterp.interp.run(program, args, func="g", groups=E)
     taken = 0
-    knobs = [(16, 1), (2, 1), (16, 0), (16, 8)]  # (max_tile, narrow_columns)
+    knobs = [(16, None), (2, 1), (16, 0), (16, 8)]  # (max_tile, narrow_columns)
     for rows, (max_tile, narrow) in itertools.product((r for r in (16, 8, 0) if r <= most),
                                                       knobs):
         cfg = LoweringConfig(tensor_cores=rows, max_tile=max_tile, narrow_columns=narrow)

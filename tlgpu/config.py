@@ -16,7 +16,7 @@ DEVICE_DEFAULT_INTS = {"unroll_k": (1, 8)}
 # knobs whose None means "as much as the device has" (runtime.device_config), with the values
 # they take; a value the device lacks is lowered there, so every value is safe to draw
 DEVICE_FEATURES = {"tensor_cores": (0, 8, 16)}
-# integer knobs that take one of these values (0: off)
+# integer knobs that take one of these values (0: off), or None: decided from the kernel
 CHOICES = {"narrow_columns": (0, 1, 2, 4, 8)}
 
 
@@ -102,11 +102,12 @@ class LoweringConfig:
     load_batch: int = 1
     # a tensor-core gemm's last tile column of at most this many columns (N = 9: 1) runs on
     # the FP64 units (fma per lane, then a shuffle sum; lower_mma.py), not as mmas that are
-    # mostly padding; single gemms only. On an H100 (bench/gemm_shapes.py), batched f64 gemms
-    # 35x9x56 0.181 -> 0.154 ms, 56x9x35 0.165 -> 0.146 ms, 32x9x32 0.156 -> 0.153 ms, the
-    # other shapes within 3 %. In gemm pairs it lost: ADER f64 N=5 1.56 -> 1.8-2.2 ms with
-    # 20 fewer registers, so more groups per SM and half the L1 hit rate (80 -> 43 %)
-    narrow_columns: int = 1
+    # mostly padding; not in gemm pairs. None: 1 in a function with one gemm, else 0. On an
+    # H100 (bench/gemm_shapes.py), kernels of one batched f64 gemm: 35x9x56 0.180 -> 0.150
+    # ms, 56x9x35 0.163 -> 0.146 ms, 7 other shapes within 2 %. In longer chains the fewer
+    # registers let more groups onto an SM and the L1 hit rate halves: ADER f64 N=5 without
+    # pairs 1.64 -> 1.76 ms, with its pairs narrowed too 1.56 -> 1.8-2.2 ms (L1 hits 80 -> 43 %)
+    narrow_columns: Optional[int] = None
 
     def for_device(self, gpu: bool) -> LoweringConfig:
         """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a
@@ -159,6 +160,8 @@ def _parse_value(key: str, text: str, current):
                 raise ValueError
             return int(text)
         if key in CHOICES:
+            if text.lower() in ("", "none", "auto"):
+                return None
             if int(text) not in CHOICES[key]:
                 raise ValueError
             return int(text)
@@ -181,7 +184,7 @@ def _parse_value(key: str, text: str, current):
                 else "true/false/auto" if key in DEVICE_DEFAULT
                 else " or ".join(map(str, DEVICE_FEATURES[key])) + " or auto"
                 if key in DEVICE_FEATURES
-                else " or ".join(map(str, CHOICES[key])) if key in CHOICES
+                else " or ".join(map(str, CHOICES[key])) + " or auto" if key in CHOICES
                 else "true/false" if isinstance(current, bool)
                 else "a positive integer or auto" if key in DEVICE_DEFAULT_INTS
                 else "a positive integer")

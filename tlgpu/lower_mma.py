@@ -24,11 +24,12 @@ A last tile column of at most `narrow_columns` columns (N = 9: one column of 8) 
 units instead: each lane multiplies the A values it loaded anyway by B[k][column] at its own K
 indices, and the 4 lanes of each row add up their sums with two butterfly shuffles. The mmas of
 that tile column would be 7/8 padding, with a B load each step and 2 accumulators per row half.
-Only single gemms take it (a pair's accumulators feed the next gemm as they are).
+Only gemms outside pairs take it (a pair's accumulators feed the next gemm as they are).
 """
 
 from __future__ import annotations
 
+from tlinterp import ir
 from tlinterp.types import ScalarType
 
 from . import tiles
@@ -72,7 +73,7 @@ class _Warp:
     last tile column, `{acc}_{r}_n_{s}_{j}`: this lane's part of C[row(r, s)][8 (bn - 1) + j]."""
 
     def __init__(self, lw, w, I: str, M: int, N: int, lane: str, bi: str, bj: str,  # noqa: E741
-                 plan: tiles.TilePlan, narrow_ok: bool = False):
+                 plan: tiles.TilePlan, narrow: int = 0):
         self.lw, self.w, self.I, self.M, self.N = lw, w, I, M, N
         self.TM = lw.config.tensor_cores  # rows of a tile: 8 (m8n8k4) or 16 (m16n8k4)
         self.bm, self.bn, self.g0, self.g1 = plan.rm, plan.rn, plan.g0, plan.g1
@@ -90,8 +91,7 @@ class _Warp:
         self.acc, self.av, self.bv = lw.fresh("acc"), lw.fresh("a"), lw.fresh("b")
         # the narrow tile column needs static column indices: one block along N
         last = N - 8 * (self.bn - 1)
-        self.narrow = last if narrow_ok and self.g1 == 1 and last <= lw.config.narrow_columns \
-            else 0
+        self.narrow = last if self.g1 == 1 and last <= narrow else 0
         self.mma_bn = self.bn - (1 if self.narrow else 0)  # tile columns on the tensor cores
         self.outs = [(r, c, s, h) for r in range(self.bm) for c in range(self.mma_bn)
                      for s in range(self.halves[r]) for h in (0, 1)]
@@ -224,11 +224,19 @@ def lower(lw, w, I: str, M: int, N: int, K: int, fa, fb, store) -> None:  # noqa
     else:
         w.open(f"for (int {tt} = {warp}; {tt} < {plan.g0 * plan.g1}; {tt} += {warps})")
     w.line(f"const int {bj} = {tt} / {plan.g0}, {bi} = {tt} - {bj} * {plan.g0};")
-    t = _Warp(lw, w, I, M, N, lane, bi, bj, plan, narrow_ok=True)
+    t = _Warp(lw, w, I, M, N, lane, bi, bj, plan, _narrow_columns(lw))
     t.declare()
     t.k_loop(K, fa, fb)
     t.store(store)
     w.close()
+
+
+def _narrow_columns(lw) -> int:
+    """The knob, or when it is None: 1 in a function with one gemm (a stream, bound by memory
+    bandwidth), 0 in a chain of gemms (see LoweringConfig.narrow_columns)."""
+    if lw.config.narrow_columns is not None:
+        return lw.config.narrow_columns
+    return int(sum(isinstance(i, ir.Gemm) for i in ir.walk(lw.fn.body)) == 1)
 
 
 def one_warp(lw, M: int, N: int) -> bool:

@@ -55,7 +55,7 @@ SPACE: tuple[tuple, ...] = (
     (("tensor_cores", "work_group_size"), tuple((t, g) for t in (16, 8, 0)
                                                 for g in GROUP_SHAPES)),
     ("unroll_mma", (2, 1, 3, 4)),
-    ("narrow_columns", (1, 0, 2)),
+    ("narrow_columns", (None, 0, 1, 2)),
     ("gemm_pairs", (True, False)),
     ("load_batch", (1, 4, 8)),
 )
