@@ -120,7 +120,7 @@ def lowering_configs(draw):
     flipped, integer knobs small or large, sometimes a forced work-group size). Results must
     not depend on it."""
     from tlgpu import LoweringConfig
-    from tlgpu.config import CHOICES, DEVICE_DEFAULT, DEVICE_DEFAULT_INTS, DEVICE_FEATURES
+    from tlgpu.config import DEVICE_DEFAULT, DEVICE_DEFAULT_INTS, VALUE_SETS
 
     changes: dict[str, Any] = {}
     # half of the knobs changed (shrinking towards the default one by one), or a quarter of
@@ -139,10 +139,8 @@ def lowering_configs(draw):
                                draw(st.sampled_from(LOWERING_GROUP_DIMS[1])))
         elif f.name in DEVICE_DEFAULT:  # None (the device decides) is the default: force one
             changes[f.name] = draw(st.booleans())
-        elif f.name in DEVICE_FEATURES:  # None (as much as the device has): force a value
-            changes[f.name] = draw(st.sampled_from(DEVICE_FEATURES[f.name]))
-        elif f.name in CHOICES:
-            changes[f.name] = draw(st.sampled_from(CHOICES[f.name]))
+        elif f.name in VALUE_SETS:  # None (the device or the kernel decides): force a value
+            changes[f.name] = draw(st.sampled_from(VALUE_SETS[f.name]))
         elif f.name in DEVICE_DEFAULT_INTS:
             changes[f.name] = draw(st.sampled_from(LOWERING_INTS))
         elif isinstance(default, bool):

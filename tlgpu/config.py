@@ -18,6 +18,8 @@ DEVICE_DEFAULT_INTS = {"unroll_k": (1, 8)}
 DEVICE_FEATURES = {"tensor_cores": (0, 8, 16)}
 # integer knobs that take one of these values (0: off), or None: decided from the kernel
 CHOICES = {"narrow_columns": (0, 1, 2, 4, 8)}
+# every knob that takes one of a fixed set of values or None ("auto"): parsed and drawn alike
+VALUE_SETS = {**DEVICE_FEATURES, **CHOICES}
 
 
 @dataclass(frozen=True)
@@ -153,16 +155,10 @@ def _parse_value(key: str, text: str, current):
             if len(parts) != 2 or min(parts) < 1:
                 raise ValueError
             return (parts[0], parts[1])
-        if key in DEVICE_FEATURES:
+        if key in VALUE_SETS:
             if text.lower() in ("", "none", "auto"):
                 return None
-            if int(text) not in DEVICE_FEATURES[key]:
-                raise ValueError
-            return int(text)
-        if key in CHOICES:
-            if text.lower() in ("", "none", "auto"):
-                return None
-            if int(text) not in CHOICES[key]:
+            if int(text) not in VALUE_SETS[key]:
                 raise ValueError
             return int(text)
         if (key in DEVICE_DEFAULT or key in DEVICE_DEFAULT_INTS) \
@@ -182,9 +178,8 @@ def _parse_value(key: str, text: str, current):
     except ValueError:
         kind = ("W,H (two positive integers)" if key == "work_group_size"
                 else "true/false/auto" if key in DEVICE_DEFAULT
-                else " or ".join(map(str, DEVICE_FEATURES[key])) + " or auto"
-                if key in DEVICE_FEATURES
-                else " or ".join(map(str, CHOICES[key])) + " or auto" if key in CHOICES
+                else " or ".join(map(str, VALUE_SETS[key])) + " or auto"
+                if key in VALUE_SETS
                 else "true/false" if isinstance(current, bool)
                 else "a positive integer or auto" if key in DEVICE_DEFAULT_INTS
                 else "a positive integer")
