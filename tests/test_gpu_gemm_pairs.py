@@ -123,11 +123,15 @@ def test_lowered_as_one_step_without_loads_or_dead_stores_of_the_intermediate():
     assert len(stores) == 2 * 2 * 4 + 1 * 2 * 2
     assert "v_t[" not in kept.split("passed in registers")[1].split("TL_DMMA16(")[0]
     # K2 = N1 = 9 in steps (tile column, h): (0, 0), (0, 1), (1, 0); (1, 1) holds no column < 9
-    # (rows: 16 + 16 + an 8-row tile for the last 3; the first gemm: one K step in its loop)
+    # (rows: 16 + 16 + an 8-row tile for the last 3; the first gemm: one K step in its loop,
+    # or two where B, 56 x 9, loads two K steps at a time: k_pairs)
     calls = [ln.strip().split("(")[0] for ln in text.splitlines()
              if ln.strip().startswith("TL_DMMA")]
-    assert calls.count("TL_DMMA16") == (1 + 3) * 2 * 2
-    assert calls.count("TL_DMMA8") == (1 + 3) * 1 * 2
+    assert calls.count("TL_DMMA16") == (2 + 3) * 2 * 2
+    assert calls.count("TL_DMMA8") == (2 + 3) * 1 * 2
+    plain = [ln for ln in _lower(pair_source(35, 9, 56, 9), k_pairs=False).splitlines()
+             if ln.strip().startswith("TL_DMMA16")]
+    assert len(plain) == (1 + 3) * 2 * 2
     assert "< 9 ? (double)(tl_acc" in text  # columns of T past N1 enter as zeros
 
 

@@ -80,7 +80,8 @@ def test_staged_operands_are_laid_out_for_the_fragments():
 
 
 def test_k_remainder_is_zeroed_and_edges_are_guarded():
-    text = _lower(gemm_source(35, 9, 10), tensor_cores=16, narrow_columns=0)
+    # (plain steps of 4: k_pairs would take K 0..7 in one block of 8, below)
+    text = _lower(gemm_source(35, 9, 10), tensor_cores=16, narrow_columns=0, k_pairs=False)
     assert "< 8; " in text  # the whole K steps
     assert "< 10 ? (double)" in text  # the last, partial step loads zeros past K
     assert " < 35 && " in text and " < 9)" in text  # stores past M and N are guarded
@@ -103,7 +104,7 @@ def test_a_narrow_last_tile_column_runs_on_the_fp64_units():
         return [ln.strip() for ln in text.splitlines() if ln.strip().startswith(start)]
 
     # N = 9: one tile column of 8 on the tensor cores, column 8 by fma() in each lane
-    text = _lower(gemm_source(35, 9, 10), tensor_cores=16)
+    text = _lower(gemm_source(35, 9, 10), tensor_cores=16, k_pairs=False)
     assert len(lines(text, "TL_DMMA16(")) == 2 * 2 * 1 and len(lines(text, "TL_DMMA8(")) == 2
     fmas = lines(text, "tl_acc")
     assert len([f for f in fmas if "= fma(" in f]) == 2 * 5  # (whole, partial step) x 5 rows
@@ -129,6 +130,42 @@ def test_a_narrow_last_tile_column_runs_on_the_fp64_units():
         return "fma(" in lower_program(pair, None, LoweringConfig(tensor_cores=16, **knobs)).source
     assert not narrowed() and not narrowed(narrow_columns=1)
     assert not narrowed(gemm_pairs=False) and narrowed(gemm_pairs=False, narrow_columns=1)
+
+
+def test_operands_contiguous_along_k_load_two_k_steps_at_once():
+    vec = "(*(global const double2*)"
+
+    def loads(text):
+        return text.count(vec)
+
+    # B (56 x 9, leading dimension 56) is contiguous along K: lane q takes K indices 8 t + 2 q
+    # and 8 t + 2 q + 1 and loads both B values with one double2, per tile column (and for
+    # the narrow column); A (column-major) keeps two scalar loads per row half
+    text = _lower(gemm_source(35, 9, 56), tensor_cores=16, narrow_columns=0)
+    assert loads(text) == 2 and "tl_kb" in text and "+= 8)" in text
+    assert re.search(r"const int (tl_k\d+) = (tl_kb\d+) \+ 2 \* \(tl_lane\d+ & 3\);", text)
+    assert re.search(r"v_a\[\(tl_row\d+_0_0\) \+ \(tl_k\d+ \+ 1\) \* 35\]", text)
+    assert loads(_lower(gemm_source(35, 9, 56), tensor_cores=16)) == 2  # one tile + narrow
+    # op(A) = A^T with A K x M: A is contiguous along K too (two row halves of one m16 tile)
+    assert loads(_lower(gemm_source(16, 8, 16, trans=(True, False)), tensor_cores=16)) == 3
+    # K = 12: one block of 8, then one plain step of 4; K = 14: and the zeroed partial step
+    twelve = _lower(gemm_source(16, 8, 12), tensor_cores=16)
+    assert "< 8; tl_kb" in twelve and re.search(r"const int tl_k\d+ = 8 \+ \(tl_lane", twelve)
+    assert "< 14 ? (double)" in _lower(gemm_source(16, 8, 14), tensor_cores=16)
+    # not: op(B) = B^T (strided along K), an odd leading dimension, K < 8, the knob off
+    assert "tl_kb" not in _lower(gemm_source(16, 8, 16, trans=(False, True)), tensor_cores=16)
+    assert loads(_lower(gemm_source(16, 8, 15, trans=(True, False)), tensor_cores=16)) == 0
+    assert "tl_kb" not in _lower(gemm_source(16, 8, 4), tensor_cores=16)
+    assert loads(_lower(gemm_source(35, 9, 56), tensor_cores=16, k_pairs=False)) == 0
+    assert loads(_lower(gemm_source(35, 9, 56), tensor_cores=0)) == 0
+    # a view must provably start 16-byte aligned: a row offset of 2 keeps it, 1 does not
+    for offset, want in ((2, 1), (1, 0)):
+        src = gemm_source(16, 8, 16).replace(
+            "%b = subview %B[:, :, %e] : memref<f64x16x8x?>",
+            f"%b = subview %B[{offset}:16, :, %e] : memref<f64x18x8x?>").replace(
+            "%B: memref<f64x16x8x?>", "%B: memref<f64x18x8x?>").replace(
+            "memref<f64x16x8>, f64", "memref<f64x16x8,strided<1,18>>, f64")
+        assert loads(_lower(src, tensor_cores=16)) == want, offset
 
 
 def test_the_shuffle_builds_without_optimisation_on_nvidia():
@@ -239,6 +276,12 @@ CASES = [  # (M, N, K, operand types, transposes, alpha, beta, atomic, work-grou
     (16, 12, 9, "f64", "f64", (True, False), "-2.0", "1.0", False, None),
     (24, 1, 7, "f64", "f64", (False, False), "1.0", "1.0", False, (32, 1)),
     (40, 9, 13, "f64", "f64", (False, False), "0.5", "1.0", True, (32, 1)),
+    # operands contiguous along K loaded two K steps at a time (knob k_pairs): B; A^T and B
+    # with a plain step of 4 after the blocks of 8; with the zeroed partial step; K = 8
+    (35, 9, 56, "f64", "f64", (False, False), "1.0", "0.5", True, (32, 1)),
+    (24, 10, 12, "f64", "f64", (True, False), "-1.0", "1.0", False, None),
+    (12, 16, 30, "f64", "f64", (True, False), "1.0", "0.0", False, (32, 1)),
+    (40, 8, 8, "f64", "f64", (False, False), "2.0", "0.5", False, (64, 1)),
 ]
 
 
@@ -255,10 +298,11 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
     args = _args(M, N, K, dt[ta], dt[tb], trans, E)
     want = tlinterp.interp.run(program, args, func="g", groups=E)
     taken = 0
-    knobs = [(16, None), (2, 1), (16, 0), (16, 8)]  # (max_tile, narrow_columns)
-    for rows, (max_tile, narrow) in itertools.product((r for r in (16, 8, 0) if r <= most),
-                                                      knobs):
-        cfg = LoweringConfig(tensor_cores=rows, max_tile=max_tile, narrow_columns=narrow)
+    knobs = [(16, None, True), (2, 1, True), (16, 0, True), (16, 8, True), (16, None, False)]
+    for rows, (max_tile, narrow, pairs) in itertools.product(
+            (r for r in (16, 8, 0) if r <= most), knobs):  # (max_tile, narrow_columns, k_pairs)
+        cfg = LoweringConfig(tensor_cores=rows, max_tile=max_tile, narrow_columns=narrow,
+                             k_pairs=pairs)
         low = lower_program(program, None, cfg)
         whole_warps = low.kernels["g"][1].size % 32 == 0  # (small tiles: a wider group)
         assert ("TL_DMMA" in low.source or "tl_dshfl_xor(" in low.source) \
@@ -267,5 +311,5 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
         got = tlgpu.run(program, args, func="g", groups=E, device="nvidia", config=cfg)
         scale = np.abs(want["C"]).max() + 1
         np.testing.assert_allclose(got["C"], want["C"], rtol=0, atol=1e-12 * scale * K,
-                                   err_msg=f"tensor_cores={rows} {max_tile=} {narrow=}")
+                                   err_msg=f"tensor_cores={rows} {max_tile=} {narrow=} {pairs=}")
     assert taken >= 2

@@ -110,6 +110,14 @@ class LoweringConfig:
     # registers let more groups onto an SM and the L1 hit rate halves: ADER f64 N=5 without
     # pairs 1.64 -> 1.76 ms, with its pairs narrowed too 1.56 -> 1.8-2.2 ms (L1 hits 80 -> 43 %)
     narrow_columns: Optional[int] = None
+    # a tensor-core gemm whose op(A) or op(B) is contiguous along K in global memory, 16-byte
+    # aligned (an even stride in the other mode, an even offset), walks K in steps of 8: lane
+    # q takes the indices 8 t + 2 q and 8 t + 2 q + 1 and loads both with one `double2` load
+    # (lower_mma.py). A warp's load touches the same cache lines for two K steps. On an H100
+    # (bench/ader.py, bench/gemm_shapes.py): ADER f64 N=5 1.562 -> 1.532-1.549 ms at E = 1e5,
+    # 3.120 -> 3.055 ms at 2e5 (its K_d dq0 gemms; dq0 has 56 rows), N=3 0.344 -> 0.342 ms;
+    # batched 32x9x32 1.08x, 32x17x32 1.11x, 35x9x56 0.97x, six other shapes 0.99-1.01x
+    k_pairs: bool = True
 
     def for_device(self, gpu: bool) -> LoweringConfig:
         """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a

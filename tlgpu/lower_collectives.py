@@ -45,6 +45,25 @@ def _op(v: View, trans: bool):
     return (lambda r, c: v.at([r, c])), (v.shape[0], v.shape[1])
 
 
+def _op_pairs(lw, v: View, trans: bool, k_first: bool):
+    """pair(x, k): the elements k and k + 1 (k even) of op(v) along K, at index x of its other
+    mode, as one 16-byte `double2` load; None where that is not provably aligned. K is the
+    first mode of op(v) for op(B), the second for op(A) (`k_first`). op(v) must be f64 in
+    global memory, contiguous along K, with an even static stride in its other mode and a
+    16-byte aligned first element (lower_mma.py, knob `k_pairs`)."""
+    if not (lw.config.k_pairs and v.space == "global" and v.elem == ScalarType.f64
+            and len(v.stride) == 2 and v.align % 16 == 0):
+        return None
+    k_mode = int(k_first == trans)  # the mode of v (not of op(v)) that K runs along
+    other = static_or(v.stride[1 - k_mode])
+    if v.stride[k_mode] != "1" or other is None or other % 2:
+        return None
+
+    def pair(x: str, k: str) -> str:
+        return f"(*(global const double2*){v.addr([x, k] if k_mode else [k, x])})"
+    return pair
+
+
 def _cast(ct: ScalarType, e: str) -> str:
     return f"(({ctype(ct)}){e})"
 
@@ -250,8 +269,10 @@ def lower_gemm_pair(lw, w, first: ir.Gemm, second: ir.Gemm, keep: bool) -> bool:
     fa1, _ = _op(lw.view(first.a), first.trans_a)
     fb1, _ = _op(lw.view(first.b), first.trans_b)
     fb2, _ = _op(lw.view(second.b), second.trans_b)
+    pairs1 = (_op_pairs(lw, lw.view(first.a), first.trans_a, False),
+              _op_pairs(lw, lw.view(first.b), first.trans_b, True))
     lower_mma.lower_pair(lw, w, I, (M, N1, K1, fa1, fb1, one.store if keep else None,
-                                    lambda acc: f"(double)({one.value(acc)})"),
+                                    lambda acc: f"(double)({one.value(acc)})", pairs1),
                          (N2, fb2, two.store, lambda: lw.mark(w, second)))
     w.close()
     return True
@@ -417,6 +438,7 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     M, N, K = static_or(p.M), static_or(p.N), static_or(p.K)
     mma = lower_mma.eligible(cfg, g.size, p.ct, M, N, K)
     staged = _stage(lw, w, inst, p, reads, mma)
+    pairs = (None, None)
     if staged is not None:
         sa, sb = staged
         reads = (reads - {lw.view(inst.a).root, lw.view(inst.b).root}) | {STAGE}
@@ -424,10 +446,12 @@ def _tiled_gemm(lw, w, inst, p: Problem, reads: set, store) -> None:
     else:
         fa, _ = _op(lw.view(inst.a), inst.trans_a)
         fb, _ = _op(lw.view(inst.b), inst.trans_b)
+        pairs = (_op_pairs(lw, lw.view(inst.a), inst.trans_a, False),
+                 _op_pairs(lw, lw.view(inst.b), inst.trans_b, True))
     lw.access(w, reads, {p.out.root})
     I = _index_type(lw, inst, [M, N, K])  # noqa: E741
     if mma:
-        lower_mma.lower(lw, w, I, M, N, K, fa, fb, store)
+        lower_mma.lower(lw, w, I, M, N, K, fa, fb, store, pairs)
     else:
         _register_tiles(lw, w, p, I, M, N, K, fa, fb, store)
     if staged is not None:

@@ -22,9 +22,13 @@ from .config import LoweringConfig
 from .ctypes_map import ctype, literal
 from .cwriter import CWriter
 from .memory import plan_allocas
-from .views import Group, Scalar, View, mul
+from .views import Group, Scalar, View, mul, offset_align
 
 Val = Union[Scalar, View, Group]
+# a memref argument's first element: OpenCL aligns buffers and sub-buffer origins to
+# CL_DEVICE_MEM_BASE_ADDR_ALIGN, at least 128 bytes, and the runtime passes either (16 is all
+# that a 16-byte vector load needs; docs/semantics.md "Arguments")
+ARGUMENT_ALIGN = 16
 
 RESERVED = {
     "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
@@ -155,7 +159,7 @@ class FunctionLowerer:
                         params.append(f"long {n}_stride{k}")
                     stride.append(str(s) if s is not None else f"{n}_stride{k}")
                 self.env[a.value.name] = View(n, "global", t.element, tuple(shape),
-                                              tuple(stride), a.value.name)
+                                              tuple(stride), a.value.name, ARGUMENT_ALIGN)
             elif isinstance(t, GroupType):
                 m = t.memref
                 if self.config.group_pointers_as_ulong:
@@ -335,7 +339,10 @@ class FunctionLowerer:
         self.barrier(w)
 
     # --- views --------------------------------------------------------------------------
-    def new_view(self, w, result: ir.Value, base: View, ptr_expr: str, shape, stride) -> None:
+    def new_view(self, w, result: ir.Value, base: View, ptr_expr: str, shape, stride,
+                 align: Optional[int] = None) -> None:
+        """A view named for `result`; `align`: its pointer's alignment (default: the base's,
+        for views that start where their base does)."""
         n = var(result.name)
         const = "const " if base.root in self.read_only else ""
         w.line(f"{base.space} {const}{ctype(base.elem)}* {n} = {ptr_expr};")
@@ -345,7 +352,8 @@ class FunctionLowerer:
         for k, e in enumerate(stride):
             out_stride.append(self.bind_long(w, f"{n}_stride{k}", e))
         self.env[result.name] = View(n, base.space, base.elem, tuple(out_shape),
-                                     tuple(out_stride), base.root)
+                                     tuple(out_stride), base.root,
+                                     base.align if align is None else align)
 
     def bind_long(self, w, name: str, expr: str) -> str:
         if expr.lstrip("-").isdigit() or expr.isidentifier():
@@ -371,7 +379,11 @@ class FunctionLowerer:
                 size = self.index(sl.size)
             shape.append(size)
             stride.append(src.stride[k])
-        self.new_view(w, inst.result, src, src.addr(offs), shape, stride)
+        static = [str(sl.offset.value) if isinstance(sl.offset, ir.Const) else o
+                  for sl, o in zip(inst.slices, offs)]
+        moved = offset_align(list(zip(static, src.stride)), src.elem.dtype.itemsize)
+        self.new_view(w, inst.result, src, src.addr(offs), shape, stride,
+                      min(src.align, moved))
 
     def lower_expand(self, w, inst: ir.Expand):
         src = self.view(inst.operand)

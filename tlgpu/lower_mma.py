@@ -25,6 +25,11 @@ units instead: each lane multiplies the A values it loaded anyway by B[k][column
 indices, and the 4 lanes of each row add up their sums with two butterfly shuffles. The mmas of
 that tile column would be 7/8 padding, with a B load each step and 2 accumulators per row half.
 Only gemms outside pairs take it (a pair's accumulators feed the next gemm as they are).
+
+An operand contiguous along K in global memory, 16-byte aligned (knob `k_pairs`), is loaded
+two K steps at a time: K runs in blocks of 8 where lane q takes indices 8 t + 2 q and
+8 t + 2 q + 1, so one `double2` load gives both, and the warp's load touches the cache lines
+of two steps once. Any order of the K indices is the same sum, as long as A and B agree.
 """
 
 from __future__ import annotations
@@ -131,27 +136,38 @@ class _Warp:
         """One K step: a_value(r, s) / b_value(c) are this lane's A and B values (C
         expressions), then the bm x bn mmas; narrow_b(j): B at this lane's own K index and
         column j of the narrow tile column, for its fma()s."""
+        self.load(a_value, b_value, narrow_b)
+        self.mmas()
+
+    def load(self, a_value, b_value, narrow_b=None, tag: str = "") -> None:
+        """The values of one K step in `{av}_{r}_{s}{tag}`, `{bv}_{c}{tag}`, `{bv}_n_{j}{tag}`."""
         for r in range(self.bm):
             for s in range(self.halves[r]):
-                self.w.line(f"const double {self.av}_{r}_{s} = {a_value(r, s)};")
+                self.w.line(f"const double {self.av}_{r}_{s}{tag} = {a_value(r, s)};")
         for c in range(self.mma_bn):
-            self.w.line(f"const double {self.bv}_{c} = {b_value(c)};")
+            self.w.line(f"const double {self.bv}_{c}{tag} = {b_value(c)};")
         for j in range(self.narrow):
-            self.w.line(f"const double {self.bv}_n_{j} = {narrow_b(j)};")
+            self.w.line(f"const double {self.bv}_n_{j}{tag} = {narrow_b(j)};")
+
+    def mmas(self, tag: str = "") -> None:
+        """The bm x bn mmas (and narrow fma()s) of the K step loaded with `tag`."""
         for r in range(self.bm):
             halves = self.halves[r]
             for c in range(self.mma_bn):
                 d = [f"{self.acc}_{r}_{c}_{s}_{h}" for s in range(halves) for h in (0, 1)]
-                a = [f"{self.av}_{r}_{s}" for s in range(halves)]
-                self.w.line(f"{MACROS[8 * halves][0]}({', '.join(d + a)}, {self.bv}_{c});")
+                a = [f"{self.av}_{r}_{s}{tag}" for s in range(halves)]
+                self.w.line(f"{MACROS[8 * halves][0]}({', '.join(d + a)}, {self.bv}_{c}{tag});")
         for r, s, j in self.narrow_outs:
             acc = self.narrow_acc(r, s, j)
-            self.w.line(f"{acc} = fma({self.av}_{r}_{s}, {self.bv}_n_{j}, {acc});")
+            self.w.line(f"{acc} = fma({self.av}_{r}_{s}{tag}, {self.bv}_n_{j}{tag}, {acc});")
 
-    def k_loop(self, K: int, fa, fb) -> None:
+    def k_loop(self, K: int, fa, fb, pairs=(None, None)) -> None:
         """op(A) x op(B) over K in steps of 4 (lane q takes index 4 t + q); the steps past K
-        load zeros in both operands."""
+        load zeros in both operands. pairs = (pa, pb): pa(row, k) / pb(col, k) load op(A) /
+        op(B) at K indices k and k + 1 as one double2, where that is aligned (None where
+        not): then K runs first in blocks of 8, lane q taking 8 t + 2 q and 8 t + 2 q + 1."""
         w, I, k = self.w, self.I, self.lw.fresh("k")  # noqa: E741
+        start = self._paired_loop(K, fa, fb, pairs) if pairs != (None, None) else 0
 
         def step(guarded: bool) -> None:
             def val(x: str) -> str:
@@ -162,10 +178,14 @@ class _Warp:
 
         # (loading the next K step's operands before this step's mmas measured no faster on
         # an H100: 1.96 ms either way for ADER f64 N=5, and 121 registers with `volatile`)
-        whole = K // 4 * 4
-        if whole:
-            if self.lw.config.unroll_mma > 1:
-                w.line(f"#pragma unroll {self.lw.config.unroll_mma}")
+        whole = start + (K - start) // 4 * 4
+        if start and whole > start:  # one step of 4 after the blocks of 8
+            w.open("")
+            w.line(f"const {I} {k} = {start} + {self.q};")
+            step(False)
+            w.close()
+        elif whole and not start:
+            self._unroll()
             w.open(f"for ({I} {k} = {self.q}; {k} < {whole}; {k} += 4)")
             step(False)
             w.close()
@@ -179,6 +199,47 @@ class _Warp:
         for o in self.narrow_outs:
             for m in (1, 2):
                 w.line(f"{self.narrow_acc(*o)} += {SHUFFLE[0]}({self.narrow_acc(*o)}, {m});")
+
+    def _unroll(self) -> None:
+        if self.lw.config.unroll_mma > 1:
+            self.w.line(f"#pragma unroll {self.lw.config.unroll_mma}")
+
+    def _paired_loop(self, K: int, fa, fb, pairs) -> int:
+        """The K indices below K // 8 * 8 as steps of two mma rounds, lane q taking K indices
+        k = 8 t + 2 q and k + 1 (the 4 lanes' k cover the block of 8; A and B agree, so the
+        sum is the same, reassociated); the aligned operands load both with one double2, and
+        every load comes before the mmas. Returns where the plain steps start."""
+        w, I, k, kb = self.w, self.I, self.lw.fresh("k"), self.lw.fresh("kb")  # noqa: E741
+        whole = K // 8 * 8
+        if not whole:
+            return 0
+        pa, pb = pairs
+        self._unroll()
+        w.open(f"for ({I} {kb} = 0; {kb} < {whole}; {kb} += 8)")
+        w.line(f"const {I} {k} = {kb} + 2 * {self.q};")
+        k1 = f"{k} + 1"
+        for r in range(self.bm):
+            for s in range(self.halves[r]):
+                row, av = f"{self.row}_{r}_{s}", f"{self.av}_{r}_{s}"
+                if pa is not None:
+                    w.line(f"const double2 {av}_v = {pa(row, k)};")
+                    w.line(f"const double {av} = {av}_v.x, {av}_h = {av}_v.y;")
+                else:
+                    w.line(f"const double {av} = (double){fa(row, k)};")
+                    w.line(f"const double {av}_h = (double){fa(row, k1)};")
+        cols = [(f"{self.bv}_{c}", f"{self.col}_{c}") for c in range(self.mma_bn)] \
+            + [(f"{self.bv}_n_{j}", self.narrow_col(j)) for j in range(self.narrow)]
+        for bv, col in cols:
+            if pb is not None:
+                w.line(f"const double2 {bv}_v = {pb(col, k)};")
+                w.line(f"const double {bv} = {bv}_v.x, {bv}_h = {bv}_v.y;")
+            else:
+                w.line(f"const double {bv} = (double){fb(k, col)};")
+                w.line(f"const double {bv}_h = (double){fb(k1, col)};")
+        self.mmas()
+        self.mmas("_h")
+        w.close()
+        return whole
 
     def store(self, store) -> None:
         """Every accumulator through the collective's store, guarded at the edges of C."""
@@ -211,9 +272,11 @@ def _lane(lw, w) -> tuple[str, str]:
     return lane, warp
 
 
-def lower(lw, w, I: str, M: int, N: int, K: int, fa, fb, store) -> None:  # noqa: E741
+def lower(lw, w, I: str, M: int, N: int, K: int, fa, fb, store,  # noqa: E741
+          pairs=(None, None)) -> None:
     """Emit the gemm; fa(r, k) / fb(k, c) are C expressions of op(A) and op(B), `store` the
-    collective's store of one element (alpha, beta, atomics)."""
+    collective's store of one element (alpha, beta, atomics), `pairs` their double2 loads
+    along K where aligned (_Warp.k_loop)."""
     warps = lw.geo.size // WARP
     plan = _plan(lw, M, N)
     lane, warp = _lane(lw, w)
@@ -226,7 +289,7 @@ def lower(lw, w, I: str, M: int, N: int, K: int, fa, fb, store) -> None:  # noqa
     w.line(f"const int {bj} = {tt} / {plan.g0}, {bi} = {tt} - {bj} * {plan.g0};")
     t = _Warp(lw, w, I, M, N, lane, bi, bj, plan, _narrow_columns(lw))
     t.declare()
-    t.k_loop(K, fa, fb)
+    t.k_loop(K, fa, fb, pairs)
     t.store(store)
     w.close()
 
@@ -248,8 +311,9 @@ def one_warp(lw, M: int, N: int) -> bool:
 def lower_pair(lw, w, I: str, first, second) -> None:  # noqa: E741
     """Two gemms where the output T (M x N1) of the first is op(A) of the second, both on one
     warp (`one_warp`): the second takes T from the first's accumulators instead of memory.
-    first = (M, N1, K1, fa, fb, store or None, value): value(acc) is the C expression the
-    first would store (alpha applied); store None: T is dead, never written.
+    first = (M, N1, K1, fa, fb, store or None, value, pairs): value(acc) is the C expression
+    the first would store (alpha applied); store None: T is dead, never written; pairs as for
+    `lower`.
     second = (N2, fb, store, mark): mark() says the C lines that follow come from the second.
 
     Lane l = 4 g + q holds T[row][8 c + 2 q + h] of the first's tiles; the second sums over K2
@@ -257,13 +321,13 @@ def lower_pair(lw, w, I: str, first, second) -> None:  # noqa: E741
     indices is a valid sum as long as A and B agree, docs/semantics.md). Indices k >= N1
     (columns of the first's last tile past its edge, computed from clamped columns) take zeros
     in both operands; steps with no index below N1 are left out."""
-    M, N1, K1, fa1, fb1, store1, value = first
+    M, N1, K1, fa1, fb1, store1, value, pairs1 = first
     N2, fb2, store2, mark = second
     lane, warp = _lane(lw, w)
     w.open(f"if ({warp} == 0)")
     t1 = _Warp(lw, w, I, M, N1, lane, "0", "0", _plan(lw, M, N1))
     t1.declare()
-    t1.k_loop(K1, fa1, fb1)
+    t1.k_loop(K1, fa1, fb1, pairs1)
     if store1 is not None:
         t1.store(store1)
     mark()

@@ -56,6 +56,7 @@ SPACE: tuple[tuple, ...] = (
                                                 for g in GROUP_SHAPES)),
     ("unroll_mma", (2, 1, 3, 4)),
     ("narrow_columns", (None, 0, 1, 2)),
+    ("k_pairs", (True, False)),
     ("gemm_pairs", (True, False)),
     ("load_batch", (1, 4, 8)),
 )

@@ -23,6 +23,7 @@ class View:
     shape: tuple[str, ...]
     stride: tuple[str, ...]
     root: str  # memory it lives in, for the barrier analysis
+    align: int = 1  # bytes the pointer is known to be aligned to (a power of two)
 
     def offset(self, idx) -> str:
         terms = [f"({i}) * {_p(s)}" if s != "1" else f"({i})" for i, s in zip(idx, self.stride)]
@@ -45,6 +46,21 @@ class Group:
     stride_arrays: tuple[str | None, ...]
     offset: str
     root: str
+
+
+def offset_align(terms: list[tuple[str, str]], elem_bytes: int) -> int:
+    """Bytes to which a sum of index * stride terms (in elements) is provably aligned: each
+    term contributes the power of two of its static factors (0 contributes nothing)."""
+    best = 1 << 30
+    for index, stride in terms:
+        factor = 1
+        for e in (index, stride):
+            v = static_or(e)
+            if v is not None:
+                factor *= v
+        if factor:  # a zero term adds nothing
+            best = min(best, (factor & -factor) * elem_bytes)
+    return best
 
 
 def _p(e: str) -> str:
