@@ -250,5 +250,11 @@ def cases() -> list[ValidCase]:
         out.append(collective_case(f"{instr}_rough_f32", instr, "f32", "dynstride", 3,
                                    variant=0, alpha=1.25, beta=-0.75, scalar_args=True,
                                    rough=True, sizes=(7, 6, 13)))
+    # f64 operands contiguous along K with even leading dimensions (op(A) = A^T, B): a backend
+    # may load two K steps at once there (tlgpu's tensor cores do); K = 18 leaves a partial
+    # block of 8 and a partial step of 4
+    out.append(collective_case("gemm_tn_f64_contiguous_k", "gemm", "f64", "canonical", 3,
+                               variant=1, alpha=1.5, beta=-0.5, scalar_args=True, rough=True,
+                               sizes=(12, 9, 18)))
     out.append(axpby_order0())
     return out
