@@ -27,7 +27,7 @@ from .views import Group, Scalar, View, mul, offset_align
 Val = Union[Scalar, View, Group]
 # a memref argument's first element: OpenCL aligns buffers and sub-buffer origins to
 # CL_DEVICE_MEM_BASE_ADDR_ALIGN, at least 128 bytes, and the runtime passes either (16 is all
-# that a 16-byte vector load needs; docs/semantics.md "Arguments")
+# that a 16-byte vector load needs; docs/semantics.md, "OpenCL calling convention")
 ARGUMENT_ALIGN = 16
 
 RESERVED = {

@@ -139,18 +139,19 @@ class _Warp:
         self.load(a_value, b_value, narrow_b)
         self.mmas()
 
-    def load(self, a_value, b_value, narrow_b=None, tag: str = "") -> None:
-        """The values of one K step in `{av}_{r}_{s}{tag}`, `{bv}_{c}{tag}`, `{bv}_n_{j}{tag}`."""
+    def load(self, a_value, b_value, narrow_b=None) -> None:
+        """The values of one K step in `{av}_{r}_{s}`, `{bv}_{c}` and `{bv}_n_{j}`."""
         for r in range(self.bm):
             for s in range(self.halves[r]):
-                self.w.line(f"const double {self.av}_{r}_{s}{tag} = {a_value(r, s)};")
+                self.w.line(f"const double {self.av}_{r}_{s} = {a_value(r, s)};")
         for c in range(self.mma_bn):
-            self.w.line(f"const double {self.bv}_{c}{tag} = {b_value(c)};")
+            self.w.line(f"const double {self.bv}_{c} = {b_value(c)};")
         for j in range(self.narrow):
-            self.w.line(f"const double {self.bv}_n_{j}{tag} = {narrow_b(j)};")
+            self.w.line(f"const double {self.bv}_n_{j} = {narrow_b(j)};")
 
     def mmas(self, tag: str = "") -> None:
-        """The bm x bn mmas (and narrow fma()s) of the K step loaded with `tag`."""
+        """The bm x bn mmas (and narrow fma()s) of the K step whose values are named with the
+        suffix `tag` (the second K index of a pair: "_h")."""
         for r in range(self.bm):
             halves = self.halves[r]
             for c in range(self.mma_bn):
