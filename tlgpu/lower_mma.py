@@ -218,25 +218,28 @@ class _Warp:
         self._unroll()
         w.open(f"for ({I} {kb} = 0; {kb} < {whole}; {kb} += 8)")
         w.line(f"const {I} {k} = {kb} + 2 * {self.q};")
-        k1 = f"{k} + 1"
+
+        def values(name: str, pair, one) -> None:
+            """`name` and `name`_h, the operand at k and k + 1: one double2 load where `pair`
+            has it (aligned), else one(k) and one(k + 1)."""
+            if pair is not None:
+                w.line(f"const double2 {name}_v = {pair(k)};")
+                w.line(f"const double {name} = {name}_v.x, {name}_h = {name}_v.y;")
+            else:
+                w.line(f"const double {name} = (double){one(k)};")
+                w.line(f"const double {name}_h = (double){one(f'{k} + 1')};")
+
         for r in range(self.bm):
             for s in range(self.halves[r]):
-                row, av = f"{self.row}_{r}_{s}", f"{self.av}_{r}_{s}"
-                if pa is not None:
-                    w.line(f"const double2 {av}_v = {pa(row, k)};")
-                    w.line(f"const double {av} = {av}_v.x, {av}_h = {av}_v.y;")
-                else:
-                    w.line(f"const double {av} = (double){fa(row, k)};")
-                    w.line(f"const double {av}_h = (double){fa(row, k1)};")
+                row = f"{self.row}_{r}_{s}"
+                values(f"{self.av}_{r}_{s}",
+                       None if pa is None else (lambda x, row=row: pa(row, x)),
+                       lambda x, row=row: fa(row, x))
         cols = [(f"{self.bv}_{c}", f"{self.col}_{c}") for c in range(self.mma_bn)] \
             + [(f"{self.bv}_n_{j}", self.narrow_col(j)) for j in range(self.narrow)]
         for bv, col in cols:
-            if pb is not None:
-                w.line(f"const double2 {bv}_v = {pb(col, k)};")
-                w.line(f"const double {bv} = {bv}_v.x, {bv}_h = {bv}_v.y;")
-            else:
-                w.line(f"const double {bv} = (double){fb(k, col)};")
-                w.line(f"const double {bv}_h = (double){fb(k1, col)};")
+            values(bv, None if pb is None else (lambda x, col=col: pb(col, x)),
+                   lambda x, col=col: fb(x, col))
         self.mmas()
         self.mmas("_h")
         w.close()
