@@ -4,6 +4,8 @@ rewrite that never matches could never be killed: the bench counts it as not app
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from fuzz.campaign import mutations
@@ -45,6 +47,21 @@ def sources() -> list[str]:
         if "tl_dshfl_xor(" in src:
             fused.append(src)
             break
+    # and the first kernels whose tensor-core gemms load operands two K steps at a time
+    # (k_pairs: streamed operands, fuzz.gen.function.streamed_operand; the same bound), until
+    # B has been loaded in pairs and some operand one value at a time beside a pair
+    forms: set[str] = set()
+    for seed in range(2000):
+        if len(forms) == 2:
+            break
+        fn, _, _, stats = sample_function(seed)
+        if stats["streamed-operand"]:
+            src = lower_program(to_program([fn]), None, LoweringConfig(tensor_cores=16)).source
+            new = {f for f, pat in (("B", r"tl_b\d+_\w+_v = "), ("single", r"\(tl_k\d+ \+ 1\)"))
+                   if re.search(pat, src)} - forms
+            if "TL_DMMA" in src and new:
+                forms |= new
+                fused.append(src)
     return out + fused
 
 

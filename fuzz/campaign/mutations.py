@@ -398,6 +398,16 @@ _M = [  # name, category, doc, install
      "fused gemm pair: columns of the intermediate past its edge enter the second gemm",
      _filter((r"\(\(8 \* \d+ \+ 2 \* \(tl_lane\d+ & 3\) \+ \d\) < \d+ \? ([^?]*?) : 0\.0\)",
               r"(\1)"))),
+    # operands contiguous along K loaded two K steps at once (lower_mma, knob k_pairs; NVIDIA
+    # only): one double2 per lane holds K indices k and k + 1
+    ("k-pairs-halves-swapped", "collective",
+     "tensor-core gemm: B's double2 of K indices k, k + 1 read in the wrong order",
+     _filter((r"const double (tl_b\d+_\w+) = \1_v\.x, \1_h = \1_v\.y;",
+              r"const double \1 = \1_v.y, \1_h = \1_v.x;"))),
+    ("k-pairs-scalar-reload", "collective",
+     "tensor-core gemm, K in pairs: the operand loaded one value at a time reloads index k "
+     "for k + 1",
+     _filter((r"\((tl_k\d+) \+ 1\)", r"(\1)"))),
     # the narrow tile column of a single tensor-core gemm (lower_mma; NVIDIA only)
     ("narrow-half-sum", "collective",
      "narrow tile column of a tensor-core gemm: each row summed over 2 of its 4 lanes",

@@ -16,6 +16,9 @@ from .core import CoreGenerator, exact_dim, size_bound
 from .model import Buf, Scal, Unavailable, View
 from .ranges import IRange
 
+# K of streamed gemms (`streamed_gemm`): one or more blocks of 8, then a step of 4 and/or a
+# partial step
+STREAMED_K = (8, 9, 12, 13, 16, 19, 20, 24)
 EMPTY_ARROW_PERCENT = 60  # an if without results is written `-> ()` (the original compiler's)
 
 # kind (the class name in lower case, as in GenParams.collective_weights) -> possible orders
@@ -451,7 +454,11 @@ class BodyGenerator(CoreGenerator):
         k = self.pick(self.big_sizes()) if self.big else self.int(1, self.p.max_k)
         trans_a, trans_b = self.flip(40), self.flip(40)
         sw = _op_dims
-        if kind == "gemm":
+        if kind == "gemm" and elem is ScalarType.f64 and not self.p_mixed \
+                and all(isinstance(d, int) for d in dims) \
+                and self.flip(self.p.streamed_gemm_percent):
+            k, trans_a, trans_b, a, b = self.streamed_gemm(dims[0], dims[1], c.buf)
+        elif kind == "gemm":
             a = self.input_view(elem, sw(dims[0], k, trans_a), c.buf)
             b = self.input_view(elem, sw(k, dims[1], trans_b), c.buf)
         elif kind == "gemv":
@@ -495,6 +502,28 @@ class BodyGenerator(CoreGenerator):
                 self.gen_chain(c, (a.buf, b.buf))
             except Unavailable:
                 pass
+
+    def streamed_gemm(self, m: int, n: int, out: Buf) -> tuple:
+        """(K, trans_a, trans_b, A, B) of an f64 gemm of static shape with K >= 8 whose op(A)
+        (A transposed), op(B) (B itself) or both are streamed operands contiguous along K
+        (`streamed_operand`): the shape of application kernels, which tensor-core lowerings
+        load two K steps at a time. K covers whole blocks of 8, a step of 4 after them and a
+        partial step. The other operand comes from the visible inputs when one is large
+        enough, else it is streamed too, in its own orientation."""
+        k = self.pick(STREAMED_K)
+        which = self.pick(["a", "b", "both"])
+        trans_a = True if which != "b" else self.flip(40)
+        trans_b = False if which != "a" else self.flip(40)
+        ops = []
+        for name, (r, c) in (("a", _op_dims(m, k, trans_a)), ("b", _op_dims(k, n, trans_b))):
+            if which in (name, "both"):
+                ops.append(self.streamed_operand(r, c))
+                continue
+            try:
+                ops.append(self.input_view(ScalarType.f64, [r, c], out))
+            except Unavailable:
+                ops.append(self.streamed_operand(r, c))
+        return (k, trans_a, trans_b, *ops)
 
     def note_rows(self, kind: str, c: View) -> None:
         if c.type.order and c.type.shape[0] is not None:

@@ -7,7 +7,7 @@ from typing import Optional
 import numpy as np
 
 from tlinterp import ir, typerules
-from tlinterp.ir import Const, Slice
+from tlinterp.ir import Const, Slice, Value
 from tlinterp.types import INDEX, GroupType, MemrefType, ScalarType
 
 from .body import BodyGenerator, int_cap
@@ -292,6 +292,41 @@ class FunctionGenerator(BodyGenerator):
             view = View(r, vt, tuple((s, s) for s in shape), tuple(strides[:-1]), buf)
         buf.name = v.name
         self.roots[id(buf)] = self.add_view(view)
+
+    def streamed_operand(self, rows: int, cols: int) -> View:
+        """An f64 gemm operand of `rows` x `cols` cut from an input argument of its own, as
+        application kernels stream theirs: one matrix per work-group (ADER's dQ[:, :, e]) or
+        one shared by all (its K[0:r, 0:c]). Mostly its columns have an even static stride and
+        its first element an even offset: 16-byte aligned, so a lowering may load two
+        consecutive rows at once (tlgpu's `k_pairs` when the rows run along K). Sometimes
+        (a near miss it must not take) the stride, the offset or the batch stride is odd."""
+        near = self.flip(self.p.streamed_near_miss_percent)
+        miss = self.pick(["ld", "offset", "batch"]) if near else None
+        off = 1 if miss == "offset" else self.pick([0, 0, 2])
+        ld = rows + off + self.int(0, 2)
+        if (ld % 2 == 1) != (miss in ("ld", "batch")):
+            ld += 1
+        width = cols + self.int(0, 1)
+        if miss == "batch" and width % 2 == 0:
+            width += 1  # odd ld x odd width: every other work-group's matrix is misaligned
+        batched = miss == "batch" or self.flip(60)
+        shape = [ld, width] + ([self.groups] if batched else [])
+        buf = Buf("", "input", ScalarType.f64, cap=self.p.int_data_max)
+        self.bufs.append(buf)
+        tshape = (ld, width) + ((None if self.flip(50) else self.groups,) if batched else ())
+        t = MemrefType.make(ScalarType.f64, tshape)
+        # a name of its own: closing regions hand the counter's names out again
+        v = Value(f"st{self.stats['streamed-operand'] + self.stats['streamed-operand-near-miss']}")
+        self.arguments.append(ir.Argument(v, t))
+        buf.name = v.name
+        self.npz[v.name] = self.data(ScalarType.f64, shape)
+        strides = [1, ld, ld * width][:len(shape)]
+        root = self.add_view(View(v, t, tuple((s, s) for s in shape), tuple(strides), buf))
+        slices = [Slice(Const(off), Const(rows), True), Slice(Const(0), Const(cols), True)]
+        if batched:
+            slices.append(Slice(self.gid.op))
+        self.stats["streamed-operand-near-miss" if near else "streamed-operand"] += 1
+        return self.subview(root, slices, [(rows, rows), (cols, cols)], strides[:2])
 
     def gen_atomic_sink(self) -> None:
         elem = self.main

@@ -73,6 +73,11 @@ class GenParams:
     alloca_gemm_percent: int = 70
     # functions with an f64 gemm take whole-warp work-group sizes this often instead
     f64_gemm_whole_warps_percent: int = 60
+    # f64 gemms of static shape whose K >= 8 operands are streamed from arguments of their
+    # own, contiguous along K and mostly 16-byte aligned (application kernels' shape; the
+    # tensor cores load such operands two K steps at a time); near misses are misaligned
+    streamed_gemm_percent: int = 30
+    streamed_near_miss_percent: int = 25
     store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
