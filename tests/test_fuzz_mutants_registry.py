@@ -29,39 +29,25 @@ def sources() -> list[str]:
     for seed in range(60):
         fn, _, _, _ = sample_function(seed)
         out.append(lower_program(to_program([fn]), None, configs[seed % 3]).source)
-    # and the first two kernels whose gemm chain takes the fused tensor-core path (NVIDIA's;
-    # seeds bounded: a generator that stops fusing leaves the pair mutants missing below)
+    # and the first generated kernels (seeds bounded: a generator that stops reaching a path
+    # leaves its mutants missing below) that take NVIDIA's tensor-core paths: two whose gemm
+    # chain is fused, one with a narrow tile column, and, for the operands loaded two K steps
+    # at a time (k_pairs: streamed operands, fuzz.gen.function.streamed_operand), one where B
+    # is loaded in pairs and one where an operand is loaded one value at a time beside a pair;
+    # each seed is lowered once, for all of them
+    wanted = {"passed in registers": 2, r"tl_dshfl_xor\(": 1, r"tl_b\d+_\w+_v = ": 1,
+              r"\(tl_k\d+ \+ 1\)": 1}
     fused = []
     for seed in range(2000):
-        if len(fused) == 2:
+        if not any(wanted.values()):
             break
-        fn, _, _, stats = sample_function(seed)
-        if stats["gemm-chain"]:
-            src = lower_program(to_program([fn]), None, LoweringConfig(tensor_cores=16)).source
-            if "passed in registers" in src:
-                fused.append(src)
-    # and the first kernel with a narrow tile column on the tensor cores (the same bound)
-    for seed in range(2000):
         fn, _, _, _ = sample_function(seed)
         src = lower_program(to_program([fn]), None, LoweringConfig(tensor_cores=16)).source
-        if "tl_dshfl_xor(" in src:
+        hits = [pat for pat, n in wanted.items() if n and re.search(pat, src)]
+        for pat in hits:
+            wanted[pat] -= 1
+        if hits:
             fused.append(src)
-            break
-    # and the first kernels whose tensor-core gemms load operands two K steps at a time
-    # (k_pairs: streamed operands, fuzz.gen.function.streamed_operand; the same bound), until
-    # B has been loaded in pairs and some operand one value at a time beside a pair
-    forms: set[str] = set()
-    for seed in range(2000):
-        if len(forms) == 2:
-            break
-        fn, _, _, stats = sample_function(seed)
-        if stats["streamed-operand"]:
-            src = lower_program(to_program([fn]), None, LoweringConfig(tensor_cores=16)).source
-            new = {f for f, pat in (("B", r"tl_b\d+_\w+_v = "), ("single", r"\(tl_k\d+ \+ 1\)"))
-                   if re.search(pat, src)} - forms
-            if "TL_DMMA" in src and new:
-                forms |= new
-                fused.append(src)
     return out + fused
 
 
