@@ -168,9 +168,9 @@ def test_batched_loops_load_before_they_store(program):
     assert len(values) == len(stores) == 8 and max(values) < min(stores)
     guarded = [n for n in values if re.search(r"= tl_t\d+_\d+ < tl_i\d+M \* tl_i\d+N \?", lines[n])]
     assert len(guarded) == 7  # the first element is inside by the loop test
-    # atomics, reductions and the default config keep one element per step
+    # atomics, reductions and load_batch=1 (a CPU's default) keep one element per step
     for name, cfg in (("axpby_n_f32_f32_atomic", config), ("sum_n_f64_f64", config),
-                      ("axpby_n_f64_f64", LoweringConfig(work_group_size=(2, 2)))):
+                      ("axpby_n_f64_f64", LoweringConfig(load_batch=1, work_group_size=(2, 2)))):
         assert all("tl_v" not in b for b in _loop_bodies(program, name, cfg)), name
     # no more than a work-item's share: 42 elements over 15 work-items is 3
     (body,) = _loop_bodies(program, "axpby_n_f64_f64",
@@ -227,8 +227,31 @@ def test_the_tuner_and_the_fuzzer_turn_load_batch():
 
     from tlgpu.tuner import SPACE
 
-    assert dict((a, v) for a, v in SPACE if isinstance(a, str))["load_batch"] == (1, 4, 8)
+    assert dict((a, v) for a, v in SPACE if isinstance(a, str))["load_batch"] == (1, 4, 6, 8)
     assert len(drawn("load_batch", 60)) >= 3
+
+
+def test_load_batch_is_device_decided(program):
+    """None batches 8 elements on GPUs (lowering without a device is for a GPU) and 1 on
+    CPUs, where pocl keeps the code it had."""
+    assert LoweringConfig().load_batch is None
+    assert LoweringConfig().for_device(gpu=True).load_batch == 8
+    assert LoweringConfig().for_device(gpu=False).load_batch == 1
+    assert LoweringConfig(load_batch=3).for_device(gpu=False).load_batch == 3
+    # 42 elements over 4 work-items: 11 each, so a full batch of 8 by default
+    (body,) = _loop_bodies(program, "axpby_n_f64_f64", LoweringConfig(work_group_size=(2, 2)))
+    assert len(re.findall(r"\] = tl_v", body)) == 8
+
+
+@pytest.mark.opencl
+def test_elementwise_bench_smoke_on_pocl(capsys):
+    """bench/elementwise.py checks every case against NumPy (a wrong result exits), here with
+    the batched path as its baseline."""
+    from benches import bench
+
+    assert bench("elementwise").main(["--device", "pocl", "--bytes", "2e5", "--reps", "1",
+                                      "--baseline", "load_batch=8"]) == 0
+    assert "ger f64 35x9" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("cname", ["axpby_n", "ger"])

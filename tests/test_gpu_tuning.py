@@ -145,7 +145,7 @@ def test_device_decided_knobs_are_off_on_pocl():
 
     c = device_config(handle("pocl"), LoweringConfig(narrow_indices=True))
     assert (c.fused_multiply_add, c.narrow_indices, c.warp_groups) == (False, True, False)
-    assert c.unroll_k == 8
+    assert (c.unroll_k, c.load_batch) == (8, 1)
     assert device_config(handle("pocl"), LoweringConfig(unroll_k=2)).unroll_k == 2
 
 

@@ -12,7 +12,7 @@ from tlinterp.diagnostics import BackendError
 # knobs whose None means "decided by the device kind" (see LoweringConfig)
 DEVICE_DEFAULT = ("fused_multiply_add", "narrow_indices", "warp_groups")
 # integer knobs whose None means "decided by the device kind": (value for GPUs, for CPUs)
-DEVICE_DEFAULT_INTS = {"unroll_k": (1, 8)}
+DEVICE_DEFAULT_INTS = {"unroll_k": (1, 8), "load_batch": (8, 1)}
 # knobs whose None means "as much as the device has" (runtime.device_config), with the values
 # they take; a value the device lacks is lowered there, so every value is safe to draw
 DEVICE_FEATURES = {"tensor_cores": (0, 8, 16)}
@@ -96,12 +96,13 @@ class LoweringConfig:
     unroll_mma: int = 2
     # an elementwise collective (axpby, hadamard, ger) computes this many of a work-item's
     # output elements, loads first, before storing them (lower_collectives._generic): the
-    # loads overlap instead of waiting one memory latency each. A tuner axis, not a default:
-    # on an H100 (bench/ader.py --config load_batch=8), ADER f64 N=3 0.344 -> 0.332 ms, f32
-    # the same, but f64 N=5 1.56 -> 2.11 ms with the same registers: batching only the first
-    # axpby does it, batching only the others gives 1.50 ms (NVIDIA's compiler then schedules
-    # the whole kernel differently)
-    load_batch: int = 1
+    # loads overlap instead of waiting one memory latency each. None: 8 on GPUs, 1 on CPUs
+    # (pocl keeps the code it had). Measured with bench/ader.py (driver 580.159), f64 E=1e5:
+    # N=5 1.526 -> 1.444 ms on an H100 and 1.507 -> 1.428 ms on an H200 (38 -> 40 % of the
+    # FP64 floor), N=3 0.343 -> 0.337 / 0.328 -> 0.327 ms, f32 within 1 %; 4 is as good at
+    # N=5 but 6 % slower at N=3, 12 and 16 are 7-13 % slower at N=5 (NVIDIA's compiler
+    # schedules the whole kernel differently; an older lowering ran N=5 at 2.1 ms with 8).
+    load_batch: Optional[int] = None
     # a tensor-core gemm's last tile column of at most this many columns (N = 9: 1) runs on
     # the FP64 units (fma per lane, then a shuffle sum; lower_mma.py), not as mmas that are
     # mostly padding; not in gemm pairs. None: 1 in a function with one gemm, else 0. On an

@@ -58,7 +58,7 @@ SPACE: tuple[tuple, ...] = (
     ("narrow_columns", (None, 0, 1, 2)),
     ("k_pairs", (True, False)),
     ("gemm_pairs", (True, False)),
-    ("load_batch", (1, 4, 8)),
+    ("load_batch", (1, 4, 6, 8)),
 )
 
 
