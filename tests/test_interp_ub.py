@@ -354,3 +354,62 @@ func @k(%y: memref<f32x4>) {
     err = ub(src, {"y": np.zeros(4, np.float32)}, groups=3)
     r = first(err, "data-race")
     assert r.element == (1,) and r.span.line == 7 and len(r.groups) == 1
+
+
+# every collective on dynamic sizes that disagree at run time: (instruction, operand types,
+# shapes that disagree, shapes that agree); the sizes per work-group come from a group member
+SHAPE_CASES = [
+    ("axpby.n 1.0, %a, 1.0, %b : f64, memref<f64x?>, f64, memref<f64x?>",
+     "%a: memref<f64x?>, %b: memref<f64x?>", {"a": (4,), "b": (5,)}, {"a": (5,), "b": (5,)}),
+    ("axpby.t 1.0, %a, 0.0, %b : f64, memref<f64x?x2>, f64, memref<f64x2x3>",
+     "%a: memref<f64x?x2>, %b: memref<f64x2x3>", {"a": (4, 2), "b": (2, 3)},
+     {"a": (3, 2), "b": (2, 3)}),
+    ("gemm.n.n 1.0, %a, %b, 0.0, %c : f64, memref<f64x2x?>, memref<f64x?x3>, f64, "
+     "memref<f64x2x3>", "%a: memref<f64x2x?>, %b: memref<f64x?x3>, %c: memref<f64x2x3>",
+     {"a": (2, 4), "b": (5, 3), "c": (2, 3)}, {"a": (2, 5), "b": (5, 3), "c": (2, 3)}),
+    ("gemv.n 1.0, %a, %b, 0.0, %c : f64, memref<f64x?x3>, memref<f64x3>, f64, memref<f64x?>",
+     "%a: memref<f64x?x3>, %b: memref<f64x3>, %c: memref<f64x?>",
+     {"a": (2, 3), "b": (3,), "c": (4,)}, {"a": (4, 3), "b": (3,), "c": (4,)}),
+    ("ger 1.0, %a, %b, 0.0, %c : f64, memref<f64x?>, memref<f64x3>, f64, memref<f64x2x3>",
+     "%a: memref<f64x?>, %b: memref<f64x3>, %c: memref<f64x2x3>",
+     {"a": (3,), "b": (3,), "c": (2, 3)}, {"a": (2,), "b": (3,), "c": (2, 3)}),
+    ("hadamard_product 1.0, %a, %b, 0.0, %c : f64, memref<f64x?>, memref<f64x4>, f64, "
+     "memref<f64x4>", "%a: memref<f64x?>, %b: memref<f64x4>, %c: memref<f64x4>",
+     {"a": (3,), "b": (4,), "c": (4,)}, {"a": (4,), "b": (4,), "c": (4,)}),
+    ("sum.n 1.0, %a, 0.0, %b : f64, memref<f64x?x3>, f64, memref<f64x2>",
+     "%a: memref<f64x?x3>, %b: memref<f64x2>", {"a": (4, 3), "b": (2,)},
+     {"a": (2, 3), "b": (2,)}),
+]
+
+
+@pytest.mark.parametrize("check", [True, False])
+@pytest.mark.parametrize("inst,params,bad,good", SHAPE_CASES,
+                         ids=[c[0].split(" ")[0] for c in SHAPE_CASES])
+def test_collectives_on_dynamic_sizes_that_disagree(inst, params, bad, good, check):
+    """The checker cannot see these; the run reports them (also with checks off: NumPy
+    cannot combine the operands) instead of failing inside the interpreter."""
+    src = f"func @k({params}) {{\n  {inst}\n}}\n"
+    rng = np.random.default_rng(0)
+    err = ub(src, {k: rng.standard_normal(s) for k, s in bad.items()}, check=check)
+    r = first(err, "shape-mismatch")
+    assert r.span.line == 2 and r.groups == (0,)
+    assert "incompatible shapes" in r.message and "differ" in r.message
+    tlinterp.run(src, {k: rng.standard_normal(s) for k, s in good.items()}, check=check)
+
+
+def test_shape_mismatch_names_the_sizes_and_every_work_group_shape():
+    """Work-groups of one run may see different sizes (group members): only those whose sizes
+    disagree are reported."""
+    src = """
+func @k(%a: group<memref<f64x?>>, %b: memref<f64x4x?>) {
+  %g = group_id
+  %x = load %a[%g] : group<memref<f64x?>>
+  %y = subview %b[:, %g] : memref<f64x4x?>
+  axpby.n 1.0, %x, 0.0, %y : f64, memref<f64x?>, f64, memref<f64x4>
+}"""
+    a = {"a.0": np.ones(4), "a.1": np.ones(3), "a.2": np.ones(4)}
+    with pytest.raises(tlinterp.diagnostics.ArgumentError, match="members differ in shape"):
+        tlinterp.run(src, {"a": list(a.values()), "b": np.zeros((4, 3))}, groups=3)
+    err = ub(src, {**a, "b": np.zeros((4, 3))}, groups=3)
+    r = first(err, "shape-mismatch")
+    assert r.groups == (1,) and "op(A) is 3, B is 4: mode 0 (3 vs 4) differ" in r.message

@@ -311,7 +311,11 @@ def _group(name: str, t: GroupType, args: Mapping[str, Any]) -> GroupArg:
                        and k != f"{name}.strides" for k in args):
             raise ArgumentError(f"group '{name}' is given both as one array '{name}' and as "
                                 f"members '{name}.0', ...: give one of the two")
-        arr = np.asarray(args[name])
+        try:
+            arr = np.asarray(args[name])
+        except ValueError:  # ragged members in one list
+            raise ArgumentError(f"argument '{name}' is {t}: its members differ in shape; give "
+                                f"them as '{name}.0', '{name}.1', ...") from None
         if arr.ndim != t.memref.order + 1:
             raise ArgumentError(f"argument '{name}' is {t}: expected an array of shape "
                                 f"(members, ...) with {t.memref.order + 1} dimensions, "

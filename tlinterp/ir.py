@@ -324,6 +324,19 @@ class Blas:
         shape = self.memref_type(field).shape
         return shape[::-1] if self.transposed(field) else shape
 
+    def size_relations(self) -> tuple[Relation, ...]:
+        """Every pair of op() modes that must have equal size: RELATIONS where the class
+        declares them (a mode past an operand's order is dropped: the sum of a vector), else
+        (the elementwise axpby, hadamard_product) each mode of the first operand against the
+        same mode of every other operand."""
+        if self.RELATIONS:
+            order = {r.field: len(self.op_shape(r.field)) for r in self.ROLES}
+            return tuple(r for r in self.RELATIONS
+                         if r[1][1] < order[r[1][0]] and r[2][1] < order[r[2][0]])
+        first, *others = (r.field for r in self.ROLES)
+        return tuple((f"mode {k}", (first, k), (other, k)) for other in others
+                     for k in range(len(self.op_shape(first))))
+
     def reduction_length(self) -> Optional[Dyn]:
         """Static K, None when K is dynamic; raises ValueError when nothing is summed."""
         if self.REDUCED is None:
@@ -462,6 +475,8 @@ class Program:
     def function(self, name: Optional[str] = None) -> Function:
         """The named function (without '@'), or the only one when `name` is None."""
         if name is None:
+            if not self.functions:
+                raise KeyError("the file defines no function: nothing to run")
             if len(self.functions) != 1:
                 raise KeyError(
                     f"the file has {len(self.functions)} functions; choose one with --func")

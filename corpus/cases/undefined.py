@@ -88,6 +88,15 @@ def memory() -> list[UndefinedCase]:
            "func @k(%a: memref<f32x4>, %b: memref<f32x4>) {\n"
            "  axpby.n.atomic 1.0, %a, 2.0, %b : f32, memref<f32x4>, f32, memref<f32x4>\n}\n",
            {"a": np.ones(4, np.float32), "b": np.ones(4, np.float32)}, groups=3),
+        _u("shape_mismatch_gemm_k", "shape-mismatch",
+           "func @k(%a: memref<f64x2x?>, %b: memref<f64x?x3>, %c: memref<f64x2x3>) {\n"
+           "  gemm.n.n 1.0, %a, %b, 0.0, %c : f64, memref<f64x2x?>, memref<f64x?x3>, f64, "
+           "memref<f64x2x3>\n}\n",
+           {"a": np.ones((2, 4)), "b": np.ones((5, 3)), "c": np.zeros((2, 3))}),
+        _u("shape_mismatch_axpby", "shape-mismatch",
+           "func @k(%a: memref<f32x4>, %b: memref<f32x?>) {\n"
+           "  axpby.n 1.0, %a, 1.0, %b : f32, memref<f32x4>, f32, memref<f32x?>\n}\n",
+           {"a": np.ones(4, np.float32), "b": np.ones(5, np.float32)}),
         _u("invalid_view_negative_offset", "invalid-view",
            f"func @k(%a: {F8}, %o: index) {{\n  %v = subview %a[%o:2] : {F8}\n"
            "  %x = load %v[1] : memref<f32x2>\n  store %x, %a[0] : memref<f32x8>\n}\n",

@@ -16,7 +16,8 @@ from ..diagnostics import TLError, UndefinedBehaviour
 
 UB_KINDS = ("out-of-bounds", "data-race", "uninitialised-read", "use-after-lifetime",
             "division-by-zero", "division-overflow", "signed-overflow", "shift-out-of-range",
-            "invalid-cast", "overlapping-operands", "order-dependent-atomic", "invalid-view")
+            "invalid-cast", "overlapping-operands", "order-dependent-atomic", "invalid-view",
+            "shape-mismatch")
 
 STATUSES = ("ok", "rejected", "failed", "crashed", "timeout")
 

@@ -122,6 +122,23 @@ def _fixed_shape(v: View) -> View:
     return replace(v, shape=tuple(int(s[0]) if is_var(s) else s for s in v.shape))
 
 
+def _check_shapes(inst: ir.Blas, views: dict[str, View], lanes: Lanes, col: Collector) -> None:
+    """The size relations that the checker could not decide (dynamic sizes), on this
+    partition's shapes (the same for all its lanes)."""
+    op = {}
+    for r in inst.ROLES:
+        shape = tuple(int(s[0]) if is_var(s) else int(s) for s in views[r.field].shape)
+        op[r.field] = shape[::-1] if inst.transposed(r.field) else shape
+    bad = [f"{label} ({op[fi][mi]} vs {op[fj][mj]})"
+           for label, (fi, mi), (fj, mj) in inst.size_relations() if op[fi][mi] != op[fj][mj]]
+    if bad:
+        shapes = ", ".join(f"{'op(' + r.label + ')' if r.trans else r.label} is "
+                           f"{'x'.join(map(str, op[r.field])) or 'a scalar'}" for r in inst.ROLES)
+        message = f"{inst.MNEMONIC} on incompatible shapes: {shapes}: {', '.join(bad)} differ"
+        col.add_lanes("shape-mismatch", True, lanes, inst.span,
+                      lambda lane, g: (None, f"{groups_text([g])}: {message}"), count_rest=False)
+
+
 def _lanes_col(x, n, k):
     x = np.asarray(x)
     return x.reshape((n,) + (1,) * k) if x.ndim == 1 else x
@@ -129,6 +146,8 @@ def _lanes_col(x, n, k):
 
 def _run_part(inst, views, in_names, out_name, alpha, beta, lanes, check, col):
     n, span = lanes.n, inst.span
+    with col.checks():  # also with checks off: NumPy cannot combine mismatched operands
+        _check_shapes(inst, views, lanes, col)
     out = views[out_name]
     fps = {k: mem.footprint(views[k], n) for k in [*in_names, out_name]}
     beta_zero = np.asarray(beta) == 0

@@ -22,7 +22,7 @@ from .values import Lanes
 KINDS = (
     "out-of-bounds", "data-race", "uninitialised-read", "use-after-lifetime", "division-by-zero",
     "division-overflow", "signed-overflow", "shift-out-of-range", "invalid-cast",
-    "overlapping-operands", "order-dependent-atomic", "invalid-view",
+    "overlapping-operands", "order-dependent-atomic", "invalid-view", "shape-mismatch",
 )
 
 _TITLES = {k: k.replace("-", " ") for k in KINDS}
