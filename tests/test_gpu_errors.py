@@ -68,6 +68,25 @@ def test_overridden_work_group_size_must_fit_the_subgroup_size():
         tlgpu.lower(p, config=LoweringConfig(work_group_size=(12, 1)))
 
 
+def test_chosen_work_group_size_honours_the_subgroup_size():
+    """With no size given, the size the lowering picks (here 4x1 on a CPU, 32x1 in one warp)
+    is rounded up to a multiple of the subgroup size instead of rejecting the kernel."""
+    from tlgpu.lowering import choose_geometry
+
+    src = ("func @f(%a: memref<f32x4>, %b: memref<f32x4>) subgroup_size({}) {{\n"
+           "  axpby.n 1.0, %a, 0.0, %b : f32, memref<f32x4>, f32, memref<f32x4>\n}}")
+    for sg in (16, 64):
+        fn = prog(src.format(sg)).functions[0]
+        for cfg in (LoweringConfig(warp_groups=False), LoweringConfig(warp_groups=True),
+                    LoweringConfig(warp_groups=False, max_work_group_size=64)):
+            geo = choose_geometry(fn, cfg)
+            assert geo.wg0 % sg == 0 and geo.wg0 * geo.wg1 <= max(sg, cfg.max_work_group_size)
+    p = prog(src.format(64))
+    a = np.arange(4, dtype=np.float32)
+    out = tlgpu.run(p, {"a": a, "b": np.zeros(4, np.float32)}, device="pocl")
+    assert (out["b"] == a).all()
+
+
 def test_local_memory_over_budget():
     p = prog("func @f() {\n  %a = alloca -> memref<f64x64x64>\n}")
     with pytest.raises(BackendError, match="bytes of local memory"):

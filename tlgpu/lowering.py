@@ -83,6 +83,10 @@ def choose_geometry(fn: ir.Function, config: LoweringConfig, filename: str = "<i
         raise BackendError([Diagnostic(f"work-group size {wg} must be positive", fn.span,
                                        filename)], source)
     sg = fn.subgroup_size
+    if sg is not None and wg[0] % sg and fn.work_group_size is None \
+            and config.work_group_size is None:  # a chosen size honours the attribute
+        wg0 = -(-wg[0] // sg) * sg
+        wg = (wg0, max(1, min(wg[1], config.max_work_group_size // wg0)))
     if sg is not None and wg[0] % sg != 0:
         raise BackendError([Diagnostic(
             f"work-group size {wg[0]}x{wg[1]}: the first mode must be a multiple of the "
