@@ -636,6 +636,15 @@ NEGATIVE = {
         "%v: void",
         "%x = arith.add %v, %v : i32",
         [("argument %v cannot have type void", "1.9-16")]),
+    "negative-size-one-message": (  # the strides derived from it are not a second mistake
+        "%a: memref<f32x-1x4>",
+        "barrier",
+        [("argument %a: mode 0 has negative size -1", "1.9-28")]),
+    "negative-size-and-written-stride": (
+        "%a: memref<f32x-1x4,strided<1,-2>>",
+        "barrier",
+        [("argument %a: mode 0 has negative size -1", "1.9-42"),
+         ("argument %a: mode 1 has negative stride -2", "1.9-42")]),
     "group-offset-negative": (
         "%A: group<memref<f32x4>, offset: -2>",
         "barrier",

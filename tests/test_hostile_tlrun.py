@@ -433,3 +433,11 @@ def test_damaged_archives_are_argument_errors(tmp_path):
             load_npz(str(path), fn, factor=4)
         except tlinterp.ArgumentError:
             pass
+
+
+@pytest.mark.parametrize("text", ["", "; only a comment\n"])
+def test_a_file_without_functions_says_so(text, tmp_path, capsys):
+    path = tmp_path / "empty.tl"
+    path.write_text(text)
+    code, err = tlrun([str(path)], capsys)
+    assert code == 2 and "defines no function" in err and "--func" not in err

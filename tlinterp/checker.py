@@ -26,7 +26,7 @@ from . import ir
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .typerules import TypeRuleError, result_types
-from .types import BOOL, INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
+from .types import BOOL, INDEX, GroupType, MemrefType, ScalarType, Type, VoidType, canonical_strides
 
 
 class _Unknown:
@@ -130,6 +130,8 @@ def layout_problems(t: MemrefType) -> list[str]:
     for k, size in enumerate(t.shape):
         if size is not None and size < 0:
             problems.append(f"mode {k} has negative size {size}")
+    if problems and t.stride == canonical_strides(t.shape):
+        return problems  # strides derived from the bad sizes: one mistake, one message
     for k, s in enumerate(t.stride):
         if s is not None and s < 0:
             problems.append(f"mode {k} has negative stride {s}")
