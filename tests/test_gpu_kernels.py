@@ -234,3 +234,26 @@ def test_tlrun_emit_opencl_prints_the_lowering(tmp_path, program):
     r = tlrun("k.tl", "--func", "chain", "--emit", "opencl", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout == tlgpu.lower(tlinterp.check(tlinterp.parse(SOURCE, "k.tl")), "chain")
+
+
+def test_every_entry_point_takes_source_text_and_names_a_wrong_type(program):
+    """As in tlinterp: source text is parsed and checked, anything else is a TypeError naming
+    the call, not an AttributeError from deep inside the lowering."""
+    args = sample_args(np.random.default_rng(5))
+    assert tlgpu.lower(SOURCE, "chain") == tlgpu.lower(
+        tlinterp.check(tlinterp.parse(SOURCE)), "chain")
+    got = tlgpu.run(SAMPLE, args)
+    want = interp_run(SAMPLE, args)
+    assert not compare_outputs(program, "fused_kernel", args, want, got)
+    k = tlgpu.compile(SAMPLE)
+    b = k.bind(args)
+    k.launch(b)
+    np.testing.assert_array_equal(b.read()["D"], got["D"])
+    with pytest.raises(tlinterp.SourceError):
+        tlgpu.lower("func @f( {")
+    calls = {"lower": lambda p: tlgpu.lower(p), "run": lambda p: tlgpu.run(p, args),
+             "compile": lambda p: tlgpu.compile(p),
+             "tune": lambda p: tlgpu.tune(p, args, use_cache=False)}
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"{name}\(program\).*got bytes"):
+            call(SAMPLE.encode())

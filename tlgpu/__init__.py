@@ -1,6 +1,10 @@
 """OpenCL backend of the tensor language: lowering to OpenCL C and a pyopencl runtime.
 
     source = tlgpu.lower(program)                 # what `tlrun --emit opencl` prints
+
+Every entry point takes a checked `ir.Program` or source text (parsed and checked here, so a
+bad source is a `SourceError`); any other object is a `TypeError` naming the call.
+
     out = tlgpu.run(program, args, device="pocl") # the .npz convention, like tlinterp.run
     k = tlgpu.compile(program, "f", device="pocl")  # compile once, then bind and launch many
     b = k.bind(args); k.launch(b).seconds; out = b.read()
@@ -27,12 +31,25 @@ from tlinterp import ir
 from .config import LoweringConfig
 
 
-def lower(program: ir.Program, func: Optional[str] = None,
+def _program(program: Union[ir.Program, str], api: str) -> ir.Program:
+    """Source text is parsed and checked (SourceError when it is bad); an `ir.Program` is taken
+    as checked; anything else is a TypeError naming the call, as in tlinterp."""
+    if isinstance(program, str):
+        from .runtime import _as_program
+
+        return _as_program(program)
+    if not isinstance(program, ir.Program):
+        raise TypeError(f"{api}(program): expected source text or an ir.Program, got "
+                        f"{type(program).__name__}")
+    return program
+
+
+def lower(program: Union[ir.Program, str], func: Optional[str] = None,
           config: Optional[LoweringConfig] = None) -> str:
     """OpenCL C source for `func` (all functions when None)."""
     from .lowering import lower_program
 
-    return lower_program(program, func, config).source
+    return lower_program(_program(program, "lower"), func, config).source
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
@@ -41,17 +58,18 @@ def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
     """Run `func` on an OpenCL device; arguments and results follow the .npz convention."""
     from .runtime import run as _run
 
-    return _run(program, args, func=func, groups=groups, device=device, config=config)
+    return _run(_program(program, "run"), args, func=func, groups=groups, device=device,
+                config=config)
 
 
-def compile(program: ir.Program, func: Optional[str] = None, device: Optional[str] = None,
-            config: Optional[LoweringConfig] = None):
+def compile(program: Union[ir.Program, str], func: Optional[str] = None,
+            device: Optional[str] = None, config: Optional[LoweringConfig] = None):
     """A `tlgpu.kernel.Kernel` for `func`: built once, bound with `.bind(args)`, launched with
     `.launch(binding)` (its `.seconds` is the profiled device time), read with
     `binding.read()`."""
     from .kernel import compile as _compile
 
-    return _compile(program, func, device=device, config=config)
+    return _compile(_program(program, "compile"), func, device=device, config=config)
 
 
 def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
@@ -61,7 +79,8 @@ def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
     kernel time in seconds of each of the `repeat` launches (all on the same inputs)."""
     from .runtime import run_bound as _run_bound
 
-    return _run_bound(program, function, bound, groups, device=device, config=config,
+    return _run_bound(_program(program, "run_bound"), function, bound, groups, device=device,
+                      config=config,
                       repeat=repeat)
 
 
@@ -72,7 +91,8 @@ def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
     per kernel and device; `.trials` is the search, empty on a cache hit)."""
     from .tuner import tune as _tune
 
-    return _tune(program, args, func=func, groups=groups, device=device, reps=reps,
+    return _tune(_program(program, "tune"), args, func=func, groups=groups, device=device,
+                 reps=reps,
                  use_cache=use_cache)
 
 
