@@ -240,6 +240,48 @@ def test_out_directory_is_refused_before_running(kernel, tmp_path, capsys):
     assert rc == 2 and "directory" in text and "@m" not in text
 
 
+def test_out_through_a_symlink_writes_its_target_and_keeps_the_link(kernel, tmp_path, capsys):
+    np.savez(tmp_path / "a.npz", A=F4)
+    (tmp_path / "link.npz").symlink_to("target.npz")  # dangling: the target is created
+    rc, _ = tlrun([kernel(MEMREF), "--args", tmp_path / "a.npz", "--out", tmp_path / "link.npz"],
+                  capsys)
+    assert rc == 0 and (tmp_path / "link.npz").is_symlink()
+    assert np.load(tmp_path / "target.npz")["A"][0] == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_out_to_a_fifo_or_dev_null_writes_in_place(kernel, tmp_path, capsys):
+    """Renaming a temporary file over a FIFO or a device would replace the node itself."""
+    import threading
+
+    np.savez(tmp_path / "a.npz", A=F4)
+    os.mkfifo(tmp_path / "fifo")
+    got = {}
+    reader = threading.Thread(target=lambda: got.update(
+        data=(tmp_path / "fifo").read_bytes()))
+    reader.start()
+    rc, _ = tlrun([kernel(MEMREF), "--args", tmp_path / "a.npz", "--out", tmp_path / "fifo"],
+                  capsys)
+    reader.join(SECONDS)
+    assert rc == 0 and (tmp_path / "fifo").is_fifo()
+    assert np.load(io.BytesIO(got["data"]))["A"][0] == 1
+    if os.path.exists("/dev/null"):
+        rc, _ = tlrun([kernel(MEMREF), "--args", tmp_path / "a.npz", "--out", "/dev/null"],
+                      capsys)
+        assert rc == 0 and Path("/dev/null").is_char_device()
+
+
+def test_out_naming_the_kernel_source_or_nothing_is_refused(kernel, tmp_path, capsys):
+    np.savez(tmp_path / "a.npz", A=F4)
+    k = kernel(MEMREF)
+    (tmp_path / "alias.tl").symlink_to(k)
+    for out, words in ((k, "kernel source"), (tmp_path / "alias.tl", "kernel source"),
+                       ("", "empty")):
+        rc, text = tlrun([k, "--args", tmp_path / "a.npz", "--out", out], capsys)
+        assert rc == 2 and words in text
+    assert k.read_text() == MEMREF
+
+
 def test_out_equal_to_args_is_replaced_whole(kernel, tmp_path, capsys):
     np.savez(tmp_path / "a.npz", A=F4)
     rc, _ = tlrun([kernel(MEMREF), "--args", tmp_path / "a.npz", "--out", tmp_path / "a.npz"],

@@ -232,8 +232,10 @@ def _run(ns) -> int:
         return 0
     func_name = ns.func
     check_groups(ns.groups)
-    if ns.out:
+    if ns.out is not None:
         check_target(ns.out)  # before the run, not after it
+        if os.path.exists(ns.out) and os.path.samefile(ns.out, ns.kernel):
+            raise ArgumentError(f"{ns.out}: is the kernel source; --out would replace it")
     if ns.emit == "ir":
         from .printer import format_program
 
@@ -277,7 +279,7 @@ def _run(ns) -> int:
                   max_steps=ns.max_steps or None)
         out = unbind(bound)
     seconds = time.perf_counter() - start
-    if ns.out:
+    if ns.out is not None:
         save_npz(ns.out, out)
     if impl.spec != "interp":  # the reference runs here, with its own options
         groups = count_groups(function, args, ns.groups)

@@ -3,12 +3,16 @@
 The arrays go to a temporary file in the target's directory, which is then renamed over the
 target: a full disk, a crash or Ctrl-C while saving leaves the old file (possibly the input
 arguments themselves, when --out equals --args) untouched. The path is used exactly as given
-(numpy.savez would append `.npz` to a name without it).
+(numpy.savez would append `.npz` to a name without it). A symbolic link is followed, so its
+target gets the results and the link stays; an existing target that is not a regular file (a
+FIFO, /dev/null, a terminal) is written in place, since renaming over it would destroy it.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 
@@ -19,9 +23,14 @@ from .diagnostics import ArgumentError
 
 def check_target(path: str) -> None:
     """Refuse, before any work is done, a target that cannot be a results file."""
-    if os.path.isdir(path):
+    if not path:
+        raise ArgumentError("--out needs a file name, got an empty one")
+    real = os.path.realpath(path)
+    if _special(real):
+        return
+    if os.path.isdir(real):
         raise ArgumentError(f"{path}: is a directory; --out needs a file name")
-    parent = os.path.dirname(os.path.abspath(path))
+    parent = os.path.dirname(real)
     if not os.path.isdir(parent):
         raise ArgumentError(f"{path}: cannot write (directory {parent} does not exist)")
     if not os.access(parent, os.W_OK | os.X_OK):  # the temporary file goes there
@@ -31,11 +40,21 @@ def check_target(path: str) -> None:
 def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
     """Write `arrays` to exactly `path`, atomically; failures are ArgumentErrors."""
     check_target(path)
-    directory = os.path.dirname(os.path.abspath(path))
+    shown, path = path, os.path.realpath(path)
+    if _special(path):
+        data = io.BytesIO()  # zipfile seeks, and /dev/null's positions are not a file's
+        np.savez(data, **arrays)
+        try:
+            with open(path, "wb") as f:
+                f.write(data.getbuffer())
+        except OSError as e:
+            raise ArgumentError(f"{shown}: cannot write ({e.strerror or e})") from None
+        return
+    directory = os.path.dirname(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=".tlrun-", suffix=".npz.tmp", dir=directory)
     except OSError as e:
-        raise ArgumentError(f"{path}: cannot write ({e.strerror or e})") from None
+        raise ArgumentError(f"{shown}: cannot write ({e.strerror or e})") from None
     try:
         with os.fdopen(fd, "wb") as f:  # a file object: numpy appends no suffix
             np.savez(f, **arrays)
@@ -52,8 +71,17 @@ def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise ArgumentError(f"{path}: cannot write ({e.strerror or e})") from None
+            raise ArgumentError(f"{shown}: cannot write ({e.strerror or e})") from None
         raise
+
+
+def _special(path: str) -> bool:
+    """An existing target that is not a regular file or a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def _umask() -> int:
