@@ -262,3 +262,69 @@ def test_timeouts_and_crashes_fail_the_case(corpus):
     assert v.status == "fail" and "within 0.2 s" in v.detail
     (v,) = run_all(from_spec(f"python:{__name__}:crashes"), case)
     assert v.status == "fail" and "ZeroDivisionError: boom" in v.detail
+
+
+class Exits(BaseException):
+    """Not an Exception: what a plug-in's own control flow might raise."""
+
+
+def raises_base_exception(source, args, func=None, groups=None):
+    raise Exits("out")
+
+
+def raises_keyboard_interrupt(source, args, func=None, groups=None):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("fn, words", [("raises_base_exception", "Exits: out"),
+                                       ("raises_keyboard_interrupt", "KeyboardInterrupt")])
+def test_a_plugin_raising_a_base_exception_crashes_its_case(corpus, fn, words):
+    case = [c for c in corpus if c.id == "valid/views/fuse_static"]
+    (v,) = run_all(from_spec(f"python:{__name__}:{fn}"), case, timeout=30)
+    assert v.status == "fail" and words in v.detail
+
+
+def _tiny_corpus(root: Path) -> Path:
+    """One case of each kind, copied from the real corpus."""
+    import shutil
+
+    for case in load_corpus(CORPUS):
+        if case.kind == "valid" and not (root / "valid").exists() or \
+                case.kind != "valid" and not (root / case.kind).exists():
+            stem = case.kernel.with_suffix("")
+            target = root / case.id
+            target.parent.mkdir(parents=True, exist_ok=True)
+            for f in stem.parent.glob(stem.name + ".*"):
+                shutil.copy(f, target.parent / f.name)
+    return root
+
+
+@pytest.mark.parametrize("kind, meta, words", [
+    ("valid", [1, 2], "must be a JSON object, got list"),
+    ("valid", None, "must be a JSON object, got NoneType"),
+    ("valid", {"func": 7}, '"func" must be a function name'),
+    ("valid", {"tags": "x"}, '"tags" must be an object of lists'),
+    ("valid", {"tags": {"instruction": 5}}, '"tags" must be an object of lists'),
+    ("valid", {"groups": 0}, '"groups" must be a work-group count'),
+    ("valid", {"warning": {"range": 5}}, '"warning" must be an object'),
+    ("invalid", [], "must be a JSON object"),
+    ("undefined", {"kind": 5}, '"kind" must be the name'),
+    ("undefined", {"kind": ["a"]}, '"kind" must be the name'),
+])
+def test_a_malformed_case_description_is_a_corpus_error(tmp_path, capsys, kind, meta, words):
+    import json
+
+    root = _tiny_corpus(tmp_path / "c")
+    (desc,) = [p for p in (root / kind).rglob("*.json")]
+    desc.write_text(json.dumps(meta))
+    assert main(["--impl", "interp", "--corpus", str(root), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_a_case_description_without_its_kernel_is_a_corpus_error(tmp_path, capsys):
+    root = _tiny_corpus(tmp_path / "c")
+    (kernel,) = [p for p in (root / "valid").rglob("*.tl")]
+    kernel.unlink()
+    assert main(["--impl", "interp", "--corpus", str(root), "--quiet"]) == 2
+    assert "without its kernel source" in capsys.readouterr().err

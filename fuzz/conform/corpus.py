@@ -124,6 +124,53 @@ def _kernels(directory: Path) -> list[Path]:
     return [found[s] for s in sorted(found)]
 
 
+def _opt_str(v) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _opt_groups(v) -> bool:
+    return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1)
+
+
+def _tags(v) -> bool:
+    return v is None or (isinstance(v, dict) and all(
+        isinstance(k, str) and isinstance(t, list) and all(isinstance(x, str) for x in t)
+        for k, t in v.items()))
+
+
+def _warning(v) -> bool:
+    return v is None or (isinstance(v, dict) and isinstance(v.get("range"), str)
+                         and isinstance(v.get("message"), str))
+
+
+def _name(v) -> bool:
+    return isinstance(v, str) and v != ""
+
+
+# The fields of a case description, the kinds of case that read each one, what a value must
+# be, and how that is said when it is not; fields not listed are free (e.g. comments).
+FIELDS = {
+    "func": (KINDS, _opt_str, "a function name or null"),
+    "groups": (("valid", "undefined"), _opt_groups, "a work-group count >= 1 or null"),
+    "tags": (("valid", "undefined"), _tags, "an object of lists of strings"),
+    "warning": (("valid",), _warning, 'an object with "range" and "message" strings'),
+    "range": (("invalid",), _opt_str, "a LINE.COL-COL string"),
+    "message": (("invalid",), _opt_str, "a string"),
+    "kind": (("undefined",), _name, "the name of an undefined-behaviour kind"),
+}
+
+
+def check_meta(path: Path, kind: str, meta) -> dict:
+    """The case description, or a CorpusError naming the first field of the wrong type."""
+    if not isinstance(meta, dict):
+        raise CorpusError(f"{path}: a case description must be a JSON object, got "
+                          f"{type(meta).__name__}")
+    for key, (kinds, ok, wanted) in FIELDS.items():
+        if kind in kinds and not ok(meta.get(key)):
+            raise CorpusError(f"{path}: \"{key}\" must be {wanted}, got {meta.get(key)!r}")
+    return meta
+
+
 def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
     root = Path(root)
     if not all((root / k).is_dir() for k in KINDS):
@@ -131,7 +178,14 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
                           "regenerate with: python -m corpus.generate)")
     cases = []
     for kind in KINDS:
-        for kernel in _kernels(root / kind):
+        kernels = _kernels(root / kind)
+        stems = {k.with_suffix("") for k in kernels}
+        for orphan in sorted(root.joinpath(kind).rglob("*.json")):
+            if orphan.with_suffix("") not in stems and matches(
+                    orphan.with_suffix("").relative_to(root).as_posix(), pattern):
+                raise CorpusError(f"{orphan}: a case description without its kernel source "
+                                  f"({' or '.join(SOURCE_SUFFIXES)})")
+        for kernel in kernels:
             stem = kernel.with_suffix("")
             case_id = stem.relative_to(root).as_posix()
             if not matches(case_id, pattern):
@@ -141,6 +195,7 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
                 meta = json.loads(meta_path.read_text())
             except (OSError, ValueError) as e:
                 raise CorpusError(f"{meta_path}: unreadable case description ({e})") from None
+            meta = check_meta(meta_path, kind, meta)
             args = stem.parent / f"{stem.name}.args.npz"
             expected = stem.parent / f"{stem.name}.expected.npz"
             case = Case(kind, case_id, kernel, meta,

@@ -44,7 +44,7 @@ class InProcess(Implementation):
         worker.join(timeout)
         if worker.is_alive():  # a thread cannot be stopped: it finishes in the background
             return Outcome("timeout", message=f"no answer within {timeout:g} s")
-        return result[0]
+        return result[0] if result else Outcome("crashed", message="ended without an answer")
 
     def _call(self, job: Job) -> Outcome:
         try:
@@ -55,7 +55,11 @@ class InProcess(Implementation):
             return Outcome("crashed", message=f"called exit({e.code!r})")
         except MemoryError:
             return Outcome("crashed", message="ran out of memory")
-        except Exception as e:  # noqa: BLE001 - a crashing implementation is a result
+        except BaseException as e:  # noqa: BLE001 - a crashing implementation is a result
+            # Ctrl-C reaches the main thread only: there it is the user's, not the plug-in's
+            if isinstance(e, KeyboardInterrupt) and \
+                    threading.current_thread() is threading.main_thread():
+                raise
             tb = traceback.format_exception_only(type(e), e)[-1].strip()
             return Outcome("crashed", message=f"raised {tb}")
         if not isinstance(out, dict):
