@@ -328,3 +328,15 @@ def test_a_case_description_without_its_kernel_is_a_corpus_error(tmp_path, capsy
     kernel.unlink()
     assert main(["--impl", "interp", "--corpus", str(root), "--quiet"]) == 2
     assert "without its kernel source" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, words", [
+    (["--impl", "opencl", "--device", "no-such-device"], "no OpenCL device matches"),
+    (["--impl", "interp", "--device", "no-such-device"], "no OpenCL device matches"),
+    (["--impl", "interp", "--lowering", "load_batch=2"], "--lowering needs --impl opencl"),
+    (["--impl", "interp", "--work-group-size", "0x0"], "expects W0xW1"),
+])
+def test_setup_mistakes_exit_2_before_any_case(options, words, capsys):
+    assert main([*options, "--filter", "gemm_f32", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "passed" not in err

@@ -483,3 +483,15 @@ def test_a_file_without_functions_says_so(text, tmp_path, capsys):
     path.write_text(text)
     code, err = tlrun([str(path)], capsys)
     assert code == 2 and "defines no function" in err and "--func" not in err
+
+
+@pytest.mark.parametrize("options, words", [
+    (["--lowering", "work_group_size=16"], "--lowering needs --backend opencl"),
+    (["--work-group-size", "0x0"], "expects W0xW1"),
+    (["--backend", "interp", "--work-group-size", "3x"], "expects W0xW1"),
+])
+def test_options_the_backend_would_ignore_or_cannot_read_exit_2(options, words, kernel,
+                                                                tmp_path, capsys):
+    np.savez(tmp_path / "a.npz", A=F4)
+    rc, text = tlrun([kernel(MEMREF), "--args", tmp_path / "a.npz", *options], capsys)
+    assert rc == 2 and words in text

@@ -167,6 +167,7 @@ FUZZ_CASES = {  # id: (argv, message); every one exits 2 before a campaign start
     "seed-negative": (["--seed", "-1"], "--seed >= 0"),
     "device-unknown": (["--device", "nosuchdevice", "--out", "{dir}"],
                        "no OpenCL device matches 'nosuchdevice'"),
+    "work-group-size-zero": (["--work-group-size", "0x0"], "expects W0xW1"),
 }
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import tempfile
 import threading
 from typing import Optional
 
 from tlinterp.diagnostics import BackendError, TLError
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
+from tlinterp.impl.base import parse_work_group_size
 from tlinterp.impl.command import check_template, describe_exit, expand_template, run_command
 from tlinterp.impl.template import write_kernel
 
@@ -95,18 +95,6 @@ def opencl_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
 
 
 FIELDS = ("tl", "out", "func")
-_SIZE = re.compile(r"\s*(\d+)\s*(?:[x,]\s*(\d+)\s*)?")
-
-
-def parse_work_group_size(text: Optional[str]) -> Optional[tuple[int, int]]:
-    if text is None:
-        return None
-    m = _SIZE.fullmatch(text)
-    if not m or int(m.group(1)) < 1 or int(m.group(2) or 1) < 1:
-        raise SpecError(f"--work-group-size expects W0xW1 (e.g. 64x1), got '{text}'")
-    return int(m.group(1)), int(m.group(2) or 1)
-
-
 class OpenCLC(Implementation):
     """Runs COMMAND to turn the .tl file into OpenCL C ({out} or its stdout), then builds and
     launches the kernel the calling convention names."""

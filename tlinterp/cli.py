@@ -169,8 +169,13 @@ def _implementation(ns, name: str):
 
     if ns.tune and name.partition(":")[0] != "opencl":
         raise ArgumentError("--tune needs --backend opencl")
-    options = ImplOptions(device=ns.device, lowering=tuple(ns.lowering),
-                          work_group_size=ns.work_group_size, tune=ns.tune)
+    if ns.lowering and name.partition(":")[0] != "opencl":
+        raise ArgumentError("--lowering needs --backend opencl (the other backends ignore it)")
+    try:
+        options = ImplOptions(device=ns.device, lowering=tuple(ns.lowering),
+                              work_group_size=ns.work_group_size, tune=ns.tune)
+    except SpecError as e:
+        raise ArgumentError(str(e)) from None
     try:
         return resolve(name, options)
     except SpecError as e:

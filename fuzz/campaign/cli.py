@@ -312,10 +312,10 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
     keeps the batched, configuration-varying campaign."""
     from tlinterp.impl import ImplOptions, SpecError, resolve
 
-    if ns.impl is None:
-        return None
-    options = ImplOptions(device=ns.device, work_group_size=ns.work_group_size)
     try:
+        options = ImplOptions(device=ns.device, work_group_size=ns.work_group_size)
+        if ns.impl is None:
+            return None
         impl = resolve(ns.impl, options)  # usage errors now, not in every job
     except SpecError as e:
         raise ValueError(str(e)) from None
@@ -342,6 +342,11 @@ def main(argv: Optional[list[str]] = None) -> int:
               "--triage-time not negative",
               file=sys.stderr)
         return 2
+    try:  # before --out is created: a usage error leaves nothing behind
+        ns.impl_ref = _impl_ref(ns)
+    except ValueError as e:
+        print(f"tlfuzz: {e}", file=sys.stderr)
+        return 2
     problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
     if problem:
         print(f"tlfuzz: {problem}", file=sys.stderr)
@@ -361,11 +366,6 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "
                   f"{', '.join(known())})", file=sys.stderr)
             return 2
-    try:
-        ns.impl_ref = _impl_ref(ns)
-    except ValueError as e:
-        print(f"tlfuzz: {e}", file=sys.stderr)
-        return 2
     try:
         return run_campaign(ns)
     except KeyboardInterrupt:

@@ -148,9 +148,19 @@ def _main(opts: argparse.Namespace) -> int:
             return 0
         if not opts.impl:
             raise SpecError("--impl NAME is required (see --list-impls)")
+        if opts.lowering and opts.impl.partition(":")[0] != "opencl":
+            raise SpecError("--lowering needs --impl opencl (the other implementations "
+                            "ignore it)")
         impl = resolve(opts.impl, ImplOptions(device=opts.device,
                                               lowering=tuple(opts.lowering),
                                               work_group_size=opts.work_group_size))
+        if opts.device is not None or opts.impl.partition(":")[0] in ("opencl", "opencl-c"):
+            from fuzz.campaign.options import check_device
+
+            # up front: a wrong name would otherwise fail every case as a rejection (exit 1)
+            problem = check_device(opts.device)
+            if problem:
+                raise SpecError(f"--device: {problem}")
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
     except (SpecError, CorpusError) as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)

@@ -36,6 +36,22 @@ class ImplOptions:
     tune: bool = False  # opencl: time lowering configs with the job's arguments first, use the
     # fastest (cached per kernel and device) and report the search on stderr
 
+    def __post_init__(self):
+        parse_work_group_size(self.work_group_size)  # a bad value is a usage error up front
+
+
+_SIZE = re.compile(r"\s*(\d+)\s*(?:[x,]\s*(\d+)\s*)?")
+
+
+def parse_work_group_size(text: Optional[str]) -> Optional[tuple[int, int]]:
+    """`W0xW1` (or `W0`) as a pair of positive ints; SpecError otherwise."""
+    if text is None:
+        return None
+    m = _SIZE.fullmatch(text)
+    if not m or int(m.group(1)) < 1 or int(m.group(2) or 1) < 1:
+        raise SpecError(f"--work-group-size expects W0xW1 (e.g. 64x1), got '{text}'")
+    return int(m.group(1)), int(m.group(2) or 1)
+
 
 DEFAULT_OPTIONS = ImplOptions()
 
