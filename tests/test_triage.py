@@ -182,3 +182,26 @@ def test_triage_cli_writes_the_triage_next_to_the_finding(tmp_path, capsys):
     assert main(["triage", str(base) + ".tl", "--reduce-time", "5"]) == 0  # pocl is right
     assert "triage: flaky" in capsys.readouterr().out
     assert "flaky" in (tmp_path / "mismatch-0.triage.txt").read_text()
+
+
+@pytest.mark.parametrize("first_line, argv, words", [
+    ("tlrun mismatch-0.tl --args mismatch-0.npz --func k4 --groups 3 --backend opencl "
+     "--device no-such-device", [], "no OpenCL device matches"),
+    ("tlrun mismatch-0.tl --args mismatch-0.npz --func k4 --groups 3 --backend opencl",
+     ["--device", "no-such-device"], "no OpenCL device matches"),
+    ("garbage that is no command", [], "is not the tlrun command"),
+    ("", [], "is not the tlrun command"),
+])
+def test_triage_cli_refuses_what_would_make_every_rerun_fail(tmp_path, capsys, first_line,
+                                                             argv, words):
+    """A device that does not exist, or a command line it cannot read, would make every
+    rerun fail or run another kernel, and the verdict would say "flaky" (exit 0)."""
+    from fuzz.campaign.cli import main
+
+    base = tmp_path / "mismatch-0"
+    (base.with_suffix(".tl")).write_text(open(os.path.join(DATA, "kernel.tl")).read())
+    (base.with_suffix(".npz")).write_bytes(open(os.path.join(DATA, "args.npz"), "rb").read())
+    (base.with_suffix(".txt")).write_text(first_line + "\n")
+    assert main(["triage", str(base), "--reduce-time", "5", *argv]) == 2
+    assert words in capsys.readouterr().err
+    assert not (tmp_path / "mismatch-0.triage.txt").exists()

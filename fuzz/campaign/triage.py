@@ -228,6 +228,11 @@ def load_finding(path: str):
     base = re.sub(r"\.(tl|txt|npz)$", "", path)
     program = tlinterp.check(tlinterp.parse(open(base + ".tl").read(), base + ".tl"))
     words = shlex.split(open(base + ".txt").readline()) if _exists(base + ".txt") else []
+    if _exists(base + ".txt") and (not words or not words[0].endswith("tlrun")):
+        # the command names the device, function and lowering: guessing them would triage
+        # another run than the one that failed
+        raise ValueError(f"the first line of {base}.txt is not the tlrun command that tlfuzz "
+                         "saved")
 
     def opt(name: str, default=None):
         return words[words.index(name) + 1] if name in words else default

@@ -61,6 +61,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     except TLError as e:
         print(f"tlfuzz triage: the finding {ns.finding} does not load:\n{e}", file=sys.stderr)
         return 2
+    from .options import check_device
+
+    problem = check_device(ns.device or device)  # else every rerun fails and it looks flaky
+    if problem:
+        print(f"tlfuzz triage: {problem}", file=sys.stderr)
+        return 2
     base = ns.finding.rsplit(".", 1)[0] if ns.finding.endswith((".tl", ".txt")) else ns.finding
     t0 = time.time()
 
