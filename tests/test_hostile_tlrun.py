@@ -495,3 +495,37 @@ def test_options_the_backend_would_ignore_or_cannot_read_exit_2(options, words, 
     np.savez(tmp_path / "a.npz", A=F4)
     rc, text = tlrun([kernel(MEMREF), "--args", tmp_path / "a.npz", *options], capsys)
     assert rc == 2 and words in text
+
+
+def answers_in_float64(source, args, func=None, groups=None):
+    return {k: np.asarray(v, np.float64) for k, v in tlinterp.run(source, args, func).items()}
+
+
+def answers_an_extra_output(source, args, func=None, groups=None):
+    return {**tlinterp.run(source, args, func), "extra": np.zeros(3)}
+
+
+def answers_without_an_output(source, args, func=None, groups=None):
+    return {}
+
+
+def answers_right(source, args, func=None, groups=None):
+    return tlinterp.run(source, args, func)
+
+
+@pytest.mark.parametrize("plugin, words", [
+    ("answers_in_float64", "its output 'A' is float64[4], the argument is float32[4]"),
+    ("answers_an_extra_output", "its output 'extra' is not a memref or group argument"),
+    ("answers_without_an_output", "its output 'A' is missing"),
+    ("answers_right", None),
+])
+def test_another_backends_outputs_must_follow_the_convention(plugin, words, kernel, tmp_path,
+                                                             capsys):
+    """--out and the summary never pass on what the reference could not have written."""
+    np.savez(tmp_path / "a.npz", A=F4)
+    rc, text = tlrun([kernel(MEMREF), "--args", tmp_path / "a.npz", "--out", tmp_path / "o.npz",
+                      "--backend", f"python:{__name__}:{plugin}"], capsys)
+    if words is None:
+        assert rc == 0 and np.load(tmp_path / "o.npz")["A"].dtype == np.float32
+    else:
+        assert rc == 1 and words in text and not (tmp_path / "o.npz").exists()

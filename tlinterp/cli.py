@@ -274,6 +274,7 @@ def _run(ns) -> int:
         out, timing = _run_opencl(ns, impl, program, function, args)
     elif impl.spec != "interp":  # the reference runs here, with its own options
         out = _run_impl(impl, program, text, ns, function.name, args)
+        _check_convention(impl, function, args, out)
     else:
         from .args import bind, unbind
         from .interp import run_bound
@@ -331,6 +332,28 @@ def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.nda
         raise BackendError(f"{impl.name} rejected it:\n{said}")
     verb = {"failed": "failed", "timeout": "timed out"}.get(outcome.status, "crashed")
     raise ExecutionError(f"{impl.name} {verb}:\n{said}")
+
+
+def _check_convention(impl, function, args, out: dict) -> None:
+    """Another implementation's outputs must be what the reference would write (the inputs'
+    keys, dtypes and shapes; the echoed .strides/.offset entries may be left out): --out and
+    the summary must never pass on something else as a result."""
+    from .args import bind, unbind
+
+    want = unbind(bind(function, args))
+    for key in sorted(set(want) | set(out)):
+        if key not in out:
+            if key.endswith((".strides", ".offset")):
+                continue
+            problem = "is missing"
+        elif key not in want:
+            problem = "is not a memref or group argument of @" + function.name
+        elif out[key].dtype != want[key].dtype or out[key].shape != want[key].shape:
+            problem = (f"is {out[key].dtype}{list(out[key].shape)}, the argument is "
+                       f"{want[key].dtype}{list(want[key].shape)}")
+        else:
+            continue
+        raise ExecutionError(f"{impl.name} crashed:\nits output '{key}' {problem}")
 
 
 def main(argv: Optional[list[str]] = None) -> int:
