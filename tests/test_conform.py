@@ -340,3 +340,30 @@ def test_setup_mistakes_exit_2_before_any_case(options, words, capsys):
     assert main([*options, "--filter", "gemm_f32", "--quiet"]) == 2
     err = capsys.readouterr().err
     assert words in err and "passed" not in err
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_command_answers_when_it_ends_not_when_its_helpers_do(corpus, tmp_path):
+    """A background helper holding stdout open must neither turn an instant answer into a
+    timeout nor outlive the case; endless output is read up to a bound."""
+    import stat
+
+    from tlinterp.impl.command import MAX_OUTPUT
+
+    pidfile = tmp_path / "helper.pid"
+    script = tmp_path / "answers.sh"
+    script.write_text(f'#!/bin/sh\nsleep 60 &\necho $! > "{pidfile}"\n'
+                      'yes spam | head -c 40000000\ncp "$2" "$3"\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    case = [c for c in corpus if c.id == "valid/views/fuse_static"]
+    start = time.monotonic()
+    (v,) = run_all(from_spec(f"{script} {{kernel}} {{args}} {{out}}"), case, timeout=20)
+    assert time.monotonic() - start < 15
+    assert v.outcome.status == "ok", v.detail
+    assert len(v.outcome.message) < 2 * MAX_OUTPUT + 1000
+    stat_file = Path(f"/proc/{pidfile.read_text().strip()}/stat")
+    deadline = time.monotonic() + 5
+    while stat_file.exists() and stat_file.read_text().split(")")[-1].split()[0] != "Z" \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not stat_file.exists() or stat_file.read_text().split(")")[-1].split()[0] == "Z"

@@ -1,6 +1,7 @@
-"""Running an external command for one job: its own process group (a timeout kills every
-process it started), output decoded whatever bytes it prints, inputs handed over as copies in
-a scratch directory (a tool that deletes or rewrites its input cannot touch the caller's)."""
+"""Running an external command for one job: its own process group (killed when the command
+ends or times out, so nothing it started is left behind), output decoded whatever bytes it
+prints, inputs handed over as copies in a scratch directory (a tool that deletes or rewrites
+its input cannot touch the caller's)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import shlex
 import signal
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
@@ -79,27 +81,47 @@ def _decode(data: Optional[bytes]) -> str:
     return (data or b"").decode("utf-8", errors="replace")
 
 
+# Output read back per stream: a command that prints without end must not exhaust memory.
+MAX_OUTPUT = 16 << 20
+
+
 def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = None
                 ) -> Finished:
-    """Run argv to the end or the timeout; never raises for the command's own failures."""
+    """Run argv to the end or the timeout; never raises for the command's own failures.
+
+    Its output goes to temporary files, not pipes: waiting for a pipe's end would also wait
+    for any process it left running in the background (or detached with setsid), so a command
+    that answered at once would look like one that never did."""
     command = shlex.join(argv)
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, cwd=cwd, start_new_session=True)
-    except OSError as e:
-        return Finished(None, "", "", command, f"cannot run {argv[0]}: {e.strerror or e}")
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        return Finished(None, _decode(out), _decode(err), command,
-                        f"no answer within {timeout:g} s (killed)")
-    except BaseException:  # Ctrl-C: leave no orphans behind
-        _kill_group(proc)
-        proc.wait()
-        raise
-    return Finished(proc.returncode, _decode(out), _decode(err), command)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    cwd=cwd, start_new_session=True)
+        except OSError as e:
+            return Finished(None, "", "", command, f"cannot run {argv[0]}: {e.strerror or e}")
+        problem = ""
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            proc.wait()
+            problem = f"no answer within {timeout:g} s (killed)"
+        except BaseException:  # Ctrl-C: leave no orphans behind
+            _kill_group(proc)
+            proc.wait()
+            raise
+        _kill_group(proc)  # what it left running in its group (detached sessions escape)
+        code = None if problem else proc.returncode
+        return Finished(code, _read(out), _read(err), command, problem)
+
+
+def _read(f) -> str:
+    size = f.seek(0, os.SEEK_END)
+    f.seek(0)
+    text = _decode(f.read(MAX_OUTPUT))
+    if size > MAX_OUTPUT:
+        text += f"\n[... {size - MAX_OUTPUT} more bytes of output not read]\n"
+    return text
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
