@@ -297,3 +297,14 @@ def test_tlgpu_run_checks_before_the_launch(case):
         tlgpu.run(program, args, groups=groups)
     assert e.value.exit_status == (1 if error == "UndefinedBehaviour" else 2)
     assert "m.tl:3.3" in e.value.format() or error == "ArgumentError"
+
+
+@pytest.mark.parametrize("option", ["--json", "--log", "--junit-xml"])
+def test_tlconform_refuses_an_unwritable_report_before_the_run(mini_corpus, tmp_path, capsys,
+                                                               option):
+    argv = ["--corpus", str(mini_corpus), "--impl", "interp", "--quiet"]
+    for target, words in ((tmp_path, "is a directory"),
+                          (tmp_path / "no" / "r.txt", "does not exist")):
+        assert tlconform([*argv, option, str(target)]) == 2
+        err = capsys.readouterr().err
+        assert words in err and "passed" not in err

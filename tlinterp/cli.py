@@ -169,6 +169,8 @@ def _implementation(ns, name: str):
 
     if ns.tune and name.partition(":")[0] != "opencl":
         raise ArgumentError("--tune needs --backend opencl")
+    if ns.repeat != 1 and name.partition(":")[0] != "opencl":
+        raise ArgumentError("--repeat needs --backend opencl (it times launches there)")
     if ns.lowering and name.partition(":")[0] != "opencl":
         raise ArgumentError("--lowering needs --backend opencl (the other backends ignore it)")
     try:

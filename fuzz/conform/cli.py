@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from tlinterp import TLError
 from tlinterp.impl import Implementation, ImplOptions, Outcome, SpecError, resolve
+from tlinterp.outfile import check_target
 
 from .corpus import Case, CorpusError, default_corpus, load_corpus
 from .impl import outcome_of, reproduce
@@ -162,6 +163,13 @@ def _main(opts: argparse.Namespace) -> int:
             if problem:
                 raise SpecError(f"--device: {problem}")
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
+        for report in (opts.json, opts.log, opts.junit_xml):
+            if report is not None and str(report) != "-":  # before the run, not after it
+                try:
+                    check_target(str(report))
+                except TLError as e:
+                    raise SpecError(e.diagnostics[0].message.replace(
+                        "--out", "a report")) from None
     except (SpecError, CorpusError) as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
         return 2

@@ -36,7 +36,7 @@ def _did(o: Outcome) -> str:
     first = o.message.strip().splitlines()[0] if o.message.strip() else ""
     return {"ok": "ran to completion", "rejected": f"rejected it: {first}",
             "failed": f"failed at run time: {first}", "crashed": f"crashed: {first}",
-            "timeout": first}.get(o.status, o.status)
+            "timeout": f"gave {first}" if first else "timed out"}.get(o.status, o.status)
 
 
 def judge_valid(case: Case, o: Outcome) -> tuple[str, str]:
