@@ -82,3 +82,43 @@ def test_count_groups_agrees_with_bind(groups):
     args = good_args(**{"A.0": np.ones((2, 1), np.float32)})
     del args["A"]
     assert count_groups(f, args, groups) == bind(f, args).num_groups(groups)
+
+
+def test_npy_headers_are_parsed_one_thread_at_a_time(tmp_path, monkeypatch):
+    """numpy parses headers with ast.literal_eval, whose constructor state CPython 3.11 shares
+    between threads: tlconform -j 2 once failed a case with "SystemError: AST constructor
+    recursion depth mismatch". load_npz must never parse two headers at once."""
+    import threading
+    import time
+
+    import numpy.lib.format as fmt
+
+    from tlinterp.npzcheck import load_npz
+
+    where = fmt.read_array.__globals__  # numpy 2 defines it in lib._format_impl
+    if "_read_array_header" not in where:
+        pytest.skip("this numpy parses headers elsewhere")
+    real = where["_read_array_header"]
+    inside, most = [0], [0]
+    count = threading.Lock()
+
+    def slow(*a, **k):
+        with count:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        time.sleep(0.002)
+        try:
+            return real(*a, **k)
+        finally:
+            with count:
+                inside[0] -= 1
+
+    monkeypatch.setitem(where, "_read_array_header", slow)
+    np.savez(tmp_path / "a.npz", **{f"x{i}": np.zeros(3) for i in range(5)})
+    threads = [threading.Thread(target=lambda: [load_npz(str(tmp_path / "a.npz"))
+                                                for _ in range(5)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1

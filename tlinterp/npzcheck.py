@@ -13,6 +13,7 @@ import math
 import os
 import stat
 import struct
+import threading
 import tokenize
 import zipfile
 import zlib
@@ -110,8 +111,20 @@ def _header(path: str, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> Header:
     return h
 
 
+# numpy parses .npy headers with ast.literal_eval, and CPython 3.11's AST constructor keeps
+# one recursion counter per interpreter: two threads parsing at once (tlconform -j N) can fail
+# with "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905). Headers
+# are small, so reading them one thread at a time costs nothing.
+_AST_LOCK = threading.RLock()
+
+
 def read_headers(path: str) -> tuple[zipfile.ZipFile, dict[str, Header]]:
     """Open `path` and check every member's header; the caller closes the archive."""
+    with _AST_LOCK:
+        return _read_headers(path)
+
+
+def _read_headers(path: str) -> tuple[zipfile.ZipFile, dict[str, Header]]:
     z = _open(path)
     try:
         infos = z.infolist()
@@ -205,7 +218,7 @@ def load_npz(path: str, function: Optional[ir.Function] = None,
         out: dict[str, np.ndarray] = {}
         for key, h in headers.items():
             try:
-                with z.open(h.info) as fp:
+                with z.open(h.info) as fp, _AST_LOCK:  # it parses the header again
                     out[key] = npy.read_array(fp, allow_pickle=False,
                                               max_header_size=MAX_HEADER)
             except _READ_ERRORS as e:
