@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from gpu import OpenCLTimer, program, torch_time  # noqa: E402
 
 from tlgpu.config import LoweringConfig  # noqa: E402
-from tlgpu.tuner import describe  # noqa: E402
+from tlgpu.tuner import describe, table  # noqa: E402
 
 P_DEFAULT = 9
 # the knobs issue 12 added, set so that the lowering emits the code it emitted before them
@@ -185,9 +185,11 @@ def measure_case(N: int, P: int, E: int, T: str, device: str, configs: list, rep
 
         result = tlgpu.tune(prog, a, func="ader", groups=E, device=device, reps=3,
                             use_cache=False)
-        for t in result.trials:
-            s = "-" if t.seconds is None else f"{t.seconds * 1e3:.3f} ms"
-            print(f"  tune {describe(t.config)}: {s} {t.error}", flush=True)
+        for cfg_text, time_text, note in table(result):
+            print(f"  tune {cfg_text}: {time_text} {note}", flush=True)
+        shared = sum(t.same_as is not None for t in result.trials)
+        print(f"  tune: {len(result.trials)} configs, {len(result.trials) - shared} timed, "
+              f"{shared} lowered to code already timed", flush=True)
         configs = configs + [result.best]
         labels = labels + ["tuned: "]
     rows, copy = [], None

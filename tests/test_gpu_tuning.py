@@ -4,6 +4,7 @@ the ADER-DG bench at smoke size."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -233,7 +234,10 @@ def test_the_search_leaves_a_local_optimum_of_tensor_cores_and_group_shape(tmp_p
     import tlgpu.tuner as tuner
 
     monkeypatch.setenv("TL_TUNE_CACHE", str(tmp_path / "tune.json"))
-    monkeypatch.setattr(tlgpu.runtime, "device_config", lambda dev, cfg: cfg)  # no resolution
+    # a device with m16n8k4 tensor cores and no other resolution (the code is lowered, and a
+    # config lowering to code already timed shares its time, so None must mean 16 here)
+    monkeypatch.setattr(tlgpu.runtime, "device_config", lambda dev, cfg: dataclasses.replace(
+        cfg, tensor_cores=16 if cfg.tensor_cores is None else cfg.tensor_cores))
 
     def cost(program, function, device, dev, cfg, *rest):
         if cfg.tensor_cores == 0 and cfg.work_group_size is None:
@@ -249,6 +253,37 @@ def test_the_search_leaves_a_local_optimum_of_tensor_cores_and_group_shape(tmp_p
     trapped = tuner.tune(p, args, func="ader", device="pocl", use_cache=False,
                          space=one_at_a_time).best
     assert trapped.work_group_size == (8, 8)
+
+
+@pytest.mark.opencl
+def test_configs_that_lower_to_code_already_timed_are_not_timed_again(tmp_path, monkeypatch):
+    # on pocl an f64 kernel has no tensor cores, so unroll_mma and k_pairs change no code: they
+    # take the time of the code they share, cannot win on noise, and the report says so
+    import tlgpu.tuner as tuner
+
+    monkeypatch.setenv("TL_TUNE_CACHE", str(tmp_path / "tune.json"))
+    calls = []
+    real = tuner._time
+
+    def counted(program, function, device, dev, cfg, *rest):
+        calls.append(cfg)
+        # the second timing of any code is faster: without the check it would win
+        return real(program, function, device, dev, cfg, *rest) / (1 + len(calls))
+
+    monkeypatch.setattr(tuner, "_time", counted)
+    p = ader_program()
+    args = bench("ader").arguments(2, 3, 4, "f64", np.random.default_rng(0))
+    space = (("unroll_mma", (1, 4)), ("k_pairs", (False,)), ("planned_tiles", (False,)))
+    r = tuner.tune(p, args, func="ader", device="pocl", reps=1, use_cache=False, space=space)
+    shared = [t for t in r.trials if t.same_as is not None]
+    assert [t.config.unroll_mma for t in shared[:2]] == [1, 4]
+    assert shared[2].config.k_pairs is False
+    assert all(t.same_as == LoweringConfig() and t.seconds == r.trials[0].seconds
+               for t in shared)
+    assert calls == [LoweringConfig(), LoweringConfig(planned_tiles=False)]  # new code only
+    assert r.best in (LoweringConfig(), LoweringConfig(planned_tiles=False))
+    notes = [row[2] for row in table(r)]
+    assert sum("same code as default" in n for n in notes) == 3
 
 
 def test_tune_needs_the_opencl_backend(tmp_path, capsys):

@@ -3,7 +3,10 @@
 The search is coordinate descent over the axes of `SPACE`, starting from the default config:
 each axis's values are timed with the best choice so far for the others, and the winner of an
 axis is kept before the next one; sweeps repeat until one brings no gain (at most
-`MAX_SWEEPS`), and a config met again is not timed again. An axis is one knob, or knobs that
+`MAX_SWEEPS`), and a config met again is not timed again. Nor is a config that lowers to the
+OpenCL C of one already timed (a knob the kernel does not reach: tensor-core knobs on an f32
+kernel): it gets that config's time, so it never wins on timing noise, and the report names
+the config whose code it shares. An axis is one knob, or knobs that
 interact too strongly to be tuned one at a time (the group shape and the K unrolling: on an
 H100 the ADER chain's best group shape lost 40 % with the default unrolling, so one knob at a
 time never reached it). Every candidate is a
@@ -77,6 +80,7 @@ class Trial:
     config: LoweringConfig
     seconds: Optional[float]  # median kernel time; None when it failed
     error: str = ""
+    same_as: Optional[LoweringConfig] = None  # lowered to this earlier trial's code: not timed
 
 
 @dataclass
@@ -159,7 +163,7 @@ def tune(program: Union[ir.Program, str], args: dict, func: Optional[str] = None
          use_cache: bool = True, space: tuple = SPACE) -> TuneResult:
     """Search lowering configs for `func` on `device` with these arguments (.npz convention)."""
     from .devices import handle
-    from .runtime import _as_program, _Marshal, device_config
+    from .runtime import _as_program, _Marshal, device_config, lowered_for
 
     program = _as_program(program)
     function = program.function(func)
@@ -175,15 +179,24 @@ def tune(program: Union[ir.Program, str], args: dict, func: Optional[str] = None
     kargs = marshal.args(function, bound)
     result = TuneResult(LoweringConfig(), [], False, dev.device.name)
     seen: dict[LoweringConfig, Optional[float]] = {}
+    timed: dict[tuple, Trial] = {}  # lowered code -> the trial that timed it
 
     def trial(cfg: LoweringConfig) -> Optional[float]:
         resolved = device_config(dev, cfg)  # None knobs as this device resolves them
         if resolved not in seen:
             t = Trial(cfg, None)
+            code = None
             try:
-                t.seconds = _time(program, function, device, dev, cfg, kargs, n, reps)
+                code = _code(lowered_for(program, dev, resolved), function.name)
+                first = timed.get(code)
+                if first is not None:
+                    t.seconds, t.error, t.same_as = first.seconds, first.error, first.config
+                else:
+                    t.seconds = _time(program, function, device, dev, cfg, kargs, n, reps)
             except TLError as e:
                 t.error = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            if code is not None:
+                timed.setdefault(code, t)
             seen[resolved] = t.seconds
             result.trials.append(t)
         return seen[resolved]
@@ -203,6 +216,12 @@ def tune(program: Union[ir.Program, str], args: dict, func: Optional[str] = None
     if best_s is not None:
         _store(key, result)
     return result
+
+
+def _code(lowered, func: str) -> tuple:
+    """What decides the kernel that runs: its OpenCL C, work-group size and local slab."""
+    kname, geo = lowered.kernels[func]
+    return lowered.source, kname, (geo.wg0, geo.wg1), lowered.local_args.get(func)
 
 
 def _time(program, function, device, dev, cfg, kargs, groups: int, reps: int) -> float:
@@ -234,6 +253,8 @@ def table(result: TuneResult) -> list[tuple[str, str, str]]:
     rows = []
     for t in result.trials:
         note = "best" if t.config == result.best else t.error
+        if t.same_as is not None:
+            note = (note + "; " if note else "") + f"same code as {describe(t.same_as)}"
         rows.append((describe(t.config), "-" if t.seconds is None else f"{t.seconds * 1e3:.3f} ms",
                      note))
     if result.cached:
