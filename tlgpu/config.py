@@ -54,7 +54,8 @@ class LoweringConfig:
     # unchanged)
     clamped_loads: bool = True  # gemm rows/columns past the edge of C load the last in-range
     # element (an index clamped once per tile) instead of a guarded load in every K step; only
-    # the store is guarded
+    # the store is guarded. Planned tiles that never pass C's edge need neither (on pocl GEMM
+    # 32^3 122 -> 110 ms, as before planned tiles; on an H100 ADER f32 N=5 1.566 -> 1.496 ms)
     # The next three are None = "on for GPUs, off for CPUs" (runtime.device_config decides;
     # `--emit opencl` without a device lowers for a GPU); on pocl the first two measured slower,
     # and the third sizes work-groups for GPU warps.

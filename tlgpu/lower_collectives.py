@@ -476,29 +476,42 @@ def _register_tiles(lw, w, p: Problem, I: str, M, N, K, fa, fb, store) -> None: 
     if tp.planned:  # tile t is (t % g0, t / g0); work-item t takes tiles t, t + size, ...
         tt = lw.fresh("tt")
         lid, nwi = ("tl_lid", "tl_nwi") if I == "long" else ("(int)tl_lid", "(int)tl_nwi")
-        if g0 * g1 <= g.size:
+        one_each = g0 * g1 <= g.size
+        if one_each:
             w.open(f"if (tl_lid < {g0 * g1})")
-            w.line(f"const {I} {tt} = {lid};")
         else:
             w.open(f"for ({I} {tt} = {lid}; {tt} < {g0 * g1}; {tt} += {nwi})")
-        # no `%` beside the `/`: clang would pair them and insert `freeze`, which Oclgrind
-        # cannot run
-        w.line(f"const {I} {bj} = {tt} / {g0}, {bi} = {tt} - {bj} * {g0};")
+        if one_each and g0 == g.wg0:
+            # tl_lid is lid0 + lid1 * wg0, so tile (t % g0, t / g0) is (lid0, lid1): said so,
+            # pocl's work-item loops see loads affine in lid0 and vectorise them (GEMM 32^3)
+            w.line(f"const {I} {bi} = ({I})get_local_id(0), {bj} = ({I})get_local_id(1);")
+        else:
+            if one_each:
+                w.line(f"const {I} {tt} = {lid};")
+            # no `%` beside the `/`: clang would pair them and insert `freeze`, which Oclgrind
+            # cannot run
+            w.line(f"const {I} {bj} = {tt} / {g0}, {bi} = {tt} - {bj} * {g0};")
         row_step, col_step = g0, g1
     else:
         w.open(f"for ({I} {bi} = ({I})get_local_id(0); {bi} < {bi}M; {bi} += {g0 * rm})")
         w.open(f"for ({I} {bj} = ({I})get_local_id(1); {bj} < {bj}N; {bj} += {g1 * rn})")
         row_step, col_step = g0, g1
     i_r, j_c = f"{bi} + r * {row_step}", f"{bj} + c * {col_step}"
+    # a planned tile that fits inside C never reaches past its edge: no clamp, no guard
+    rows_past = M is None or row_step * rm > M or not tp.planned
+    cols_past = N is None or col_step * rn > N or not tp.planned
     if cfg.clamped_loads:  # rows/columns past the edge load the last one: no guard per K step
         ir, jc = lw.fresh("ir"), lw.fresh("jc")
-        w.line(f"{I} {ir}[{rm}], {jc}[{rn}];")
-        w.line("#pragma unroll")
-        w.line(f"for (int r = 0; r < {rm}; ++r) {ir}[r] = min(({I})({i_r}), {bi}M - 1);")
-        w.line("#pragma unroll")
-        w.line(f"for (int c = 0; c < {rn}; ++c) {jc}[c] = min(({I})({j_c}), {bj}N - 1);")
-        load_a = f"({C}){fa(f'{ir}[r]', k)}"
-        load_b = f"({C}){fb(k, f'{jc}[c]')}"
+        if rows_past:
+            w.line(f"{I} {ir}[{rm}];")
+            w.line("#pragma unroll")
+            w.line(f"for (int r = 0; r < {rm}; ++r) {ir}[r] = min(({I})({i_r}), {bi}M - 1);")
+        if cols_past:
+            w.line(f"{I} {jc}[{rn}];")
+            w.line("#pragma unroll")
+            w.line(f"for (int c = 0; c < {rn}; ++c) {jc}[c] = min(({I})({j_c}), {bj}N - 1);")
+        load_a = f"({C}){fa(f'{ir}[r]' if rows_past else f'({i_r})', k)}"
+        load_b = f"({C}){fb(k, f'{jc}[c]' if cols_past else f'({j_c})')}"
     else:
         load_a = f"{i_r} < {bi}M ? ({C}){fa(i_r, k)} : 0"
         load_b = f"{j_c} < {bj}N ? ({C}){fb(k, j_c)} : 0"
@@ -525,9 +538,9 @@ def _register_tiles(lw, w, p: Problem, I: str, M, N, K, fa, fb, store) -> None: 
     lines: list[str] = []
     store(lines, f"({i_r})", f"({j_c})", f"{acc}[r][c]")
     guard = []
-    if M is None or row_step * rm > M or not tp.planned:
+    if rows_past:
         guard.append(f"{i_r} < {bi}M")
-    if N is None or col_step * rn > N or not tp.planned:
+    if cols_past:
         guard.append(f"{j_c} < {bj}N")
     w.line((f"if ({' && '.join(guard)}) " if guard else "") + lines[0])
     w.close()
