@@ -86,6 +86,11 @@ def test_check_and_emit_ir(files, capsys):
     assert cli.main([path, "--emit", "ir"]) == 0
     out = capsys.readouterr().out
     assert "func @fused_kernel" in out and "gemm.n.t" in out
+    # --check with --emit checks, then prints (it printed nothing)
+    assert cli.main([path, "--check", "--emit", "ir"]) == 0
+    assert "func @fused_kernel" in capsys.readouterr().out
+    assert cli.main([path, "--check", "--emit", "opencl"]) == 0
+    assert "kernel " in capsys.readouterr().out
 
 
 def test_rejected_source_exits_2_with_a_diagnostic(files, capsys):

@@ -111,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("kernel", nargs="?", help="the .tl source file")
     p.add_argument("--list-impls", action="store_true",
                    help="list the implementations --backend accepts, then exit")
-    p.add_argument("--check", action="store_true", help="parse and check only")
+    p.add_argument("--check", action="store_true",
+                   help="parse and check only (with --emit: then print, never run)")
     p.add_argument("--werror", action="store_true",
                    help="treat warnings as errors (exit status 2)")
     p.add_argument("--emit", choices=["ir", "opencl"], help="print canonical IR or OpenCL C")
@@ -235,7 +236,7 @@ def _run(ns) -> int:
                           text)
     for d in warnings:
         print(d.format(text), file=sys.stderr)
-    if ns.check:
+    if ns.check and ns.emit is None:  # with --emit, the checked program is still printed
         return 0
     func_name = ns.func
     check_groups(ns.groups)
