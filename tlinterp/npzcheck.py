@@ -82,6 +82,14 @@ def _open(path: str) -> zipfile.ZipFile:
         raise ArgumentError(f"{path}: cannot read ({e.strerror or e})") from None
 
 
+def _reason(e: Exception) -> str:
+    """numpy's words for a bad header, without the AST object a name in it leaves there."""
+    text = str(e)
+    if "malformed node or string" in text:  # ast.literal_eval met a name or a call
+        return "its header holds a name or expression where numpy writes only literals"
+    return text
+
+
 def _header(path: str, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> Header:
     name = info.filename
     if not name.endswith(".npy") or info.is_dir():
@@ -96,7 +104,7 @@ def _header(path: str, z: zipfile.ZipFile, info: zipfile.ZipInfo) -> Header:
             shape, _fortran, dtype = read(fp, max_header_size=MAX_HEADER)
             data_start = fp.tell()
     except _READ_ERRORS as e:
-        raise ArgumentError(f"{bad} ({e})") from None
+        raise ArgumentError(f"{bad} ({_reason(e)})") from None
     if dtype.hasobject:
         raise ArgumentError(f"{path}: member '{name}' holds Python objects (pickled data); "
                             "only plain numeric arrays are read")
