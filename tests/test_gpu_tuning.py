@@ -300,27 +300,31 @@ def test_configs_that_lower_to_code_already_timed_are_not_timed_again(tmp_path, 
 
     monkeypatch.setenv("TL_TUNE_CACHE", str(tmp_path / "tune.json"))
     calls = []
-    real = tuner._time
 
-    def counted(program, function, device, dev, cfg, *rest):
+    def timed(program, function, device, dev, cfg, *rest):
         calls.append(cfg)
-        # the second timing of any code is faster: without the check it would win
-        return real(program, function, device, dev, cfg, *rest) / (1 + len(calls))
+        return 1.0 / len(calls)  # every timing is faster than the last: re-timed code would win
 
-    monkeypatch.setattr(tuner, "_time", counted)
+    monkeypatch.setattr(tuner, "_time", timed)
     p = ader_program()
     args = bench("ader").arguments(2, 3, 4, "f64", np.random.default_rng(0))
     space = (("unroll_mma", (1, 4)), ("k_pairs", (False,)), ("planned_tiles", (False,)))
     r = tuner.tune(p, args, func="ader", device="pocl", reps=1, use_cache=False, space=space)
-    shared = [t for t in r.trials if t.same_as is not None]
-    assert [t.config.unroll_mma for t in shared[:2]] == [1, 4]
-    assert shared[2].config.k_pairs is False
-    assert all(t.same_as == LoweringConfig() and t.seconds == r.trials[0].seconds
-               for t in shared)
-    assert calls == [LoweringConfig(), LoweringConfig(planned_tiles=False)]  # new code only
-    assert r.best in (LoweringConfig(), LoweringConfig(planned_tiles=False))
+    default, planned_off = LoweringConfig(), LoweringConfig(planned_tiles=False)
+    assert calls == [default, planned_off]  # only new code is timed
+    assert r.best == planned_off
+    shared = [(t.config, t.same_as, t.seconds) for t in r.trials if t.same_as is not None]
+    assert shared == [
+        (LoweringConfig(unroll_mma=1), default, 1.0),
+        (LoweringConfig(unroll_mma=4), default, 1.0),
+        (LoweringConfig(k_pairs=False), default, 1.0),
+        # the second sweep, from the new best
+        (LoweringConfig(unroll_mma=1, planned_tiles=False), planned_off, 0.5),
+        (LoweringConfig(unroll_mma=4, planned_tiles=False), planned_off, 0.5),
+        (LoweringConfig(k_pairs=False, planned_tiles=False), planned_off, 0.5)]
     notes = [row[2] for row in table(r)]
     assert sum("same code as default" in n for n in notes) == 3
+    assert sum("same code as planned_tiles=False" in n for n in notes) == 3
 
 
 def test_tune_needs_the_opencl_backend(tmp_path, capsys):
