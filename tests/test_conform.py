@@ -112,6 +112,23 @@ def test_command_template_runs_tlrun(tmp_path):
     assert "reported division-by-zero" in text  # the kind named in tlrun's report
 
 
+def test_a_template_reproduce_line_of_a_case_without_arguments_runs(corpus, tmp_path,
+                                                                    monkeypatch):
+    # an invalid program has no arguments file: the line makes the empty archive that the run
+    # gave the tool instead of naming a file that does not exist
+    from fuzz.conform.impl import reproduce
+
+    template = f"{sys.executable} -m tlinterp.cli {{kernel}} --args {{args}} --out {{out}}"
+    case = next(c for c in corpus if c.id.endswith("type_memref_i1"))
+    assert case.args_path is None
+    monkeypatch.chdir(tmp_path)
+    line = reproduce(from_spec(template), case)
+    assert "args.npz" in line and " && " in line
+    done = subprocess.run(line, shell=True, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2 and "type_memref_i1.tl:1.9-24" in done.stderr, done.stderr
+    assert "No such file" not in done.stderr and "no such file" not in done.stderr
+
+
 # --- deliberately broken implementations ---------------------------------------------------
 
 def _run_reference(source, args, func=None, groups=None):
