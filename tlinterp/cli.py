@@ -168,12 +168,13 @@ def _implementation(ns, name: str):
     """The implementation `name` from the registry, made with the command line's options."""
     from .impl import ImplOptions, SpecError, resolve
 
-    if ns.tune and name.partition(":")[0] != "opencl":
-        raise ArgumentError("--tune needs --backend opencl")
-    if ns.repeat != 1 and name.partition(":")[0] != "opencl":
-        raise ArgumentError("--repeat needs --backend opencl (it times launches there)")
-    if ns.lowering and name.partition(":")[0] != "opencl":
-        raise ArgumentError("--lowering needs --backend opencl (the other backends ignore it)")
+    if name.partition(":")[0] != "opencl":  # options only this package's lowering reads
+        for option, given, why in (("--tune", ns.tune, ""),
+                                   ("--repeat", ns.repeat != 1, " (it times launches there)"),
+                                   ("--lowering", ns.lowering,
+                                    " (the other backends ignore it)")):
+            if given:
+                raise ArgumentError(f"{option} needs --backend opencl{why}")
     try:
         options = ImplOptions(device=ns.device, lowering=tuple(ns.lowering),
                               work_group_size=ns.work_group_size, tune=ns.tune)

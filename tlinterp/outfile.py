@@ -21,15 +21,16 @@ import numpy as np
 from .diagnostics import ArgumentError
 
 
-def check_target(path: str) -> None:
-    """Refuse, before any work is done, a target that cannot be a results file."""
+def check_target(path: str, option: str = "--out") -> None:
+    """Refuse, before any work is done, a target that cannot be a results file (`option`
+    names the command-line option that gave it)."""
     if not path:
-        raise ArgumentError("--out needs a file name, got an empty one")
+        raise ArgumentError(f"{option} needs a file name, got an empty one")
     real = os.path.realpath(path)
     if _special(real):
         return
     if os.path.isdir(real):
-        raise ArgumentError(f"{path}: is a directory; --out needs a file name")
+        raise ArgumentError(f"{path}: is a directory; {option} needs a file name")
     parent = os.path.dirname(real)
     if not os.path.isdir(parent):
         raise ArgumentError(f"{path}: cannot write (directory {parent} does not exist)")

@@ -163,13 +163,13 @@ def _main(opts: argparse.Namespace) -> int:
             if problem:
                 raise SpecError(f"--device: {problem}")
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
-        for report in (opts.json, opts.log, opts.junit_xml):
+        for option, report in (("--json", opts.json), ("--log", opts.log),
+                               ("--junit-xml", opts.junit_xml)):
             if report is not None and str(report) != "-":  # before the run, not after it
                 try:
-                    check_target(str(report))
+                    check_target(str(report), option)
                 except TLError as e:
-                    raise SpecError(e.diagnostics[0].message.replace(
-                        "--out", "a report")) from None
+                    raise SpecError(e.diagnostics[0].message) from None
     except (SpecError, CorpusError) as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
         return 2
