@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from gpu import OpenCLTimer, program, torch_time  # noqa: E402
 
-from tlgpu.config import LoweringConfig  # noqa: E402
-from tlgpu.tuner import describe, table  # noqa: E402
+from tlgpu.lowering.config import LoweringConfig  # noqa: E402
+from tlgpu.tuning.tuner import describe, table  # noqa: E402
 
 P_DEFAULT = 9
 # the knobs issue 12 added, set so that the lowering emits the code it emitted before them

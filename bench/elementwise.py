@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from gpu import OpenCLTimer, check, program  # noqa: E402
 
-from tlgpu.config import LoweringConfig  # noqa: E402
-from tlgpu.tuner import changes  # noqa: E402
+from tlgpu.lowering.config import LoweringConfig  # noqa: E402
+from tlgpu.tuning.tuner import changes  # noqa: E402
 
 # (collective, T, M, N)
 CASES = (("axpby", "f64", 56, 9), ("axpby", "f64", 35, 9), ("axpby", "f32", 32, 32),

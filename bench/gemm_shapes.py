@@ -27,8 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from gpu import OpenCLTimer, check, program, torch_time  # noqa: E402
 
-from tlgpu.config import LoweringConfig  # noqa: E402
-from tlgpu.tuner import changes  # noqa: E402
+from tlgpu.lowering.config import LoweringConfig  # noqa: E402
+from tlgpu.tuning.tuner import changes  # noqa: E402
 
 SHAPES = ("35x9x56", "56x9x35", "20x9x35", "32x9x32", "64x9x64", "16x9x64", "48x10x48",
           "32x17x32", "32x32x32")

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import tlgpu  # noqa: E402
 import tlinterp  # noqa: E402
-from tlgpu.config import LoweringConfig  # noqa: E402
+from tlgpu.lowering.config import LoweringConfig  # noqa: E402
 
 # the spec's sample kernel
 SAMPLE = (Path(__file__).resolve().parents[1] / "examples" / "fused_kernel.tl").read_text()

@@ -20,9 +20,10 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from fuzz.strategies import sample_function, to_program  # noqa: E402
-from tlgpu import LoweringConfig, prelude  # noqa: E402
-from tlgpu.lower_function import FunctionLowerer  # noqa: E402
-from tlgpu.lowering import choose_geometry, lower_program  # noqa: E402
+from tlgpu import LoweringConfig
+from tlgpu.lowering import prelude  # noqa: E402
+from tlgpu.lowering.function import FunctionLowerer  # noqa: E402
+from tlgpu.lowering.program import choose_geometry, lower_program  # noqa: E402
 from tlinterp import ir  # noqa: E402
 from tlinterp.effects import written_arguments  # noqa: E402
 from tlinterp.types import MemrefType  # noqa: E402

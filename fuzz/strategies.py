@@ -109,7 +109,8 @@ def coverage_of(program: ir.Program) -> set[str]:
 
 
 # the values lowering_configs draws for integer knobs and forced work-group sizes: a superset
-# of what the autotuner (tlgpu.tuner.SPACE) tries, so the fuzzer checks every config it can pick
+# of what the autotuner (tlgpu.tuning.tuner.SPACE) tries, so the fuzzer checks every config it
+# can pick
 LOWERING_INTS = (1, 2, 3, 4, 6, 8, 9, 16, 32, 64)
 LOWERING_GROUP_DIMS = ((1, 2, 4, 8, 16, 32), (1, 2, 4, 8, 16))
 
@@ -120,7 +121,7 @@ def lowering_configs(draw):
     flipped, integer knobs small or large, sometimes a forced work-group size). Results must
     not depend on it."""
     from tlgpu import LoweringConfig
-    from tlgpu.config import DEVICE_DEFAULT, DEVICE_DEFAULT_INTS, VALUE_SETS
+    from tlgpu.lowering.config import DEVICE_DEFAULT, DEVICE_DEFAULT_INTS, VALUE_SETS
 
     changes: dict[str, Any] = {}
     # half of the knobs changed (shrinking towards the default one by one), or a quarter of

@@ -7,8 +7,8 @@ import pytest
 
 
 def nvidia():
-    """NVIDIA's OpenCL device handle (tlgpu.devices.handle), or skip."""
-    from tlgpu.devices import handle
+    """NVIDIA's OpenCL device handle (tlgpu.runtime.devices.handle), or skip."""
+    from tlgpu.runtime.devices import handle
     from tlinterp import BackendError
 
     try:
@@ -20,7 +20,7 @@ def nvidia():
 def nvidia_mma_rows() -> int:
     """Rows of the largest FP64 mma tile NVIDIA's device runs (runtime.fp64_mma_rows), or
     skip when it has no FP64 tensor cores."""
-    from tlgpu.runtime import fp64_mma_rows
+    from tlgpu.runtime.launch import fp64_mma_rows
 
     rows = fp64_mma_rows(nvidia().device)
     if not rows:

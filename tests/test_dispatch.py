@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tlgpu import lower_collectives, lower_function
+from tlgpu.lowering import collectives as lower_collectives
+from tlgpu.lowering import function as lower_function
 from tlinterp import checker, effects, ir, printer, typerules
 from tlinterp.interp import collectives, execute
 

@@ -12,7 +12,7 @@ import pytest
 from fuzz.gen.ranges import int_edges, type_range
 from fuzz.strategies import sample_function, to_program
 from tlgpu import LoweringConfig
-from tlgpu.lowering import choose_geometry
+from tlgpu.lowering.program import choose_geometry
 from tlinterp import ir
 from tlinterp.types import GroupType, MemrefType
 
@@ -245,8 +245,8 @@ def test_gemm_chains_and_the_tensor_core_paths():
     check: 16-row tiles for more than 8 rows (more f64 functions have big shapes), 8-row ones
     otherwise, and fused pairs. Counts over 1000 kernels (before chains: no pair, 2 fused
     with 16-row tiles, 0 fused pairs)."""
-    from tlgpu import chains
-    from tlgpu.lowering import lower_program
+    from tlgpu.lowering import chains
+    from tlgpu.lowering.program import lower_program
 
     c: Counter = Counter()
     for seed in range(1000):
@@ -277,7 +277,7 @@ def test_streamed_gemm_operands_reach_the_paired_k_loads():
     ones let NVIDIA's tensor-core path load two K steps per double2 (tlgpu's k_pairs), which
     no generated kernel reached before (0 of 1000); near misses (odd stride or offset) must
     not take it. Counts over 600 kernels (22 streamed, 8 near misses, 12 with k_pairs)."""
-    from tlgpu.lowering import lower_program
+    from tlgpu.lowering.program import lower_program
 
     c: Counter = Counter()
     for seed in range(600):

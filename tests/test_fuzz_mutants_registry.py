@@ -11,7 +11,7 @@ import pytest
 from fuzz.campaign import mutations
 from fuzz.strategies import sample_function, to_program
 from tlgpu import LoweringConfig
-from tlgpu.lowering import lower_program
+from tlgpu.lowering.program import lower_program
 
 
 def test_at_least_25_mutants_spanning_every_category():
@@ -52,7 +52,7 @@ def sources() -> list[str]:
 
 
 def test_every_source_rewrite_applies_to_generated_kernels(sources, monkeypatch):
-    import tlgpu.runtime as rt
+    import tlgpu.runtime.launch as rt
 
     missing = []
     for m in mutations.MUTATIONS.values():
@@ -86,11 +86,11 @@ def test_tlfuzz_names_the_known_mutations_and_checks_the_database(capsys):
 def _rule_state() -> list:
     """Every attribute a rule-patch mutant may replace: the lowering modules' and classes'
     namespaces and the lowering's dispatch table."""
-    import tlgpu.lower_collectives as lc
-    import tlgpu.lower_function as lf
-    import tlgpu.lower_scalar as S
-    import tlgpu.memory as mem
-    import tlgpu.views as tv
+    import tlgpu.lowering.collectives as lc
+    import tlgpu.lowering.function as lf
+    import tlgpu.lowering.memory as mem
+    import tlgpu.lowering.scalar as S
+    import tlgpu.lowering.views as tv
 
     owners = [lf, lc, S, tv, mem, lf.FunctionLowerer, tv.View]
     return [(o, dict(vars(o))) for o in owners] + [(lf.LOWER, dict(lf.LOWER))]

@@ -64,7 +64,7 @@ def test_interpreter_out_of_view_write_is_a_finding(monkeypatch):
 
 @pytest.mark.opencl
 def test_opencl_out_of_view_write_is_a_finding(monkeypatch):
-    import tlgpu.runtime as rt
+    import tlgpu.runtime.launch as rt
 
     # a planted miscompilation: the store also writes the element before the view's start
     def before(src: str) -> str:

@@ -153,7 +153,7 @@ def test_batched_loads_do_not_change_results(program, config, name, cname, T, S,
 
 
 def _loop_bodies(program, name: str, config: LoweringConfig) -> list[str]:
-    from tlgpu.lowering import lower_program
+    from tlgpu.lowering.program import lower_program
 
     src = lower_program(program, name, config).source
     return re.findall(r"for \(\w+ tl_t\d+ = [^\n]*\n(.*?)\n {8}\}", src, re.S)
@@ -196,7 +196,7 @@ def test_staged_copies_do_not_change_results(program, config, name, cname, T, S,
 
 
 def _staging_loop(program, name: str, config: LoweringConfig) -> list[str]:
-    from tlgpu.lowering import lower_program
+    from tlgpu.lowering.program import lower_program
 
     src = lower_program(program, name, config).source
     (body,) = re.findall(r"tl_Bs\d+ = [^\n]*\n\s*for \(int tl_t\d+ = \(int\)tl_lid; "
@@ -225,7 +225,7 @@ def test_staged_copies_load_before_they_store(program):
 def test_the_tuner_and_the_fuzzer_turn_load_batch():
     from drawn import drawn
 
-    from tlgpu.tuner import SPACE
+    from tlgpu.tuning.tuner import SPACE
 
     assert dict((a, v) for a, v in SPACE if isinstance(a, str))["load_batch"] == (1, 4, 6, 8)
     assert len(drawn("load_batch", 60)) >= 3

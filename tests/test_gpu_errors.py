@@ -10,9 +10,9 @@ import pytest
 import tlgpu
 import tlinterp
 from tlgpu import LoweringConfig
-from tlgpu.buildlog import map_log
-from tlgpu.lowering import lower_program
-from tlgpu.runtime import build
+from tlgpu.lowering.program import lower_program
+from tlgpu.runtime.buildlog import map_log
+from tlgpu.runtime.launch import build
 from tlinterp.diagnostics import ArgumentError, BackendError
 from tlinterp.ir import Span
 
@@ -71,7 +71,7 @@ def test_overridden_work_group_size_must_fit_the_subgroup_size():
 def test_chosen_work_group_size_honours_the_subgroup_size():
     """With no size given, the size the lowering picks (here 4x1 on a CPU, 32x1 in one warp)
     is rounded up to a multiple of the subgroup size instead of rejecting the kernel."""
-    from tlgpu.lowering import choose_geometry
+    from tlgpu.lowering.program import choose_geometry
 
     src = ("func @f(%a: memref<f32x4>, %b: memref<f32x4>) subgroup_size({}) {{\n"
            "  axpby.n 1.0, %a, 0.0, %b : f32, memref<f32x4>, f32, memref<f32x4>\n}}")
@@ -101,7 +101,7 @@ def test_build_failure_is_mapped_to_the_instruction():
     broken = lowered.source.replace("((int)1L) + ((int)2L)", "((int)1L) + undeclared_name")
     assert broken != lowered.source
     lowered.source = broken
-    from tlgpu.devices import handle
+    from tlgpu.runtime.devices import handle
 
     with pytest.raises(BackendError) as e:
         build(lowered, handle("pocl"), p)

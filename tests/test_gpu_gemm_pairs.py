@@ -1,4 +1,4 @@
-"""Gemm pairs on the tensor cores (tlgpu/chains.py, lower_mma.lower_pair, knob `gemm_pairs`):
+"""Gemm pairs on the tensor cores (tlgpu/lowering/chains.py, mma.lower_pair, knob `gemm_pairs`):
 which pairs match, when the intermediate's stores are left out, what the lowering emits, and,
 on an NVIDIA device with FP64 tensor cores, that the results agree with the interpreter (those
 skip without one; CI has pocl only)."""
@@ -15,8 +15,9 @@ from drawn import drawn
 from nvidia import nvidia_mma_rows
 
 import tlinterp
-from tlgpu import LoweringConfig, chains
-from tlgpu.lowering import lower_program
+from tlgpu import LoweringConfig
+from tlgpu.lowering import chains
+from tlgpu.lowering.program import lower_program
 
 PAIR = """
 func @p(%A: memref<f64x{M}x{K}x?>, %B: memref<f64x{K}x{N1}x?>, %D: memref<f64x{DR}x{DC}x?>,

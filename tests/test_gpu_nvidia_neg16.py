@@ -1,5 +1,5 @@
 """An NVIDIA compiler bug found by the fuzzer, kept as a documented reproducer, and the
-workaround tlgpu applies (tlgpu/workarounds.py, entry nvidia-16bit-negation-sign-extension).
+workaround tlgpu applies (tlgpu/runtime/workarounds.py, entry nvidia-16bit-negation-sign-extension).
 
 (finding mismatch-0b2cd224e2bc, `tlfuzz --device nvidia --time 280 --seed 20261126`, one
 mismatch in 50,220 cases; triage: device compiler suspect)
@@ -23,8 +23,8 @@ import pytest
 from nvidia import nvidia
 
 import tlinterp
-from tlgpu import workarounds as W
-from tlgpu.lowering import lower_program
+from tlgpu.lowering.program import lower_program
+from tlgpu.runtime import workarounds as W
 
 ENTRY = next(w for w in W.KNOWN if w.name == "nvidia-16bit-negation-sign-extension")
 
@@ -67,7 +67,7 @@ KERNEL_EXPECTED = [[-32768, -32768], [-5, -5], [0, 0]]
 
 def _affected() -> bool:
     try:
-        from tlgpu.devices import find_device
+        from tlgpu.runtime.devices import find_device
         from tlinterp import BackendError
         try:
             return ENTRY.applies_to(find_device("nvidia"))
@@ -110,7 +110,7 @@ def test_reproducer_optimised():
 def test_tlgpu_builds_the_kernel_around_the_bug():
     """tlgpu.run on NVIDIA gives the interpreter's answer and says which entry it applied."""
     import tlgpu
-    from tlgpu.runtime import DeviceWorkaround
+    from tlgpu.runtime.launch import DeviceWorkaround
 
     nvidia()
     program = tlinterp.check(tlinterp.parse(KERNEL, "neg16.tl"))

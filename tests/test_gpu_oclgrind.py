@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent(f"""
     sys.path.insert(0, "tests")
     import test_gpu_kernels as K
     import test_gpu_collectives as C
-    from tlgpu.devices import handle
+    from tlgpu.runtime.devices import handle
 
     rng = np.random.default_rng(0)
     p = tlinterp.check(tlinterp.parse(K.SOURCE, "kernels.tl"))
@@ -66,7 +66,7 @@ def test_oclgrind_reports_nothing_for_the_test_kernels():
     assert "Invalid write" in planted, planted[-2000:]
 
 
-# --- reports as results (tlgpu/oclgrind.py) ---------------------------------------------------
+# --- reports as results (tlgpu/runtime/oclgrind.py) -------------------------------------------
 
 SAMPLE_OUTPUT = """
 Oclgrind - OpenCL runtime error detected
@@ -96,7 +96,7 @@ When executing kernel 'k'
 
 
 def test_reports_are_parsed_grouped_and_mapped_to_spans():
-    from tlgpu.oclgrind import diagnostics, parse
+    from tlgpu.runtime.oclgrind import diagnostics, parse
     from tlinterp.ir import Span
 
     reports = parse(SAMPLE_OUTPUT)

@@ -1,5 +1,5 @@
 """pocl compiler bugs found by the fuzzer, kept as documented reproducers, and the workaround
-tlgpu applies (tlgpu/workarounds.py).
+tlgpu applies (tlgpu/runtime/workarounds.py).
 
 1. (finding mismatch-125d3c377d50)
 With optimisation on, pocl 3.0 (LLVM 14) drops a store that sits between two barriers of a
@@ -153,7 +153,7 @@ def _run(options: list[str], source: str = REPRO, shape=(8, 2), rows: int = 4
          ) -> list[list[int]]:
     import pyopencl as cl
 
-    from tlgpu.devices import handle
+    from tlgpu.runtime.devices import handle
 
     dev = handle("pocl")  # the device the rest of the OpenCL tests use
     ctx, queue = dev.context, dev.queue
@@ -170,7 +170,7 @@ def _run(options: list[str], source: str = REPRO, shape=(8, 2), rows: int = 4
 
 def _affected() -> bool:
     """pocl releases known to drop the store (3.0 with LLVM 14 here)."""
-    from tlgpu.devices import find_device
+    from tlgpu.runtime.devices import find_device
     from tlinterp import BackendError
 
     try:
@@ -209,7 +209,7 @@ def _agrees_through_tlgpu(source: str, args: dict, groups: int) -> None:
     import tlgpu
     import tlinterp
     from fuzz.oracle.compare import compare_outputs
-    from tlgpu.runtime import DeviceWorkaround
+    from tlgpu.runtime.launch import DeviceWorkaround
     from tlinterp.interp import run as interp_run
 
     program = tlinterp.check(tlinterp.parse(source, "k.tl"))
@@ -247,7 +247,7 @@ def _run_abort(options: list[str], cwd) -> list[list[float]]:
     import sys
 
     code = ("import json, sys, numpy as np, pyopencl as cl, warnings\n"
-            "from tlgpu.devices import handle\n"
+            "from tlgpu.runtime.devices import handle\n"
             "dev = handle('pocl')\n"
             "out = np.zeros(16, np.float32)\n"
             "buf = cl.Buffer(dev.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,"
@@ -275,11 +275,11 @@ def test_abort_reproducer_optimised(tmp_path):
 
 
 def test_abort_kernel_agrees_with_interpreter():
-    """Through tlgpu in a child process (tlgpu.isolated), so a pocl abort fails the test
+    """Through tlgpu in a child process (tlgpu.runtime.isolated), so a pocl abort fails the test
     instead of killing pytest."""
     import tlinterp
     from fuzz.oracle.compare import compare_outputs
-    from tlgpu.isolated import run_isolated
+    from tlgpu.runtime.isolated import run_isolated
     from tlinterp.interp import run as interp_run
 
     program = tlinterp.check(tlinterp.parse(ABORT_KERNEL, "k.tl"))

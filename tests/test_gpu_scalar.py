@@ -143,6 +143,6 @@ def test_casts(program, t):
 
 
 def test_pocl_keeps_f32_denormals():
-    from tlgpu.devices import handle
+    from tlgpu.runtime.devices import handle
 
     assert handle("pocl").keeps_f32_denormals

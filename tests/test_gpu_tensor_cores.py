@@ -1,4 +1,4 @@
-"""The FP64 tensor-core gemm path (tlgpu/lower_mma.py, knob `tensor_cores`): when it is taken,
+"""The FP64 tensor-core gemm path (tlgpu/lowering/mma.py, knob `tensor_cores`): when it is taken,
 what it emits, that every other device stays portable, and, on an NVIDIA device of compute
 capability 8.0 or later, that it agrees with the interpreter on edge shapes (the device tests
 skip without NVIDIA's OpenCL; CI has pocl only)."""
@@ -16,8 +16,8 @@ from nvidia import nvidia, nvidia_mma_rows
 
 import tlinterp
 from tlgpu import LoweringConfig
-from tlgpu.lowering import lower_program
-from tlgpu.runtime import fp64_mma_rows
+from tlgpu.lowering.program import lower_program
+from tlgpu.runtime.launch import fp64_mma_rows
 
 GEMM = """
 func @g(%A: memref<{ta}x{am}x{ak}x?>, %B: memref<{tb}x{bk}x{bn}x?>, %C: memref<f64x{M}x{N}x?>)
@@ -169,7 +169,8 @@ def test_operands_contiguous_along_k_load_two_k_steps_at_once():
 
 
 def test_the_shuffle_builds_without_optimisation_on_nvidia():
-    # a known-bug workaround builds some kernels with -cl-opt-disable (tlgpu/workarounds.py):
+    # a known-bug workaround builds some kernels with -cl-opt-disable
+    # (tlgpu/runtime/workarounds.py):
     # the helper must then still link (a plain `inline` function is an external reference)
     import pyopencl as cl
 
@@ -230,8 +231,8 @@ def test_knob_parses_and_the_fuzzer_may_force_it():
 @pytest.mark.opencl
 def test_pocl_turns_a_forced_knob_off():
     import tlgpu
-    from tlgpu.devices import handle
-    from tlgpu.runtime import device_config
+    from tlgpu.runtime.devices import handle
+    from tlgpu.runtime.launch import device_config
 
     cfg = device_config(handle("pocl"), LoweringConfig(tensor_cores=16))
     assert cfg.tensor_cores == 0

@@ -14,8 +14,8 @@ from benches import bench
 import tlgpu
 import tlinterp
 from tlgpu import LoweringConfig
-from tlgpu.tiles import fits_int, plan
-from tlgpu.tuner import cached, table
+from tlgpu.lowering.tiles import fits_int, plan
+from tlgpu.tuning.tuner import cached, table
 from tlinterp import cli, ir
 from tlinterp.diagnostics import BackendError
 from tlinterp.interp import run as interp_run
@@ -63,8 +63,8 @@ def test_plans_prefer_short_chains():
 
 def test_the_fuzzer_draws_every_config_the_tuner_tries():
     from fuzz.strategies import LOWERING_GROUP_DIMS, LOWERING_INTS
-    from tlgpu.config import CHOICES, DEVICE_FEATURES
-    from tlgpu.tuner import candidates
+    from tlgpu.lowering.config import CHOICES, DEVICE_FEATURES
+    from tlgpu.tuning.tuner import candidates
 
     default = LoweringConfig()
     for changes in candidates():
@@ -81,7 +81,7 @@ def test_the_fuzzer_draws_every_config_the_tuner_tries():
 
 
 def test_joint_axes_change_their_knobs_together():
-    from tlgpu.tuner import SPACE, candidates
+    from tlgpu.tuning.tuner import SPACE, candidates
 
     space = (("max_tile", (4, 9)), (("work_group_size", "unroll_k"), (((32, 1), 1), (None, 8))))
     assert list(candidates(space)) == [
@@ -141,8 +141,8 @@ def test_k_loop_unrolling_is_device_decided():
 
 @pytest.mark.opencl
 def test_device_decided_knobs_are_off_on_pocl():
-    from tlgpu.devices import handle
-    from tlgpu.runtime import device_config
+    from tlgpu.runtime.devices import handle
+    from tlgpu.runtime.launch import device_config
 
     c = device_config(handle("pocl"), LoweringConfig(narrow_indices=True))
     assert (c.fused_multiply_add, c.narrow_indices, c.warp_groups) == (False, True, False)
@@ -151,7 +151,7 @@ def test_device_decided_knobs_are_off_on_pocl():
 
 
 def _geometry(src: str, **knobs) -> tuple[int, int]:
-    from tlgpu.lowering import choose_geometry
+    from tlgpu.lowering.program import choose_geometry
 
     fn = tlinterp.check(tlinterp.parse(src)).functions[0]
     geo = choose_geometry(fn, LoweringConfig(**knobs))
@@ -230,7 +230,7 @@ def test_tune_searches_caches_and_reports(tmp_path, monkeypatch, capsys):
     p = ader_program()
     ader = bench("ader")
     args = ader.arguments(2, 3, 4, "f64", np.random.default_rng(0))
-    from tlgpu.tuner import tune
+    from tlgpu.tuning.tuner import tune
 
     r = tune(p, args, func="ader", device="pocl", reps=1, space=SPACE)
     assert not r.cached and len(r.trials) == 3  # default == planned_tiles=True: timed once
@@ -240,7 +240,7 @@ def test_tune_searches_caches_and_reports(tmp_path, monkeypatch, capsys):
     rows = table(r)
     assert sum(row[2] == "best" for row in rows) == 1
     fn = p.function("ader")
-    from tlgpu.devices import handle
+    from tlgpu.runtime.devices import handle
 
     assert cached(p, fn, handle("pocl").key) == r.best
     again = tlgpu.tune(p, args, func="ader", device="pocl")
@@ -261,13 +261,13 @@ def test_the_search_leaves_a_local_optimum_of_tensor_cores_and_group_shape(tmp_p
                                                                             monkeypatch):
     # a synthetic cost with a trap one knob at a time cannot leave: (tensor cores, 8x8) beats
     # every single change from it, the best is (no tensor cores, default shape)
-    import tlgpu.runtime
-    import tlgpu.tuner as tuner
+    import tlgpu.runtime.launch
+    import tlgpu.tuning.tuner as tuner
 
     monkeypatch.setenv("TL_TUNE_CACHE", str(tmp_path / "tune.json"))
     # a device with m16n8k4 tensor cores and no other resolution (the code is lowered, and a
     # config lowering to code already timed shares its time, so None must mean 16 here)
-    monkeypatch.setattr(tlgpu.runtime, "device_config", lambda dev, cfg: dataclasses.replace(
+    monkeypatch.setattr(tlgpu.runtime.launch, "device_config", lambda dev, cfg: dataclasses.replace(
         cfg, tensor_cores=16 if cfg.tensor_cores is None else cfg.tensor_cores))
 
     def cost(program, function, device, dev, cfg, *rest):
@@ -290,7 +290,7 @@ def test_the_search_leaves_a_local_optimum_of_tensor_cores_and_group_shape(tmp_p
 def test_configs_that_lower_to_code_already_timed_are_not_timed_again(tmp_path, monkeypatch):
     # on pocl an f64 kernel has no tensor cores, so unroll_mma and k_pairs change no code: they
     # take the time of the code they share, cannot win on noise, and the report says so
-    import tlgpu.tuner as tuner
+    import tlgpu.tuning.tuner as tuner
 
     monkeypatch.setenv("TL_TUNE_CACHE", str(tmp_path / "tune.json"))
     calls = []
@@ -348,7 +348,7 @@ LIFETIMES = """func @k(%x: memref<f64x4>) {
 
 
 def test_inferred_lifetimes_end_after_the_last_use_of_any_view():
-    from tlgpu.memory import plan_allocas
+    from tlgpu.lowering.memory import plan_allocas
 
     body = tlinterp.check(tlinterp.parse(LIFETIMES, "l.tl")).function("k").body
     allocas = {i.result.name: id(i) for i in ir.walk(body) if isinstance(i, ir.Alloca)}

@@ -1,5 +1,5 @@
-"""tlgpu/workarounds.py: which kernels and devices a known device bug's workaround covers, and
-that the runtime applies it per kernel (the reproducers are in test_gpu_pocl_barrier_loop.py)."""
+"""tlgpu/runtime/workarounds.py: which kernels and devices a known device bug's workaround covers,
+and that the runtime applies it per kernel (reproducers: test_gpu_pocl_barrier_loop.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from benches import bench
 
 import tlinterp
-from tlgpu import workarounds as W
-from tlgpu.lowering import lower_program
+from tlgpu.lowering.program import lower_program
+from tlgpu.runtime import workarounds as W
 
 POCL = W.KNOWN[0]
 
@@ -111,8 +111,8 @@ def test_runtime_builds_only_the_affected_kernel_around_the_bug():
     """In one source, the kernel of the bug's shape gets the workaround and says so; the
     other is built with optimisation (the fuzzer keeps testing pocl's optimiser there)."""
     import tlgpu
-    from tlgpu.devices import handle
-    from tlgpu.runtime import DeviceWorkaround
+    from tlgpu.runtime.devices import handle
+    from tlgpu.runtime.launch import DeviceWorkaround
 
     program = tlinterp.check(tlinterp.parse(TWO, "two.tl"))
     affected = POCL.applies_to(handle("pocl").device)

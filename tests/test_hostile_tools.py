@@ -145,7 +145,7 @@ def test_tlrun_ctrl_c_stops_a_long_launch(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "tlinterp.cli", str(kernel), "--args",
                              str(args), "--backend", "opencl", "--groups", "64"], env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    kids = _wait_for_children(proc, "tlgpu.isolated")
+    kids = _wait_for_children(proc, "tlgpu.runtime.isolated")
     time.sleep(1.5)  # let the build finish and the launch start
     start = time.monotonic()
     proc.send_signal(signal.SIGINT)

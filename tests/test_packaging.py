@@ -45,7 +45,7 @@ def test_the_package_carries_grammar_corpus_and_tools(built):
     installed = _files(built / "lib")
     assert "tlinterp/grammar.peg" in installed
     assert {"tlinterp/cli.py", "fuzz/strategies.py", "fuzz/conform/cli.py",
-            "tlgpu/runtime.py"} <= installed
+            "tlgpu/runtime/launch.py"} <= installed
     for kind in ("valid", "invalid", "undefined"):
         in_tree = {f"corpus/{kind}/{f}" for f in _files(ROOT / "corpus" / kind)}
         assert in_tree and in_tree <= installed, kind

@@ -71,7 +71,7 @@ func @g(%a: memref<f32x4x3>, %b: memref<f32x3x2>, %c: memref<f32x4x2>) {
 
 
 def test_a_planted_lowering_bug_is_our_lowering(monkeypatch):
-    import tlgpu.lower_collectives as lc
+    import tlgpu.lowering.collectives as lc
     from fuzz.campaign.mutations import apply
 
     monkeypatch.setattr(lc, "problem", lc.problem)  # restored after the test
@@ -96,7 +96,7 @@ func @u(%y: memref<i32x4>) {
 
 
 def test_uninitialised_local_memory_read_by_the_lowering_is_ub(monkeypatch):
-    import tlgpu.lower_function as lf
+    import tlgpu.lowering.function as lf
     from tlinterp import ir
 
     store = lf.LOWER[ir.Store]
@@ -118,7 +118,7 @@ def test_reduction_and_reproducer_of_the_simulated_device_bug(tmp_path):
     from fuzz.campaign import reproducer
     from fuzz.campaign.clexec import Isolated, run_source
     from fuzz.campaign.reduce import interesting_for, reduce_kernel, split_kernel
-    from tlgpu.runtime import BUILD_OPTIONS
+    from tlgpu.runtime.launch import BUILD_OPTIONS
 
     case = finding_case()
     prep = T.prepare(case, SIMULATED, FINDING_CONFIG)

@@ -17,9 +17,10 @@ import tlinterp
 from fuzz.campaign.redzones import writers
 from fuzz.conform.corpus import default_corpus, load_corpus
 from fuzz.strategies import sample_function, to_program
-from tlgpu import LoweringConfig, lowering
-from tlgpu.barriers import LOCAL_ROOTS
-from tlgpu.lower_function import FunctionLowerer
+from tlgpu import LoweringConfig
+from tlgpu.lowering import program as lowering
+from tlgpu.lowering.barriers import LOCAL_ROOTS
+from tlgpu.lowering.function import FunctionLowerer
 from tlinterp import ir
 from tlinterp.diagnostics import BackendError
 from tlinterp.effects import written_arguments

@@ -26,16 +26,15 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
+from tlgpu.lowering.config import LoweringConfig
 from tlinterp import ir
-
-from .config import LoweringConfig
 
 
 def _program(program: Union[ir.Program, str], api: str) -> ir.Program:
     """Source text is parsed and checked (SourceError when it is bad); an `ir.Program` is taken
     as checked; anything else is a TypeError naming the call, as in tlinterp."""
     if isinstance(program, str):
-        from .runtime import _as_program
+        from tlgpu.runtime.launch import _as_program
 
         return _as_program(program)
     if not isinstance(program, ir.Program):
@@ -47,7 +46,7 @@ def _program(program: Union[ir.Program, str], api: str) -> ir.Program:
 def lower(program: Union[ir.Program, str], func: Optional[str] = None,
           config: Optional[LoweringConfig] = None) -> str:
     """OpenCL C source for `func` (all functions when None)."""
-    from .lowering import lower_program
+    from tlgpu.lowering.program import lower_program
 
     return lower_program(_program(program, "lower"), func, config).source
 
@@ -56,7 +55,7 @@ def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
         groups: Optional[int] = None, device: Optional[str] = None,
         config: Optional[LoweringConfig] = None) -> dict:
     """Run `func` on an OpenCL device; arguments and results follow the .npz convention."""
-    from .runtime import run as _run
+    from tlgpu.runtime.launch import run as _run
 
     return _run(_program(program, "run"), args, func=func, groups=groups, device=device,
                 config=config)
@@ -64,10 +63,10 @@ def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
 
 def compile(program: Union[ir.Program, str], func: Optional[str] = None,
             device: Optional[str] = None, config: Optional[LoweringConfig] = None):
-    """A `tlgpu.kernel.Kernel` for `func`: built once, bound with `.bind(args)`, launched with
-    `.launch(binding)` (its `.seconds` is the profiled device time), read with
+    """A `tlgpu.runtime.kernel.Kernel` for `func`: built once, bound with `.bind(args)`,
+    launched with `.launch(binding)` (its `.seconds` is the profiled device time), read with
     `binding.read()`."""
-    from .kernel import compile as _compile
+    from tlgpu.runtime.kernel import compile as _compile
 
     return _compile(_program(program, "compile"), func, device=device, config=config)
 
@@ -77,7 +76,7 @@ def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
               repeat: int = 1) -> list[float]:
     """Run on already bound arguments, writing the results into their buffers; returns the
     kernel time in seconds of each of the `repeat` launches (all on the same inputs)."""
-    from .runtime import run_bound as _run_bound
+    from tlgpu.runtime.launch import run_bound as _run_bound
 
     return _run_bound(_program(program, "run_bound"), function, bound, groups, device=device,
                       config=config,
@@ -89,7 +88,7 @@ def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
          use_cache: bool = True):
     """Time candidate lowering configs on `device`; the fastest is `.best` (cached on disk
     per kernel and device; `.trials` is the search, empty on a cache hit)."""
-    from .tuner import tune as _tune
+    from tlgpu.tuning.tuner import tune as _tune
 
     return _tune(_program(program, "tune"), args, func=func, groups=groups, device=device,
                  reps=reps,

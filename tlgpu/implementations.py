@@ -19,7 +19,7 @@ _LOCK = threading.Lock()  # one OpenCL queue at a time: the device parallelises 
 
 
 def _config(options: ImplOptions):
-    from .config import LoweringConfig
+    from tlgpu.lowering.config import LoweringConfig
 
     try:
         return LoweringConfig.from_overrides(list(options.lowering))
@@ -44,7 +44,7 @@ class OpenCL(Implementation):
         self.config = _config(options)
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
-        from . import run
+        from tlgpu import run
 
         try:
             program = _program(job)
@@ -60,10 +60,10 @@ class OpenCL(Implementation):
 
     def run_isolated(self, program, args, func: Optional[str], groups: Optional[int],
                      repeat: int = 1):
-        """Build and launch (`repeat` times) in a child process (tlgpu.isolated): what tlrun
+        """Build and launch (`repeat` times) in a child process (tlgpu.runtime.isolated): what tlrun
         uses, so that a crash on the device is a result and never takes the tool down. (With
         `tune`, the search runs here first: it times configs the fuzzer checks.)"""
-        from .isolated import run_isolated
+        from tlgpu.runtime.isolated import run_isolated
 
         config = self._tuned(program, args, func, groups)
         return run_isolated(program, args, func=func, groups=groups, device=self.options.device,
@@ -74,15 +74,15 @@ class OpenCL(Implementation):
         applied on top; else the configured one."""
         if not self.options.tune:
             return self.config
-        from .config import LoweringConfig
-        from .tuner import print_table, tune
+        from tlgpu.lowering.config import LoweringConfig
+        from tlgpu.tuning.tuner import print_table, tune
 
         result = tune(program, args, func=func, groups=groups, device=self.options.device)
         print_table(result)
         return LoweringConfig.from_overrides(list(self.options.lowering), result.best)
 
     def emit(self, program, func: Optional[str]) -> str:
-        from . import lower
+        from tlgpu import lower
 
         return lower(program, func, self.config)
 
@@ -142,8 +142,8 @@ class OpenCLC(Implementation):
             return source, Outcome("ok", message=done.stderr, command=command)
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
-        from .kernel import ForeignCodeError, from_source
-        from .lower_function import kernel_name
+        from tlgpu.lowering.function import kernel_name
+        from tlgpu.runtime.kernel import ForeignCodeError, from_source
 
         source, compiled = self.compile_source(job, timeout)
         if source is None:

@@ -300,7 +300,7 @@ def _run(ns) -> int:
 
 def _run_opencl(ns, impl, program, function, args) -> tuple[dict, str]:
     """Outputs and the timing line of a run of our OpenCL lowering in a child process, so a
-    crash on the device cannot take tlrun down (tlgpu.isolated)."""
+    crash on the device cannot take tlrun down (tlgpu.runtime.isolated)."""
     if ns.repeat < 1:
         raise ArgumentError(f"--repeat must be >= 1, got {ns.repeat}")
     # Oclgrind's output is its error reports, not noise: always shown

@@ -64,7 +64,7 @@ class Outcome:
 
 def device_info(target: Target) -> dict[str, str]:
     """Platform, device, driver and OpenCL C version: what a vendor needs to know."""
-    from tlgpu.devices import handle
+    from tlgpu.runtime.devices import handle
 
     d = handle(target.device).device
     return {"platform": d.platform.name.strip(), "device": d.name.strip(),
@@ -79,8 +79,8 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
     the arguments after the run (the .npz convention)."""
     import pyopencl as cl
 
-    from tlgpu.devices import handle
-    from tlgpu.oclgrind import captured_stderr, is_oclgrind, parse, without_query_noise
+    from tlgpu.runtime.devices import handle
+    from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, parse, without_query_noise
 
     try:
         dev = handle(target.device)
@@ -111,7 +111,7 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
 
 
 def _launch(dev, kernel, function, bound, groups: int, geo, extra: list) -> None:
-    from tlgpu.runtime import _Marshal
+    from tlgpu.runtime.launch import _Marshal
 
     marshal = _Marshal(dev)
     kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1),

@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from tlgpu.oclgrind import OclgrindReport
+from tlgpu.runtime.oclgrind import OclgrindReport
 from tlinterp import ir
 from tlinterp.args import red_zones, save_npz
 from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour

@@ -2,12 +2,12 @@
 `python bench/mutants.py`).
 
 Each mutant is one small change of the kind a compiler bug makes. Most rewrite the generated
-OpenCL C just before it is built (`tlgpu.runtime.SOURCE_FILTER`), anchored on constructs of the
-lowering that stay stable (scalar expressions, loop headers, pointer set-up, barriers, atomic
-helpers); a few monkeypatch a lowering rule where the bug is structural. `apply(name)` installs
-one in the process that runs the OpenCL side. `HITS[0]` counts how often the mutant changed
-something (a rewrite that matched, a patched rule that took its wrong branch): a mutant that
-never applied cannot have been detected, and the bench reports it as "not applicable".
+OpenCL C just before it is built (`tlgpu.runtime.launch.SOURCE_FILTER`), anchored on constructs
+of the lowering that stay stable (scalar expressions, loop headers, pointer set-up, barriers,
+atomic helpers); a few monkeypatch a lowering rule where the bug is structural. `apply(name)`
+installs one in the process that runs the OpenCL side. `HITS[0]` counts how often the mutant
+changed something (a rewrite that matched, a patched rule that took its wrong branch): a mutant
+that never applied cannot have been detected, and the bench reports it as "not applicable".
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def _filter(*rules: tuple[str, object]) -> Callable[[], None]:
         return src
 
     def install() -> None:
-        import tlgpu.runtime as rt
+        import tlgpu.runtime.launch as rt
 
         rt.SOURCE_FILTER = rewrite
 
@@ -57,7 +57,7 @@ def _filter(*rules: tuple[str, object]) -> Callable[[], None]:
 def _set_rule(method: str, wrong: Callable) -> None:
     """Replace a rule of tlgpu's FunctionLowerer: the method and its entries in the lowering's
     dispatch table (which holds the functions themselves, not their names)."""
-    import tlgpu.lower_function as lf
+    import tlgpu.lowering.function as lf
 
     orig = getattr(lf.FunctionLowerer, method)
     setattr(lf.FunctionLowerer, method, wrong)
@@ -67,7 +67,7 @@ def _set_rule(method: str, wrong: Callable) -> None:
 
 
 def _wrong_transpose() -> None:
-    import tlgpu.lower_collectives as lc
+    import tlgpu.lowering.collectives as lc
 
     op = lc._op
 
@@ -80,7 +80,7 @@ def _wrong_transpose() -> None:
 
 
 def _off_by_one_k() -> None:
-    import tlgpu.lower_collectives as lc
+    import tlgpu.lowering.collectives as lc
 
     problem = lc.problem
 
@@ -95,7 +95,7 @@ def _off_by_one_k() -> None:
 
 
 def _ger_swapped() -> None:
-    import tlgpu.lower_collectives as lc
+    import tlgpu.lowering.collectives as lc
     from tlinterp import ir
 
     problem = lc.problem
@@ -114,7 +114,7 @@ def _scale_ignored(field: str) -> Callable[[], None]:
     """alpha or beta taken as 1 when it is a constant other than 0 and 1."""
 
     def install() -> None:
-        import tlgpu.lower_collectives as lc
+        import tlgpu.lowering.collectives as lc
         from tlinterp import ir
 
         lower = lc.lower_blas
@@ -132,7 +132,7 @@ def _scale_ignored(field: str) -> Callable[[], None]:
 
 
 def _missing_barrier() -> None:
-    import tlgpu.lower_function as lf
+    import tlgpu.lowering.function as lf
 
     def access(self, w, reads, writes):
         if not self.spmd and self.pending.conflicts(reads, writes,
@@ -144,9 +144,9 @@ def _missing_barrier() -> None:
 
 
 def _cast_zero_extend() -> None:
-    import tlgpu.lower_function as lf
-    import tlgpu.lower_scalar as S
-    from tlgpu.ctypes_map import ctype
+    import tlgpu.lowering.function as lf
+    import tlgpu.lowering.scalar as S
+    from tlgpu.lowering.ctypes_map import ctype
 
     cast = S.cast
 
@@ -161,7 +161,7 @@ def _cast_zero_extend() -> None:
 
 
 def _cast_float_round() -> None:
-    import tlgpu.lower_scalar as S
+    import tlgpu.lowering.scalar as S
 
     cast = S.cast
 
@@ -175,7 +175,7 @@ def _cast_float_round() -> None:
 
 
 def _unsigned_compare_signed() -> None:
-    import tlgpu.lower_scalar as S
+    import tlgpu.lowering.scalar as S
     from tlinterp.types import ScalarType
 
     def wrong(self, w, inst):
@@ -194,7 +194,7 @@ def _view_patch(method: str, change: Callable) -> Callable[[], None]:
     """Patch one view rule of FunctionLowerer: `change(self, inst, view) -> view or None`."""
 
     def install() -> None:
-        import tlgpu.lower_function as lf
+        import tlgpu.lowering.function as lf
 
         orig = getattr(lf.FunctionLowerer, method)
 
@@ -246,7 +246,7 @@ def _subview_rest_size(self, inst, v):
 
 def _ld_as_shape() -> None:
     """Leading dimensions assumed canonical: stride k = shape k-1 * stride k-1 (padding lost)."""
-    import tlgpu.views as tv
+    import tlgpu.lowering.views as tv
 
     offset = tv.View.offset
 
@@ -264,7 +264,7 @@ def _ld_as_shape() -> None:
 
 def _local_store_transposed() -> None:
     """Stores into local memory of order 2 swap their two indices."""
-    import tlgpu.lower_function as lf
+    import tlgpu.lowering.function as lf
 
     store = lf.FunctionLowerer.lower_store
 
@@ -283,7 +283,7 @@ def _alloca_size_dense() -> None:
     strides is forgotten, so its last elements overlap the next alloca."""
     from math import prod
 
-    import tlgpu.memory as mem
+    import tlgpu.lowering.memory as mem
 
     size = mem.alloca_bytes
 
@@ -300,7 +300,7 @@ def _crash() -> None:
     """The lowering kills its process (as a crashing OpenCL compiler would)."""
     import os
 
-    import tlgpu.lower_function as lf
+    import tlgpu.lowering.function as lf
 
     def die(self):
         HITS[0] += 1

@@ -41,7 +41,7 @@ def check_device(device: str) -> Optional[str]:
     from tlinterp.diagnostics import TLError
 
     try:
-        from tlgpu.devices import find_device
+        from tlgpu.runtime.devices import find_device
 
         find_device(device)
     except TLError as e:

@@ -74,8 +74,8 @@ sys.exit(1 if bad else 0)
 def describe_args(function, bound, local_bytes: int) -> tuple[list[dict], dict[str, np.ndarray]]:
     """The kernel's arguments in the order tlgpu's runtime passes them, and the buffers
     (padded to 8 bytes as the runtime pads them)."""
-    from tlgpu.ctypes_map import ctype
-    from tlgpu.runtime import _padded
+    from tlgpu.lowering.ctypes_map import ctype
+    from tlgpu.runtime.launch import _padded
 
     args: list[dict] = []
     bufs: dict[str, np.ndarray] = {}

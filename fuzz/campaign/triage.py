@@ -76,9 +76,9 @@ class Prepared:
 
 def prepare(case, target: Target, config) -> Prepared:
     """Lower the case as tlgpu would for `target`'s device and config."""
-    from tlgpu.devices import handle
-    from tlgpu.lowering import lower_program
-    from tlgpu.runtime import device_config
+    from tlgpu.lowering.program import lower_program
+    from tlgpu.runtime.devices import handle
+    from tlgpu.runtime.launch import device_config
 
     cfg = device_config(handle(target.device), config)
     lowered = lower_program(case.program, case.func, cfg)
@@ -90,8 +90,8 @@ def prepare(case, target: Target, config) -> Prepared:
 def workarounds_for(target: Target, prepared: Prepared) -> tuple:
     """The known device bugs tlgpu builds this kernel around on `target`'s device (a
     simulated bug's target gets none: its bug must stay visible)."""
-    from tlgpu import workarounds
-    from tlgpu.devices import handle
+    from tlgpu.runtime import workarounds
+    from tlgpu.runtime.devices import handle
 
     if type(target) is not Target:
         return ()
@@ -120,7 +120,7 @@ def _judge(case, expected: dict, out: Outcome) -> tuple[str, Optional[bool]]:
 
 def available_others(target: Target) -> list[Target]:
     """pocl and Oclgrind when installed, except the finding's own device."""
-    from tlgpu.devices import find_device
+    from tlgpu.runtime.devices import find_device
     from tlinterp.diagnostics import TLError
 
     out = []
@@ -142,7 +142,7 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
            alternatives: Optional[dict] = None,
            progress: Callable[[str], None] = lambda s: None) -> Triage:
     """Rerun and classify one finding (see the module doc)."""
-    from tlgpu.runtime import BUILD_OPTIONS
+    from tlgpu.runtime.launch import BUILD_OPTIONS
 
     others = available_others(target) if others is None else others
     alternatives = ALTERNATIVES if alternatives is None else alternatives
@@ -161,11 +161,11 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
             runs.append(run)
             return run
         found = workarounds_for(tgt, p)
-        if found:  # run it as tlgpu builds it (tlgpu.workarounds), and say so
+        if found:  # run it as tlgpu builds it (tlgpu.runtime.workarounds), and say so
             for w in found:
                 notes[f"tlgpu builds this kernel on {tgt.label} with {' '.join(w.options)} "
                       f"(known device bug {w.name})"] = None
-            from tlgpu.workarounds import options as extra
+            from tlgpu.runtime.workarounds import options as extra
 
             options = tuple(dict.fromkeys(options + extra(found)))
         out = run_source(tgt, p.source, p.kernel, p.function, case.args, case.groups,
@@ -183,7 +183,7 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
     for name, changes in alternatives.items():
         cfg = dataclasses.replace(config, **changes) if config is not None else None
         if cfg is None:
-            from tlgpu.config import LoweringConfig
+            from tlgpu.lowering.config import LoweringConfig
 
             cfg = dataclasses.replace(LoweringConfig(), **changes)
         alt_runs.append(do(f"{target.label}, config {name}", target, cfg, opts))
@@ -220,7 +220,7 @@ def load_finding(path: str):
     import shlex
 
     import tlinterp
-    from tlgpu.config import LoweringConfig
+    from tlgpu.lowering.config import LoweringConfig
     from tlinterp.args import load_npz
 
     from ..strategies import FuzzCase
@@ -258,7 +258,7 @@ def investigate(case, config, target: Target, base: str, reduce_seconds: float =
                 progress: Callable[[str], None] = lambda s: None) -> Triage:
     """Triage; for a device-compiler suspect also reduce and write the reproducer. Writes
     BASE.triage.txt and, for a suspect, the directory BASE.repro/."""
-    from tlgpu.runtime import BUILD_OPTIONS
+    from tlgpu.runtime.launch import BUILD_OPTIONS
 
     result = triage(case, config, target, progress=progress)
     notes = [result.text()]
@@ -323,7 +323,7 @@ def triage_saved(finding, base: str, reduce_seconds: float,
                  mutation: Optional[str] = None) -> str:
     """Triage a finding a campaign has just saved at BASE; its short class for the live view
     (or "triage failed: ..."; a campaign must go on)."""
-    from tlgpu.config import LoweringConfig
+    from tlgpu.lowering.config import LoweringConfig
 
     if mutation and mutation not in _MUTATED:  # the campaign planted it in its OpenCL side
         from .mutations import apply

@@ -8,7 +8,7 @@ device cannot take the caller down or corrupt the results it reports.
     result.kernel_seconds # one profiled duration per launch
     result.log            # compiler warnings and whatever the driver printed
 
-The child is a fresh `python -m tlgpu.isolated` (never a fork: OpenCL state must not be
+The child is a fresh `python -m tlgpu.runtime.isolated` (never a fork: OpenCL state must not be
 inherited) in a session of its own; the caller kills it on Ctrl-C, so an interrupt stops at
 once even in a long launch. It reads the pickled job on stdin and sends back either the
 outputs or the error it raised; errors are re-raised here as the same `TLError` class.
@@ -33,11 +33,10 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from tlgpu.lowering.config import LoweringConfig
 from tlinterp import diagnostics as _diagnostics
 from tlinterp import ir
 from tlinterp.diagnostics import ExecutionError, TLError
-
-from .config import LoweringConfig
 
 __all__ = ["IsolatedResult", "run_isolated"]
 
@@ -53,9 +52,8 @@ class IsolatedResult:
 
 def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> dict[str, Any]:
     """The child's work: bind, build (timed), launch `repeat` times, unbind."""
+    from tlgpu.runtime.launch import _as_program, prepare, run_bound
     from tlinterp.args import bind, unbind
-
-    from .runtime import _as_program, prepare, run_bound
 
     program = _as_program(program)
     function = program.function(func)
@@ -150,7 +148,7 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env["PYOPENCL_COMPILER_OUTPUT"] = "1"  # the build log itself goes to `log`, not a hint
     # a session of its own: a terminal's Ctrl-C reaches only us, and we kill the child
-    proc = subprocess.Popen([sys.executable, "-m", "tlgpu.isolated"], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "tlgpu.runtime.isolated"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                             start_new_session=True)
     try:

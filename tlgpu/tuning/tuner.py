@@ -28,11 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Union
 
+from tlgpu.lowering.config import LoweringConfig
 from tlinterp import ir
 from tlinterp.args import bind
 from tlinterp.diagnostics import TLError
-
-from .config import LoweringConfig
 
 GROUP_SHAPES = (None, (32, 1), (16, 4), (8, 8), (32, 2), (32, 4), (16, 8), (16, 16))
 UNROLLS = (1, 2, 4, 8)
@@ -162,8 +161,8 @@ def tune(program: Union[ir.Program, str], args: dict, func: Optional[str] = None
          groups: Optional[int] = None, device: Optional[str] = None, reps: int = 5,
          use_cache: bool = True, space: tuple = SPACE) -> TuneResult:
     """Search lowering configs for `func` on `device` with these arguments (.npz convention)."""
-    from .devices import handle
-    from .runtime import _as_program, _Marshal, device_config, lowered_for
+    from tlgpu.runtime.devices import handle
+    from tlgpu.runtime.launch import _as_program, _Marshal, device_config, lowered_for
 
     program = _as_program(program)
     function = program.function(func)
@@ -227,9 +226,8 @@ def _code(lowered, func: str) -> tuple:
 def _time(program, function, device, dev, cfg, kargs, groups: int, reps: int) -> float:
     import pyopencl as cl
 
+    from tlgpu.runtime.launch import prepare
     from tlinterp.diagnostics import ExecutionError
-
-    from .runtime import prepare
 
     _, kernel, geo = prepare(program, function, device, cfg)
     if groups == 0:

@@ -9,20 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from tlgpu.lowering import chains
+from tlgpu.lowering import collectives as C
+from tlgpu.lowering import scalar as S
+from tlgpu.lowering.barriers import ALLOCA, LOCAL_ROOTS, Pending
+from tlgpu.lowering.config import LoweringConfig
+from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.cwriter import CWriter
+from tlgpu.lowering.memory import plan_allocas
+from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align
 from tlinterp import ir
 from tlinterp.diagnostics import BackendError, Diagnostic
 from tlinterp.typerules import result_types
 from tlinterp.types import GroupType, MemrefType, ScalarType
-
-from . import chains
-from . import lower_collectives as C
-from . import lower_scalar as S
-from .barriers import ALLOCA, LOCAL_ROOTS, Pending
-from .config import LoweringConfig
-from .ctypes_map import ctype, literal
-from .cwriter import CWriter
-from .memory import plan_allocas
-from .views import Group, Scalar, View, mul, offset_align
 
 Val = Union[Scalar, View, Group]
 # a memref argument's first element: OpenCL aligns buffers and sub-buffer origins to

@@ -14,13 +14,12 @@ from typing import Optional
 
 import numpy as np
 
+from tlgpu.lowering.config import LoweringConfig
+from tlgpu.runtime.devices import DeviceHandle, handle
+from tlgpu.runtime.launch import BUILD_OPTIONS, _Marshal, prepare
 from tlinterp import ir
 from tlinterp.args import BoundArgs, bind, unbind
 from tlinterp.diagnostics import BackendError, ExecutionError
-
-from .config import LoweringConfig
-from .devices import DeviceHandle, handle
-from .runtime import BUILD_OPTIONS, _Marshal, prepare
 
 _BUILT: dict[tuple[str, str], object] = {}  # external OpenCL C sources, by source and device
 
@@ -128,7 +127,7 @@ def compile(program: ir.Program, func: Optional[str] = None, device: Optional[st
             config: Optional[LoweringConfig] = None) -> Kernel:
     """Lower and build `func` of a checked program once (builds are cached by source and
     device)."""
-    from .runtime import _function
+    from tlgpu.runtime.launch import _function
 
     function = _function(program, func)
     dev, cl_kernel, geo = prepare(program, function, device, config)

@@ -7,15 +7,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tlgpu.lowering import prelude
+from tlgpu.lowering.config import LoweringConfig
+from tlgpu.lowering.function import FunctionLowerer, Geometry, kernel_name
 from tlinterp import ir
 from tlinterp.diagnostics import BackendError, Diagnostic
 from tlinterp.effects import written_arguments
 from tlinterp.ir import Span
 from tlinterp.types import MemrefType
-
-from . import prelude
-from .config import LoweringConfig
-from .lower_function import FunctionLowerer, Geometry, kernel_name
 
 
 @dataclass

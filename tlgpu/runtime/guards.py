@@ -1,4 +1,4 @@
-"""Guard zones around the argument buffers of an isolated launch (tlgpu.isolated).
+"""Guard zones around the argument buffers of an isolated launch (tlgpu.runtime.isolated).
 
 Each writable argument buffer is a sub-buffer in the middle of a larger buffer whose bytes
 before and after it hold a known pattern. After the launch, a changed guard byte means the

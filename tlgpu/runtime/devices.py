@@ -50,7 +50,7 @@ def _all_devices():
         raise BackendError(f"no OpenCL platform found ({e}); install pyopencl[pocl] for a "
                            "CPU device") from None
     out = []
-    from .oclgrind import without_query_noise
+    from tlgpu.runtime.oclgrind import without_query_noise
 
     for p in platforms:
         try:
@@ -102,7 +102,7 @@ def handle(spec: Optional[str] = None) -> DeviceHandle:
     dev = find_device(spec)
     cache_key = f"{dev.platform.name}|{dev.name}|{dev.int_ptr}"
     if cache_key not in _CACHE:
-        from .oclgrind import enable_checks, is_oclgrind, without_query_noise
+        from tlgpu.runtime.oclgrind import enable_checks, is_oclgrind, without_query_noise
 
         if is_oclgrind(dev):
             enable_checks()  # read by Oclgrind when the context is created

@@ -14,14 +14,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
+from tlgpu.lowering import mma as lower_mma
+from tlgpu.lowering import prelude, tiles
+from tlgpu.lowering.barriers import STAGE
+from tlgpu.lowering.ctypes_map import common_type, ctype
+from tlgpu.lowering.tiles import fits_int
+from tlgpu.lowering.views import View, static_or
 from tlinterp import ir
 from tlinterp.types import ScalarType
-
-from . import lower_mma, prelude, tiles
-from .barriers import STAGE
-from .ctypes_map import common_type, ctype
-from .tiles import fits_int
-from .views import View, static_or
 
 Term = Callable[[str, str, str], str]  # (i, j, k) -> C expression in the compute type
 

@@ -3,9 +3,8 @@ each result rounded/wrapped in its own type, floats never contracted (FP_CONTRAC
 
 from __future__ import annotations
 
+from tlgpu.lowering.ctypes_map import ctype
 from tlinterp.types import ScalarType
-
-from .ctypes_map import ctype
 
 _C_OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%", "shl": "<<",
           "shr": ">>", "and": "&", "or": "|", "xor": "^"}

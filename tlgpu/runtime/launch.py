@@ -1,5 +1,5 @@
 """Run a lowered function through pyopencl: build (cached by source, device and options;
-known device bugs steered around per kernel, tlgpu.workarounds), marshal the
+known device bugs steered around per kernel, tlgpu.runtime.workarounds), marshal the
 bound arguments (one cl.Buffer per argument buffer; group pointer arrays built on the device),
 launch with global (wg0, wg1, N) and local (wg0, wg1, 1), read the buffers back."""
 
@@ -15,20 +15,19 @@ from typing import Optional, Union
 
 import numpy as np
 
+from tlgpu.lowering.config import LoweringConfig
+from tlgpu.lowering.ctypes_map import ctype
+from tlgpu.lowering.program import Lowered, lower_program
+from tlgpu.runtime import workarounds
+from tlgpu.runtime.buildlog import map_log
+from tlgpu.runtime.devices import DeviceHandle, handle
+from tlgpu.runtime.guards import Guards
+from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
+from tlgpu.runtime.prelaunch import check_launch
 from tlinterp import ir
 from tlinterp.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
 from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
 from tlinterp.types import GroupType
-
-from . import workarounds
-from .buildlog import map_log
-from .config import LoweringConfig
-from .ctypes_map import ctype
-from .devices import DeviceHandle, handle
-from .guards import Guards
-from .lowering import Lowered, lower_program
-from .oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
-from .prelaunch import check_launch
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str, tuple[str, ...]], object] = {}
@@ -110,7 +109,7 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
           kernel: Optional[str] = None):
     """The built cl.Program, from the cache when this source was built for this device with
     the same options. `kernel`: the kernel to be taken from it; when a known device bug
-    (tlgpu.workarounds) is triggered by that kernel's shape, the build gets the entry's
+    (tlgpu.runtime.workarounds) is triggered by that kernel's shape, the build gets the entry's
     options and a `DeviceWorkaround` warning says so."""
     import pyopencl as cl
 
@@ -144,7 +143,7 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
 
 
 class DeviceWorkaround(UserWarning):
-    """A kernel was built around a known device-compiler bug (tlgpu.workarounds)."""
+    """A kernel was built around a known device-compiler bug (tlgpu.runtime.workarounds)."""
 
 
 _HELPERS: dict[tuple[str, str], object] = {}
@@ -181,7 +180,7 @@ class _Marshal:
         self.dev = dev
         self.readback: list[tuple[object, np.ndarray, np.ndarray]] = []  # (buf, padded, dst)
         self.keep: list[object] = []
-        self.guards = Guards(dev) if guard else None  # tlgpu.guards: stores outside arguments
+        self.guards = Guards(dev) if guard else None  # runtime.guards: stores outside arguments
 
     def buffer(self, host: np.ndarray, writable: bool = True, name: Optional[str] = None):
         cl = self.cl
@@ -202,7 +201,7 @@ class _Marshal:
         aligned for the device, pass a sub-buffer of the whole, so that a write before the
         first element lands in the guard instead of outside any allocation."""
         start = v.offset * v.buffer.itemsize
-        if self.guards is not None:  # tlrun's guard zones (tlgpu.guards) bring their own room
+        if self.guards is not None:  # tlrun's guard zones (runtime.guards) bring their own room
             return self.buffer(v.buffer[v.offset:], name=name)
         if start and start % max(1, self.dev.device.mem_base_addr_align // 8) == 0:
             whole = self.buffer(v.buffer)
@@ -311,7 +310,7 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
     """Launch `repeat` times on the same inputs (the results are those of one launch); returns
     each launch's kernel time in seconds, from the queue's profiling events. `guard`: surround
     the argument buffers with guard zones and raise ExecutionError when the kernel stored
-    into one (tlgpu.guards)."""
+    into one (tlgpu.runtime.guards)."""
     import pyopencl as cl
 
     dev, kernel, geo = prepare(program, function, device, config)

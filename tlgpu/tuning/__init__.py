@@ -1,0 +1,1 @@
+"""Autotuning the lowering knobs on a device."""
