@@ -35,6 +35,10 @@ class ImplOptions:
     work_group_size: Optional[str] = None  # "W0xW1" for OpenCL C without reqd_work_group_size
     tune: bool = False  # opencl: time lowering configs with the job's arguments first, use the
     # fastest (cached per kernel and device) and report the search on stderr
+    build_options: str = ""  # opencl-c:/spirv: extra OpenCL build options (tinytc wants
+    # "-cl-std=CL2.0 -cl-mad-enable"), added to the ones every build gets
+    reject_status: tuple[int, ...] = (2,)  # external compilers: the exit statuses that mean
+    # "this program is invalid" (tinytc exits 1 with FILE:LINE.COL-COL: message)
 
     def __post_init__(self):
         parse_work_group_size(self.work_group_size)  # a bad value is a usage error up front
@@ -163,6 +167,10 @@ def option_words(options: ImplOptions) -> list[str]:
         out += ["--lowering", o]
     if options.work_group_size:
         out += ["--work-group-size", options.work_group_size]
+    if options.build_options:
+        out += ["--build-options", options.build_options]
+    if options.reject_status != DEFAULT_OPTIONS.reject_status:
+        out += ["--reject-status", ",".join(map(str, options.reject_status))]
     return out
 
 
