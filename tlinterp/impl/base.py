@@ -180,3 +180,13 @@ _WARNING = re.compile(r":(\d+\.\d+-[\d.]+): warning: (.*)")
 def mentioned_warnings(text: str) -> list[tuple[str, str]]:
     """`FILE:RANGE: warning: MESSAGE` lines of a tool's output as (range, message)."""
     return [(m.group(1), m.group(2).strip()) for m in _WARNING.finditer(text)]
+
+
+_DIAGNOSTIC = re.compile(r":(\d+\.\d+(?:-[\d.]+)?): (?:error: )?(?!warning: )(.*)")
+
+
+def mentioned_diagnostics(text: str) -> list[tuple[str, str]]:
+    """`FILE:LINE.COL-COL: [error: ]MESSAGE` lines of a compiler's output as (range, message):
+    how tlrun, gcc, clang and tinytc point at the place a program is rejected (warnings are
+    `mentioned_warnings`)."""
+    return [(m.group(1), m.group(2).strip()) for m in _DIAGNOSTIC.finditer(text)]
