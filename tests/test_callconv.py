@@ -159,3 +159,16 @@ def test_dynamic_corpus_kernels_pass_on_our_lowering():
     verdicts = run_all(resolve("opencl", ImplOptions(device="pocl")), cases)
     failures = [f"{v.case.id}: {v.detail}" for v in verdicts if v.status != "pass"]
     assert not failures, "\n".join(failures)
+
+
+def test_vendor_reproducers_list_the_arguments_in_the_same_order():
+    """fuzz.campaign.reproducer writes the arguments a stand-alone host program passes."""
+    from fuzz.campaign.reproducer import describe_args
+    from tlinterp.args import bind
+
+    program = tlinterp.check(tlinterp.parse(FOREIGN_TL, "k.tl"))
+    fn = program.functions[0]
+    spec, _ = describe_args(fn, bind(fn, foreign_args()), 0)
+    shown = [a.get("name", a.get("value")) for a in spec if a["kind"] != "pointers"]
+    assert shown == ["A", 2, 3, 5, 4, 17, 3, "G", "G_shape0", "G_stride0", "G_shape1",
+                     "G_stride1", 2, "out", 2, 3, 2, 4, 6]
