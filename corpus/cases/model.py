@@ -45,6 +45,7 @@ class InvalidCase:
     line: int = 1
     occurrence: int = 1  # which match of `blame` from line `line` on
     message: str = ""  # filled in from the checker at generation time, reviewed by eye
+    restriction: str = ""  # set when the v0.3 text does not state the rule: why we keep it
 
     @property
     def id(self) -> str:
