@@ -28,7 +28,7 @@ from typing import Any
 from tlinterp.types import ScalarType
 
 __all__ = ["FEATURES", "INSTRUCTIONS", "Profile", "ProfileError", "load", "names",
-           "DEFAULT"]
+           "describe", "DEFAULT"]
 
 DEFAULT = "all"
 _DIR = os.path.dirname(os.path.abspath(__file__))
@@ -93,6 +93,17 @@ class Profile:
             else params.lifetime_stop_percent,
             work_group_size_multiple=max(self.work_group_size_multiple,
                                          params.work_group_size_multiple))
+
+
+def describe() -> str:
+    """One line per known profile: its name and description (`--profile list`)."""
+    lines = []
+    for n in names():
+        try:
+            lines.append(f"{n:16} {load(n).description}")
+        except ProfileError as e:
+            lines.append(f"{n:16} (invalid: {e})")
+    return "\n".join(lines)
 
 
 def names() -> list[str]:
