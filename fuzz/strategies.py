@@ -42,7 +42,7 @@ from .profiles import load as load_profile
 from .profiles.check import violations
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
-           "to_program", "coverage_of", "sample_function", "profile_of"]
+           "to_program", "coverage_of", "sample_function", "profile_of", "case_of"]
 
 
 @dataclass
@@ -115,8 +115,15 @@ def to_program(functions: list[ir.Function], filename: str = "<fuzz>",
 def kernels(draw, name: str = "k", **params: Any) -> FuzzCase:
     """One random UB-free kernel with arguments; see the module docstring."""
     func, args, groups = draw(kernel_functions(name=name, **params))
-    spellings = profile_of(params.get("profile")).spellings
-    return FuzzCase(to_program([func], spellings=spellings), name, args, groups)
+    return case_of(func, args, groups, params.get("profile"))
+
+
+def case_of(func: ir.Function, args: dict[str, np.ndarray], groups: int,
+            profile: Profile | str | None = None) -> FuzzCase:
+    """A generated function as a case, its text in the profile's spellings: what the
+    implementation under test reads, and what a finding saves."""
+    program = to_program([func], spellings=profile_of(profile).spellings)
+    return FuzzCase(program, func.name, args, groups)
 
 
 def coverage_of(program: ir.Program) -> set[str]:

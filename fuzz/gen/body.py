@@ -484,10 +484,9 @@ class BodyGenerator(CoreGenerator):
         else:  # sum
             a = self.input_view(elem, sw(dims[0], k, trans_a) if dims else [k], c.buf)
             b = None
-        alpha_t = elem if not (elem.is_float and self.flip(20)) else self.pick(
-            [ScalarType.f32, ScalarType.f64])
-        beta_t = elem if not (elem.is_float and self.flip(20)) else self.pick(
-            [ScalarType.f32, ScalarType.f64])
+        floats = [t for t in (ScalarType.f32, ScalarType.f64) if t in self.p.scalar_types]
+        alpha_t = elem if not (elem.is_float and self.flip(20)) else self.pick(floats)
+        beta_t = elem if not (elem.is_float and self.flip(20)) else self.pick(floats)
         alpha = self.scale(alpha_t, "alpha", shared)
         # a chain needs C written whole: beta 0, not atomic
         chain = kind == "gemm" and not shared and c.buf.readable \

@@ -44,6 +44,9 @@ FEATURES = {
 # the instructions the generator can leave out (others are the language's backbone)
 INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",
                 "hadamard_product", "sum")
+# types no program of the language can do without
+_NEEDED_TYPES = {"index": "group_id, size and loop variables have it",
+                 "i1": "compares give it and if takes it"}
 _COLLECTIVES = {"hadamard": "hadamard_product"}  # generator weight keys that differ
 _KEYS = {"name", "description", "exclude_types", "exclude_instructions", "exclude_features",
          "work_group_size_multiple", "spellings", "why"}
@@ -154,6 +157,8 @@ def from_dict(data: Any, where: str = "<profile>") -> Profile:
     for t in types:
         if t not in spelled:
             raise bad(f"unknown type '{t}' in exclude_types (known: {', '.join(spelled)})")
+        if t in _NEEDED_TYPES:
+            raise bad(f"type '{t}' cannot be excluded: {_NEEDED_TYPES[t]}")
     insts = strings("exclude_instructions")
     for i in insts:
         if i not in INSTRUCTIONS:
