@@ -110,10 +110,12 @@ def message_matches(case: Case, o: Outcome) -> str:
     return "yes" if diagnostic_match(case, o)[0] == RANGE_AND_MESSAGE else "no"
 
 
-def judge_invalid(case: Case, o: Outcome) -> tuple[str, str, str, str, str]:
+def judge_invalid(case: Case, o: Outcome, reject_status: tuple[int, ...] = (2,)
+                  ) -> tuple[str, str, str, str, str]:
     """(status, detail, message_match, diagnostic_match, diagnostic_range)."""
     if o.status != "rejected":
-        return FAIL, f"must be rejected (exit 2), but it {_did(o)}", "n/a", "", ""
+        statuses = " or ".join(map(str, reject_status))
+        return FAIL, f"must be rejected (exit {statuses}), but it {_did(o)}", "n/a", "", ""
     match, said = diagnostic_match(case, o)
     expected = f"expected {case.meta.get('range')}: {case.meta.get('message')}"
     if match == RANGE_AND_MESSAGE:
@@ -157,7 +159,7 @@ def judge(case: Case, o: Outcome, impl: Implementation) -> Verdict:
                 "; expected warning not reported (not a failure)"
         return Verdict(case, status, detail, o, warning_match=match)
     if case.kind == "invalid":
-        status, detail, match, diag, where = judge_invalid(case, o)
+        status, detail, match, diag, where = judge_invalid(case, o, impl.options.reject_status)
         return Verdict(case, status, detail, o, message_match=match, diagnostic_match=diag,
                        diagnostic_range=where)
     status, detail = judge_undefined(case, o, impl)
