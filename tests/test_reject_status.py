@@ -121,6 +121,22 @@ def test_without_reject_status_exit_1_fails_the_invalid_case(tmp_path, capsys):
         "fail", "failed", None)
 
 
+@pytest.mark.parametrize("case, status, rc", [
+    ("invalid/type_memref_i1", "info", 0),  # a restriction of the reference's own
+    (CASE, "fail", 1),
+])
+def test_only_the_reference_must_reject_its_own_restrictions(tmp_path, case, status, rc):
+    report = tmp_path / "r.json"
+    accepts = fake(tmp_path, "exit 0")  # compiles anything (and writes no outputs)
+    assert tlconform(["--impl", accepts, "--filter", case, "--quiet",
+                      "--json", str(report)]) == rc
+    [record] = json.loads(report.read_text())["cases"]
+    assert record["status"] == status
+    assert ("the reference's own restriction: i1 is a scalar type" in record["detail"]) == (
+        status == "info")
+    assert tlconform(["--impl", "interp", "--filter", case, "--quiet"]) == 0
+
+
 def test_tlrun_reports_a_reject_status_as_its_own_exit_2(tmp_path, capsys):
     kernel = tmp_path / "k.tl"
     kernel.write_text("func @k() {}\n")
