@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from fuzz.campaign.cli import _impl_ref
 from fuzz.campaign.cli import build_parser as tlfuzz_parser
 from fuzz.campaign.cli import main as tlfuzz
 from fuzz.conform.cli import _parser as tlconform_parser
@@ -198,3 +199,12 @@ def test_tlfuzz_lowering_is_for_our_lowering_only(tmp_path, capsys):
                    "unroll_k=2", "--out", str(tmp_path / "found")]) == 2
     assert "--lowering needs --impl opencl" in capsys.readouterr().err
     assert not (tmp_path / "found").exists()
+
+
+def test_tlfuzz_lowering_fuzzes_that_config_through_the_registry():
+    ns = tlfuzz_parser().parse_args(["--lowering", "unroll_k=2"])
+    spec, options = _impl_ref(ns)  # not None: not the random-config campaign
+    assert (spec, options.lowering, options.device) == ("opencl", ("unroll_k=2",), "pocl")
+    line = tlrun_command(spec, options, "f.tl", "f.npz", "k", 2)  # a finding's first line
+    assert line.endswith("--backend opencl --device pocl --lowering unroll_k=2")
+    assert _impl_ref(tlfuzz_parser().parse_args([])) is None
