@@ -154,7 +154,8 @@ def _main(opts: argparse.Namespace) -> int:
             raise SpecError("--impl NAME is required (see --list-impls)")
         lowering_needs_opencl(opts.impl, opts.lowering, "--impl")
         impl = resolve(opts.impl, impl_options(opts))
-        if opts.device is not None or opts.impl.partition(":")[0] in ("opencl", "opencl-c"):
+        builds = opts.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv")
+        if opts.device is not None or builds:
             from fuzz.campaign.options import check_device
 
             # up front: a wrong name would otherwise fail every case as a rejection (exit 1)
