@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp import memlimit
-from tlinterp import cli
+from tlinterp import cli, memlimit
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 30  # generous for a loaded 2-core CI machine; each case needs well under a second
