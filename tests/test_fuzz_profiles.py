@@ -15,7 +15,7 @@ import tlinterp
 from fuzz.campaign.harness import differential_impl
 from fuzz.campaign.rejections import REJECTED, count, drop_known, save_rejection
 from fuzz.profiles import ProfileError, describe, from_dict, load, names
-from fuzz.profiles.check import violations
+from fuzz.profiles.check import integer_product, violations
 from fuzz.strategies import case_of, sample_function
 from tlinterp import ir
 from tlinterp.impl import ImplOptions, resolve
@@ -55,6 +55,24 @@ def test_tinytc_profile_never_generates_a_construct_outside_it():
     for kind in ("Gemm", "Gemv", "Ger", "Hadamard", "Axpby", "Sum", "Alloca", "If", "For",
                  "Foreach", "Store"):
         assert seen[kind] > 0, kind
+
+
+def test_the_new_bugs_profile_leaves_out_the_reported_constructs():
+    """The campaign profile without tinytc's reported bugs: no ger, no integer gemm/gemv, while
+    float gemm/gemv and integer axpby stay."""
+    profile = load("tinytc-0.3.1-new-bugs")
+    seen: Counter = Counter()
+    for seed in range(300):
+        func, _, _, _ = sample_function(seed, profile=profile)
+        assert violations(func, profile) == [], seed
+        for inst in ir.walk(func.body):
+            assert not isinstance(inst, ir.Ger) and not integer_product(inst), seed
+            seen[type(inst).__name__] += 1
+    assert seen["Gemm"] > 0 and seen["Gemv"] > 0 and seen["Axpby"] > 0
+    loose = load(TINYTC)
+    found = {v.construct for seed in range(300)
+             for v in violations(sample_function(seed, profile=loose)[0], profile)}
+    assert {"ger", "integer-products"} <= found  # what the check above rules out does occur
 
 
 def test_the_all_profile_generates_what_tinytc_rejects():

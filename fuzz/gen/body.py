@@ -12,7 +12,7 @@ from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice, Value
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
-from ..profiles.check import mixed_sizes
+from ..profiles.check import integer_product, mixed_sizes
 from .core import CoreGenerator, exact_dim, size_bound
 from .model import Buf, Scal, Unavailable, View
 from .ranges import IRange
@@ -610,6 +610,8 @@ class BodyGenerator(CoreGenerator):
         inst = self._collective_inst(kind, atomic, ta, tb, alpha, a, b, beta, c)
         if self.excludes("mixed-static-dynamic-sizes") and mixed_sizes(inst):
             raise Unavailable("a ? size related to a static one")  # the caller tries again
+        if self.excludes("integer-products") and integer_product(inst):
+            raise Unavailable("an integer gemm or gemv")
         return inst
 
     def _collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):

@@ -40,6 +40,7 @@ FEATURES = {
     "mixed-static-dynamic-sizes": "a collective relating a `?` size to a static one "
                                   "(`gemv` of memref<f32x4x?> by memref<f32x3>)",
     "alloca-in-if": "an alloca inside the then or else region of an `if` (at any depth)",
+    "integer-products": "gemm or gemv with an integer element type in any operand",
 }
 # the instructions the generator can leave out (others are the language's backbone)
 INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",

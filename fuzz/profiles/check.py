@@ -14,7 +14,8 @@ from tlinterp.types import GroupType, MemrefType, ScalarType
 
 from . import Profile
 
-__all__ = ["Violation", "violations", "instruction_violations", "mixed_sizes"]
+__all__ = ["Violation", "violations", "instruction_violations", "integer_product",
+           "mixed_sizes"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,13 @@ def mixed_sizes(inst: ir.Instruction) -> bool:
     return False
 
 
+def integer_product(inst: ir.Instruction) -> bool:
+    """A gemm or gemv with an integer element type in any operand (tinytc 0.3.1 calls fma()
+    on integers there, which does not build)."""
+    return isinstance(inst, (ir.Gemm, ir.Gemv)) and any(
+        not t.element.is_float for t in (inst.a_type, inst.b_type, inst.c_type))
+
+
 def instruction_violations(inst: ir.Instruction, profile: Profile) -> list[Violation]:
     """What one instruction (not its regions) uses outside the profile."""
     found: list[str] = []
@@ -69,6 +77,8 @@ def instruction_violations(inst: ir.Instruction, profile: Profile) -> list[Viola
         found.append("store-constant")
     if "hadamard-matrix" in feats and isinstance(inst, ir.Hadamard) and inst.c_type.order > 1:
         found.append("hadamard-matrix")
+    if "integer-products" in feats and integer_product(inst):
+        found.append("integer-products")
     if "mixed-static-dynamic-sizes" in feats and mixed_sizes(inst):
         found.append("mixed-static-dynamic-sizes")
     span = getattr(inst, "span", None)
