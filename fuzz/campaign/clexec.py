@@ -76,7 +76,8 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
                groups: int, geometry, local_bytes: int = 0,
                options: tuple[str, ...] = ()) -> Outcome:
     """Build `source` for `target` with `options`, launch `kernel` like tlgpu does and return
-    the arguments after the run (the .npz convention)."""
+    the arguments after the run (the .npz convention). `geometry` (.wg0, .wg1) None: the
+    kernel's reqd_work_group_size, as for another compiler's code (docs/conformance.md)."""
     import pyopencl as cl
 
     from tlgpu.runtime.devices import handle
@@ -94,6 +95,10 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
             k = getattr(prog, kernel)
     except (cl.Error, AttributeError) as e:
         return Outcome(None, f"build failed: {str(e).strip()[:2000]}")
+    if geometry is None:
+        geometry = required_size(k, dev.device)
+        if geometry is None:
+            return Outcome(None, f"kernel '{kernel}' has no reqd_work_group_size(W0, W1, 1)")
     bound = bind(function, args)
     extra = [cl.LocalMemory(local_bytes)] if local_bytes else []
     cap = None
@@ -108,6 +113,25 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
     reports = tuple(r.what + (f" (line {r.line})" if r.line else "")
                     for r in parse(cap.text)) if cap is not None else ()
     return Outcome(unbind(bound), None, reports)
+
+
+@dataclass(frozen=True)
+class Size:
+    """A work-group size in the shape of tlgpu's geometry (what `_launch` reads)."""
+
+    wg0: int
+    wg1: int
+
+
+def required_size(kernel, device) -> Optional[Size]:
+    """The kernel's reqd_work_group_size (W0, W1, 1), or None when it has none."""
+    import pyopencl as cl
+
+    reqd = tuple(kernel.get_work_group_info(
+        cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, device))
+    if not any(reqd) or reqd[2] != 1:
+        return None
+    return Size(int(reqd[0]), int(reqd[1]))
 
 
 def _launch(dev, kernel, function, bound, groups: int, geo, extra: list) -> None:

@@ -22,8 +22,12 @@ LOWERING = "our lowering"
 UB = "undefined behaviour in the generated C"
 DEVICE = "device compiler suspect"
 FLAKY = "flaky"
-CLASSES = (LOWERING, UB, DEVICE, FLAKY)
-SHORT = {LOWERING: "lowering", UB: "ub-in-c", DEVICE: "device", FLAKY: "flaky"}
+# a finding against another implementation (fuzz.campaign.triage_impl) has these two too
+YOURS = "your compiler"
+EMITTED_UB = "UB in the emitted code"
+CLASSES = (LOWERING, UB, DEVICE, FLAKY, YOURS, EMITTED_UB)
+SHORT = {LOWERING: "lowering", UB: "ub-in-c", DEVICE: "device", FLAKY: "flaky",
+         YOURS: "yours", EMITTED_UB: "ub-in-emitted"}
 
 # alternative lowerings: results never depend on these, so any change is evidence
 ALTERNATIVES = {
@@ -213,47 +217,6 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
 # --- a saved finding, end to end ----------------------------------------------------------------
 
 
-def load_finding(path: str):
-    """(case, config, device) of a finding saved by tlfuzz: PATH is NAME, NAME.tl or NAME.txt
-    (NAME.npz holds the arguments; the first line of NAME.txt the tlrun command)."""
-    import re
-    import shlex
-
-    import tlinterp
-    from tlgpu.lowering.config import LoweringConfig
-    from tlinterp.args import load_npz
-
-    from ..strategies import FuzzCase
-
-    base = re.sub(r"\.(tl|txt|npz)$", "", path)
-    program = tlinterp.check(tlinterp.parse(open(base + ".tl").read(), base + ".tl"))
-    words = shlex.split(open(base + ".txt").readline()) if _exists(base + ".txt") else []
-    if _exists(base + ".txt") and (not words or not words[0].endswith("tlrun")):
-        # the command names the device, function and lowering: guessing them would triage
-        # another run than the one that failed
-        raise ValueError(f"the first line of {base}.txt is not the tlrun command that tlfuzz "
-                         "saved")
-
-    def opt(name: str, default=None):
-        return words[words.index(name) + 1] if name in words else default
-
-    lowering = [words[i + 1] for i, w in enumerate(words) if w == "--lowering"]
-    func = opt("--func", program.functions[0].name)
-    groups = opt("--groups")
-    args = load_npz(base + ".npz")
-    from tlinterp.args import bind
-
-    bound = bind(program.function(func), args)
-    case = FuzzCase(program, func, args, bound.num_groups(int(groups) if groups else None))
-    return case, LoweringConfig.from_overrides(lowering), opt("--device", "pocl")
-
-
-def _exists(path: str) -> bool:
-    import os
-
-    return os.path.exists(path)
-
-
 def investigate(case, config, target: Target, base: str, reduce_seconds: float = 120.0,
                 progress: Callable[[str], None] = lambda s: None) -> Triage:
     """Triage; for a device-compiler suspect also reduce and write the reproducer. Writes
@@ -322,7 +285,8 @@ _MUTATED: set = set()
 def triage_saved(finding, base: str, reduce_seconds: float,
                  mutation: Optional[str] = None) -> str:
     """Triage a finding a campaign has just saved at BASE; its short class for the live view
-    (or "triage failed: ..."; a campaign must go on)."""
+    (or "triage failed: ..."; a campaign must go on). A finding against another
+    implementation is triaged against that implementation (fuzz.campaign.triage_impl)."""
     from tlgpu.lowering.config import LoweringConfig
 
     if mutation and mutation not in _MUTATED:  # the campaign planted it in its OpenCL side
@@ -331,6 +295,10 @@ def triage_saved(finding, base: str, reduce_seconds: float,
         apply(mutation)
         _MUTATED.add(mutation)
     try:
+        if finding.impl is not None:
+            from .triage_impl import investigate_impl
+
+            return investigate_impl(finding.case, *finding.impl, base).short
         result = investigate(finding.case, finding.config or LoweringConfig(),
                              Target(finding.device or "pocl"), base, reduce_seconds)
     except Exception as e:  # noqa: BLE001 - reported in the live view, never fatal
