@@ -84,7 +84,14 @@ def test_a_planted_bug_fails_exactly_its_cases(lowered_dir):
     assert {v.case.id for v in verdicts if v.status == "fail"} == XOR_CASES
     for v in verdicts:
         if v.status == "fail":
-            assert v.reproduce.startswith("tlrun ") and XOR_BUG in v.reproduce
+            assert v.reproduce.startswith("tlfuzz reproduce ") and XOR_BUG in v.reproduce
+    # the line is an interestingness test: it exits 1 while the case's outputs differ
+    line = next(v.reproduce for v in verdicts if v.status == "fail")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run(line, shell=True, capture_output=True, text=True, cwd=ROOT, env=env,
+                       timeout=120)
+    assert r.returncode == 1 and "differs from the reference" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("command, status, says", [

@@ -31,13 +31,15 @@ AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
 DEFAULT_TIMEOUT = 300.0  # seconds per run of the implementation
 
 
-def reproduce_line(tl: str, npz: str, func: str, groups: Optional[int], spec: str,
+def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[int], spec: str,
                    options) -> str:
     """The `tlfuzz reproduce` command for these files and implementation (with its flags,
     `option_words`): exits 1 while the implementation still differs from the reference."""
     from tlinterp.impl.base import option_words
 
-    words = ["tlfuzz", "reproduce", tl, "--args", npz, "--func", func]
+    words = ["tlfuzz", "reproduce", tl, "--args", npz]
+    if func:
+        words += ["--func", func]
     if groups is not None:
         words += ["--groups", str(groups)]
     return shlex.join(words + ["--impl", spec] + option_words(options))
