@@ -108,7 +108,7 @@ def test_a_deterministic_bug_is_your_compiler_and_its_line_exits_1_until_fixed(t
     assert r.returncode == 0 and "agrees" in r.stderr, r.stderr
 
 
-def test_a_bug_only_under_optimisation_is_a_device_compiler_suspect(tmp_path):
+def test_a_bug_only_under_optimisation_is_a_device_compiler_suspect(tmp_path, capsys):
     from fuzz.campaign.triage_impl import triage_impl
 
     case = load_case(str(KERNEL), str(KERNEL.with_suffix(".npz")), "gemm", None)
@@ -117,6 +117,13 @@ def test_a_bug_only_under_optimisation_is_a_device_compiler_suspect(tmp_path):
     by = {run.what: run for run in r.runs}
     assert by["pocl, same code as built"].agrees is False
     assert by["pocl, -cl-opt-disable"].agrees and by["oclgrind"].agrees
+    # from the saved finding: the emitted code becomes a reproducer with the finding's line
+    base = saved(tmp_path, external(tmp_path, "optimised"))
+    assert tlfuzz(["triage", base, "--reduce-time", "5"]) == 1
+    assert "triage: device compiler suspect" in capsys.readouterr().out
+    readme = Path(base + ".repro", "README.md").read_text()
+    assert "__OPTIMIZE__" in Path(base + ".repro", "kernel.cl").read_text()
+    assert Path(base + ".txt").read_text().splitlines()[0] in readme
 
 
 def test_a_bug_on_some_runs_is_flaky_also_in_a_campaign(tmp_path):

@@ -53,6 +53,14 @@ class RewritingTarget(Target):
         return re.sub(self.pattern, self.replacement, source)
 
 
+@dataclass(frozen=True)
+class Size:
+    """A work-group size in the shape of tlgpu's geometry (what `_launch` reads)."""
+
+    wg0: int
+    wg1: int
+
+
 @dataclass
 class Outcome:
     """One run: the outputs (None when it failed), the failure, Oclgrind's reports."""
@@ -60,6 +68,7 @@ class Outcome:
     outputs: Optional[dict[str, np.ndarray]]
     error: Optional[str] = None
     reports: tuple[str, ...] = ()
+    size: Optional[Size] = None  # the kernel's reqd_work_group_size, when that was used
 
 
 def device_info(target: Target) -> dict[str, str]:
@@ -95,8 +104,9 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
             k = getattr(prog, kernel)
     except (cl.Error, AttributeError) as e:
         return Outcome(None, f"build failed: {str(e).strip()[:2000]}")
+    size = None
     if geometry is None:
-        geometry = required_size(k, dev.device)
+        geometry = size = required_size(k, dev.device)
         if geometry is None:
             return Outcome(None, f"kernel '{kernel}' has no reqd_work_group_size(W0, W1, 1)")
     bound = bind(function, args)
@@ -112,15 +122,7 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
         return Outcome(None, f"launch failed: {e}")
     reports = tuple(r.what + (f" (line {r.line})" if r.line else "")
                     for r in parse(cap.text)) if cap is not None else ()
-    return Outcome(unbind(bound), None, reports)
-
-
-@dataclass(frozen=True)
-class Size:
-    """A work-group size in the shape of tlgpu's geometry (what `_launch` reads)."""
-
-    wg0: int
-    wg1: int
+    return Outcome(unbind(bound), None, reports, size)
 
 
 def required_size(kernel, device) -> Optional[Size]:

@@ -53,6 +53,7 @@ class Triage:
     runs: list[Run] = field(default_factory=list)
     device: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. a device workaround tlgpu applied
+    code: Optional[Prepared] = None  # another compiler's code the reruns rebuilt
 
     @property
     def short(self) -> str:
@@ -226,21 +227,22 @@ def investigate(case, config, target: Target, base: str, reduce_seconds: float =
     result = triage(case, config, target, progress=progress)
     notes = [result.text()]
     if result.verdict == DEVICE:
-        notes.append(_reduce_and_write(case, config, target, base, reduce_seconds, result,
-                                       tuple(BUILD_OPTIONS), progress))
+        notes.append(reduce_and_write(case, prepare(case, target, config), target, base,
+                                      reduce_seconds, result, tuple(BUILD_OPTIONS), progress))
     with open(base + ".triage.txt", "w") as f:
         f.write("\n".join(notes) + "\n")
     return result
 
 
-def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
-                      result: Triage, options: tuple[str, ...],
-                      progress: Callable[[str], None]) -> str:
+def reduce_and_write(case, prep: Prepared, target: Target, base: str, seconds: float,
+                     result: Triage, options: tuple[str, ...],
+                     progress: Callable[[str], None]) -> str:
+    """Reduce a device-compiler suspect's OpenCL C (`prep`, built with `options`) and write
+    the reproducer BASE.repro/; a line for the triage report."""
     from . import reproducer
     from .clexec import Isolated, device_info
     from .reduce import ReducerMissing, interesting_for, reduce_kernel
 
-    prep = prepare(case, target, config)
     expected = expected_outputs(case)
     others = {o.device: o for o in available_others(target)}
     # the reference is pocl; without it, the suspect device with optimisation off
@@ -262,6 +264,9 @@ def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
                 f"({reduction.tests} tests{limit})")
     except ReducerMissing as e:
         note = f"not reduced: {e}"
+    except StopIteration:  # reduce.split_kernel reads `void NAME(` at a line's start
+        note = (f"not reduced: the definition of {prep.kernel} does not start a line with "
+                f"'void {prep.kernel}('")
     finally:
         runner.close()
     ref = run_source(reference, source, prep.kernel, prep.function,
@@ -275,8 +280,18 @@ def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
         info["device"] = f"{info['device']} ({target.label})"
     path = reproducer.write(base + ".repro", source, prep, case, ref.outputs, act.outputs,
                             info, options, result.text(), reduction,
-                            f"{reference.label} {' '.join(ref_options)}")
+                            f"{reference.label} {' '.join(ref_options)}", _saved_line(base))
     return note + f"\nreproducer: {path}"
+
+
+def _saved_line(base: str) -> str:
+    """The `tlfuzz reproduce` line a campaign saved with the finding ("" when none)."""
+    try:
+        with open(base + ".txt") as f:
+            line = f.readline().strip()
+    except OSError:
+        return ""
+    return line if line.startswith("tlfuzz reproduce ") else ""
 
 
 _MUTATED: set = set()
@@ -298,7 +313,7 @@ def triage_saved(finding, base: str, reduce_seconds: float,
         if finding.impl is not None:
             from .triage_impl import investigate_impl
 
-            return investigate_impl(finding.case, *finding.impl, base).short
+            return investigate_impl(finding.case, *finding.impl, base, reduce_seconds).short
         result = investigate(finding.case, finding.config or LoweringConfig(),
                              Target(finding.device or "pocl"), base, reduce_seconds)
     except Exception as e:  # noqa: BLE001 - reported in the live view, never fatal

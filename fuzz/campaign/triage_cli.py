@@ -96,7 +96,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             from .triage_impl import investigate_impl
 
-            result = investigate_impl(case, req.spec, req.options, base, progress)
+            result = investigate_impl(case, req.spec, req.options, base, ns.reduce_time,
+                                      progress)
     except KeyboardInterrupt:
         return 130
     except TLError as e:

@@ -30,11 +30,13 @@ from .triage import (
     EMITTED_UB,
     FLAKY,
     YOURS,
+    Prepared,
     Run,
     Triage,
     _judge,
     available_others,
     expected_outputs,
+    reduce_and_write,
 )
 
 CLASSES = (YOURS, DEVICE, EMITTED_UB, FLAKY)
@@ -97,8 +99,10 @@ def triage_impl(case, spec: str, options, reruns: int = RERUNS, timeout: float =
         outputs.append(o.outputs)
     impl_runs = list(runs)
 
+    code = None
+
     def result(verdict: str, reason: str) -> Triage:
-        return Triage(verdict, reason, runs, spec, notes)
+        return Triage(verdict, reason, runs, spec, notes, code)
 
     if any(r.agrees for r in impl_runs):
         n = sum(1 for r in impl_runs if r.agrees)
@@ -117,7 +121,13 @@ def triage_impl(case, spec: str, options, reruns: int = RERUNS, timeout: float =
     source, why = emitted_code(case, spec, options, timeout)
     if source is None:
         return result(YOURS, f"every rerun differs from the reference the same way; {why}")
-    runs.extend(_emitted_runs(case, expected, source, options, progress))
+    emitted, size = _emitted_runs(case, expected, source, options, progress)
+    runs.extend(emitted)
+    if size is not None:
+        from tlgpu.lowering.function import kernel_name
+
+        function = case.program.function(case.func)
+        code = Prepared(source, kernel_name(function), size, 0, function)
     asbuilt, noopt, others = runs[reruns], runs[reruns + 1], runs[reruns + 2:]
     grind = next((r for r in others if r.what.startswith("oclgrind")), None)
     if grind is not None and (grind.agrees is None or any(FATAL in r for r in grind.reports)):
@@ -159,9 +169,10 @@ def _same(outputs: list) -> bool:
 
 
 def _emitted_runs(case, expected: dict, source: str, options,
-                  progress: Callable[[str], None]) -> list[Run]:
+                  progress: Callable[[str], None]) -> tuple[list[Run], Optional[Size]]:
     """The emitted code on the finding's device as built and with -cl-opt-disable, then on the
-    other installed devices (Oclgrind, pocl), each in a child process with a time limit."""
+    other installed devices (Oclgrind, pocl), each in a child process with a time limit; and
+    the work-group size the code ran with on the finding's device."""
     from tlgpu.lowering.function import kernel_name
     from tlinterp.impl.base import parse_work_group_size
 
@@ -174,7 +185,7 @@ def _emitted_runs(case, expected: dict, source: str, options,
             (f"{target.label}, {OPT_DISABLE}", target, opts + (OPT_DISABLE,))]
     plan += [(o.label, o, opts) for o in available_others(target)]
     runner = Isolated(timeout=120.0)
-    out = []
+    out, sizes = [], []
     try:
         for what, tgt, o in plan:
             progress(what)
@@ -182,15 +193,22 @@ def _emitted_runs(case, expected: dict, source: str, options,
                          geometry, 0, o)
             verdict, agrees = _judge(case, expected, res)
             out.append(Run(what, verdict, agrees, res.reports))
+            sizes.append(res.size)
     finally:
         runner.close()
-    return out
+    return out, geometry or sizes[0]
 
 
-def investigate_impl(case, spec: str, options, base: str,
+def investigate_impl(case, spec: str, options, base: str, reduce_seconds: float = 120.0,
                      progress: Callable[[str], None] = lambda s: None) -> Triage:
-    """Triage against the implementation and write BASE.triage.txt."""
+    """Triage against the implementation and write BASE.triage.txt; for a device-compiler
+    suspect also reduce the emitted code and write the reproducer BASE.repro/."""
     result = triage_impl(case, spec, options, progress=progress)
+    notes = [result.text()]
+    if result.verdict == DEVICE and result.code is not None:
+        notes.append(reduce_and_write(case, result.code, Target(options.device or "pocl"),
+                                      base, reduce_seconds, result, build_options(options),
+                                      progress))
     with open(base + ".triage.txt", "w") as f:
-        f.write(result.text() + "\n")
+        f.write("\n".join(notes) + "\n")
     return result
