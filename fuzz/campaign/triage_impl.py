@@ -158,7 +158,7 @@ def triage_impl(case, spec: str, options, reruns: int = RERUNS, timeout: float =
         notes.append("nothing below the compiler could check its code: "
                      f"{noopt.what}: {noopt.verdict}")
     return result(YOURS, "every rerun differs from the reference the same way, and so does "
-                  f"the emitted code{' on ' + ' and '.join(checked) if checked else ''}: "
+                  f"the emitted code{' (' + '; '.join(checked) + ')' if checked else ''}: "
                   "the compiler emits code that computes the wrong thing")
 
 
