@@ -235,8 +235,8 @@ def save_finding(finding: Finding, out_dir: str) -> str:
             f.write(f"the command alone: {direct}\n")
         f.write("\n")
         if finding.kind == "red-zone":
-            f.write("(tlrun does not guard buffers: `tlfuzz --out DIR` replays this finding "
-                    "with red zones)\n\n")
+            f.write("(tlrun and tlfuzz reproduce do not guard buffers: `tlfuzz --out DIR` "
+                    "replays this finding with red zones)\n\n")
         f.write(finding.message + "\n")
     return base
 

@@ -72,11 +72,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     except TLError as e:
         print(f"tlfuzz triage: the finding {ns.finding} does not load:\n{e}", file=sys.stderr)
         return 2
+    from tlinterp.impl import SpecError, resolve
+
     from .options import check_device
 
-    ours = req.spec in ("opencl", "tlgpu") or req.spec.startswith(("opencl:", "tlgpu:"))
-    device = req.spec.partition(":")[2] if ours and ":" in req.spec else None
-    device = device or req.options.device or "pocl"
+    try:
+        impl = resolve(req.spec, req.options)  # opencl:DEVICE names the device
+    except SpecError as e:
+        print(f"tlfuzz triage: --impl: {e}", file=sys.stderr)
+        return 2
+    ours = impl.spec == "opencl"
+    device = impl.options.device or "pocl"
     problem = check_device(device)  # else every rerun fails and it looks flaky
     if problem:
         print(f"tlfuzz triage: {problem}", file=sys.stderr)
