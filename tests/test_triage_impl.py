@@ -159,3 +159,17 @@ def test_reproduce_exit_statuses(tmp_path, capsys):
     assert tlfuzz(["reproduce", str(tmp_path / "nothing")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "give the implementation under test" in err
+
+
+def test_code_oclgrind_cannot_build_is_said_so_and_counts_for_nothing(tmp_path):
+    """The group's pointer array as `global float*global*`: OpenCL C 1.2 (Oclgrind) forbids
+    pointers to pointers, pocl builds it."""
+    from fuzz.campaign.triage_impl import triage_impl
+
+    fused = ROOT / "examples" / "fused_kernel.tl"
+    case = load_case(str(fused), str(fused.with_suffix(".npz")), None, None)
+    r = triage_impl(case, external(tmp_path, "always"), ImplOptions(device="pocl"))
+    assert r.verdict == T.YOURS, r.text()
+    assert any(n.startswith("Oclgrind cannot run this code (") and "pointer to a pointer" in n
+               for n in r.notes), r.notes
+    assert "Oclgrind" not in r.reason

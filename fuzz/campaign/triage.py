@@ -110,11 +110,21 @@ def expected_outputs(case) -> dict:
     return run(case.program, case.args, func=case.func, groups=case.groups)
 
 
+def failure(error: str) -> str:
+    """One line for a failed run: a build log's first `error:` line (pyopencl's first line
+    only repeats BUILD_PROGRAM_FAILURE), else the first line."""
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip()] or ["(no message)"]
+    found = next((ln for ln in lines[1:] if "error:" in ln), None)
+    if found is not None:
+        return f"{lines[0].split(':')[0]}: {found}"[:200]
+    return lines[0][:200]
+
+
 def _judge(case, expected: dict, out: Outcome) -> tuple[str, Optional[bool]]:
     from ..oracle.compare import compare_outputs
 
     if out.outputs is None:
-        return f"failed: {out.error.splitlines()[0][:100]}", None
+        return f"failed: {failure(out.error or '')}", None
     mism = compare_outputs(case.program, case.func, case.args, expected, out.outputs,
                            groups=case.groups)
     note = f"; Oclgrind: {len(out.reports)} report(s)" if out.reports else ""
