@@ -71,6 +71,23 @@ class Outcome:
     size: Optional[Size] = None  # the kernel's reqd_work_group_size, when that was used
 
 
+_SAVED = re.compile(r"\n?\(source saved as (\S+\.cl)\)")
+
+
+def without_saved_source(message: str) -> str:
+    """pyopencl writes the source of every failed build to a temporary file it never removes
+    and names it in the message: remove the file (triage builds many candidates that fail) and
+    the line."""
+    import os
+
+    for path in _SAVED.findall(message):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return _SAVED.sub("", message)
+
+
 def device_info(target: Target) -> dict[str, str]:
     """Platform, device, driver and OpenCL C version: what a vendor needs to know."""
     from tlgpu.runtime.devices import handle
@@ -103,7 +120,7 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
             prog = cl.Program(dev.context, text).build(options=list(options))
             k = getattr(prog, kernel)
     except (cl.Error, AttributeError) as e:
-        return Outcome(None, f"build failed: {str(e).strip()[:2000]}")
+        return Outcome(None, f"build failed: {without_saved_source(str(e)).strip()[:2000]}")
     size = None
     if geometry is None:
         geometry = size = required_size(k, dev.device)
