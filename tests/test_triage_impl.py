@@ -176,7 +176,8 @@ def test_code_oclgrind_cannot_build_is_said_so_and_counts_for_nothing(tmp_path):
 
 
 def test_failed_builds_leave_no_source_files(tmp_path, monkeypatch):
-    """pyopencl saves the source of a failed build to a temporary file; triage removes it."""
+    """pyopencl saves the source of a failed build to a temporary file (seen with Oclgrind);
+    triage removes it."""
     import tempfile
 
     from fuzz.campaign.clexec import Target, run_source
@@ -184,7 +185,7 @@ def test_failed_builds_leave_no_source_files(tmp_path, monkeypatch):
 
     case = load_case(str(KERNEL), str(KERNEL.with_suffix(".npz")), "gemm", None)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where pyopencl writes it
-    out = run_source(Target("pocl"), "kernel void gemm(global float* x) { x[0] = ; }", "gemm",
+    out = run_source(Target("oclgrind"), "kernel void gemm(global float* x) { x[0] = ; }", "gemm",
                      case.program.function("gemm"), case.args, case.groups, None)
     assert out.outputs is None and "error" in out.error and "source saved" not in out.error
     assert list(tmp_path.iterdir()) == []
