@@ -157,8 +157,16 @@ def test_reproduce_exit_statuses(tmp_path, capsys):
     assert tlfuzz(kernel) == 2  # no implementation
     assert tlfuzz(kernel + ["--impl", "no-such-impl"]) == 2
     assert tlfuzz(["reproduce", str(tmp_path / "nothing")]) == 2
+    assert tlfuzz(kernel + ["--impl", "opencl", "--device", "no-such-device"]) == 2
+    (tmp_path / "bin.tl").write_bytes(b"\xb6\xff")
+    assert tlfuzz(["reproduce", str(tmp_path / "bin.tl"), "--args",
+                   str(KERNEL.with_suffix(".npz")), "--impl", "interp"]) == 2
+    (tmp_path / "bad.txt").write_text("tlfuzz reproduce bad.tl --groups many\n")
+    assert tlfuzz(["reproduce", str(tmp_path / "bad")]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "give the implementation under test" in err
+    assert "no OpenCL device matches" in err and "is not UTF-8 text" in err
+    assert "the first line of" in err
 
 
 def test_code_oclgrind_cannot_build_is_said_so_and_counts_for_nothing(tmp_path):

@@ -121,7 +121,10 @@ def request(argv: list[str]) -> Request:
         if not os.path.exists(base + ".txt"):
             raise UsageError(f"{base}.txt does not exist: give a saved finding, or a kernel "
                              "with --args and --impl")
-        saved = parser.parse_args([base + ".tl"] + saved_words(base + ".txt"))
+        try:
+            saved = parser.parse_args([base + ".tl"] + saved_words(base + ".txt"))
+        except UsageError as e:
+            raise UsageError(f"the first line of {base}.txt: {e}") from None
         for key, value in vars(ns).items():  # flags on this command line win
             if value is not None and key != "kernel":
                 setattr(saved, key, value)
@@ -145,6 +148,12 @@ def request(argv: list[str]) -> Request:
                               build_options=ns.build_options or "", reject_status=statuses)
     except SpecError as e:
         raise UsageError(str(e)) from None
+    if options.device is not None:  # else every run fails and reads as the implementation's
+        from .options import check_device
+
+        problem = check_device(options.device)
+        if problem:
+            raise UsageError(problem)
     return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout)
 
 
@@ -161,8 +170,13 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
 
     from ..strategies import FuzzCase
 
-    with open(tl) as f:
-        program = tlinterp.check(tlinterp.parse(f.read(), tl))
+    with open(tl, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise OSError(f"{tl} is not UTF-8 text") from None
+    program = tlinterp.check(tlinterp.parse(text, tl))
     func = func or program.functions[0].name
     args = load_npz(npz)
     groups = bind(program.function(func), args).num_groups(groups)
