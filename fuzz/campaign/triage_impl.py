@@ -134,8 +134,10 @@ def triage_impl(case, spec: str, options, reruns: int = RERUNS, timeout: float =
         reason = grind.reports[0] if grind.reports else grind.verdict
         notes.append(f"Oclgrind cannot run this code ({reason})")
         grind = None
-    if grind is not None and grind.reports:
-        return result(EMITTED_UB, f"Oclgrind reports {grind.reports[0]} while running the "
+    # on --device oclgrind the finding's own runs are Oclgrind's: their reports count too
+    reported = [r for r in runs[reruns:] if r.reports and not any(FATAL in x for x in r.reports)]
+    if reported:
+        return result(EMITTED_UB, f"Oclgrind reports {reported[0].reports[0]} while running the "
                       "emitted code")
     if asbuilt.agrees:
         return result(FLAKY, "the code the compiler emits now agrees on the finding's device: "
