@@ -3,6 +3,7 @@
     tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs CORES] [--seed S]
            [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
+           [--profile all|tinytc-0.3.1|FILE.json|list]
     tlfuzz triage FINDING [--device D] [--reduce-time 120]
     tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl SPEC [flags]
 
@@ -64,6 +65,7 @@ def round_seed(seed: int, job: int, k: int) -> int:
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
     from .harness import save_finding
+    from .rejections import REJECTED, save_rejection
     from .sandbox import Sandbox, quiet_child
 
     # SIGINT is the parent's to handle; compiler chatter from triage's reruns would cross the
@@ -78,7 +80,12 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
 
     def report(findings) -> None:
         for f in findings:
-            base = save_finding(f, out)
+            if f.kind == REJECTED:  # saved once per construct; later cases only counted
+                base, first = save_rejection(f, out)
+                if not first:
+                    continue
+            else:
+                base = save_finding(f, out)
             q.put(("finding", job, f.kind, base, f.message.splitlines()[0][:120]))
             if opts.triage_time > 0 and f.kind == "mismatch":
                 from .triage import triage_saved
@@ -230,7 +237,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
     opts = HuntOptions(device=ns.device, batch=ns.batch, shrink_time=ns.shrink_time,
                        frontend=ns.frontend,
                        database=ns.database or os.path.join(ns.out, "hypothesis-db"),
-                       mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time)
+                       mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time,
+                       params={"profile": getattr(ns, "profile_ref", None)}, out=ns.out)
     deadline = time.time() + ns.time
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -303,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutation", default=None,
                    help="self-test: plant a known bug in the OpenCL lowering "
                         "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
+    p.add_argument("--profile", default="all", metavar="NAME",
+                   help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
+                        "constructs are generated, written in its spellings (default: all)")
     p.add_argument("--triage-time", type=float, default=120.0,
                    help="triage every mismatch; seconds to reduce a device-compiler suspect "
                         "(0: no triage)")
@@ -348,7 +359,20 @@ def main(argv: Optional[list[str]] = None) -> int:
               "--triage-time not negative",
               file=sys.stderr)
         return 2
+    if ns.profile == "list":
+        from ..profiles import describe
+
+        print(describe())
+        return 0
     try:  # before --out is created: a usage error leaves nothing behind
+        from ..profiles import ProfileError
+        from ..profiles import load as load_profile
+
+        ns.profile_ref = load_profile(ns.profile)
+    except ProfileError as e:
+        print(f"tlfuzz: --profile: {e}", file=sys.stderr)
+        return 2
+    try:
         ns.impl_ref = _impl_ref(ns)
     except ValueError as e:
         print(f"tlfuzz: {e}", file=sys.stderr)

@@ -27,11 +27,11 @@ from tlinterp import TLError
 from tlinterp.impl import Implementation, ImplOptions, Outcome, SpecError, resolve
 from tlinterp.outfile import check_target
 
-from .corpus import Case, CorpusError, default_corpus, load_corpus
+from .corpus import Case, CorpusError, apply_profile, default_corpus, load_corpus
 from .impl import outcome_of, reproduce
 from .interrupt import kill_children_settled
 from .jsonreport import write_json
-from .judge import FAIL, Verdict, judge
+from .judge import FAIL, SKIP, Verdict, judge
 from .report import print_summary, write_junit, write_log
 
 
@@ -69,6 +69,27 @@ def run_all(impl: Implementation, cases: Sequence[Case], jobs: int = 1,
         return [f.result() for f in futures]
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _profile(name: Optional[str]):
+    """The profile of --profile; an unknown name is a usage error naming the known ones."""
+    from fuzz.profiles import DEFAULT, ProfileError, load
+
+    try:
+        return load(name or DEFAULT)
+    except ProfileError as e:
+        raise SpecError(f"--profile: {e}") from None
+
+
+def _with_skipped(order: list[Case], verdicts: list[Verdict],
+                  skipped: list[tuple[Case, str]]) -> list[Verdict]:
+    """The verdicts with the cases --profile skipped, in corpus order."""
+    if not skipped:
+        return verdicts
+    by_id = {v.case.id: v for v in verdicts}
+    by_id.update((case.id, Verdict(case, SKIP, why, Outcome("skipped"),
+                                   reproduce=case.reproduce())) for case, why in skipped)
+    return [by_id[c.id] for c in order]
 
 
 def exit_status(verdicts: Sequence[Verdict]) -> int:
@@ -109,6 +130,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="machine-readable report: one object per case plus the summary "
                          "('-': standard output; the tables then go to standard error)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--profile", default=None, metavar="NAME",
+                    help="the target's dialect (fuzz/profiles; 'list' lists them): cases "
+                         "using a construct outside it are skipped, kernels go to the "
+                         "implementation in its spellings (default: all)")
     return ap
 
 
@@ -141,6 +166,12 @@ def _main(opts: argparse.Namespace) -> int:
             raise SpecError(f"-j must be at least 1, got {opts.jobs}")
         if opts.timeout is not None and opts.timeout <= 0:
             raise SpecError(f"--timeout must be positive, got {opts.timeout}")
+        if opts.profile == "list":
+            from fuzz.profiles import describe
+
+            console.print(describe(), highlight=False, markup=False)
+            return 0
+        profile = _profile(opts.profile)
         if opts.list_impls:
             from tlinterp.impl import available
 
@@ -163,6 +194,8 @@ def _main(opts: argparse.Namespace) -> int:
             if problem:
                 raise SpecError(f"--device: {problem}")
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
+        corpus_order = cases
+        cases, skipped = apply_profile(cases, profile)
         for option, report in (("--json", opts.json), ("--log", opts.log),
                                ("--junit-xml", opts.junit_xml)):
             if report is not None and str(report) != "-":  # before the run, not after it
@@ -173,7 +206,7 @@ def _main(opts: argparse.Namespace) -> int:
     except (SpecError, CorpusError) as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
         return 2
-    if not cases:
+    if not cases and not skipped:
         err.print(f"tlconform: no case matches --filter {opts.filter!r}", highlight=False,
                   markup=False)
         return 2
@@ -188,6 +221,7 @@ def _main(opts: argparse.Namespace) -> int:
     except SpecError as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
         return 2
+    verdicts = _with_skipped(corpus_order, verdicts, skipped)
     print_summary(console, verdicts, impl.name)
     status = exit_status(verdicts)
     try:

@@ -3,10 +3,12 @@
     {"format": "tlconform-report/1", "implementation": "...",
      "cases": [{"id", "kind", "category", "status", "detail", "outcome", "seconds",
                 "message_match", "ub_kinds", "tags", "reproduce", "command", "message"}, ...],
-     "summary": {"total", "pass", "fail", "info", "by_kind": {KIND: {pass, fail, info}},
+     "summary": {"total", "pass", "fail", "info", "skip",
+                 "by_kind": {KIND: {pass, fail, info, skip}},
                  "message_matches": [matched, invalid cases], "exit_status"}}
 
-`status` is the verdict (pass | fail | info); `outcome` is what the implementation did (ok |
+`status` is the verdict (pass | fail | info | skip: outside `--profile`, `detail` says which
+construct and why, `outcome` is "skipped"); `outcome` is what the implementation did (ok |
 rejected | failed | crashed | timeout); `message` is its output, kept only for cases that did
 not pass.
 """
@@ -18,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .judge import FAIL, INFO, PASS, Verdict
+from .judge import FAIL, INFO, PASS, SKIP, Verdict
 from .report import counts_by
 
 __all__ = ["FORMAT", "case_record", "json_report", "write_json"]
@@ -38,7 +40,7 @@ def case_record(v: Verdict) -> dict[str, Any]:
 
 def json_report(verdicts: Sequence[Verdict], impl_name: str, exit_status: int) -> dict:
     invalid = [v for v in verdicts if v.case.kind == "invalid"]
-    summary = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO)}
+    summary = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     return {"format": FORMAT, "implementation": impl_name,
             "cases": [case_record(v) for v in verdicts],
             "summary": {"total": len(verdicts), **summary,

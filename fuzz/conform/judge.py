@@ -18,12 +18,13 @@ from ..oracle import compare_outputs
 from .corpus import Case
 
 PASS, FAIL, INFO = "pass", "fail", "info"
+SKIP = "skip"  # outside the target's profile (tlconform --profile): not run
 
 
 @dataclass
 class Verdict:
     case: Case
-    status: str  # pass | fail | info
+    status: str  # pass | fail | info | skip
     detail: str  # one line: why
     outcome: Outcome
     seconds: float = 0.0

@@ -10,14 +10,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .judge import FAIL, INFO, PASS, Verdict
+from .judge import FAIL, INFO, PASS, SKIP, Verdict
 
 DIMENSIONS = ("instruction", "type", "layout")
 
 
 def counts_by(verdicts: Sequence[Verdict], key) -> dict[str, dict[str, int]]:
     """{group: {pass, fail, info}} where `key(verdict)` lists the groups a verdict is in."""
-    out: dict[str, dict[str, int]] = defaultdict(lambda: {PASS: 0, FAIL: 0, INFO: 0})
+    out: dict[str, dict[str, int]] = defaultdict(lambda: {PASS: 0, FAIL: 0, INFO: 0, SKIP: 0})
     for v in verdicts:
         for g in key(v):
             out[g][v.status] += 1
@@ -30,11 +30,16 @@ def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
     t.add_column("pass", justify="right", style="green")
     t.add_column("fail", justify="right", style="red")
     t.add_column("info", justify="right", style="dim")
+    skips = any(r[SKIP] for r in rows.values())  # a column only with --profile skips
+    if skips:
+        t.add_column("skip", justify="right", style="yellow")
     if extra:
         t.add_column(extra[0], justify="right")
     for name in sorted(rows):
         r = rows[name]
         cells = [name, str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
+        if skips:
+            cells.append(str(r[SKIP] or ""))
         if extra:
             cells.append(extra[1].get(name, ""))
         t.add_row(*cells)
@@ -78,10 +83,11 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
                       style="dim")
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
-    n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO)}
+    n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     colour = "red" if n[FAIL] else "green"
+    skipped = f", {n[SKIP]} skipped (outside the profile)" if n[SKIP] else ""
     console.print(f"[{colour}]{impl_name}: {n[PASS]} passed, {n[FAIL]} failed, "
-                  f"{n[INFO]} informational, of {len(verdicts)} cases[/{colour}]",
+                  f"{n[INFO]} informational{skipped}, of {len(verdicts)} cases[/{colour}]",
                   highlight=False)
 
 
@@ -116,11 +122,14 @@ def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
     for kind, vs in by_kind.items():
         suite = ET.SubElement(root, "testsuite", name=kind, tests=str(len(vs)),
                               failures=str(sum(v.status == FAIL for v in vs)), errors="0",
-                              skipped="0", time=f"{sum(v.seconds for v in vs):.3f}")
+                              skipped=str(sum(v.status == SKIP for v in vs)),
+                              time=f"{sum(v.seconds for v in vs):.3f}")
         for v in vs:
             classname = v.case.id.rsplit("/", 1)[0].replace("/", ".")
             tc = ET.SubElement(suite, "testcase", classname=classname, name=v.case.name,
                                time=f"{v.seconds:.3f}")
+            if v.status == SKIP:
+                ET.SubElement(tc, "skipped", message=v.detail[:500])
             if v.status == FAIL:
                 f = ET.SubElement(tc, "failure", message=v.detail[:500])
                 f.text = f"{v.outcome.message}\nreproduce: {v.reproduce or v.case.reproduce()}"
