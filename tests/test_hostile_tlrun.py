@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp import args as targs
-from tlinterp import cli
+from tlinterp import cli, memlimit
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 30  # generous for a loaded 2-core CI machine; each case needs well under a second
@@ -170,7 +169,7 @@ def test_a_runaway_scalar_loop_stops_within_seconds_by_default(kernel, tmp_path,
 
 def test_memory_guard_counts_shadow_state(kernel, monkeypatch, capsys):
     # 12.5M f64 = 100 MB of data; with checking state ~560 MB, over a 300 MB limit
-    monkeypatch.setattr(targs, "_memory_limit", lambda: 300 * 2**20)
+    monkeypatch.setattr(memlimit, "_memory_limit", lambda: 300 * 2**20)
     k = kernel("func @al() {\n  %t = alloca -> memref<f64x12500000>\n}\n")
     rc, text = tlrun([k, "--groups", "1"], capsys)
     assert rc == 1 and "alloca" in text and "GiB" in text
@@ -208,7 +207,7 @@ def test_zip_bomb_is_refused_before_inflating(kind, bombs, kernel, monkeypatch, 
     bomb = bombs / ("Z.npz" if kind == "unknown-key" else "A.npz")
     src = STATIC if kind == "wrong-shape" else MEMREF
     if kind == "too-big-for-memory":
-        monkeypatch.setattr(targs, "_memory_limit", lambda: 64 * 2**20)
+        monkeypatch.setattr(memlimit, "_memory_limit", lambda: 64 * 2**20)
     tracemalloc.start()
     try:
         rc, text = tlrun([kernel(src), "--args", bomb], capsys)

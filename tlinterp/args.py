@@ -8,7 +8,6 @@ Binding copies the inputs, so callers' arrays are never modified.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import numpy as np
 
 from . import ir
 from .diagnostics import ArgumentError
+from .memlimit import check_allocation  # noqa: F401 - re-exported: callers check sizes here too
 from .npzcheck import load_npz  # noqa: F401 - the convention's reader lives there
 from .outfile import save_npz  # noqa: F401 - and its atomic writer here
 from .types import GroupType, MemrefType, ScalarType, VoidType
@@ -71,21 +71,6 @@ def extent(shape, strides) -> int:
     if any(s == 0 for s in shape):
         return 0
     return 1 + sum((s - 1) * st for s, st in zip(shape, strides))
-
-
-def _memory_limit() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 1 << 40
-
-
-def check_allocation(nbytes: int, what: str, error=ArgumentError) -> None:
-    """Refuse, with a clear message, an allocation larger than the machine's free memory."""
-    limit = _memory_limit()
-    if nbytes > limit:
-        raise error(f"{what} needs {nbytes / 2**30:.2f} GiB, more than the "
-                    f"{limit / 2**30:.2f} GiB of memory available")
 
 
 def _scalar(name: str, t: ScalarType, a: Any) -> np.generic:

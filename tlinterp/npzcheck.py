@@ -26,6 +26,7 @@ import numpy.lib.format as npy
 
 from . import ir
 from .diagnostics import ArgumentError
+from .memlimit import check_allocation
 from .types import GroupType, MemrefType
 
 # what a damaged archive or member raises while being read (zlib.error: corrupt deflate
@@ -215,7 +216,6 @@ def load_npz(path: str, function: Optional[ir.Function] = None,
     """Read an arguments file; any failure is an ArgumentError (exit 2). With `function`,
     declared shapes are checked against its arguments first; `factor` times the declared
     size must fit in free memory (the caller's copies of the data counted)."""
-    from .args import check_allocation
 
     z, headers = read_headers(path)
     with z:

@@ -19,32 +19,17 @@ from typing import Optional, Union
 
 from . import ir
 from .ir import Const, Value
-from .types import INDEX, Dyn, GroupType, MemrefType, ScalarType, Type, VoidType
+from .types import INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
 
 INDENT = "  "
 
 
-def _dyn(d: Dyn) -> str:
-    return "?" if d is None else str(int(d))
-
-
 def format_type(t: Type) -> str:
-    """`f32`, `memref<f32x4x?>`, `memref<f32x4x?,strided<1,?>>`, `group<memref<f32>, offset: ?>`."""
-    if isinstance(t, ScalarType):
-        return t.value
-    if isinstance(t, MemrefType):
-        text = "memref<" + t.element.value + "".join("x" + _dyn(s) for s in t.shape)
-        if not t.is_canonical:
-            text += ",strided<" + ",".join(_dyn(s) for s in t.stride) + ">"
-        return text + ">"
-    if isinstance(t, GroupType):
-        text = "group<" + format_type(t.memref)
-        if t.offset != 0:
-            text += ", offset: " + _dyn(t.offset)
-        return text + ">"
-    if isinstance(t, VoidType):
-        return "void"
-    raise TypeError(f"not a type: {t!r}")
+    """`f32`, `memref<f32x4x?>`, `memref<f32x4x?,strided<1,?>>`, `group<memref<f32>, offset: ?>`
+    (the types spell themselves, in tlinterp/types.py)."""
+    if not isinstance(t, (ScalarType, MemrefType, GroupType, VoidType)):
+        raise TypeError(f"not a type: {t!r}")
+    return str(t)
 
 
 def format_operand(op: ir.Operand) -> str:

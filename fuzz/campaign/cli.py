@@ -4,6 +4,7 @@
            [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
            [--profile all|tinytc-0.3.1|FILE.json|list]
+           [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
     tlfuzz triage FINDING [--device D] [--reduce-time 120]
     tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl SPEC [flags]
 
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tlinterp import ir
+from tlinterp.impl.flags import add_impl_flags
 
 from .hunt import HuntOptions, hunt
 from .options import check_device, check_out_dir, keep_hypothesis_under, positive_seconds
@@ -290,9 +292,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--impl", default=None, metavar="NAME",
                    help="implementation under test: opencl (default), opencl-c:'COMMAND {tl}', "
                         "python:MODULE:FUNCTION, a command template, ... (tlrun --list-impls)")
-    p.add_argument("--work-group-size", default=None, metavar="W0xW1",
-                   help="opencl-c: work-group size of kernels without reqd_work_group_size")
-    p.add_argument("--device", default="pocl", help="pocl, nvidia, oclgrind, PLATFORM:DEVICE")
+    add_impl_flags(p, device_default="pocl", help={
+        "lowering": "opencl: fuzz one fixed lowering config (repeatable KEY=VALUE; `tlrun "
+                    "--help` lists the keys) instead of random ones; runs one kernel per job"})
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="parallel searches (processes), each with its own seed stream; "
                         "default: the number of cores")
@@ -323,18 +325,26 @@ def build_parser() -> argparse.ArgumentParser:
 def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
     """(spec, options) of the implementation under test; None for our own lowering, which
     keeps the batched, configuration-varying campaign."""
-    from tlinterp.impl import ImplOptions, SpecError, resolve
+    from tlinterp.impl import SpecError, resolve
+    from tlinterp.impl.flags import impl_options, lowering_needs_opencl
 
     try:
-        options = ImplOptions(device=ns.device, work_group_size=ns.work_group_size)
-        if ns.impl is None:
+        options = impl_options(ns)
+        lowering_needs_opencl(ns.impl or "opencl", options.lowering, "--impl")
+        if options.lowering and ns.mutation is not None:
+            # the planted bug lives in this process's lowering; a fixed config runs the
+            # registry's opencl, which builds in a fresh process without it
+            raise SpecError("--mutation cannot be combined with --lowering (the mutation "
+                            "self-test varies the lowering config itself)")
+        if ns.impl is None and not options.lowering:
             return None
-        impl = resolve(ns.impl, options)  # usage errors now, not in every job
+        impl = resolve(ns.impl or "opencl", options)  # usage errors now, not in every job
     except SpecError as e:
         raise ValueError(str(e)) from None
-    if impl.spec == "opencl":
+    if impl.spec == "opencl" and not options.lowering:
         ns.device = impl.options.device or ns.device
         return None
+    # a fixed lowering config: our lowering through the registry, like any implementation
     return (impl.spec, impl.options)
 
 

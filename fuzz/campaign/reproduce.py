@@ -55,6 +55,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from tlinterp.impl.flags import add_impl_flags
+
     p = _Parser(prog="tlfuzz reproduce", description=__doc__.split("\n\n")[0])
     p.add_argument("kernel", help="NAME, NAME.tl or NAME.txt of a saved finding, or a .tl file "
                    "(then with --args and --impl)")
@@ -64,15 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="implementation under test (tlrun --list-impls)")
     p.add_argument("--func", help="function to run (optional when the file has one)")
     p.add_argument("--groups", type=int, help="number of work-groups")
-    p.add_argument("--device", help="OpenCL device: pocl, nvidia, oclgrind, PLATFORM:DEVICE")
-    p.add_argument("--lowering", action="append", default=None, metavar="KEY=VALUE",
-                   help="opencl: override a lowering decision (repeatable)")
-    p.add_argument("--work-group-size", metavar="W0xW1",
-                   help="opencl-c: work-group size of kernels without reqd_work_group_size")
-    p.add_argument("--build-options", metavar="OPTIONS",
-                   help="opencl-c:/spirv: extra OpenCL build options")
-    p.add_argument("--reject-status", metavar="N,N",
-                   help="external compilers: exit statuses that mean 'invalid program'")
+    add_impl_flags(p)  # --device --lowering --work-group-size --build-options --reject-status
     p.add_argument("--timeout", type=float, default=None,
                    help=f"seconds per run of the implementation (default {DEFAULT_TIMEOUT:g})")
     return p
@@ -112,7 +106,8 @@ def finding_base(path: str) -> str:
 
 def request(argv: list[str]) -> Request:
     """The rerun a command line asks for (a saved finding's flags first, then argv's)."""
-    from tlinterp.impl import ImplOptions, SpecError
+    from tlinterp.impl import SpecError
+    from tlinterp.impl.flags import impl_options, lowering_needs_opencl
 
     parser = build_parser()
     ns = parser.parse_args(argv)
@@ -125,27 +120,20 @@ def request(argv: list[str]) -> Request:
             saved = parser.parse_args([base + ".tl"] + saved_words(base + ".txt"))
         except UsageError as e:
             raise UsageError(f"the first line of {base}.txt: {e}") from None
-        for key, value in vars(ns).items():  # flags on this command line win
-            if value is not None and key != "kernel":
+        for key, value in vars(ns).items():  # flags given on this command line win
+            if key != "kernel" and value != parser.get_default(key):
                 setattr(saved, key, value)
         ns, tl, npz = saved, base + ".tl", base + ".npz"
     else:
         tl, npz = ns.kernel, ns.args_file
     if not ns.impl:
         raise UsageError("give the implementation under test with --impl SPEC")
-    try:
-        statuses = tuple(int(s) for s in ns.reject_status.split(",")) if ns.reject_status \
-            else ImplOptions().reject_status
-    except ValueError:
-        raise UsageError(f"--reject-status expects exit statuses like 1,2, got "
-                         f"'{ns.reject_status}'") from None
     timeout = DEFAULT_TIMEOUT if ns.timeout is None else ns.timeout
     if not 0 < timeout < float("inf"):
         raise UsageError("--timeout must be a positive number of seconds")
     try:
-        options = ImplOptions(device=ns.device, lowering=tuple(ns.lowering or ()),
-                              work_group_size=ns.work_group_size,
-                              build_options=ns.build_options or "", reject_status=statuses)
+        options = impl_options(ns)
+        lowering_needs_opencl(ns.impl, options.lowering, "--impl")
     except SpecError as e:
         raise UsageError(str(e)) from None
     if options.device is not None:  # else every run fails and reads as the implementation's

@@ -320,12 +320,18 @@ def triage_saved(finding, base: str, reduce_seconds: float,
         apply(mutation)
         _MUTATED.add(mutation)
     try:
+        config, device = finding.config or LoweringConfig(), finding.device or "pocl"
         if finding.impl is not None:
-            from .triage_impl import investigate_impl
+            spec, options = finding.impl
+            if spec != "opencl":
+                from .triage_impl import investigate_impl
 
-            return investigate_impl(finding.case, *finding.impl, base, reduce_seconds).short
-        result = investigate(finding.case, finding.config or LoweringConfig(),
-                             Target(finding.device or "pocl"), base, reduce_seconds)
+                return investigate_impl(finding.case, spec, options, base,
+                                        reduce_seconds).short
+            # tlfuzz --lowering: our lowering with one config, run through the registry
+            config = LoweringConfig.from_overrides(list(options.lowering))
+            device = options.device or device
+        result = investigate(finding.case, config, Target(device), base, reduce_seconds)
     except Exception as e:  # noqa: BLE001 - reported in the live view, never fatal
         return f"triage failed: {type(e).__name__}"
     return result.short

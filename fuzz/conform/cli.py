@@ -24,7 +24,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tlinterp import TLError
-from tlinterp.impl import Implementation, ImplOptions, Outcome, SpecError, resolve
+from tlinterp.impl import Implementation, Outcome, SpecError, resolve
+from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl
 from tlinterp.outfile import check_target
 
 from .corpus import Case, CorpusError, apply_profile, default_corpus, load_corpus
@@ -107,13 +108,10 @@ def _parser() -> argparse.ArgumentParser:
                          "registered name (--list-impls)")
     ap.add_argument("--list-impls", action="store_true",
                     help="list the registered implementations, then exit")
-    ap.add_argument("--device", default=None,
-                    help="OpenCL device of opencl / opencl-c: pocl, nvidia, oclgrind, ...")
-    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
-                    help="opencl: override a lowering decision (repeatable; `tlrun --help` "
-                         "lists the keys), e.g. to check a tuned config on the whole corpus")
-    ap.add_argument("--work-group-size", default=None, metavar="W0xW1",
-                    help="opencl-c: work-group size of kernels without reqd_work_group_size")
+    add_impl_flags(ap, help={
+        "device": "OpenCL device of opencl / opencl-c: pocl, nvidia, oclgrind, ...",
+        "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists "
+                    "the keys), e.g. to check a tuned config on the whole corpus"})
     ap.add_argument("--corpus", type=Path, default=None, metavar="DIR",
                     help="corpus directory (default: the repository's corpus/)")
     ap.add_argument("--filter", default=None, metavar="PATTERN",
@@ -149,7 +147,12 @@ def _console(stderr: bool) -> Console:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of `tlconform`; returns the exit status (130 after Ctrl-C)."""
-    opts = _parser().parse_args(argv)
+    try:
+        opts = _parser().parse_args(argv)
+    except SystemExit as e:
+        if not e.code:  # --help: argparse's own end
+            raise
+        return int(e.code)  # a usage error (2): argparse named the flag
     try:
         return _main(opts)
     except KeyboardInterrupt:
@@ -180,13 +183,10 @@ def _main(opts: argparse.Namespace) -> int:
             return 0
         if not opts.impl:
             raise SpecError("--impl NAME is required (see --list-impls)")
-        if opts.lowering and opts.impl.partition(":")[0] != "opencl":
-            raise SpecError("--lowering needs --impl opencl (the other implementations "
-                            "ignore it)")
-        impl = resolve(opts.impl, ImplOptions(device=opts.device,
-                                              lowering=tuple(opts.lowering),
-                                              work_group_size=opts.work_group_size))
-        if opts.device is not None or opts.impl.partition(":")[0] in ("opencl", "opencl-c"):
+        lowering_needs_opencl(opts.impl, opts.lowering, "--impl")
+        impl = resolve(opts.impl, impl_options(opts))
+        builds = opts.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv")
+        if opts.device is not None or builds:
             from fuzz.campaign.options import check_device
 
             # up front: a wrong name would otherwise fail every case as a rejection (exit 1)

@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .judge import FAIL, INFO, PASS, SKIP, Verdict
+from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
 
 DIMENSIONS = ("instruction", "type", "layout")
 
@@ -46,6 +46,24 @@ def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
     return t
 
 
+def diagnostic_counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    """How many rejections blamed the expected range with the expected message, with other
+    words, or another place (or none); plus "wrong_place": those of the last that did give a
+    diagnostic, somewhere else."""
+    n = {k: sum(v.diagnostic_match == k for v in verdicts)
+         for k in (RANGE_AND_MESSAGE, RANGE_ONLY, NO)}
+    n["wrong_place"] = sum(v.diagnostic_match == NO and bool(v.diagnostic_range)
+                           for v in verdicts)
+    return n
+
+
+def diagnostic_cell(v: Verdict) -> str:
+    """`range+message`, `range` or `no`, with the range the implementation gave."""
+    if not v.diagnostic_match:
+        return ""
+    return f"{v.diagnostic_match} ({v.diagnostic_range or 'no diagnostic'})"
+
+
 def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
     by_kind = counts_by(verdicts, lambda v: [v.case.kind])
     invalid = [v for v in verdicts if v.case.kind == "invalid"]
@@ -53,8 +71,9 @@ def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
     warned = [v for v in valid if v.warning_match]  # expected warnings: reported, not judged
     matched: dict[str, str] = {}
     if invalid:
-        matched["invalid"] = (f"{sum(v.message_match == 'yes' for v in invalid)}/{len(invalid)}"
-                              " messages")
+        n = diagnostic_counts(invalid)
+        matched["invalid"] = (f"{n[RANGE_AND_MESSAGE]}/{len(invalid)} range+message, "
+                              f"{n[RANGE_ONLY]} range, {n[NO]} no")
     if warned:
         matched["valid"] = f"{sum(v.warning_match == 'yes' for v in warned)}/{len(warned)} warnings"
     extra = ("diagnostics match", matched) if matched else None
@@ -83,6 +102,13 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
                       style="dim")
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
+    # passes, but a compiler blaming the wrong text is worth seeing
+    elsewhere = [v for v in verdicts if v.status == PASS and v.diagnostic_match == NO]
+    for v in elsewhere[:max_failures]:
+        console.print(f"[yellow]ELSEWHERE[/yellow] {v.case.id}: {v.detail}", highlight=False)
+    if len(elsewhere) > max_failures:
+        console.print(f"... and {len(elsewhere) - max_failures} more rejections elsewhere "
+                      "(see --log)")
     n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     colour = "red" if n[FAIL] else "green"
     skipped = f", {n[SKIP]} skipped (outside the profile)" if n[SKIP] else ""
@@ -97,6 +123,8 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
         lines.append(f"{v.status.upper():4} {v.case.id} ({v.seconds:.3f} s): {v.detail}")
         if v.case.kind == "invalid":
             lines.append(f"     message matches: {v.message_match}")
+            if v.diagnostic_match:
+                lines.append(f"     diagnostic: {diagnostic_cell(v)}")
         if v.warning_match:
             lines.append(f"     expected warning reported: {v.warning_match}")
         for where, text in v.outcome.warnings:

@@ -14,8 +14,8 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import ir
-from ..args import check_allocation
 from ..diagnostics import Diagnostic, ExecutionError
+from ..memlimit import check_allocation
 from ..types import INDEX, ScalarType
 from . import collectives, fastpath, scalar
 from . import memory as mem

@@ -22,8 +22,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..args import check_allocation
 from ..diagnostics import ExecutionError
+from ..memlimit import check_allocation
 from ..types import ScalarType
 from .ub import Collector, groups_text
 from .values import Lanes, is_var
