@@ -48,6 +48,6 @@ def test_differential_campaign_saves_shrunk_findings(tmp_path, capsys):
     saved = glob.glob(str(out / "backend-crash-*.tl"))
     assert saved
     cmd = open(saved[0][:-3] + ".txt").readline()
-    assert cmd.startswith("tlrun ") and "--backend opencl" in cmd
+    assert cmd.startswith("tlfuzz reproduce ") and "--impl opencl" in cmd
     assert "backend-crash" in capsys.readouterr().err
     assert "Gemm" in ALL_KINDS and "Gemm.atomic" in ALL_KINDS

@@ -59,10 +59,12 @@ def test_findings_are_saved_with_a_reproducing_command(tmp_path):
     base = save_finding(f, str(tmp_path))
     assert open(base + ".tl").read() == case(0).source
     assert set(load_npz(base + ".npz")) == {"x", "y"}
-    cmd = open(base + ".txt").readline().split()
-    assert cmd[:2] == ["tlrun", base + ".tl"]
-    for flag in ("--args", "--func", "--groups", "--backend", "--device"):
+    first, alone = open(base + ".txt").read().splitlines()[:2]
+    cmd = first.split()
+    assert cmd[:3] == ["tlfuzz", "reproduce", base + ".tl"]  # the interestingness test
+    for flag in ("--args", "--func", "--groups", "--impl", "--device", "--lowering"):
         assert flag in cmd
+    assert alone.startswith(f"run it alone: tlrun {base}.tl ") and "--backend opencl" in alone
     assert config_overrides(cfg) == ["work_group_size=4,2", "unroll_k=2"]
     assert save_finding(f, str(tmp_path)) == base  # saved once
 

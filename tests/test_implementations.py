@@ -301,7 +301,7 @@ def test_python_plugins_from_the_working_directory_and_their_failures(tmp_path, 
     (v,) = run_all(resolve("python:cwd_plugin_i11:exits"), groups_cases[:1])
     assert v.outcome.status == "crashed" and "exit(3)" in v.outcome.message
     line = v.reproduce
-    assert line.startswith("tlrun ") and "--backend python:cwd_plugin_i11:exits" in line
+    assert line.startswith("tlfuzz reproduce ") and "--impl python:cwd_plugin_i11:exits" in line
 
 
 def test_interp_adapter_reports_kinds_and_rejections():

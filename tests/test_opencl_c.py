@@ -84,7 +84,14 @@ def test_a_planted_bug_fails_exactly_its_cases(lowered_dir):
     assert {v.case.id for v in verdicts if v.status == "fail"} == XOR_CASES
     for v in verdicts:
         if v.status == "fail":
-            assert v.reproduce.startswith("tlrun ") and XOR_BUG in v.reproduce
+            assert v.reproduce.startswith("tlfuzz reproduce ") and XOR_BUG in v.reproduce
+    # the line is an interestingness test: it exits 1 while the case's outputs differ
+    line = next(v.reproduce for v in verdicts if v.status == "fail")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run(line, shell=True, capture_output=True, text=True, cwd=ROOT, env=env,
+                       timeout=120)
+    assert r.returncode == 1 and "differs from the reference" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("command, status, says", [
@@ -158,11 +165,16 @@ def test_fuzzer_finds_and_shrinks_a_bug_of_an_external_compiler(tmp_path):
     f = findings[0]
     assert f.kind == "mismatch" and f.case.groups >= 2
     base = save_finding(f, str(tmp_path))
-    first = Path(base + ".txt").read_text().splitlines()[0]
-    assert first.startswith("tlrun ") and "--backend 'opencl-c:" in first and "sed" in first
+    first, alone = Path(base + ".txt").read_text().splitlines()[:2]
+    assert first.startswith("tlfuzz reproduce ") and "--impl 'opencl-c:" in first
+    assert "sed" in first and alone.startswith("run it alone: tlrun ")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                       os.environ.get("PYTHONPATH", "")]))
     rerun = subprocess.run(first, shell=True, capture_output=True, text=True, cwd=tmp_path,
-                           env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                               [str(ROOT), os.environ.get("PYTHONPATH", "")])), timeout=120)
+                           env=env, timeout=120)
+    assert rerun.returncode == 1, rerun.stderr  # the implementation still differs
+    rerun = subprocess.run(alone.split(": ", 1)[1], shell=True, capture_output=True,
+                           text=True, cwd=tmp_path, env=env, timeout=120)
     assert rerun.returncode == 0, rerun.stderr  # tlrun runs it; the outputs differ
 
 

@@ -189,8 +189,8 @@ def test_triage_cli_writes_the_triage_next_to_the_finding(tmp_path, capsys):
      "--device no-such-device", [], "no OpenCL device matches"),
     ("tlrun mismatch-0.tl --args mismatch-0.npz --func k4 --groups 3 --backend opencl",
      ["--device", "no-such-device"], "no OpenCL device matches"),
-    ("garbage that is no command", [], "is not the tlrun command"),
-    ("", [], "is not the tlrun command"),
+    ("garbage that is no command", [], "is not the tlfuzz reproduce"),
+    ("", [], "is not the tlfuzz reproduce"),
 ])
 def test_triage_cli_refuses_what_would_make_every_rerun_fail(tmp_path, capsys, first_line,
                                                              argv, words):

@@ -53,6 +53,14 @@ class RewritingTarget(Target):
         return re.sub(self.pattern, self.replacement, source)
 
 
+@dataclass(frozen=True)
+class Size:
+    """A work-group size in the shape of tlgpu's geometry (what `_launch` reads)."""
+
+    wg0: int
+    wg1: int
+
+
 @dataclass
 class Outcome:
     """One run: the outputs (None when it failed), the failure, Oclgrind's reports."""
@@ -60,6 +68,24 @@ class Outcome:
     outputs: Optional[dict[str, np.ndarray]]
     error: Optional[str] = None
     reports: tuple[str, ...] = ()
+    size: Optional[Size] = None  # the kernel's reqd_work_group_size, when that was used
+
+
+_SAVED = re.compile(r"\n?\(source saved as (\S+\.cl)\)")
+
+
+def without_saved_source(message: str) -> str:
+    """pyopencl writes the source of every failed build to a temporary file it never removes
+    and names it in the message: remove the file (triage builds many candidates that fail) and
+    the line."""
+    import os
+
+    for path in _SAVED.findall(message):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return _SAVED.sub("", message)
 
 
 def device_info(target: Target) -> dict[str, str]:
@@ -76,7 +102,8 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
                groups: int, geometry, local_bytes: int = 0,
                options: tuple[str, ...] = ()) -> Outcome:
     """Build `source` for `target` with `options`, launch `kernel` like tlgpu does and return
-    the arguments after the run (the .npz convention)."""
+    the arguments after the run (the .npz convention). `geometry` (.wg0, .wg1) None: the
+    kernel's reqd_work_group_size, as for another compiler's code (docs/conformance.md)."""
     import pyopencl as cl
 
     from tlgpu.runtime.devices import handle
@@ -93,7 +120,12 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
             prog = cl.Program(dev.context, text).build(options=list(options))
             k = getattr(prog, kernel)
     except (cl.Error, AttributeError) as e:
-        return Outcome(None, f"build failed: {str(e).strip()[:2000]}")
+        return Outcome(None, f"build failed: {without_saved_source(str(e)).strip()[:2000]}")
+    size = None
+    if geometry is None:
+        geometry = size = required_size(k, dev.device)
+        if geometry is None:
+            return Outcome(None, f"kernel '{kernel}' has no reqd_work_group_size(W0, W1, 1)")
     bound = bind(function, args)
     extra = [cl.LocalMemory(local_bytes)] if local_bytes else []
     cap = None
@@ -107,7 +139,18 @@ def run_source(target: Target, source: str, kernel: str, function, args: dict,
         return Outcome(None, f"launch failed: {e}")
     reports = tuple(r.what + (f" (line {r.line})" if r.line else "")
                     for r in parse(cap.text)) if cap is not None else ()
-    return Outcome(unbind(bound), None, reports)
+    return Outcome(unbind(bound), None, reports, size)
+
+
+def required_size(kernel, device) -> Optional[Size]:
+    """The kernel's reqd_work_group_size (W0, W1, 1), or None when it has none."""
+    import pyopencl as cl
+
+    reqd = tuple(kernel.get_work_group_info(
+        cl.kernel_work_group_info.COMPILE_WORK_GROUP_SIZE, device))
+    if not any(reqd) or reqd[2] != 1:
+        return None
+    return Size(int(reqd[0]), int(reqd[1]))
 
 
 def _launch(dev, kernel, function, bound, groups: int, geo, extra: list) -> None:

@@ -6,6 +6,7 @@
            [--profile all|tinytc-0.3.1|FILE.json|list]
            [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
     tlfuzz triage FINDING [--device D] [--reduce-time 120]
+    tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl SPEC [flags]
 
 --impl takes any name of the implementation registry (`tlrun --list-impls`): opencl (this
 package's lowering, the default), opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command
@@ -13,7 +14,8 @@ template, ...; other implementations than ours run one case per job.
 
 Each job runs seeded Hypothesis searches (job j, round k uses a seed derived from S, j, k, so
 a campaign replays deterministically from its seed); every failing batch is shrunk and
-saved as NAME.tl + NAME.npz + NAME.txt (message and the `tlrun` command that reproduces it);
+saved as NAME.tl + NAME.npz + NAME.txt (the `tlfuzz reproduce` command, which exits 1 while
+the implementation differs from the reference, the `tlrun` command and the message);
 every mismatch is then triaged (NAME.triage.txt; the live view and summary show its class) and
 a device-compiler suspect gets a reduced stand-alone reproducer in NAME.repro/.
 At start, the saved findings in --out are re-run first (one still failing makes the exit
@@ -352,6 +354,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         from .triage_cli import main as triage_main
 
         return triage_main(argv[1:])
+    if argv[:1] == ["reproduce"]:
+        from .reproduce import main as reproduce_main
+
+        return reproduce_main(argv[1:])
     parser = build_parser()
     try:
         ns = parser.parse_args(argv)

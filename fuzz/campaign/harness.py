@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import shlex
 from dataclasses import dataclass
 from typing import Optional
 
@@ -25,7 +24,7 @@ from ..strategies import FuzzCase
 from .redzones import describe
 
 __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_command",
-           "config_overrides"]
+           "config_overrides", "finding_impl", "tlrun_line"]
 
 # BackendErrors that are legitimate refusals of a configuration, not lowering bugs.
 _LIMITS = ("bytes of local memory", "exceeds the maximum", "exceeds the ")
@@ -184,25 +183,42 @@ def config_overrides(config) -> list[str]:
     return out
 
 
-def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
-    if finding.impl is not None and finding.kind != "generator":
-        from tlinterp.impl.base import tlrun_command
+def finding_impl(finding: Finding) -> tuple:
+    """(spec, ImplOptions) of the implementation a finding was found against: the one under
+    test, else our OpenCL lowering with the finding's device and lowering config."""
+    if finding.impl is not None:
+        return finding.impl
+    from tlinterp.impl import ImplOptions
 
-        # `tlrun --backend SPEC` reruns the implementation (an external command included)
-        # and names --func/--groups, which the campaign's replay of saved findings reads
-        return tlrun_command(*finding.impl, tl, npz, finding.case.func, finding.case.groups)
-    parts = ["tlrun", tl, "--args", npz, "--func", finding.case.func,
-             "--groups", str(finding.case.groups)]
-    if finding.kind in ("mismatch", "red-zone", "backend-error", "backend-crash",
-                        "oclgrind-report"):
-        parts += ["--backend", "opencl", "--device", finding.device or "pocl"]
-        for o in config_overrides(finding.config):
-            parts += ["--lowering", o]
-    return " ".join(shlex.quote(p) for p in parts)
+    return "opencl", ImplOptions(device=finding.device or "pocl",
+                                 lowering=tuple(config_overrides(finding.config)))
+
+
+def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
+    """The interestingness test of a finding: `tlfuzz reproduce ...` with the implementation's
+    flags exits 1 while the implementation's result differs from the reference (a reducer
+    keeps a candidate on status 1). A generator finding is the reference's own report, which
+    `tlrun` shows."""
+    if finding.kind == "generator":
+        return tlrun_line(tl, npz, finding)
+    from .reproduce import reproduce_line
+
+    return reproduce_line(tl, npz, finding.case.func, finding.case.groups,
+                          *finding_impl(finding))
+
+
+def tlrun_line(tl: str, npz: str, finding: Finding) -> str:
+    """`tlrun` running the finding's implementation alone (the reference for a generator
+    finding), to see what it does."""
+    from tlinterp.impl.base import tlrun_command
+
+    spec, options = ("interp", None) if finding.kind == "generator" else finding_impl(finding)
+    return tlrun_command(spec, options, tl, npz, finding.case.func, finding.case.groups)
 
 
 def save_finding(finding: Finding, out_dir: str) -> str:
-    """Write NAME.tl, NAME.npz and NAME.txt (message + the command that reproduces it);
+    """Write NAME.tl, NAME.npz and NAME.txt (the `tlfuzz reproduce` line, the `tlrun` line, the
+    message);
     NAME is a hash of the program and arguments, so a finding is saved once. Returns the
     path without extension."""
     os.makedirs(out_dir, exist_ok=True)
@@ -216,13 +232,15 @@ def save_finding(finding: Finding, out_dir: str) -> str:
     save_npz(base + ".npz", finding.case.args)
     with open(base + ".txt", "w") as f:
         f.write(reproduce_command(base + ".tl", base + ".npz", finding) + "\n")
+        if finding.kind != "generator":
+            f.write(f"run it alone: {tlrun_line(base + '.tl', base + '.npz', finding)}\n")
         direct = _direct_command(finding, base)
         if direct:
             f.write(f"the command alone: {direct}\n")
         f.write("\n")
         if finding.kind == "red-zone":
-            f.write("(tlrun does not guard buffers: `tlfuzz --out DIR` replays this finding "
-                    "with red zones)\n\n")
+            f.write("(tlrun and tlfuzz reproduce do not guard buffers: `tlfuzz --out DIR` "
+                    "replays this finding with red zones)\n\n")
         f.write(finding.message + "\n")
     return base
 

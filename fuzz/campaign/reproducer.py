@@ -118,7 +118,8 @@ def describe_args(function, bound, local_bytes: int) -> tuple[list[dict], dict[s
 
 def write(directory: str, source: str, prepared: Prepared, case, expected: dict, actual: dict,
           info: dict, options: tuple[str, ...], triage_text: str,
-          reduction: Optional[object] = None, reference: str = "pocl") -> str:
+          reduction: Optional[object] = None, reference: str = "pocl",
+          reproduce: str = "") -> str:
     """Write the reproducer directory; returns its path."""
     os.makedirs(directory, exist_ok=True)
     fn = prepared.function
@@ -154,9 +155,18 @@ def write(directory: str, source: str, prepared: Prepared, case, expected: dict,
             opencl_c=info.get("opencl_c", "?"), options=" ".join(options) or "(none)",
             kernel=prepared.kernel, glob=meta["global"], loc=meta["local"],
             diffs="\n".join(diffs) or "    (none recorded)", size=size,
-            triage=triage_text, reference=reference))
+            triage=triage_text, reference=reference,
+            finding=FINDING.format(line=reproduce) if reproduce else ""))
     return directory
 
+
+FINDING = """\
+The tensor-language finding behind it reproduces with (exit 1 while the implementation
+differs from the reference; see docs/triage.md of tensor-language-reference):
+
+    {line}
+
+"""
 
 README = """\
 # Wrong result of `{kernel}` on {device}
@@ -181,7 +191,7 @@ Differences (buffer[element]: expected, got):
 
 {diffs}
 
-How the difference was triaged:
+{finding}How the difference was triaged:
 
 ```
 {triage}

@@ -22,8 +22,12 @@ LOWERING = "our lowering"
 UB = "undefined behaviour in the generated C"
 DEVICE = "device compiler suspect"
 FLAKY = "flaky"
-CLASSES = (LOWERING, UB, DEVICE, FLAKY)
-SHORT = {LOWERING: "lowering", UB: "ub-in-c", DEVICE: "device", FLAKY: "flaky"}
+# a finding against another implementation (fuzz.campaign.triage_impl) has these two too
+YOURS = "your compiler"
+EMITTED_UB = "UB in the emitted code"
+CLASSES = (LOWERING, UB, DEVICE, FLAKY, YOURS, EMITTED_UB)
+SHORT = {LOWERING: "lowering", UB: "ub-in-c", DEVICE: "device", FLAKY: "flaky",
+         YOURS: "yours", EMITTED_UB: "ub-in-emitted"}
 
 # alternative lowerings: results never depend on these, so any change is evidence
 ALTERNATIVES = {
@@ -49,6 +53,7 @@ class Triage:
     runs: list[Run] = field(default_factory=list)
     device: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. a device workaround tlgpu applied
+    code: Optional[Prepared] = None  # another compiler's code the reruns rebuilt
 
     @property
     def short(self) -> str:
@@ -105,11 +110,21 @@ def expected_outputs(case) -> dict:
     return run(case.program, case.args, func=case.func, groups=case.groups)
 
 
+def failure(error: str) -> str:
+    """One line for a failed run: a build log's first `error:` line (pyopencl's first line
+    only repeats BUILD_PROGRAM_FAILURE), else the first line."""
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip()] or ["(no message)"]
+    found = next((ln for ln in lines[1:] if "error:" in ln), None)
+    if found is not None:
+        return f"{lines[0].split(':')[0]}: {found}"[:200]
+    return lines[0][:200]
+
+
 def _judge(case, expected: dict, out: Outcome) -> tuple[str, Optional[bool]]:
     from ..oracle.compare import compare_outputs
 
     if out.outputs is None:
-        return f"failed: {out.error.splitlines()[0][:100]}", None
+        return f"failed: {failure(out.error or '')}", None
     mism = compare_outputs(case.program, case.func, case.args, expected, out.outputs,
                            groups=case.groups)
     note = f"; Oclgrind: {len(out.reports)} report(s)" if out.reports else ""
@@ -213,47 +228,6 @@ def triage(case, config, target: Target, others: Optional[list[Target]] = None,
 # --- a saved finding, end to end ----------------------------------------------------------------
 
 
-def load_finding(path: str):
-    """(case, config, device) of a finding saved by tlfuzz: PATH is NAME, NAME.tl or NAME.txt
-    (NAME.npz holds the arguments; the first line of NAME.txt the tlrun command)."""
-    import re
-    import shlex
-
-    import tlinterp
-    from tlgpu.lowering.config import LoweringConfig
-    from tlinterp.args import load_npz
-
-    from ..strategies import FuzzCase
-
-    base = re.sub(r"\.(tl|txt|npz)$", "", path)
-    program = tlinterp.check(tlinterp.parse(open(base + ".tl").read(), base + ".tl"))
-    words = shlex.split(open(base + ".txt").readline()) if _exists(base + ".txt") else []
-    if _exists(base + ".txt") and (not words or not words[0].endswith("tlrun")):
-        # the command names the device, function and lowering: guessing them would triage
-        # another run than the one that failed
-        raise ValueError(f"the first line of {base}.txt is not the tlrun command that tlfuzz "
-                         "saved")
-
-    def opt(name: str, default=None):
-        return words[words.index(name) + 1] if name in words else default
-
-    lowering = [words[i + 1] for i, w in enumerate(words) if w == "--lowering"]
-    func = opt("--func", program.functions[0].name)
-    groups = opt("--groups")
-    args = load_npz(base + ".npz")
-    from tlinterp.args import bind
-
-    bound = bind(program.function(func), args)
-    case = FuzzCase(program, func, args, bound.num_groups(int(groups) if groups else None))
-    return case, LoweringConfig.from_overrides(lowering), opt("--device", "pocl")
-
-
-def _exists(path: str) -> bool:
-    import os
-
-    return os.path.exists(path)
-
-
 def investigate(case, config, target: Target, base: str, reduce_seconds: float = 120.0,
                 progress: Callable[[str], None] = lambda s: None) -> Triage:
     """Triage; for a device-compiler suspect also reduce and write the reproducer. Writes
@@ -263,21 +237,22 @@ def investigate(case, config, target: Target, base: str, reduce_seconds: float =
     result = triage(case, config, target, progress=progress)
     notes = [result.text()]
     if result.verdict == DEVICE:
-        notes.append(_reduce_and_write(case, config, target, base, reduce_seconds, result,
-                                       tuple(BUILD_OPTIONS), progress))
+        notes.append(reduce_and_write(case, prepare(case, target, config), target, base,
+                                      reduce_seconds, result, tuple(BUILD_OPTIONS), progress))
     with open(base + ".triage.txt", "w") as f:
         f.write("\n".join(notes) + "\n")
     return result
 
 
-def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
-                      result: Triage, options: tuple[str, ...],
-                      progress: Callable[[str], None]) -> str:
+def reduce_and_write(case, prep: Prepared, target: Target, base: str, seconds: float,
+                     result: Triage, options: tuple[str, ...],
+                     progress: Callable[[str], None]) -> str:
+    """Reduce a device-compiler suspect's OpenCL C (`prep`, built with `options`) and write
+    the reproducer BASE.repro/; a line for the triage report."""
     from . import reproducer
     from .clexec import Isolated, device_info
     from .reduce import ReducerMissing, interesting_for, reduce_kernel
 
-    prep = prepare(case, target, config)
     expected = expected_outputs(case)
     others = {o.device: o for o in available_others(target)}
     # the reference is pocl; without it, the suspect device with optimisation off
@@ -299,6 +274,9 @@ def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
                 f"({reduction.tests} tests{limit})")
     except ReducerMissing as e:
         note = f"not reduced: {e}"
+    except StopIteration:  # reduce.split_kernel reads `void NAME(` at a line's start
+        note = (f"not reduced: the definition of {prep.kernel} does not start a line with "
+                f"'void {prep.kernel}('")
     finally:
         runner.close()
     ref = run_source(reference, source, prep.kernel, prep.function,
@@ -312,8 +290,18 @@ def _reduce_and_write(case, config, target: Target, base: str, seconds: float,
         info["device"] = f"{info['device']} ({target.label})"
     path = reproducer.write(base + ".repro", source, prep, case, ref.outputs, act.outputs,
                             info, options, result.text(), reduction,
-                            f"{reference.label} {' '.join(ref_options)}")
+                            f"{reference.label} {' '.join(ref_options)}", _saved_line(base))
     return note + f"\nreproducer: {path}"
+
+
+def _saved_line(base: str) -> str:
+    """The `tlfuzz reproduce` line a campaign saved with the finding ("" when none)."""
+    try:
+        with open(base + ".txt") as f:
+            line = f.readline().strip()
+    except OSError:
+        return ""
+    return line if line.startswith("tlfuzz reproduce ") else ""
 
 
 _MUTATED: set = set()
@@ -322,7 +310,8 @@ _MUTATED: set = set()
 def triage_saved(finding, base: str, reduce_seconds: float,
                  mutation: Optional[str] = None) -> str:
     """Triage a finding a campaign has just saved at BASE; its short class for the live view
-    (or "triage failed: ..."; a campaign must go on)."""
+    (or "triage failed: ..."; a campaign must go on). A finding against another
+    implementation is triaged against that implementation (fuzz.campaign.triage_impl)."""
     from tlgpu.lowering.config import LoweringConfig
 
     if mutation and mutation not in _MUTATED:  # the campaign planted it in its OpenCL side
@@ -331,8 +320,18 @@ def triage_saved(finding, base: str, reduce_seconds: float,
         apply(mutation)
         _MUTATED.add(mutation)
     try:
-        result = investigate(finding.case, finding.config or LoweringConfig(),
-                             Target(finding.device or "pocl"), base, reduce_seconds)
+        config, device = finding.config or LoweringConfig(), finding.device or "pocl"
+        if finding.impl is not None:
+            spec, options = finding.impl
+            if spec != "opencl":
+                from .triage_impl import investigate_impl
+
+                return investigate_impl(finding.case, spec, options, base,
+                                        reduce_seconds).short
+            # tlfuzz --lowering: our lowering with one config, run through the registry
+            config = LoweringConfig.from_overrides(list(options.lowering))
+            device = options.device or device
+        result = investigate(finding.case, config, Target(device), base, reduce_seconds)
     except Exception as e:  # noqa: BLE001 - reported in the live view, never fatal
         return f"triage failed: {type(e).__name__}"
     return result.short

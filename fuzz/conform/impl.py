@@ -38,6 +38,13 @@ def front_end_warnings(case: Case) -> list[tuple[str, str]]:
 
 
 def reproduce(impl: Implementation, case: Case) -> str:
-    """The command that reruns `impl` (not the reference) on the corpus's files."""
+    """The command that reruns `impl` (not the reference) on the corpus's files: for a valid
+    case `tlfuzz reproduce`, which exits 1 while its outputs differ from the reference's (a
+    reducer's interestingness test); else the implementation's own command."""
     args = shown(case.args_path) if case.args_path is not None else None
+    if case.kind == "valid" and args is not None and impl.spec not in ("interp", "tlinterp"):
+        from ..campaign.reproduce import reproduce_line
+
+        return reproduce_line(shown(case.kernel), args, case.func, case.groups, impl.spec,
+                              impl.options)
     return impl.reproduce(shown(case.kernel), args, case.func, case.groups)

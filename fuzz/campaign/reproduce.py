@@ -1,0 +1,267 @@
+"""`tlfuzz reproduce`: rerun a finding against the reference, as an interestingness test.
+
+    tlfuzz reproduce FINDING [--device D] [--timeout S]
+    tlfuzz reproduce KERNEL.tl --args ARGS.npz --impl SPEC [--func F] [--groups N]
+                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
+                     [--build-options '...'] [--reject-status 1,2] [--timeout S]
+
+FINDING is NAME, NAME.tl or NAME.txt of a finding saved by tlfuzz: the implementation and its
+flags come from the first line of NAME.txt (flags given here override them). The reference
+interpreter and the implementation run the kernel on the arguments; their outputs are compared
+within the fuzzer's error bounds (fuzz.oracle.compare).
+
+Exit status: 0 the implementation agrees with the reference; 1 its result differs (the finding
+reproduces); 2 usage error, unreadable files, or a kernel that is no test (the reference rejects
+it or reports undefined behaviour); 3 internal error; 4 the implementation rejected the
+program or failed at run time (its exit 2 or 1); 5 it crashed or timed out; 130 Ctrl-C.
+A reducer (creduce, cvise) keeps a candidate when this exits 1: `...; test $? = 1`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
+DEFAULT_TIMEOUT = 300.0  # seconds per run of the implementation
+
+
+def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[int], spec: str,
+                   options) -> str:
+    """The `tlfuzz reproduce` command for these files and implementation (with its flags,
+    `option_words`): exits 1 while the implementation still differs from the reference."""
+    from tlinterp.impl.base import option_words
+
+    words = ["tlfuzz", "reproduce", tl, "--args", npz]
+    if func:
+        words += ["--func", func]
+    if groups is not None:
+        words += ["--groups", str(groups)]
+    return shlex.join(words + ["--impl", spec] + option_words(options))
+
+
+class UsageError(Exception):
+    """A bad command line or finding: exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # a saved line is parsed too: no exit from in here
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from tlinterp.impl.flags import add_impl_flags
+
+    p = _Parser(prog="tlfuzz reproduce", description=__doc__.split("\n\n")[0])
+    p.add_argument("kernel", help="NAME, NAME.tl or NAME.txt of a saved finding, or a .tl file "
+                   "(then with --args and --impl)")
+    p.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
+    # --backend: the spelling of tlrun lines saved before this command existed
+    p.add_argument("--impl", "--backend", dest="impl", metavar="SPEC",
+                   help="implementation under test (tlrun --list-impls)")
+    p.add_argument("--func", help="function to run (optional when the file has one)")
+    p.add_argument("--groups", type=int, help="number of work-groups")
+    add_impl_flags(p)  # --device --lowering --work-group-size --build-options --reject-status
+    p.add_argument("--timeout", type=float, default=None,
+                   help=f"seconds per run of the implementation (default {DEFAULT_TIMEOUT:g})")
+    return p
+
+
+def saved_words(txt: str) -> list[str]:
+    """The flags of the command on the first line of a finding's NAME.txt (`tlfuzz reproduce`,
+    or `tlrun` as saved by older campaigns), without the command and its file operand."""
+    with open(txt) as f:
+        words = shlex.split(f.readline())
+    if words[:1] and os.path.basename(words[0]) == "tlrun":
+        return words[2:]
+    if words[:2] and os.path.basename(words[0]) == "tlfuzz" and words[1] == "reproduce":
+        return words[3:]
+    # the line names the device, function and flags: guessing them would rerun another run
+    raise UsageError(f"the first line of {txt} is not the tlfuzz reproduce (or tlrun) "
+                     "command that tlfuzz saved")
+
+
+@dataclass
+class Request:
+    """What to rerun: files, function, work-group count, implementation and its options."""
+
+    tl: str
+    npz: str
+    func: Optional[str]
+    groups: Optional[int]
+    spec: str
+    options: object  # tlinterp.impl.ImplOptions
+    timeout: float
+
+
+def finding_base(path: str) -> str:
+    """NAME of NAME, NAME.tl, NAME.npz or NAME.txt."""
+    return re.sub(r"\.(tl|txt|npz)$", "", path)
+
+
+def request(argv: list[str]) -> Request:
+    """The rerun a command line asks for (a saved finding's flags first, then argv's)."""
+    from tlinterp.impl import SpecError
+    from tlinterp.impl.flags import impl_options, lowering_needs_opencl
+
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    if ns.args_file is None:  # a saved finding: its NAME.txt names the implementation
+        base = finding_base(ns.kernel)
+        if not os.path.exists(base + ".txt"):
+            raise UsageError(f"{base}.txt does not exist: give a saved finding, or a kernel "
+                             "with --args and --impl")
+        try:
+            saved = parser.parse_args([base + ".tl"] + saved_words(base + ".txt"))
+        except UsageError as e:
+            raise UsageError(f"the first line of {base}.txt: {e}") from None
+        for key, value in vars(ns).items():  # flags given on this command line win
+            if key != "kernel" and value != parser.get_default(key):
+                setattr(saved, key, value)
+        ns, tl, npz = saved, base + ".tl", base + ".npz"
+    else:
+        tl, npz = ns.kernel, ns.args_file
+    if not ns.impl:
+        raise UsageError("give the implementation under test with --impl SPEC")
+    timeout = DEFAULT_TIMEOUT if ns.timeout is None else ns.timeout
+    if not 0 < timeout < float("inf"):
+        raise UsageError("--timeout must be a positive number of seconds")
+    try:
+        options = impl_options(ns)
+        lowering_needs_opencl(ns.impl, options.lowering, "--impl")
+    except SpecError as e:
+        raise UsageError(str(e)) from None
+    if options.device is not None:  # else every run fails and reads as the implementation's
+        from .options import check_device
+
+        problem = check_device(options.device)
+        if problem:
+            raise UsageError(problem)
+    return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout)
+
+
+@dataclass
+class Verdict:
+    status: int  # the exit status
+    text: str  # what to print (stderr)
+
+
+def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
+    """The kernel and its arguments as a FuzzCase; TLError/OSError when they do not load."""
+    import tlinterp
+    from tlinterp.args import bind, load_npz
+
+    from ..strategies import FuzzCase
+
+    with open(tl, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise OSError(f"{tl} is not UTF-8 text") from None
+    program = tlinterp.check(tlinterp.parse(text, tl))
+    func = func or program.functions[0].name
+    args = load_npz(npz)
+    groups = bind(program.function(func), args).num_groups(groups)
+    return FuzzCase(program, func, args, groups)
+
+
+def run_impl(case, spec: str, options, timeout: float):
+    """One run of the implementation on the case, as an Outcome (never raises for the
+    implementation's own failures). Our OpenCL lowering runs in a child process so that a
+    crashing driver is an outcome (tlgpu.runtime.isolated)."""
+    from tlinterp.diagnostics import TLError
+    from tlinterp.impl import Job, Outcome, outcome_of_error, resolve
+
+    impl = resolve(spec, options)
+    if impl.spec == "opencl":
+        from tlgpu.runtime.isolated import run_isolated
+
+        try:
+            r = run_isolated(case.program, case.args, func=case.func, groups=case.groups,
+                             device=impl.options.device, config=impl.config, timeout=timeout)
+        except TLError as e:
+            return outcome_of_error(e)
+        return Outcome("ok", outputs=r.outputs)
+    job = Job(case.source, case.args, func=case.func, groups=case.groups,
+              filename=os.path.basename(case.program.filename or "kernel.tl"),
+              program=case.program)
+    return impl.run(job, timeout)
+
+
+def judge(case, expected: dict, outcome) -> Verdict:
+    """Compare an implementation's outcome with the reference's outputs."""
+    from ..oracle.compare import compare_outputs
+
+    said = (outcome.message or "").strip() or "(no message)"
+    if outcome.status in ("rejected", "failed"):
+        return Verdict(SAID_NO, f"the implementation {outcome.status} the program:\n{said}")
+    if outcome.status != "ok":
+        return Verdict(CRASHED, f"the implementation: {outcome.status}:\n{said}")
+    mism = compare_outputs(case.program, case.func, case.args, expected, outcome.outputs or {},
+                           groups=case.groups)
+    if mism:
+        return Verdict(DIFFERS, "the implementation differs from the reference:\n"
+                       + "\n".join(str(m) for m in mism))
+    return Verdict(AGREES, "the implementation agrees with the reference")
+
+
+def reproduce(req: Request) -> Verdict:
+    from tlinterp.diagnostics import TLError, UndefinedBehaviour
+    from tlinterp.impl import SpecError
+    from tlinterp.interp import run
+
+    try:
+        case = load_case(req.tl, req.npz, req.func, req.groups)
+    except OSError as e:
+        return Verdict(USAGE, f"cannot read the kernel or its arguments: {e}")
+    except (KeyError, ValueError) as e:
+        return Verdict(USAGE, f"the kernel does not fit its arguments: {e}")
+    except TLError as e:
+        return Verdict(USAGE, f"the reference rejects the kernel or its arguments:\n{e}")
+    try:
+        expected = run(case.program, case.args, func=case.func, groups=case.groups)
+    except UndefinedBehaviour as e:
+        return Verdict(USAGE, f"no test: the reference reports undefined behaviour:\n{e}")
+    except TLError as e:
+        return Verdict(USAGE, f"no test: the reference fails:\n{e}")
+    try:
+        outcome = run_impl(case, req.spec, req.options, req.timeout)
+    except SpecError as e:
+        return Verdict(USAGE, f"--impl: {e}")
+    return judge(case, expected, outcome)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    import warnings
+
+    argv = sys.argv[1:] if argv is None else argv
+    if any(a in ("-h", "--help") for a in argv):
+        build_parser().print_help()
+        print("\n" + __doc__.split("\n\n", 2)[2].strip())
+        return 0
+    try:
+        req = request(argv)
+    except (UsageError, OSError) as e:
+        print(f"tlfuzz reproduce: {e}", file=sys.stderr)
+        return USAGE
+    warnings.filterwarnings("ignore")  # pyopencl's compiler chatter is no verdict
+    try:
+        verdict = reproduce(req)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # noqa: BLE001 - a bug of ours, said in one line, never a traceback
+        print(f"tlfuzz reproduce: internal error (please report): {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return INTERNAL
+    print(f"tlfuzz reproduce: {verdict.text}", file=sys.stderr)
+    return verdict.status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
