@@ -21,6 +21,7 @@ from fuzz.campaign import triage as T
 from fuzz.campaign.cli import main as tlfuzz
 from fuzz.campaign.harness import Finding, save_finding
 from fuzz.campaign.reproduce import load_case
+from fuzz.campaign.triage_saved import triage_saved
 from tlinterp.impl import ImplOptions
 
 pytestmark = pytest.mark.opencl  # pocl and Oclgrind (pyopencl[pocl,oclgrind])
@@ -132,7 +133,7 @@ def test_a_bug_on_some_runs_is_flaky_also_in_a_campaign(tmp_path):
     (tmp_path / "cc" / "runs").write_text("0")  # the triage's first rerun plants, the next not
     case = load_case(base + ".tl", base + ".npz", None, None)
     finding = Finding(case, "mismatch", "...", impl=(spec, ImplOptions(device="pocl")))
-    assert T.triage_saved(finding, base, 5) == "flaky"
+    assert triage_saved(finding, base, 5) == "flaky"
     text = Path(base + ".triage.txt").read_text()
     assert "triage: flaky" in text and "reruns of the implementation agree" in text
 

@@ -20,6 +20,18 @@ from tlinterp.diagnostics import TLError
 OPT_DISABLE = "-cl-opt-disable"
 
 
+@dataclass
+class Prepared:
+    """A finding lowered for one device: what clexec.run_source needs."""
+
+    source: str
+    kernel: str
+    geometry: object
+    local_bytes: int
+    function: object
+
+
+
 @dataclass(frozen=True)
 class Target:
     """A tlgpu device string (pocl, nvidia, oclgrind, PLATFORM:DEVICE)."""

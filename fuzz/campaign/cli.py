@@ -90,7 +90,7 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
                 base = save_finding(f, out)
             q.put(("finding", job, f.kind, base, f.message.splitlines()[0][:120]))
             if opts.triage_time > 0 and f.kind == "mismatch":
-                from .triage import triage_saved
+                from .triage_saved import triage_saved
 
                 q.put(("triage", base, triage_saved(f, base, opts.triage_time, opts.mutation)))
 

@@ -16,7 +16,7 @@ import numpy as np
 from tlinterp.args import GroupArg, MemrefArg, bind
 from tlinterp.types import GroupType
 
-from .triage import Prepared
+from .clexec import Prepared
 
 HOST = '''\
 """Run kernel.cl as described in args.json; compare the buffers with expected.npz.

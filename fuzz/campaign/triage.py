@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .clexec import OPT_DISABLE, Outcome, Target, count, differing, run_source
+from .clexec import OPT_DISABLE, Outcome, Prepared, Target, count, differing, run_source
 
 LOWERING = "our lowering"
 UB = "undefined behaviour in the generated C"
@@ -66,17 +66,6 @@ class Triage:
         for r in self.runs:
             lines += [f"    {r.what}: {rep}" for rep in r.reports[:5]]
         return "\n".join(lines)
-
-
-@dataclass
-class Prepared:
-    """A finding lowered for one device: what clexec.run_source needs."""
-
-    source: str
-    kernel: str
-    geometry: object
-    local_bytes: int
-    function: object
 
 
 def prepare(case, target: Target, config) -> Prepared:
@@ -302,36 +291,3 @@ def _saved_line(base: str) -> str:
     except OSError:
         return ""
     return line if line.startswith("tlfuzz reproduce ") else ""
-
-
-_MUTATED: set = set()
-
-
-def triage_saved(finding, base: str, reduce_seconds: float,
-                 mutation: Optional[str] = None) -> str:
-    """Triage a finding a campaign has just saved at BASE; its short class for the live view
-    (or "triage failed: ..."; a campaign must go on). A finding against another
-    implementation is triaged against that implementation (fuzz.campaign.triage_impl)."""
-    from tlgpu.lowering.config import LoweringConfig
-
-    if mutation and mutation not in _MUTATED:  # the campaign planted it in its OpenCL side
-        from .mutations import apply
-
-        apply(mutation)
-        _MUTATED.add(mutation)
-    try:
-        config, device = finding.config or LoweringConfig(), finding.device or "pocl"
-        if finding.impl is not None:
-            spec, options = finding.impl
-            if spec != "opencl":
-                from .triage_impl import investigate_impl
-
-                return investigate_impl(finding.case, spec, options, base,
-                                        reduce_seconds).short
-            # tlfuzz --lowering: our lowering with one config, run through the registry
-            config = LoweringConfig.from_overrides(list(options.lowering))
-            device = options.device or device
-        result = investigate(finding.case, config, Target(device), base, reduce_seconds)
-    except Exception as e:  # noqa: BLE001 - reported in the live view, never fatal
-        return f"triage failed: {type(e).__name__}"
-    return result.short

@@ -23,14 +23,13 @@ import shlex
 from collections.abc import Callable
 from typing import Optional
 
-from .clexec import OPT_DISABLE, Isolated, Size, Target, count, differing
+from .clexec import OPT_DISABLE, Isolated, Prepared, Size, Target, count, differing
 from .clexec import Outcome as RunOutcome
 from .triage import (
     DEVICE,
     EMITTED_UB,
     FLAKY,
     YOURS,
-    Prepared,
     Run,
     Triage,
     _judge,
