@@ -143,6 +143,22 @@ def test_the_icds_the_loader_would_read_are_kept(intel, tmp_path, form):
         assert [p.name for p in mine.iterdir()] == ["mine.icd"]
 
 
+def test_a_platform_query_before_tlgpu_is_named_in_the_message(intel, tmp_path):
+    """The loader reads its ICDs once per process: asked for platforms before tlgpu could
+    register Intel's, it never shows it, and the message says where to look."""
+    code = ("import numpy as np, pyopencl as cl, tlgpu, tlinterp\n"
+            "cl.get_platforms()\n"
+            "try:\n"
+            "    tlgpu.run('func @f(%a: memref<f32x4>) {}', {'a': np.zeros(4, np.float32)},"
+            " device='intel')\n"
+            "except tlinterp.BackendError as e:\n"
+            "    print(e.exit_status, e.diagnostics[0].message)\n")
+    r = python(code, clean_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("2 ") and "did not load (OCL_ICD_DEBUG=7" in r.stdout
+    assert str(runtime_library()) in r.stdout
+
+
 def test_concurrent_processes_write_one_directory(intel, tmp_path):
     code = "from tlgpu.runtime.icd import register; print(register().vendors)"
     procs = [subprocess.Popen([sys.executable, "-c", code], env=clean_env(tmp_path),

@@ -125,8 +125,9 @@ def _no_intel(devs) -> str:
                 f"installed; install it with {INSTALL}")
     if reg.problem:
         return f"no Intel CPU OpenCL device: {reg.library} is installed but {reg.problem}"
+    # e.g. a dependency missing, or pyopencl asked for platforms before tlgpu registered it
     return (f"no Intel CPU OpenCL device: {reg.library} is installed but its platform did not "
-            f"load; available: {_describe(devs)}")
+            f"load (OCL_ICD_DEBUG=7 shows the loader's reasons); available: {_describe(devs)}")
 
 
 def handle(spec: Optional[str] = None) -> DeviceHandle:
