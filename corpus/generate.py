@@ -69,8 +69,11 @@ def files_of(case) -> dict[str, bytes]:
             meta["warning"] = {"range": case.warning_range(), "message": case.warning}
         out[f"{base}.json"] = json_text(meta).encode()
     elif isinstance(case, InvalidCase):
-        out[f"{base}.json"] = json_text({"rule": case.rule, "message": case.message,
-                                         "range": case.blame_range(), "exit": 2}).encode()
+        meta = {"rule": case.rule, "message": case.message, "range": case.blame_range(),
+                "exit": 2}
+        if case.restriction:
+            meta["restriction"] = case.restriction
+        out[f"{base}.json"] = json_text(meta).encode()
     else:
         out[f"{base}.args.npz"] = npz_bytes(case.args)
         out[f"{base}.json"] = json_text({"kind": case.kind, "func": case.func,

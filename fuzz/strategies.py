@@ -13,7 +13,9 @@ atomics with beta = 1) together with its arguments (the .npz convention of
 construction (see `fuzz.gen.core`). The IR is printed, reparsed and checked, so every case
 also exercises the printer, the parser and the checker; the program in the case is the
 reparsed one, with source spans. Keyword parameters are `fuzz.gen.params.GenParams` fields
-(size limits, type lists, weights), e.g. `kernels(max_groups=2, collective_weights={...})`.
+(size limits, type lists, weights), e.g. `kernels(max_groups=2, collective_weights={...})`,
+and `profile` (a `fuzz.profiles` name or Profile, default `all`): the target's dialect, whose
+constructs alone are generated, printed in its spellings (`kernels(profile="tinytc-0.3.1")`).
 
 `lowering_configs()` draws `tlgpu.LoweringConfig`s (tiling and tile plans, staging, unrolling,
 fused multiply-add, index width, barriers, work-group size) so the OpenCL lowering's edge
@@ -23,19 +25,24 @@ cases are exercised alongside.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from tlinterp import ir
 
 from .gen.function import FunctionGenerator
 from .gen.params import GenParams
+from .profiles import DEFAULT, Profile
+from .profiles import load as load_profile
+from .profiles.check import violations
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
-           "to_program", "coverage_of", "sample_function"]
+           "to_program", "coverage_of", "sample_function", "profile_of", "case_of"]
 
 
 @dataclass
@@ -53,20 +60,31 @@ class FuzzCase:
         return f"FuzzCase(groups={self.groups}, func={self.func!r}):\n{self.source}"
 
 
+def profile_of(profile: Profile | str | None) -> Profile:
+    """A profile given by name (fuzz/profiles) or as itself; None is `all`."""
+    return profile if isinstance(profile, Profile) else load_profile(profile or DEFAULT)
+
+
 def _params(params: dict[str, Any]) -> GenParams:
     base = GenParams()
+    profile = params.get("profile")
+    params = {k: v for k, v in params.items() if k != "profile"}
     weights = ("statement_weights", "collective_weights", "scalar_weights")
     for k in weights:
         if k in params:  # partial weight dicts update the defaults
             params = {**params, k: {**getattr(base, k), **params[k]}}
-    return dataclasses.replace(base, **params)
+    return profile_of(profile).restrict(dataclasses.replace(base, **params))
 
 
 @st.composite
 def kernel_functions(draw, name: str = "k", **params: Any) -> tuple[ir.Function, dict, int]:
     """The raw IR function (not printed), its arguments and its group count."""
-    gen = FunctionGenerator(draw, _params(params), name)
-    return gen.build()
+    p = _params(params)
+    built = FunctionGenerator(draw, p, name).build()
+    # the generator avoids what the profile leaves out; should a construct slip through
+    # all the same, the example is dropped rather than handed to the target
+    assume(p.profile is None or not violations(built[0], p.profile))
+    return built
 
 
 def sample_function(seed: int, name: str = "k", **params: Any):
@@ -80,12 +98,14 @@ def sample_function(seed: int, name: str = "k", **params: Any):
     return func, args, groups, gen.stats
 
 
-def to_program(functions: list[ir.Function], filename: str = "<fuzz>") -> ir.Program:
-    """Print the IR and parse + check it back (the printer/parser/checker round trip)."""
+def to_program(functions: list[ir.Function], filename: str = "<fuzz>",
+               spellings: Optional[Mapping[str, str]] = None) -> ir.Program:
+    """Print the IR (in a target's `spellings`, see fuzz/profiles) and parse + check it back
+    (the printer/parser/checker round trip)."""
     import tlinterp
     from tlinterp.printer import format_program
 
-    text = format_program(ir.Program(tuple(functions), filename))
+    text = format_program(ir.Program(tuple(functions), filename), spellings)
     program = tlinterp.parse(text, filename)
     tlinterp.check(program)
     return program
@@ -95,7 +115,15 @@ def to_program(functions: list[ir.Function], filename: str = "<fuzz>") -> ir.Pro
 def kernels(draw, name: str = "k", **params: Any) -> FuzzCase:
     """One random UB-free kernel with arguments; see the module docstring."""
     func, args, groups = draw(kernel_functions(name=name, **params))
-    return FuzzCase(to_program([func]), name, args, groups)
+    return case_of(func, args, groups, params.get("profile"))
+
+
+def case_of(func: ir.Function, args: dict[str, np.ndarray], groups: int,
+            profile: Profile | str | None = None) -> FuzzCase:
+    """A generated function as a case, its text in the profile's spellings: what the
+    implementation under test reads, and what a finding saves."""
+    program = to_program([func], spellings=profile_of(profile).spellings)
+    return FuzzCase(program, func.name, args, groups)
 
 
 def coverage_of(program: ir.Program) -> set[str]:

@@ -3,6 +3,7 @@
     tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
                     [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--backend NAME]
                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
+                    [--build-options 'OPTIONS'] [--reject-status N[,N...]]
                     [--repeat N] [-v] [--tune]
     tlrun --list-impls
 
@@ -36,6 +37,7 @@ from .diagnostics import (
     SourceError,
     TLError,
 )
+from .impl.flags import add_impl_flags
 from .outfile import check_target
 
 MAX_SOURCE_BYTES = 4 * 2**20  # far beyond any real kernel; parsing 4 MiB takes ~15 s, ~1 GB
@@ -125,15 +127,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
                    help=f"instruction budget against runaway loops (default "
                         f"{DEFAULT_MAX_STEPS}; 0 = unlimited)")
-    p.add_argument("--backend", default="interp", metavar="NAME",
+    p.add_argument("--backend", "--impl", dest="backend", default="interp", metavar="NAME",
                    help="implementation to run: interp (default), opencl, "
                         "opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, "
-                        "... (see --list-impls)")
-    p.add_argument("--device", help="OpenCL device: pocl, nvidia, oclgrind, PLATFORM:DEVICE")
-    p.add_argument("--work-group-size", metavar="W0xW1",
-                   help="opencl-c: work-group size of kernels without reqd_work_group_size")
-    p.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a lowering decision (repeatable)")
+                        "... (see --list-impls); --impl is the same flag, as in tlconform")
+    add_impl_flags(p, help={"lowering": "override a lowering decision (repeatable)"})
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="OpenCL: launch N times on the same inputs and report the kernel "
                         "time's median and minimum (default 1)")
@@ -166,18 +164,17 @@ def _read(path: str) -> str:
 
 def _implementation(ns, name: str):
     """The implementation `name` from the registry, made with the command line's options."""
-    from .impl import ImplOptions, SpecError, resolve
+    from .impl import SpecError, resolve
+    from .impl.flags import impl_options, lowering_needs_opencl
 
     if name.partition(":")[0] != "opencl":  # options only this package's lowering reads
         for option, given, why in (("--tune", ns.tune, ""),
-                                   ("--repeat", ns.repeat != 1, " (it times launches there)"),
-                                   ("--lowering", ns.lowering,
-                                    " (the other backends ignore it)")):
+                                   ("--repeat", ns.repeat != 1, " (it times launches there)")):
             if given:
                 raise ArgumentError(f"{option} needs --backend opencl{why}")
     try:
-        options = ImplOptions(device=ns.device, lowering=tuple(ns.lowering),
-                              work_group_size=ns.work_group_size, tune=ns.tune)
+        lowering_needs_opencl(name, ns.lowering, "--backend")
+        options = impl_options(ns, tune=ns.tune)
     except SpecError as e:
         raise ArgumentError(str(e)) from None
     try:
@@ -362,7 +359,12 @@ def _check_convention(impl, function, args, out: dict) -> None:
 
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point of `tlrun`; returns (and, as a script, exits with) the exit status."""
-    ns = _parser().parse_args(argv)
+    try:
+        ns = _parser().parse_args(argv)
+    except SystemExit as e:
+        if not e.code:  # --help, --version: argparse's own end
+            raise
+        return int(e.code)  # a usage error (2): argparse named the flag
     try:
         return _run(ns)
     except TLError as e:

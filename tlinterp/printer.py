@@ -5,43 +5,31 @@ gemm/gemv/sum, `strided<...>` only when the layout is not the packed default, a 
 only when it is not 0, floats as `repr()` (shortest text that round-trips exactly), and
 2-space indentation.  `parse(format_program(p)) == p` holds for every program the parser can
 produce.  Regions are printed with an explicit stack, so deep nesting needs no recursion.
+
+`spellings` (mnemonic -> spelling, e.g. {"hadamard_product": "hadamard"}) prints a target's
+dialect instead (fuzz/profiles); the parser reads every spelling it may produce.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
-from typing import Union
+from collections.abc import Callable, Mapping
+from typing import Optional, Union
 
 from . import ir
 from .ir import Const, Value
-from .types import INDEX, Dyn, GroupType, MemrefType, ScalarType, Type, VoidType
+from .types import INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
 
 INDENT = "  "
 
 
-def _dyn(d: Dyn) -> str:
-    return "?" if d is None else str(int(d))
-
-
 def format_type(t: Type) -> str:
-    """`f32`, `memref<f32x4x?>`, `memref<f32x4x?,strided<1,?>>`, `group<memref<f32>, offset: ?>`."""
-    if isinstance(t, ScalarType):
-        return t.value
-    if isinstance(t, MemrefType):
-        text = "memref<" + t.element.value + "".join("x" + _dyn(s) for s in t.shape)
-        if not t.is_canonical:
-            text += ",strided<" + ",".join(_dyn(s) for s in t.stride) + ">"
-        return text + ">"
-    if isinstance(t, GroupType):
-        text = "group<" + format_type(t.memref)
-        if t.offset != 0:
-            text += ", offset: " + _dyn(t.offset)
-        return text + ">"
-    if isinstance(t, VoidType):
-        return "void"
-    raise TypeError(f"not a type: {t!r}")
+    """`f32`, `memref<f32x4x?>`, `memref<f32x4x?,strided<1,?>>`, `group<memref<f32>, offset: ?>`
+    (the types spell themselves, in tlinterp/types.py)."""
+    if not isinstance(t, (ScalarType, MemrefType, GroupType, VoidType)):
+        raise TypeError(f"not a type: {t!r}")
+    return str(t)
 
 
 def format_operand(op: ir.Operand) -> str:
@@ -98,9 +86,28 @@ def _atomic(atomic: bool) -> str:
     return ".atomic" if atomic else ""
 
 
-def _header(inst: ir.Instruction) -> str:
+Spellings = Optional[Mapping[str, str]]
+
+
+def _header(inst: ir.Instruction, spellings: Spellings = None) -> str:
     """The one-line text of an instruction; for if/for/foreach the line that opens the body."""
-    return _HEADERS[type(inst)](inst)
+    text = _HEADERS[type(inst)](inst)
+    if spellings:
+        name = mnemonic(inst)
+        if name in spellings:  # the mnemonic opens the text after any `%r = `
+            at = text.index(name, text.index("= ") + 2 if text.startswith("%") else 0)
+            text = text[:at] + spellings[name] + text[at + len(name):]
+    return text
+
+
+def mnemonic(inst: ir.Instruction) -> str:
+    """The canonical mnemonic without modifiers: `gemm`, `arith.add`, `cmp.lt`, `store`."""
+    if isinstance(inst, ir.Blas):
+        return inst.MNEMONIC
+    text = _HEADERS[type(inst)](inst)
+    if text.startswith("%"):
+        text = text[text.index("= ") + 2:]
+    return text.split(" ", 1)[0]
 
 
 def _if(inst: ir.If) -> str:
@@ -202,7 +209,7 @@ _HEADERS: dict[type, Callable[..., str]] = {
 _Task = Union[str, tuple]  # a finished line, or ("region", iterator, depth)
 
 
-def _emit(instructions: list, depth: int, out: list[str]) -> None:
+def _emit(instructions: list, depth: int, out: list[str], spellings: Spellings = None) -> None:
     """Append the lines of `instructions` at `depth`; iterative, so nesting depth is free."""
     stack: list[_Task] = [("region", iter(instructions), depth)]
     while stack:
@@ -216,7 +223,7 @@ def _emit(instructions: list, depth: int, out: list[str]) -> None:
             continue
         stack.append(task)
         pad = INDENT * d
-        out.append(pad + _header(inst))
+        out.append(pad + _header(inst, spellings))
         if isinstance(inst, ir.If):
             if inst.otherwise is not None:
                 stack.extend([pad + "}", ("region", iter(inst.otherwise.instructions), d + 1),
@@ -228,14 +235,15 @@ def _emit(instructions: list, depth: int, out: list[str]) -> None:
             stack.extend([pad + "}", ("region", iter(inst.body.instructions), d + 1)])
 
 
-def format_instruction(inst: ir.Instruction, indent: int = 0) -> str:
+def format_instruction(inst: ir.Instruction, indent: int = 0,
+                       spellings: Spellings = None) -> str:
     """One instruction (with its regions, if any) at `indent` levels, no trailing newline."""
     out: list[str] = []
-    _emit([inst], indent, out)
+    _emit([inst], indent, out, spellings)
     return "\n".join(out)
 
 
-def format_function(fn: ir.Function) -> str:
+def format_function(fn: ir.Function, spellings: Spellings = None) -> str:
     args = ", ".join(f"%{a.value.name}: {format_type(a.type)}" for a in fn.args)
     attrs = ""
     if fn.work_group_size is not None:
@@ -243,14 +251,14 @@ def format_function(fn: ir.Function) -> str:
     if fn.subgroup_size is not None:
         attrs += f" subgroup_size({int(fn.subgroup_size)})"
     out = [f"func @{fn.name}({args}){attrs} {{"]
-    _emit(fn.body.instructions, 1, out)
+    _emit(fn.body.instructions, 1, out, spellings)
     out.append("}")
     return "\n".join(out)
 
 
-def format_program(program: ir.Program) -> str:
+def format_program(program: ir.Program, spellings: Spellings = None) -> str:
     """The whole program, functions separated by a blank line, ending with a newline."""
-    return "\n\n".join(format_function(f) for f in program.functions) + "\n" \
+    return "\n\n".join(format_function(f, spellings) for f in program.functions) + "\n" \
         if program.functions else ""
 
 
@@ -262,5 +270,5 @@ def format_region(region: ir.Region, indent: int = 0) -> str:
 
 
 __all__ = ["format_type", "format_operand", "format_instruction", "format_function",
-           "format_program", "format_region"]
+           "format_program", "format_region", "mnemonic"]
 

@@ -119,9 +119,11 @@ class MemrefType:
         return None not in self.shape and None not in self.stride
 
     def __str__(self) -> str:
-        from .printer import format_type  # one printer for types
-
-        return format_type(self)
+        """The one spelling of a memref type (the printer and every message use it)."""
+        text = "memref<" + self.element.value + "".join("x" + _dyn(s) for s in self.shape)
+        if not self.is_canonical:
+            text += ",strided<" + ",".join(_dyn(s) for s in self.stride) + ">"
+        return text + ">"
 
 
 @dataclass(frozen=True)
@@ -130,15 +132,20 @@ class GroupType:
     offset: Dyn = 0
 
     def __str__(self) -> str:
-        from .printer import format_type
-
-        return format_type(self)
+        text = f"group<{self.memref}"
+        if self.offset != 0:
+            text += ", offset: " + _dyn(self.offset)
+        return text + ">"
 
 
 @dataclass(frozen=True)
 class VoidType:
     def __str__(self) -> str:
         return "void"
+
+
+def _dyn(d: Dyn) -> str:
+    return "?" if d is None else str(int(d))
 
 
 Type = Union[ScalarType, MemrefType, GroupType, VoidType]

@@ -7,101 +7,14 @@ result is computed by a NumPy function written for that case's instruction.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
+from .model import InvalidCase, UndefinedCase, ValidCase, text_range
 
-import numpy as np
-
-
-@dataclass
-class ValidCase:
-    """A kernel, its arguments and the expected output (.npz convention, all keys)."""
-
-    category: str  # directory under valid/
-    name: str
-    source: str
-    args: dict[str, np.ndarray]
-    expected: dict[str, np.ndarray]
-    tags: dict[str, list[str]]  # instruction, type, layout
-    func: Optional[str] = None
-    groups: Optional[int] = None
-    warns: str = ""  # source text an expected warning covers; "" for none
-    warns_line: int = 1  # its first match at or after this line
-    warning: str = ""  # its message, filled in from the checker at generation time
-
-    @property
-    def id(self) -> str:
-        return f"valid/{self.category}/{self.name}"
-
-    def warning_range(self) -> str:
-        return text_range(self.source, self.warns, self.warns_line, 1)
-
-
-@dataclass
-class InvalidCase:
-    """A program that must be rejected; `blame` is the source text the diagnostic must cover
-    (its `occurrence`-th match at or after line `line`; "" is the end of the input)."""
-
-    name: str
-    rule: str
-    source: str
-    blame: str
-    line: int = 1
-    occurrence: int = 1  # which match of `blame` from line `line` on
-    message: str = ""  # filled in from the checker at generation time, reviewed by eye
-
-    @property
-    def id(self) -> str:
-        return f"invalid/{self.name}"
-
-    def blame_range(self) -> str:
-        """`L.C-C` (or `L.C-L2.C2` when the blamed text spans lines), 1-based, inclusive."""
-        try:
-            return text_range(self.source, self.blame, self.line, self.occurrence)
-        except ValueError as e:
-            raise ValueError(f"{self.name}: {e}") from None
-
-
-def text_range(source: str, text: str, line: int, occurrence: int) -> str:
-    """The range of the `occurrence`-th match of `text` at or after line `line` ("" is the
-    end of the input), as `L.C-C` or `L.C-L2.C2`."""
-    starts = [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
-    if not text:
-        return f"{len(starts)}.1-1"
-    begin = starts[min(line, len(starts)) - 1] - 1
-    for _ in range(occurrence):
-        begin = source.find(text, begin + 1)
-        if begin < 0:
-            raise ValueError(f"blame text {text!r} not in the source")
-    end = begin + len(text) - 1
-
-    def pos(offset):
-        n = max(i for i, s in enumerate(starts) if s <= offset)
-        return n + 1, offset - starts[n] + 1
-
-    (l1, c1), (l2, c2) = pos(begin), pos(end)
-    return f"{l1}.{c1}-{c2}" if l1 == l2 else f"{l1}.{c1}-{l2}.{c2}"
-
-
-@dataclass
-class UndefinedCase:
-    """A kernel whose run is undefined; the reference must report `kind`."""
-
-    name: str
-    kind: str
-    source: str
-    args: dict[str, np.ndarray]
-    func: Optional[str] = None
-    groups: Optional[int] = None
-    tags: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def id(self) -> str:
-        return f"undefined/{self.name}"
+__all__ = ["InvalidCase", "UndefinedCase", "ValidCase", "all_invalid", "all_undefined",
+           "all_valid", "text_range"]
 
 
 def all_valid() -> list[ValidCase]:
-    from . import blas, control, groups, scalar, views
+    from . import blas, control, groups, scalar, views  # each imports .model only
 
     cases = [*blas.cases(), *scalar.cases(), *views.cases(), *groups.cases(), *control.cases()]
     _unique(c.id for c in cases)

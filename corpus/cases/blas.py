@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import ValidCase
+from .model import ValidCase
 from .util import FLOATS, LAYOUTS, const, dtype, layout, outputs, rng_for, scalar, tags
 
 M, N, K = 4, 3, 5

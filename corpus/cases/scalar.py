@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ValidCase
+from .model import ValidCase
 from .util import FLOATS, INTS, UNSIGNED, dtype, memref, outputs, rng_for, tags
 
 N = 8

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import UndefinedCase
+from .model import UndefinedCase
 
 
 def _u(name, kind, source, args, groups=None) -> UndefinedCase:

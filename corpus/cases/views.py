@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ValidCase
+from .model import ValidCase
 from .util import data, outputs, rng_for, tags
 
 

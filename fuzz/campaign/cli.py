@@ -3,6 +3,8 @@
     tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs CORES] [--seed S]
            [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
+           [--profile all|tinytc-0.3.1|FILE.json|list]
+           [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
     tlfuzz triage FINDING [--device D] [--reduce-time 120]
 
 --impl takes any name of the implementation registry (`tlrun --list-impls`): opencl (this
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tlinterp import ir
+from tlinterp.impl.flags import add_impl_flags
 
 from .hunt import HuntOptions, hunt
 from .options import check_device, check_out_dir, keep_hypothesis_under, positive_seconds
@@ -62,6 +65,7 @@ def round_seed(seed: int, job: int, k: int) -> int:
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
     from .harness import save_finding
+    from .rejections import REJECTED, save_rejection
     from .sandbox import Sandbox, quiet_child
 
     # SIGINT is the parent's to handle; compiler chatter from triage's reruns would cross the
@@ -76,7 +80,12 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
 
     def report(findings) -> None:
         for f in findings:
-            base = save_finding(f, out)
+            if f.kind == REJECTED:  # saved once per construct; later cases only counted
+                base, first = save_rejection(f, out)
+                if not first:
+                    continue
+            else:
+                base = save_finding(f, out)
             q.put(("finding", job, f.kind, base, f.message.splitlines()[0][:120]))
             if opts.triage_time > 0 and f.kind == "mismatch":
                 from .triage import triage_saved
@@ -228,7 +237,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
     opts = HuntOptions(device=ns.device, batch=ns.batch, shrink_time=ns.shrink_time,
                        frontend=ns.frontend,
                        database=ns.database or os.path.join(ns.out, "hypothesis-db"),
-                       mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time)
+                       mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time,
+                       params={"profile": getattr(ns, "profile_ref", None)}, out=ns.out)
     deadline = time.time() + ns.time
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -280,9 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--impl", default=None, metavar="NAME",
                    help="implementation under test: opencl (default), opencl-c:'COMMAND {tl}', "
                         "python:MODULE:FUNCTION, a command template, ... (tlrun --list-impls)")
-    p.add_argument("--work-group-size", default=None, metavar="W0xW1",
-                   help="opencl-c: work-group size of kernels without reqd_work_group_size")
-    p.add_argument("--device", default="pocl", help="pocl, nvidia, oclgrind, PLATFORM:DEVICE")
+    add_impl_flags(p, device_default="pocl", help={
+        "lowering": "opencl: fuzz one fixed lowering config (repeatable KEY=VALUE; `tlrun "
+                    "--help` lists the keys) instead of random ones; runs one kernel per job"})
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                    help="parallel searches (processes), each with its own seed stream; "
                         "default: the number of cores")
@@ -301,6 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutation", default=None,
                    help="self-test: plant a known bug in the OpenCL lowering "
                         "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
+    p.add_argument("--profile", default="all", metavar="NAME",
+                   help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
+                        "constructs are generated, written in its spellings (default: all)")
     p.add_argument("--triage-time", type=float, default=120.0,
                    help="triage every mismatch; seconds to reduce a device-compiler suspect "
                         "(0: no triage)")
@@ -310,18 +323,26 @@ def build_parser() -> argparse.ArgumentParser:
 def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
     """(spec, options) of the implementation under test; None for our own lowering, which
     keeps the batched, configuration-varying campaign."""
-    from tlinterp.impl import ImplOptions, SpecError, resolve
+    from tlinterp.impl import SpecError, resolve
+    from tlinterp.impl.flags import impl_options, lowering_needs_opencl
 
     try:
-        options = ImplOptions(device=ns.device, work_group_size=ns.work_group_size)
-        if ns.impl is None:
+        options = impl_options(ns)
+        lowering_needs_opencl(ns.impl or "opencl", options.lowering, "--impl")
+        if options.lowering and ns.mutation is not None:
+            # the planted bug lives in this process's lowering; a fixed config runs the
+            # registry's opencl, which builds in a fresh process without it
+            raise SpecError("--mutation cannot be combined with --lowering (the mutation "
+                            "self-test varies the lowering config itself)")
+        if ns.impl is None and not options.lowering:
             return None
-        impl = resolve(ns.impl, options)  # usage errors now, not in every job
+        impl = resolve(ns.impl or "opencl", options)  # usage errors now, not in every job
     except SpecError as e:
         raise ValueError(str(e)) from None
-    if impl.spec == "opencl":
+    if impl.spec == "opencl" and not options.lowering:
         ns.device = impl.options.device or ns.device
         return None
+    # a fixed lowering config: our lowering through the registry, like any implementation
     return (impl.spec, impl.options)
 
 
@@ -342,7 +363,20 @@ def main(argv: Optional[list[str]] = None) -> int:
               "--triage-time not negative",
               file=sys.stderr)
         return 2
+    if ns.profile == "list":
+        from ..profiles import describe
+
+        print(describe())
+        return 0
     try:  # before --out is created: a usage error leaves nothing behind
+        from ..profiles import ProfileError
+        from ..profiles import load as load_profile
+
+        ns.profile_ref = load_profile(ns.profile)
+    except ProfileError as e:
+        print(f"tlfuzz: --profile: {e}", file=sys.stderr)
+        return 2
+    try:
         ns.impl_ref = _impl_ref(ns)
     except ValueError as e:
         print(f"tlfuzz: {e}", file=sys.stderr)

@@ -138,6 +138,8 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
     """The reference against any implementation, one case at a time (each is its own job)."""
     from tlinterp.impl import Job
 
+    from .rejections import rejected
+
     findings: list[Finding] = []
     for case in cases:
         expected, problem = _interp(case)
@@ -155,8 +157,10 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
                 text = "\n".join(str(m) for m in mism)
                 findings.append(Finding(case, "mismatch", f"interpreter vs {impl.name}:\n"
                                         f"{text}", impl=(impl.spec, impl.options)))
-        elif o.status in ("rejected", "failed"):
-            verb = "rejected" if o.status == "rejected" else "failed on"
+        elif o.status == "rejected":  # one finding per rejected construct, not per case
+            findings.append(rejected(case, impl, said))
+        elif o.status == "failed":
+            verb = "failed on"
             findings.append(Finding(case, "backend-error", f"{impl.name} {verb} a valid, "
                                     f"UB-free program:\n{said}", impl=(impl.spec, impl.options)))
         else:

@@ -26,6 +26,7 @@ from hypothesis.internal.conjecture import engine
 from ..strategies import FuzzCase, coverage_of, kernels, lowering_configs
 from .frontend import frontend_problem, mutants
 from .harness import Finding
+from .rejections import drop_known
 from .sandbox import Sandbox
 
 __all__ = ["HuntOptions", "hunt", "batches", "example_database"]
@@ -54,6 +55,7 @@ class HuntOptions:
     kinds: Optional[frozenset] = None  # only these finding kinds count (None: all)
     impl: Optional[tuple] = None  # (spec, ImplOptions): test this instead of our lowering
     triage_time: float = 120.0  # reduction budget of a device-compiler suspect (0: no triage)
+    out: Optional[str] = None  # the findings directory (rejected constructs known there)
 
 
 def example_database(spec: str):
@@ -106,6 +108,8 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
         findings = run()
         if opts.kinds is not None:
             findings = [f for f in findings if f.kind in opts.kinds]
+        # a construct the target is known to reject is counted, not searched for again
+        findings = drop_known(findings, opts.out, count_them=state["first"] is None)
         if findings:
             state["first"] = state["first"] or time.time()
             state["failing"][key] = findings

@@ -74,6 +74,7 @@ sys.exit(1 if bad else 0)
 def describe_args(function, bound, local_bytes: int) -> tuple[list[dict], dict[str, np.ndarray]]:
     """The kernel's arguments in the order tlgpu's runtime passes them, and the buffers
     (padded to 8 bytes as the runtime pads them)."""
+    from tlgpu.lowering.callconv import dynamic_params
     from tlgpu.lowering.ctypes_map import ctype
     from tlgpu.runtime.launch import _padded
 
@@ -94,12 +95,8 @@ def describe_args(function, bound, local_bytes: int) -> tuple[list[dict], dict[s
         v = bound.values[name]
         if isinstance(v, MemrefArg):
             buffer(v.buffer[v.offset:], name)
-            for s, st in zip(v.shape, t.shape):
-                if st is None:
-                    scalar(np.int64(s))
-            for s, st in zip(v.strides, t.stride):
-                if st is None:
-                    scalar(np.int64(s))
+            for p in dynamic_params(name, t):  # tlgpu's order: per mode, ? size then ? stride
+                scalar(np.int64((v.shape if p.role == "shape" else v.strides)[p.mode]))
         elif isinstance(v, GroupArg):
             assert isinstance(t, GroupType)
             m = t.memref
@@ -107,14 +104,9 @@ def describe_args(function, bound, local_bytes: int) -> tuple[list[dict], dict[s
             buffer(base, name, passed=False)
             args.append({"kind": "pointers", "base": name, "ctype": ctype(m.element),
                          "offsets": [int(mm.offset - v.offset) for mm in v.members]})
-            for k, s in enumerate(m.shape):
-                if s is None:
-                    buffer(np.array([mm.shape[k] for mm in v.members] or [0], np.int64),
-                           f"{name}_shape{k}")
-            for k, s in enumerate(m.stride):
-                if s is None:
-                    buffer(np.array([mm.strides[k] for mm in v.members] or [0], np.int64),
-                           f"{name}_stride{k}")
+            for p in dynamic_params(name, m):
+                buffer(np.array([(mm.shape if p.role == "shape" else mm.strides)[p.mode]
+                                 for mm in v.members] or [0], np.int64), name + p.suffix)
             if t.offset is None:
                 scalar(np.int64(v.offset))
         else:

@@ -24,14 +24,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tlinterp import TLError
-from tlinterp.impl import Implementation, ImplOptions, Outcome, SpecError, resolve
+from tlinterp.impl import Implementation, Outcome, SpecError, resolve
+from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl
 from tlinterp.outfile import check_target
 
-from .corpus import Case, CorpusError, default_corpus, load_corpus
+from .corpus import Case, CorpusError, apply_profile, default_corpus, load_corpus
 from .impl import outcome_of, reproduce
 from .interrupt import kill_children_settled
 from .jsonreport import write_json
-from .judge import FAIL, Verdict, judge
+from .judge import FAIL, SKIP, Verdict, judge
 from .report import print_summary, write_junit, write_log
 
 
@@ -71,6 +72,27 @@ def run_all(impl: Implementation, cases: Sequence[Case], jobs: int = 1,
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _profile(name: Optional[str]):
+    """The profile of --profile; an unknown name is a usage error naming the known ones."""
+    from fuzz.profiles import DEFAULT, ProfileError, load
+
+    try:
+        return load(name or DEFAULT)
+    except ProfileError as e:
+        raise SpecError(f"--profile: {e}") from None
+
+
+def _with_skipped(order: list[Case], verdicts: list[Verdict],
+                  skipped: list[tuple[Case, str]]) -> list[Verdict]:
+    """The verdicts with the cases --profile skipped, in corpus order."""
+    if not skipped:
+        return verdicts
+    by_id = {v.case.id: v for v in verdicts}
+    by_id.update((case.id, Verdict(case, SKIP, why, Outcome("skipped"),
+                                   reproduce=case.reproduce())) for case, why in skipped)
+    return [by_id[c.id] for c in order]
+
+
 def exit_status(verdicts: Sequence[Verdict]) -> int:
     return 1 if any(v.status == FAIL for v in verdicts) else 0
 
@@ -86,13 +108,10 @@ def _parser() -> argparse.ArgumentParser:
                          "registered name (--list-impls)")
     ap.add_argument("--list-impls", action="store_true",
                     help="list the registered implementations, then exit")
-    ap.add_argument("--device", default=None,
-                    help="OpenCL device of opencl / opencl-c: pocl, nvidia, oclgrind, ...")
-    ap.add_argument("--lowering", action="append", default=[], metavar="KEY=VALUE",
-                    help="opencl: override a lowering decision (repeatable; `tlrun --help` "
-                         "lists the keys), e.g. to check a tuned config on the whole corpus")
-    ap.add_argument("--work-group-size", default=None, metavar="W0xW1",
-                    help="opencl-c: work-group size of kernels without reqd_work_group_size")
+    add_impl_flags(ap, help={
+        "device": "OpenCL device of opencl / opencl-c: pocl, nvidia, oclgrind, ...",
+        "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists "
+                    "the keys), e.g. to check a tuned config on the whole corpus"})
     ap.add_argument("--corpus", type=Path, default=None, metavar="DIR",
                     help="corpus directory (default: the repository's corpus/)")
     ap.add_argument("--filter", default=None, metavar="PATTERN",
@@ -109,6 +128,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="machine-readable report: one object per case plus the summary "
                          "('-': standard output; the tables then go to standard error)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--profile", default=None, metavar="NAME",
+                    help="the target's dialect (fuzz/profiles; 'list' lists them): cases "
+                         "using a construct outside it are skipped, kernels go to the "
+                         "implementation in its spellings (default: all)")
     return ap
 
 
@@ -124,7 +147,12 @@ def _console(stderr: bool) -> Console:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of `tlconform`; returns the exit status (130 after Ctrl-C)."""
-    opts = _parser().parse_args(argv)
+    try:
+        opts = _parser().parse_args(argv)
+    except SystemExit as e:
+        if not e.code:  # --help: argparse's own end
+            raise
+        return int(e.code)  # a usage error (2): argparse named the flag
     try:
         return _main(opts)
     except KeyboardInterrupt:
@@ -141,6 +169,12 @@ def _main(opts: argparse.Namespace) -> int:
             raise SpecError(f"-j must be at least 1, got {opts.jobs}")
         if opts.timeout is not None and opts.timeout <= 0:
             raise SpecError(f"--timeout must be positive, got {opts.timeout}")
+        if opts.profile == "list":
+            from fuzz.profiles import describe
+
+            console.print(describe(), highlight=False, markup=False)
+            return 0
+        profile = _profile(opts.profile)
         if opts.list_impls:
             from tlinterp.impl import available
 
@@ -149,13 +183,10 @@ def _main(opts: argparse.Namespace) -> int:
             return 0
         if not opts.impl:
             raise SpecError("--impl NAME is required (see --list-impls)")
-        if opts.lowering and opts.impl.partition(":")[0] != "opencl":
-            raise SpecError("--lowering needs --impl opencl (the other implementations "
-                            "ignore it)")
-        impl = resolve(opts.impl, ImplOptions(device=opts.device,
-                                              lowering=tuple(opts.lowering),
-                                              work_group_size=opts.work_group_size))
-        if opts.device is not None or opts.impl.partition(":")[0] in ("opencl", "opencl-c"):
+        lowering_needs_opencl(opts.impl, opts.lowering, "--impl")
+        impl = resolve(opts.impl, impl_options(opts))
+        builds = opts.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv")
+        if opts.device is not None or builds:
             from fuzz.campaign.options import check_device
 
             # up front: a wrong name would otherwise fail every case as a rejection (exit 1)
@@ -163,6 +194,8 @@ def _main(opts: argparse.Namespace) -> int:
             if problem:
                 raise SpecError(f"--device: {problem}")
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
+        corpus_order = cases
+        cases, skipped = apply_profile(cases, profile)
         for option, report in (("--json", opts.json), ("--log", opts.log),
                                ("--junit-xml", opts.junit_xml)):
             if report is not None and str(report) != "-":  # before the run, not after it
@@ -173,7 +206,7 @@ def _main(opts: argparse.Namespace) -> int:
     except (SpecError, CorpusError) as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
         return 2
-    if not cases:
+    if not cases and not skipped:
         err.print(f"tlconform: no case matches --filter {opts.filter!r}", highlight=False,
                   markup=False)
         return 2
@@ -188,6 +221,7 @@ def _main(opts: argparse.Namespace) -> int:
     except SpecError as e:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
         return 2
+    verdicts = _with_skipped(corpus_order, verdicts, skipped)
     print_summary(console, verdicts, impl.name)
     status = exit_status(verdicts)
     try:

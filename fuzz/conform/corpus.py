@@ -207,3 +207,33 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
                 raise CorpusError(f"{case_id}: an undefined-behaviour case needs .args.npz")
             cases.append(case)
     return cases
+
+
+def apply_profile(cases: list[Case], profile) -> tuple[list[Case], list[tuple[Case, str]]]:
+    """The cases to run on a target of `profile` (fuzz.profiles.Profile), their kernels in
+    its spellings, and the skipped ones with the reason: those using a construct the profile
+    leaves out. A kernel that does not parse (an invalid case's syntax error) runs as it is."""
+    from fuzz.profiles.check import violations
+    from fuzz.profiles.respell import respell
+    from tlinterp import TLError, parse
+
+    if not profile.restricts and not profile.spellings:
+        return list(cases), []
+    run: list[Case] = []
+    skipped: list[tuple[Case, str]] = []
+    for case in cases:
+        try:
+            program = parse(case.source(), filename=case.kernel.name)
+        except TLError:
+            run.append(case)
+            continue
+        found = violations(program, profile)
+        if found:
+            v = found[0]
+            more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+            skipped.append((case, f"outside profile {profile.name}: {v}{more}"))
+            continue
+        # the target reads its own spellings; the expected results are the same program's
+        case._cache["source"] = respell(case.source(), program, profile.spellings)
+        run.append(case)
+    return run, skipped

@@ -2,13 +2,20 @@
 
     {"format": "tlconform-report/1", "implementation": "...",
      "cases": [{"id", "kind", "category", "status", "detail", "outcome", "seconds",
-                "message_match", "ub_kinds", "tags", "reproduce", "command", "message"}, ...],
-     "summary": {"total", "pass", "fail", "info", "by_kind": {KIND: {pass, fail, info}},
-                 "message_matches": [matched, invalid cases], "exit_status"}}
+                "message_match", "diagnostic_match", "diagnostic_range", "ub_kinds", "tags",
+                "reproduce", "command", "message"}, ...],
+     "summary": {"total", "pass", "fail", "info", "skip",
+                 "by_kind": {KIND: {pass, fail, info, skip}},
+                 "message_matches": [matched, invalid cases],
+                 "diagnostic_matches": {"range+message", "range", "no", "wrong_place"},
+                 "exit_status"}}
 
-`status` is the verdict (pass | fail | info); `outcome` is what the implementation did (ok |
+`status` is the verdict (pass | fail | info | skip: outside `--profile`, `detail` says which
+construct and why, `outcome` is "skipped"); `outcome` is what the implementation did (ok |
 rejected | failed | crashed | timeout); `message` is its output, kept only for cases that did
-not pass.
+not pass. For a rejected invalid case `diagnostic_match` says where its diagnostic points
+(range+message | range | no) and `diagnostic_range` the range it gave (null: none); keys
+added later leave the format name alone, older keys keep their meaning.
 """
 
 from __future__ import annotations
@@ -18,8 +25,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .judge import FAIL, INFO, PASS, Verdict
-from .report import counts_by
+from .judge import FAIL, INFO, PASS, SKIP, Verdict
+from .report import counts_by, diagnostic_counts
 
 __all__ = ["FORMAT", "case_record", "json_report", "write_json"]
 
@@ -31,20 +38,24 @@ def case_record(v: Verdict) -> dict[str, Any]:
     return {"id": v.case.id, "kind": v.case.kind, "category": v.case.category,
             "status": v.status, "detail": v.detail, "outcome": o.status,
             "seconds": round(v.seconds, 6), "message_match": v.message_match or None,
+            "diagnostic_match": v.diagnostic_match or None,
+            "diagnostic_range": v.diagnostic_range or None,
             "ub_kinds": list(o.ub_kinds), "tags": v.case.tags,
-            "reproduce": v.case.reproduce(), "command": o.command,
+            # the implementation's own command, as in --log and the table (its flags too)
+            "reproduce": v.reproduce or v.case.reproduce(), "command": o.command,
             "message": o.message if v.status != PASS else ""}
 
 
 def json_report(verdicts: Sequence[Verdict], impl_name: str, exit_status: int) -> dict:
     invalid = [v for v in verdicts if v.case.kind == "invalid"]
-    summary = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO)}
+    summary = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     return {"format": FORMAT, "implementation": impl_name,
             "cases": [case_record(v) for v in verdicts],
             "summary": {"total": len(verdicts), **summary,
                         "by_kind": counts_by(verdicts, lambda v: [v.case.kind]),
                         "message_matches": [sum(v.message_match == "yes" for v in invalid),
                                             len(invalid)],
+                        "diagnostic_matches": diagnostic_counts(invalid),
                         "exit_status": exit_status}}
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from .judge import FAIL, INFO, PASS, Verdict
+from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
 
 DIMENSIONS = ("instruction", "type", "layout")
 
 
 def counts_by(verdicts: Sequence[Verdict], key) -> dict[str, dict[str, int]]:
     """{group: {pass, fail, info}} where `key(verdict)` lists the groups a verdict is in."""
-    out: dict[str, dict[str, int]] = defaultdict(lambda: {PASS: 0, FAIL: 0, INFO: 0})
+    out: dict[str, dict[str, int]] = defaultdict(lambda: {PASS: 0, FAIL: 0, INFO: 0, SKIP: 0})
     for v in verdicts:
         for g in key(v):
             out[g][v.status] += 1
@@ -30,15 +30,38 @@ def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
     t.add_column("pass", justify="right", style="green")
     t.add_column("fail", justify="right", style="red")
     t.add_column("info", justify="right", style="dim")
+    skips = any(r[SKIP] for r in rows.values())  # a column only with --profile skips
+    if skips:
+        t.add_column("skip", justify="right", style="yellow")
     if extra:
         t.add_column(extra[0], justify="right")
     for name in sorted(rows):
         r = rows[name]
         cells = [name, str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
+        if skips:
+            cells.append(str(r[SKIP] or ""))
         if extra:
             cells.append(extra[1].get(name, ""))
         t.add_row(*cells)
     return t
+
+
+def diagnostic_counts(verdicts: Sequence[Verdict]) -> dict[str, int]:
+    """How many rejections blamed the expected range with the expected message, with other
+    words, or another place (or none); plus "wrong_place": those of the last that did give a
+    diagnostic, somewhere else."""
+    n = {k: sum(v.diagnostic_match == k for v in verdicts)
+         for k in (RANGE_AND_MESSAGE, RANGE_ONLY, NO)}
+    n["wrong_place"] = sum(v.diagnostic_match == NO and bool(v.diagnostic_range)
+                           for v in verdicts)
+    return n
+
+
+def diagnostic_cell(v: Verdict) -> str:
+    """`range+message`, `range` or `no`, with the range the implementation gave."""
+    if not v.diagnostic_match:
+        return ""
+    return f"{v.diagnostic_match} ({v.diagnostic_range or 'no diagnostic'})"
 
 
 def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
@@ -48,8 +71,9 @@ def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
     warned = [v for v in valid if v.warning_match]  # expected warnings: reported, not judged
     matched: dict[str, str] = {}
     if invalid:
-        matched["invalid"] = (f"{sum(v.message_match == 'yes' for v in invalid)}/{len(invalid)}"
-                              " messages")
+        n = diagnostic_counts(invalid)
+        matched["invalid"] = (f"{n[RANGE_AND_MESSAGE]}/{len(invalid)} range+message, "
+                              f"{n[RANGE_ONLY]} range, {n[NO]} no")
     if warned:
         matched["valid"] = f"{sum(v.warning_match == 'yes' for v in warned)}/{len(warned)} warnings"
     extra = ("diagnostics match", matched) if matched else None
@@ -78,10 +102,18 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
                       style="dim")
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
-    n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO)}
+    # passes, but a compiler blaming the wrong text is worth seeing
+    elsewhere = [v for v in verdicts if v.status == PASS and v.diagnostic_match == NO]
+    for v in elsewhere[:max_failures]:
+        console.print(f"[yellow]ELSEWHERE[/yellow] {v.case.id}: {v.detail}", highlight=False)
+    if len(elsewhere) > max_failures:
+        console.print(f"... and {len(elsewhere) - max_failures} more rejections elsewhere "
+                      "(see --log)")
+    n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     colour = "red" if n[FAIL] else "green"
+    skipped = f", {n[SKIP]} skipped (outside the profile)" if n[SKIP] else ""
     console.print(f"[{colour}]{impl_name}: {n[PASS]} passed, {n[FAIL]} failed, "
-                  f"{n[INFO]} informational, of {len(verdicts)} cases[/{colour}]",
+                  f"{n[INFO]} informational{skipped}, of {len(verdicts)} cases[/{colour}]",
                   highlight=False)
 
 
@@ -91,6 +123,8 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
         lines.append(f"{v.status.upper():4} {v.case.id} ({v.seconds:.3f} s): {v.detail}")
         if v.case.kind == "invalid":
             lines.append(f"     message matches: {v.message_match}")
+            if v.diagnostic_match:
+                lines.append(f"     diagnostic: {diagnostic_cell(v)}")
         if v.warning_match:
             lines.append(f"     expected warning reported: {v.warning_match}")
         for where, text in v.outcome.warnings:
@@ -116,11 +150,14 @@ def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
     for kind, vs in by_kind.items():
         suite = ET.SubElement(root, "testsuite", name=kind, tests=str(len(vs)),
                               failures=str(sum(v.status == FAIL for v in vs)), errors="0",
-                              skipped="0", time=f"{sum(v.seconds for v in vs):.3f}")
+                              skipped=str(sum(v.status == SKIP for v in vs)),
+                              time=f"{sum(v.seconds for v in vs):.3f}")
         for v in vs:
             classname = v.case.id.rsplit("/", 1)[0].replace("/", ".")
             tc = ET.SubElement(suite, "testcase", classname=classname, name=v.case.name,
                                time=f"{v.seconds:.3f}")
+            if v.status == SKIP:
+                ET.SubElement(tc, "skipped", message=v.detail[:500])
             if v.status == FAIL:
                 f = ET.SubElement(tc, "failure", message=v.detail[:500])
                 f.text = f"{v.outcome.message}\nreproduce: {v.reproduce or v.case.reproduce()}"

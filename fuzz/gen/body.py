@@ -12,6 +12,7 @@ from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice, Value
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
+from ..profiles.check import mixed_sizes
 from .core import CoreGenerator, exact_dim, size_bound
 from .model import Buf, Scal, Unavailable, View
 from .ranges import IRange
@@ -55,7 +56,7 @@ class BodyGenerator(CoreGenerator):
                 self.dump(self.roots[id(b)])
         for b in ending:
             b.alive = False
-            if self.flip(50):
+            if self.flip(self.p.lifetime_stop_percent):
                 self.emit(ir.LifetimeStop(self.roots[id(b)].value))
 
     def gen_statement(self, depth: int) -> None:
@@ -175,8 +176,9 @@ class BodyGenerator(CoreGenerator):
     # --- control flow -----------------------------------------------------------------------
 
     def gen_for(self, depth: int) -> None:
-        t = INDEX if self.flip(60) else self.pick([ScalarType.i32, ScalarType.i64,
-                                                   ScalarType.i16, ScalarType.u32])
+        t = INDEX if self.flip(60) else self.pick([
+            t for t in (ScalarType.i32, ScalarType.i64, ScalarType.i16, ScalarType.u32)
+            if t in self.p.scalar_types])
         step = 1 if self.flip(40) else self.int(2, max(2, self.p.max_step))
         start_op, start_rng = self.loop_bound(t, IRange(0, 3))
         lo = start_rng.lo
@@ -224,6 +226,7 @@ class BodyGenerator(CoreGenerator):
         results = tuple(self.fresh() for _ in types)
         for _ in range(2 if with_else else 1):
             self.push()
+            self.if_depth += 1
             try:
                 self.gen_block(depth + 1)
                 vals = [self.gen_scalar(t, 1) for t in types]
@@ -231,6 +234,7 @@ class BodyGenerator(CoreGenerator):
                     self.emit(ir.Yield(tuple(v.op for v in vals), types))
                 ranges.append([v.rng for v in vals])
             finally:
+                self.if_depth -= 1
                 regions.append(self.pop())
         self.emit(ir.If(results, cond.op, types, regions[0],
                         regions[1] if with_else else None,
@@ -341,6 +345,8 @@ class BodyGenerator(CoreGenerator):
 
     def new_alloca(self, elem: ScalarType, shape: tuple[int, ...]) -> View:
         """An uninitialised alloca of this shape (strides packed or padded): its whole view."""
+        if self.if_depth and self.excludes("alloca-in-if"):
+            raise Unavailable("the target allocates nothing inside an if")
         strides = [self.int(1, 2)]
         for k in range(1, len(shape)):
             strides.append(strides[-1] * shape[k - 1] + self.int(0, 2) * int(self.flip(30)))
@@ -409,14 +415,14 @@ class BodyGenerator(CoreGenerator):
         kind = kind or self.weighted(self.p.collective_weights)
         if dest is not None:  # initialise an alloca: the whole view, beta = 0
             c = dest
-            if c.type.order not in COLLECTIVE_ORDERS[kind]:
+            if c.type.order not in self.orders(kind):
                 fits = {k: w for k, w in self.p.collective_weights.items()
-                        if c.type.order in COLLECTIVE_ORDERS[k]}
+                        if c.type.order in self.orders(k)}
                 kind = self.weighted(fits)  # Unavailable when none is enabled
             shared = False
         else:
             roots = self.output_roots()
-            order = self.pick(COLLECTIVE_ORDERS[kind])
+            order = self.pick(self.orders(kind))
             root = self.pick([r for r in roots if r.type.order >= order] or roots)
             exact = None
             top = max((lo for lo, _ in root.dims), default=0)
@@ -478,10 +484,9 @@ class BodyGenerator(CoreGenerator):
         else:  # sum
             a = self.input_view(elem, sw(dims[0], k, trans_a) if dims else [k], c.buf)
             b = None
-        alpha_t = elem if not (elem.is_float and self.flip(20)) else self.pick(
-            [ScalarType.f32, ScalarType.f64])
-        beta_t = elem if not (elem.is_float and self.flip(20)) else self.pick(
-            [ScalarType.f32, ScalarType.f64])
+        floats = [t for t in (ScalarType.f32, ScalarType.f64) if t in self.p.scalar_types]
+        alpha_t = elem if not (elem.is_float and self.flip(20)) else self.pick(floats)
+        beta_t = elem if not (elem.is_float and self.flip(20)) else self.pick(floats)
         alpha = self.scale(alpha_t, "alpha", shared)
         # a chain needs C written whole: beta 0, not atomic
         chain = kind == "gemm" and not shared and c.buf.readable \
@@ -594,7 +599,20 @@ class BodyGenerator(CoreGenerator):
                 raise Unavailable("integer sink could overflow")
         out.acc = acc
 
+    def orders(self, kind: str) -> tuple[int, ...]:
+        """The output orders a collective may have here (the target's profile may narrow
+        them: hadamard on vectors only)."""
+        if kind == "hadamard" and self.excludes("hadamard-matrix"):
+            return (1,)
+        return COLLECTIVE_ORDERS[kind]
+
     def collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):
+        inst = self._collective_inst(kind, atomic, ta, tb, alpha, a, b, beta, c)
+        if self.excludes("mixed-static-dynamic-sizes") and mixed_sizes(inst):
+            raise Unavailable("a ? size related to a static one")  # the caller tries again
+        return inst
+
+    def _collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):
         common = dict(atomic=atomic, alpha=alpha.op, beta=beta.op, alpha_type=alpha.type,
                       beta_type=beta.type)
         if kind == "gemm":

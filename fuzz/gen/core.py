@@ -22,6 +22,7 @@ program free of undefined behaviour by construction:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 from collections import Counter
@@ -95,6 +96,7 @@ class CoreGenerator:
         self.rows: list[tuple[str, int]] = []  # (kind, static rows) of collective outputs
         self.f64_gemms = 0  # gemms with an f64 output
         self.last_parallel: Optional[View] = None  # the last view a collective/foreach wrote
+        self.if_depth = 0  # regions of `if` instructions around the code being generated
 
     # --- drawing --------------------------------------------------------------------------
 
@@ -154,8 +156,21 @@ class CoreGenerator:
         return Value(f"{prefix}{self.n}")
 
     def emit(self, inst) -> None:
+        if isinstance(inst, ir.Store) and isinstance(inst.value, Const) \
+                and self.excludes("store-constant"):
+            # the target stores values only: the constant becomes one first (x + 0, x * 1.0:
+            # the same bits, -0.0 included)
+            t = inst.type.element
+            r = self.fresh()
+            unit = Const(1.0, True) if t.is_float else Const(0)
+            self.emit(ir.Arith(r, "mul" if t.is_float else "add", inst.value, unit, t))
+            inst = dataclasses.replace(inst, value=r)
         self.scopes[-1].insts.append(inst)
         self.used.add(type(inst).__name__)
+
+    def excludes(self, feature: str) -> bool:
+        """Whether the target profile leaves this feature out (fuzz.profiles.FEATURES)."""
+        return self.p.profile is not None and feature in self.p.profile.exclude_features
 
     def push(self) -> Scope:
         s = Scope()

@@ -69,6 +69,8 @@ class FunctionGenerator(BodyGenerator):
             wgs = (self.pick([1, 2, 4, 8, 16, 32]), self.pick([1, 2, 4]))
         elif self.flip(p.wg_below_rows_percent):
             wgs = self.wg_below_rows()
+        if wgs is not None and wgs[0] % p.work_group_size_multiple:
+            wgs = None  # the target's sub-groups must tile the first mode: no attribute
         self.finish_witnesses()
         body = ir.Region(self.scopes[0].insts)
         return ir.Function(self.fname, tuple(self.arguments), body, wgs), self.npz, self.groups

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any, Optional
 
 from tlinterp.types import ScalarType
 
@@ -79,6 +80,10 @@ class GenParams:
     streamed_gemm_percent: int = 30
     streamed_near_miss_percent: int = 25
     store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
+    lifetime_stop_percent: int = 50  # allocas whose lifetime ends explicitly
+    work_group_size_multiple: int = 1  # work_group_size attributes: W0 a multiple of it
+    # the target's profile (fuzz.profiles.Profile): its features the generator avoids
+    profile: Optional[Any] = None
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
     collective_weights: dict[str, int] = field(default_factory=lambda: _weights(

@@ -13,6 +13,7 @@ from tlgpu.lowering import chains
 from tlgpu.lowering import collectives as C
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import ALLOCA, LOCAL_ROOTS, Pending
+from tlgpu.lowering.callconv import Param, argument_params
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.ctypes_map import ctype, literal
 from tlgpu.lowering.cwriter import CWriter
@@ -133,55 +134,58 @@ class FunctionLowerer:
 
     # --- kernel -------------------------------------------------------------------------
     def signature(self) -> list[str]:
+        """The kernel's parameter declarations, in the order `callconv.argument_params`
+        gives (the runtime passes the values in that same order)."""
         params: list[str] = []
         for a in self.fn.args:
             n, t = var(a.value.name), a.type
-            if isinstance(t, ScalarType):
-                if t.is_bool:
-                    raise self.error(f"argument %{a.value.name}: i1 arguments cannot be passed "
-                                     "to OpenCL kernels", a.span)
-                params.append(f"{ctype(t)} {n}")
-                self.env[a.value.name] = Scalar(n, t)
-            elif isinstance(t, MemrefType):
-                if a.value.name in self.read_only:
-                    params.append(f"global const {ctype(t.element)}* restrict {n}")
-                else:
-                    params.append(f"global {ctype(t.element)}* {n}")
-                shape = []
-                for k, s in enumerate(t.shape):
-                    if s is None:
-                        params.append(f"long {n}_shape{k}")
-                    shape.append(str(s) if s is not None else f"{n}_shape{k}")
-                stride = []
-                for k, s in enumerate(t.stride):
-                    if s is None:
-                        params.append(f"long {n}_stride{k}")
-                    stride.append(str(s) if s is not None else f"{n}_stride{k}")
-                self.env[a.value.name] = View(n, "global", t.element, tuple(shape),
-                                              tuple(stride), a.value.name, ARGUMENT_ALIGN)
-            elif isinstance(t, GroupType):
-                m = t.memref
-                if self.config.group_pointers_as_ulong:
-                    params.append(f"global ulong* {n}")
-                else:
-                    params.append(f"global {ctype(m.element)}*global* {n}")
-                sh, st = [], []
-                for k, s in enumerate(m.shape):
-                    sh.append(None if s is not None else f"{n}_shape{k}")
-                    if s is None:
-                        params.append(f"global long* {n}_shape{k}")
-                for k, s in enumerate(m.stride):
-                    st.append(None if s is not None else f"{n}_stride{k}")
-                    if s is None:
-                        params.append(f"global long* {n}_stride{k}")
-                off = str(t.offset) if t.offset is not None else f"{n}_offset"
-                if t.offset is None:
-                    params.append(f"long {n}_offset")
-                self.env[a.value.name] = Group(n, m, tuple(sh), tuple(st), off, a.value.name)
-            else:
+            if isinstance(t, ScalarType) and t.is_bool:
+                raise self.error(f"argument %{a.value.name}: i1 arguments cannot be passed "
+                                 "to OpenCL kernels", a.span)
+            if not isinstance(t, (ScalarType, MemrefType, GroupType)):
                 raise self.error(f"argument %{a.value.name} of type {t} cannot be passed",
                                  a.span)
+            dynamic = {}  # (role, mode) -> the C parameter holding that `?`
+            for p in argument_params(a.value.name, t):
+                name = n + p.suffix
+                dynamic[(p.role, p.mode)] = name
+                params.append(self.declaration(a.value.name, t, p, name))
+            if isinstance(t, ScalarType):
+                self.env[a.value.name] = Scalar(n, t)
+            elif isinstance(t, MemrefType):
+                shape = tuple(dynamic.get(("shape", k), str(s)) for k, s in enumerate(t.shape))
+                stride = tuple(dynamic.get(("stride", k), str(s))
+                               for k, s in enumerate(t.stride))
+                self.env[a.value.name] = View(n, "global", t.element, shape, stride,
+                                              a.value.name, ARGUMENT_ALIGN)
+            else:
+                m = t.memref
+                sh = tuple(dynamic.get(("shape", k)) for k in range(m.order))
+                st = tuple(dynamic.get(("stride", k)) for k in range(m.order))
+                off = dynamic.get(("offset", None), str(t.offset))
+                self.env[a.value.name] = Group(n, m, sh, st, off, a.value.name)
         return params
+
+    def declaration(self, arg: str, t: Union[ScalarType, MemrefType, GroupType], p: Param,
+                    name: str) -> str:
+        """The C declaration of parameter `p` of argument `arg` (of type `t`)."""
+        if p.role == "value":
+            assert isinstance(t, ScalarType)
+            return f"{ctype(t)} {name}"
+        if isinstance(t, MemrefType):
+            if p.role != "data":
+                return f"long {name}"
+            if arg in self.read_only:
+                return f"global const {ctype(t.element)}* restrict {name}"
+            return f"global {ctype(t.element)}* {name}"
+        assert isinstance(t, GroupType)
+        if p.role == "offset":
+            return f"long {name}"
+        if p.role != "data":
+            return f"global long* {name}"
+        if self.config.group_pointers_as_ulong:
+            return f"global ulong* {name}"
+        return f"global {ctype(t.memref.element)}*global* {name}"
 
     def lower(self) -> CWriter:
         w = CWriter()

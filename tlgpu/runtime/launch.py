@@ -15,6 +15,7 @@ from typing import Optional, Union
 
 import numpy as np
 
+from tlgpu.lowering.callconv import Param, argument_params
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.program import Lowered, lower_program
@@ -27,7 +28,7 @@ from tlgpu.runtime.prelaunch import check_launch
 from tlinterp import ir
 from tlinterp.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
 from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
-from tlinterp.types import GroupType
+from tlinterp.types import GroupType, MemrefType
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str, tuple[str, ...]], object] = {}
@@ -214,21 +215,29 @@ class _Marshal:
         return self.buffer(np.asarray(list(values) or [0], np.int64), writable=False)
 
     def args(self, fn: ir.Function, bound: BoundArgs) -> list:
-        out: list = []
-        for a in fn.args:
-            v, t = bound.values[a.value.name], a.type
-            if isinstance(v, MemrefArg):
-                out.append(self.memref(v, a.value.name))
-                out += [np.int64(s) for s, st in zip(v.shape, t.shape) if st is None]
-                out += [np.int64(s) for s, st in zip(v.strides, t.stride) if st is None]
-            elif isinstance(v, GroupArg):
-                out += self.group(v, t, a.value.name)
-            else:
-                out.append(v)
-        return out
+        """The kernel's argument values, in the order of `callconv.argument_params`: the
+        order the lowering declares them in, and the one foreign code must follow."""
+        return [self.value(p, bound.values[a.value.name], a.type)
+                for a in fn.args for p in argument_params(a.value.name, a.type)]
 
-    def group(self, g: GroupArg, t: GroupType, name: Optional[str] = None) -> list:
-        m = t.memref
+    def value(self, p: Param, v, t) -> object:
+        """What is passed for parameter `p` of an argument bound to `v`, of type `t`."""
+        if p.role == "value":
+            return v
+        if isinstance(v, MemrefArg):
+            if p.role == "data":
+                return self.memref(v, p.arg)
+            return np.int64((v.shape if p.role == "shape" else v.strides)[p.mode])
+        assert isinstance(v, GroupArg) and isinstance(t, GroupType)
+        if p.role == "data":
+            return self.pointers(v, t.memref, p.arg)
+        if p.role == "offset":
+            return np.int64(v.offset)
+        return self.longs((mm.shape if p.role == "shape" else mm.strides)[p.mode]
+                          for mm in v.members)
+
+    def pointers(self, g: GroupArg, m: MemrefType, name: str):
+        """The group's member pointer array, filled on the device."""
         n = len(g.members)
         base = g.members[0].buffer if g.members else np.zeros(1, m.element.dtype)
         base_buf = self.buffer(base, name=name)
@@ -245,14 +254,7 @@ class _Marshal:
             offs = self.longs(mm.offset - g.offset for mm in g.members)
             _pointer_kernel(self.dev, ctype(m.element))(self.dev.queue, (n,), None,
                                                         base_buf, offs, ptrs)
-        out = [ptrs]
-        out += [self.longs(mm.shape[k] for mm in g.members)
-                for k, s in enumerate(m.shape) if s is None]
-        out += [self.longs(mm.strides[k] for mm in g.members)
-                for k, s in enumerate(m.stride) if s is None]
-        if t.offset is None:
-            out.append(np.int64(g.offset))
-        return out
+        return ptrs
 
     def restore(self) -> None:
         """Upload the inputs again (the device copies may have been written by a launch)."""

@@ -167,8 +167,8 @@ def option_words(options: ImplOptions) -> list[str]:
         out += ["--lowering", o]
     if options.work_group_size:
         out += ["--work-group-size", options.work_group_size]
-    if options.build_options:
-        out += ["--build-options", options.build_options]
+    if options.build_options:  # one word: argparse takes a separate "-cl-..." for a flag
+        out += [f"--build-options={options.build_options}"]
     if options.reject_status != DEFAULT_OPTIONS.reject_status:
         out += ["--reject-status", ",".join(map(str, options.reject_status))]
     return out

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
-from .base import SpecError
+from .base import Outcome, SpecError, mentioned_diagnostics
 
 _OPTIONAL = re.compile(r"\[([^\[\]]*)\]")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -138,3 +138,25 @@ def describe_exit(code: int) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit status {code}"
+
+
+# the contract's own "rejected" status: it means nothing else, so it needs no diagnostic
+CONTRACT_REJECT = 2
+
+
+def rejection(done: Finished, reject_status: tuple[int, ...]) -> Optional[Outcome]:
+    """How an external compiler's end reads when its exit status is one of `reject_status`
+    (ImplOptions.reject_status): "rejected" with the diagnostics its output names, or
+    "crashed" for a status other than 2 without any `FILE:LINE.COL-COL: message` line (gcc,
+    clang and tinytc exit 1 for their own failures too: a rejection must point at the
+    program). None when the status is no reject status (or there is none: a signal or a
+    timeout), for the caller's own rules."""
+    if done.code is None or done.code not in reject_status:
+        return None
+    diagnostics = mentioned_diagnostics(done.text)
+    if diagnostics or done.code == CONTRACT_REJECT:
+        return Outcome("rejected", message=done.text, diagnostics=diagnostics,
+                       command=done.command)
+    return Outcome("crashed", message=f"{describe_exit(done.code)} (a --reject-status) but no "
+                   f"FILE:LINE.COL-COL: message diagnostic in its output\n{done.text}".strip(),
+                   command=done.command)

@@ -20,7 +20,7 @@ from .base import (
     mentioned_kinds,
     mentioned_warnings,
 )
-from .command import check_template, describe_exit, expand_template, run_command
+from .command import check_template, describe_exit, expand_template, rejection, run_command
 
 FIELDS = ("kernel", "args", "out", "func", "groups")
 
@@ -77,9 +77,11 @@ class Template(Implementation):
                                    command=command)
                 return Outcome("ok", outputs=outputs, message=done.text, command=command,
                                warnings=mentioned_warnings(done.text))
-            if done.code == 2:
-                return Outcome("rejected", message=done.text, command=command)
-            if done.code == 1:
+            said = rejection(done, self.options.reject_status)
+            if said is not None:
+                said.command = command  # as shown, with the scratch directory's names
+                return said
+            if done.code == 1:  # not a reject status: undefined behaviour or a run-time failure
                 return Outcome("failed", message=done.text, ub_kinds=mentioned_kinds(done.text),
                                command=command)
             return Outcome("crashed", message=f"{describe_exit(done.code)}\n{done.text}",

@@ -106,7 +106,7 @@ class Executor:
                 # Handlers raise their reports before their memory effects; what is left
                 # here (scalar faults, view checks) only guards SSA values.
                 with self.collector().checks() as col:
-                    out = DISPATCH[type(inst)](self, inst, env, lanes, col)
+                    out = self.dispatch(inst, env, lanes, col)
                 if is_yield:
                     result = out
                     break
@@ -116,6 +116,10 @@ class Executor:
             for buf in allocas:  # region end: allocas die
                 buf.alive[:] = False
         return result
+
+    def dispatch(self, inst, env: Env, lanes: Lanes, col: Collector):
+        """Run one instruction with its handler (the fast path hands instructions back here)."""
+        return DISPATCH[type(inst)](self, inst, env, lanes, col)
 
     def _yield(self, inst: ir.Yield, env, lanes, col):
         """The values the region hands to its if."""

@@ -229,13 +229,11 @@ class FastRunner:
         for name, v in self.vals.items():
             dt = self.dtypes.get(name)
             tmp.set(name, np.array(v, dt) if dt is not None else v)
-        from .execute import DISPATCH  # execute imports this module
-
         with self.ex.collector().checks() as col:
             if isinstance(inst, ir.For):  # not back into the fast path
                 self.ex.for_general(inst, tmp, self.lanes)
             else:
-                DISPATCH[type(inst)](self.ex, inst, tmp, self.lanes, col)
+                self.ex.dispatch(inst, tmp, self.lanes, col)
         for r in ir.results_of(inst):
             v = tmp.vars[r.name]
             if isinstance(v, (np.ndarray, np.generic)) and v.size == 1:

@@ -1,0 +1,190 @@
+"""Target profiles: the dialect of the language that one implementation accepts.
+
+A profile is data, one JSON file per profile in this directory (`NAME.json`):
+
+    {"name": "tinytc-0.3.1",
+     "description": "one line",
+     "exclude_types": ["u8"],                  # scalar types, by spelling
+     "exclude_instructions": ["barrier"],      # by mnemonic (`tlinterp.printer.mnemonic`)
+     "exclude_features": ["store-constant"],   # see FEATURES
+     "work_group_size_multiple": 32,           # work_group_size(W0,W1): W0 a multiple of it
+     "spellings": {"hadamard_product": "hadamard"},  # mnemonic -> the target's spelling
+     "why": {"u8": "one line: what the target says and why it is left out"}}
+
+Every exclusion needs its line in `why` (so the file documents what was found and why), and
+`tlconform --profile` gives that line as the reason a case is skipped. The fuzzer never
+generates a construct outside the profile (`fuzz.strategies.kernels(profile=...)`), and
+programs are printed in its spellings for the implementation under test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from tlinterp.types import ScalarType
+
+__all__ = ["FEATURES", "INSTRUCTIONS", "Profile", "ProfileError", "load", "names",
+           "describe", "DEFAULT"]
+
+DEFAULT = "all"
+_DIR = os.path.dirname(os.path.abspath(__file__))
+
+# constructs that are neither a type nor an instruction, with what each one means
+FEATURES = {
+    "store-constant": "a store whose value is a constant (`store 1.0, %x[0]`)",
+    "hadamard-matrix": "hadamard_product on matrices (the spec says vectors)",
+    "mixed-static-dynamic-sizes": "a collective relating a `?` size to a static one "
+                                  "(`gemv` of memref<f32x4x?> by memref<f32x3>)",
+    "alloca-in-if": "an alloca inside the then or else region of an `if` (at any depth)",
+}
+# the instructions the generator can leave out (others are the language's backbone)
+INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",
+                "hadamard_product", "sum")
+# types no program of the language can do without
+_NEEDED_TYPES = {"index": "group_id, size and loop variables have it",
+                 "i1": "compares give it and if takes it"}
+_COLLECTIVES = {"hadamard": "hadamard_product"}  # generator weight keys that differ
+_KEYS = {"name", "description", "exclude_types", "exclude_instructions", "exclude_features",
+         "work_group_size_multiple", "spellings", "why"}
+_MNEMONIC_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_.")
+
+
+class ProfileError(ValueError):
+    """A profile that does not exist or does not validate; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    description: str = ""
+    exclude_types: frozenset = frozenset()  # of ScalarType
+    exclude_instructions: frozenset = frozenset()  # of mnemonics
+    exclude_features: frozenset = frozenset()  # of FEATURES keys
+    work_group_size_multiple: int = 1
+    spellings: dict = field(default_factory=dict)  # canonical mnemonic -> target spelling
+    why: dict = field(default_factory=dict)  # excluded construct -> one line
+
+    @property
+    def restricts(self) -> bool:
+        """Whether anything is left out (the `all` profile restricts nothing)."""
+        return bool(self.exclude_types or self.exclude_instructions or self.exclude_features
+                    or self.work_group_size_multiple > 1)
+
+    def reason(self, construct: str) -> str:
+        return self.why.get(construct, "not in the profile")
+
+    def restrict(self, params):
+        """`params` (fuzz.gen.params.GenParams) narrowed to the profile: its types, no
+        weight for an excluded instruction; the generator reads the features and the
+        work-group size rule through `params.profile`."""
+        if not self.restricts:
+            return params
+        gone = self.exclude_instructions
+        types = tuple(t for t in params.scalar_types if t not in self.exclude_types)
+        return dataclasses.replace(
+            params, profile=self, scalar_types=types,
+            memref_types=tuple(t for t in params.memref_types if t in types),
+            statement_weights={k: 0 if k in gone else v
+                               for k, v in params.statement_weights.items()},
+            collective_weights={k: 0 if _COLLECTIVES.get(k, k) in gone else v
+                                for k, v in params.collective_weights.items()},
+            lifetime_stop_percent=0 if "lifetime_stop" in gone
+            else params.lifetime_stop_percent,
+            work_group_size_multiple=max(self.work_group_size_multiple,
+                                         params.work_group_size_multiple))
+
+
+def describe() -> str:
+    """One line per known profile: its name and description (`--profile list`)."""
+    lines = []
+    for n in names():
+        try:
+            lines.append(f"{n:16} {load(n).description}")
+        except ProfileError as e:
+            lines.append(f"{n:16} (invalid: {e})")
+    return "\n".join(lines)
+
+
+def names() -> list[str]:
+    """The known profiles, sorted."""
+    return sorted(f[:-5] for f in os.listdir(_DIR) if f.endswith(".json"))
+
+
+def load(name: str) -> Profile:
+    """The profile NAME (a file of this directory) or, when NAME names a .json file, that
+    file; ProfileError when it is unknown or invalid."""
+    if name.endswith(".json") and os.path.isfile(name):
+        path = name
+    elif name in names():
+        path = os.path.join(_DIR, name + ".json")
+    else:
+        raise ProfileError(f"unknown profile '{name}' (known: {', '.join(names())}; or a "
+                           f"profile file NAME.json)")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ProfileError(f"profile {path}: cannot read it: {e}") from None
+    return from_dict(data, path)
+
+
+def from_dict(data: Any, where: str = "<profile>") -> Profile:
+    """Validate one profile's data; every problem named with the file it came from."""
+    def bad(msg: str) -> ProfileError:
+        return ProfileError(f"profile {where}: {msg}")
+
+    if not isinstance(data, dict):
+        raise bad("the file must hold one JSON object")
+    unknown = sorted(set(data) - _KEYS)
+    if unknown:
+        raise bad(f"unknown key(s) {', '.join(unknown)} (known: {', '.join(sorted(_KEYS))})")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise bad("'name' must be a non-empty string")
+
+    def strings(key: str) -> list[str]:
+        v = data.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+            raise bad(f"'{key}' must be a list of strings")
+        return v
+
+    spelled = {t.value: t for t in ScalarType}
+    types = strings("exclude_types")
+    for t in types:
+        if t not in spelled:
+            raise bad(f"unknown type '{t}' in exclude_types (known: {', '.join(spelled)})")
+        if t in _NEEDED_TYPES:
+            raise bad(f"type '{t}' cannot be excluded: {_NEEDED_TYPES[t]}")
+    insts = strings("exclude_instructions")
+    for i in insts:
+        if i not in INSTRUCTIONS:
+            raise bad(f"instruction '{i}' cannot be excluded (the generator can leave out: "
+                      f"{', '.join(INSTRUCTIONS)})")
+    feats = strings("exclude_features")
+    for f in feats:
+        if f not in FEATURES:
+            raise bad(f"unknown feature '{f}' (known: {', '.join(FEATURES)})")
+    multiple = data.get("work_group_size_multiple", 1)
+    if not isinstance(multiple, int) or isinstance(multiple, bool) or multiple < 1:
+        raise bad("'work_group_size_multiple' must be a positive integer")
+    spellings = data.get("spellings", {})
+    if not isinstance(spellings, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) and v and set(v) <= _MNEMONIC_CHARS
+            for k, v in spellings.items()):
+        raise bad("'spellings' must map mnemonics to spellings made of [a-z0-9_.]")
+    why = data.get("why", {})
+    if not isinstance(why, dict) or not all(isinstance(v, str) for v in why.values()):
+        raise bad("'why' must map each excluded construct to one line of text")
+    constructs = types + insts + feats + (["work_group_size"] if multiple > 1 else [])
+    missing = [c for c in constructs if not why.get(c, "").strip()]
+    if missing:
+        raise bad(f"say why in 'why' for: {', '.join(missing)}")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise bad("'description' must be a string")
+    return Profile(name, description, frozenset(spelled[t] for t in types), frozenset(insts),
+                   frozenset(feats), multiple, dict(spellings), dict(why))

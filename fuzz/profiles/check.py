@@ -1,0 +1,112 @@
+"""Which constructs of a program lie outside a profile: the one place that decides it, for the
+generator (which must never produce them), tlconform (which skips such cases) and the tests."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Optional
+
+from tlinterp import ir
+from tlinterp.printer import mnemonic
+from tlinterp.types import GroupType, MemrefType, ScalarType
+
+from . import Profile
+
+__all__ = ["Violation", "violations", "instruction_violations", "mixed_sizes"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    construct: str  # a type (`u8`), a mnemonic (`barrier`), a feature, or `work_group_size`
+    span: Optional[ir.Span]
+    reason: str  # the profile's line for it
+
+    def __str__(self) -> str:
+        where = f"{self.span}: " if self.span is not None else ""
+        return f"{where}{self.construct}: {self.reason}"
+
+
+def _scalars(value) -> Iterator[ScalarType]:
+    """The scalar types a field value spells (types nested in memrefs and groups too)."""
+    if isinstance(value, ScalarType):
+        yield value
+    elif isinstance(value, MemrefType):
+        yield value.element
+    elif isinstance(value, GroupType):
+        yield value.memref.element
+    elif isinstance(value, tuple):
+        for v in value:
+            yield from _scalars(v)
+
+
+def mixed_sizes(inst: ir.Instruction) -> bool:
+    """A collective relating a `?` size to a static one (tinytc 0.3.1 requires equal sizes
+    written alike)."""
+    if not isinstance(inst, ir.Blas):
+        return False
+    for _, (f1, m1), (f2, m2) in inst.size_relations():
+        s1, s2 = inst.op_shape(f1)[m1], inst.op_shape(f2)[m2]
+        if (s1 is None) != (s2 is None):
+            return True
+    return False
+
+
+def instruction_violations(inst: ir.Instruction, profile: Profile) -> list[Violation]:
+    """What one instruction (not its regions) uses outside the profile."""
+    found: list[str] = []
+    name = mnemonic(inst)
+    if name in profile.exclude_instructions:
+        found.append(name)
+    for f in dataclasses.fields(inst):
+        for t in _scalars(getattr(inst, f.name)):
+            if t in profile.exclude_types:
+                found.append(t.value)
+    feats = profile.exclude_features
+    if "store-constant" in feats and isinstance(inst, ir.Store) \
+            and isinstance(inst.value, ir.Const):
+        found.append("store-constant")
+    if "hadamard-matrix" in feats and isinstance(inst, ir.Hadamard) and inst.c_type.order > 1:
+        found.append("hadamard-matrix")
+    if "mixed-static-dynamic-sizes" in feats and mixed_sizes(inst):
+        found.append("mixed-static-dynamic-sizes")
+    span = getattr(inst, "span", None)
+    return [Violation(c, span, profile.reason(c)) for c in dict.fromkeys(found)]
+
+
+def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Violation]:
+    """Every construct of the program outside the profile (each construct once per place)."""
+    if not profile.restricts:
+        return []
+    functions = program.functions if isinstance(program, ir.Program) else (program,)
+    out: list[Violation] = []
+    for fn in functions:
+        for a in fn.args:
+            for t in _scalars(a.type):
+                if t in profile.exclude_types:
+                    out.append(Violation(t.value, a.span, profile.reason(t.value)))
+        wgs = fn.work_group_size
+        if wgs is not None and int(wgs[0]) % profile.work_group_size_multiple:
+            out.append(Violation("work_group_size", fn.span,
+                                 profile.reason("work_group_size")))
+        for inst, in_if in _walk(fn.body):
+            out.extend(instruction_violations(inst, profile))
+            if in_if and isinstance(inst, ir.Alloca) and "alloca-in-if" in \
+                    profile.exclude_features:
+                out.append(Violation("alloca-in-if", inst.span, profile.reason("alloca-in-if")))
+    return out
+
+
+def _walk(region: ir.Region) -> Iterator[tuple[ir.Instruction, bool]]:
+    """Every instruction with whether an `if` encloses it (explicit stack: any depth)."""
+    stack = [(iter(region.instructions), False)]
+    while stack:
+        it, in_if = stack[-1]
+        inst = next(it, None)
+        if inst is None:
+            stack.pop()
+            continue
+        yield inst, in_if
+        for r in ir.regions_of(inst):
+            stack.append((iter(r.instructions), in_if or isinstance(inst, ir.If)))
