@@ -276,11 +276,12 @@ def python_without_extra(tmp_path_factory) -> str:
                    check=True, timeout=120)
     shown = base / "site"
     shown.mkdir()
-    site = Path(sysconfig.get_paths()["purelib"])
     hidden = ("intel_opencl_rt", "intel_cmplr_lib_rt")
-    for entry in site.iterdir():
-        if not entry.name.lower().startswith(hidden) and not entry.name.endswith(".pth"):
-            (shown / entry.name).symlink_to(entry)
+    for lib in dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib")):
+        for entry in Path(lib).iterdir():
+            if (not entry.name.lower().startswith(hidden) and not entry.name.endswith(".pth")
+                    and not (shown / entry.name).exists()):
+                (shown / entry.name).symlink_to(entry)
     exe = base / "venv" / "bin" / "python"
     venv_site = python("import sysconfig; print(sysconfig.get_paths()['purelib'])",
                        {"PATH": os.environ.get("PATH", "")}, exe=str(exe)).stdout.strip()
