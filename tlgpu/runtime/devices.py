@@ -1,5 +1,5 @@
-"""OpenCL device choice (`--device pocl|nvidia|oclgrind|PLATFORM:DEVICE`, PYOPENCL_CTX) and the
-context/queue cache."""
+"""OpenCL device choice (`--device pocl|nvidia|oclgrind|intel|PLATFORM:DEVICE`, PYOPENCL_CTX) and
+the context/queue cache."""
 
 from __future__ import annotations
 
@@ -9,8 +9,23 @@ from typing import Optional
 
 from tlinterp.diagnostics import BackendError
 
-_ALIASES = {"pocl": ("portable computing language", "pocl"), "nvidia": ("nvidia",),
-            "oclgrind": ("oclgrind",)}
+
+def _is_intel_cpu(platform, device) -> bool:
+    # Intel's CPU runtime, not its GPU runtime or FPGA emulator; matched on the platform,
+    # since pocl's device name on an Intel machine holds "Intel" too
+    import pyopencl as cl
+
+    return (platform.name.lower().startswith("intel")
+            and bool(device.type & cl.device_type.CPU))
+
+
+def _platform_named(*words: str):
+    return lambda platform, device: any(w in platform.name.lower() for w in words)
+
+
+_ALIASES = {"pocl": _platform_named("portable computing language", "pocl"),
+            "nvidia": _platform_named("nvidia"), "oclgrind": _platform_named("oclgrind"),
+            "intel": _is_intel_cpu}
 
 
 @dataclass
@@ -44,6 +59,9 @@ def _cl():
 
 def _all_devices():
     cl = _cl()
+    from tlgpu.runtime.icd import register
+
+    register()  # before the process's first platform query, when the loader reads its ICDs
     try:
         platforms = cl.get_platforms()
     except cl.Error as e:
@@ -82,8 +100,10 @@ def find_device(spec: Optional[str] = None):
     low = spec.lower()
     if low in _ALIASES:
         for p, d in devs:
-            if any(a in p.name.lower() for a in _ALIASES[low]):
+            if _ALIASES[low](p, d):
                 return d
+        if low == "intel":
+            raise BackendError(_no_intel(devs))
     elif ":" in spec:
         plat, _, dev = low.partition(":")
         for p, d in devs:
@@ -94,6 +114,20 @@ def find_device(spec: Optional[str] = None):
             if low in p.name.lower() or low in d.name.lower():
                 return d
     raise BackendError(f"no OpenCL device matches '{spec}'; available: {_describe(devs)}")
+
+
+def _no_intel(devs) -> str:
+    from tlgpu.runtime.icd import INSTALL, register
+
+    reg = register()
+    if reg.library is None:
+        return ("no Intel CPU OpenCL device: Intel's runtime (the 'intel' extra) is not "
+                f"installed; install it with {INSTALL}")
+    if reg.problem:
+        return f"no Intel CPU OpenCL device: {reg.library} is installed but {reg.problem}"
+    # e.g. a dependency missing, or pyopencl asked for platforms before tlgpu registered it
+    return (f"no Intel CPU OpenCL device: {reg.library} is installed but its platform did not "
+            f"load (OCL_ICD_DEBUG=7 shows the loader's reasons); available: {_describe(devs)}")
 
 
 def handle(spec: Optional[str] = None) -> DeviceHandle:

@@ -22,7 +22,8 @@ __all__ = ["FLAGS", "add_impl_flags", "impl_options", "lowering_needs_opencl",
 FLAGS = ("device", "lowering", "work_group_size", "build_options", "reject_status")
 
 _HELP = {
-    "device": "OpenCL device: pocl, nvidia, oclgrind, PLATFORM:DEVICE (a substring match)",
+    "device": "OpenCL device: pocl, nvidia, oclgrind, intel (the intel extra), PLATFORM:DEVICE "
+              "(a substring match)",
     "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists the "
                 "keys)",
     "work_group_size": "opencl-c: work-group size of kernels without reqd_work_group_size",
