@@ -1,0 +1,351 @@
+"""Building and launching another compiler's code (OpenCL C or SPIR-V) in worker processes
+that a time bound reaches.
+
+    runner = ForeignRunner("pocl")
+    outcome = runner.run(ForeignJob("opencl-c", source, function, "f", args=args),
+                         timeout=10)     # a tlinterp.impl.Outcome
+    runner.close()
+
+A worker is a `python -m tlgpu.runtime.foreign` child (spawned, never forked: OpenCL state
+must not be inherited) in a session of its own, like tlgpu.runtime.isolated's; unlike it, it
+stays: it opens the device once and keeps its builds (tlgpu.runtime.kernel caches them by
+code, device and build options), so a case costs a build and a launch, not a Python and
+pyopencl start-up. A runner keeps one idle worker per thread that used it and hands each
+job to one of them. When a job runs past its time the worker is killed with its process
+group (status "timeout"); when it dies (a signal, typically SIGSEGV from a stray access on a
+CPU device) the job is "crashed" with the signal. Either way the next job starts a fresh
+worker. A worker dies with the thread that started it (PR_SET_PDEATHSIG), so none outlives
+its tool even when that tool is killed.
+
+Messages both ways are pickles behind an 8-byte length, so that the parent can wait for an
+answer with a deadline.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+import weakref
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from tlgpu.runtime.isolated import _die_with_parent, _signal_name
+from tlinterp import diagnostics as _diagnostics
+from tlinterp import ir
+from tlinterp.diagnostics import ExecutionError, TLError
+from tlinterp.impl.base import Outcome, outcome_of_error
+
+__all__ = ["DeviceInfo", "ForeignJob", "ForeignRunner", "START_TIMEOUT"]
+
+START_TIMEOUT = 120.0  # seconds a worker may take to load pyopencl and open the device
+_HEADER = struct.Struct("<Q")
+
+
+@dataclass
+class ForeignJob:
+    """One build-and-launch: `code` is OpenCL C text (kind "opencl-c") or a SPIR-V module
+    (kind "spirv") holding `kernel_name`, the kernel of `function` under the calling
+    convention."""
+
+    kind: str
+    code: Union[str, bytes]
+    function: ir.Function
+    kernel_name: str
+    work_group_size: Optional[tuple[int, int]] = None
+    build_options: str = ""
+    args: dict = field(default_factory=dict)
+    groups: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a worker found when it opened the device."""
+
+    name: str  # "PLATFORM: DEVICE"
+    il_versions: str  # e.g. "SPIR-V_1.0 SPIR-V_1.1"; empty: takes no SPIR-V
+    sub_groups: bool
+
+
+# ---- the worker (child) side ----------------------------------------------------------------
+
+
+def _send(f, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(_HEADER.pack(len(data)) + data)
+    f.flush()
+
+
+def _read_exact(f, n: int) -> bytes:
+    data = f.read(n)
+    if data is None or len(data) < n:
+        raise EOFError
+    return data
+
+
+def _job(job: ForeignJob, device: Optional[str]) -> dict:
+    from tlgpu.runtime.kernel import from_il, from_source
+
+    build = from_il if job.kind == "spirv" else from_source
+    kernel = build(job.code, job.function, job.kernel_name, device, job.work_group_size,
+                   job.build_options)
+    return kernel.run(job.args, job.groups)
+
+
+def _answer(job: ForeignJob, device: Optional[str]) -> tuple:
+    from tlgpu.runtime.kernel import ForeignCodeError, MissingFeatureError
+
+    try:
+        return ("ok", _job(job, device))
+    except MissingFeatureError as e:
+        return ("missing", e.format())
+    except ForeignCodeError as e:
+        return ("foreign", e.format())
+    except TLError as e:
+        return ("error", type(e).__name__, e.diagnostics, e.source)
+    except KeyError as e:  # bind(): an argument the function does not name, ...
+        return ("error", "ArgumentError", str(e.args[0]), "")
+    except Exception as e:  # noqa: BLE001 - e.g. a driver error pyopencl did not wrap
+        return ("internal", f"raised {type(e).__name__}: {e}")
+
+
+def _serve(device: Optional[str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    _die_with_parent()
+    warnings.simplefilter("ignore")
+    reply = os.fdopen(os.dup(1), "wb")
+    # OpenCL compilers write straight to fds 1 and 2: keep it per job, for failures
+    log = tempfile.TemporaryFile()
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    try:
+        from tlgpu.runtime.devices import handle
+        from tlgpu.runtime.kernel import has_sub_groups, il_versions
+
+        d = handle(device).device
+        _send(reply, ("ready", DeviceInfo(f"{d.platform.name.strip()}: {d.name.strip()}",
+                                          il_versions(d), has_sub_groups(d))))
+    except TLError as e:  # no such device
+        _send(reply, ("error", e.format()))
+        return
+    inp = sys.stdin.buffer
+    while True:
+        try:
+            (size,) = _HEADER.unpack(_read_exact(inp, _HEADER.size))
+            job = pickle.loads(_read_exact(inp, size))
+        except EOFError:  # the parent closed the pipe: done
+            return
+        log.seek(0)
+        log.truncate()
+        answer = _answer(job, device)
+        log.seek(0)
+        _send(reply, (answer, log.read(1 << 16).decode("utf-8", "replace").strip()))
+
+
+# ---- the parent side ------------------------------------------------------------------------
+
+
+class _Died(Exception):
+    """The worker gave no (complete) answer: `why` says how it ended."""
+
+    def __init__(self, why: str, timed_out: bool = False):
+        super().__init__(why)
+        self.why, self.timed_out = why, timed_out
+
+
+class _Worker:
+    def __init__(self, device: Optional[str]):
+        env = dict(os.environ)  # the child imports this very tlgpu
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        # some drivers drop debug files (pocl: broken.dot) into the working directory
+        self.cwd = tempfile.mkdtemp(prefix="tl-foreign-")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tlgpu.runtime.foreign", device or ""],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=self.cwd, env=env, start_new_session=True)
+        self.info: Optional[DeviceInfo] = None
+
+    def start(self) -> DeviceInfo:
+        """Wait for the worker to open the device; ExecutionError when it cannot."""
+        try:
+            msg = self._recv(START_TIMEOUT)
+        except _Died as e:
+            self.kill()
+            raise ExecutionError(f"the OpenCL worker did not start: {e.why}") from None
+        if msg[0] != "ready":
+            self.kill()
+            raise ExecutionError(msg[1])
+        self.info = msg[1]
+        return self.info
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def call(self, job: ForeignJob, timeout: Optional[float]) -> tuple:
+        data = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            self.proc.stdin.write(_HEADER.pack(len(data)) + data)
+            self.proc.stdin.flush()
+        except OSError:
+            raise _Died(self._how_it_ended()) from None
+        return self._recv(timeout)
+
+    def _recv(self, timeout: Optional[float]):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        buf = b""
+        need = _HEADER.size
+        header = True
+        while True:
+            while len(buf) < need:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                ready, _, _ = select.select([fd], [], [], left)
+                if not ready:
+                    self.kill()
+                    raise _Died(f"no answer within {timeout:g} s (killed)", timed_out=True)
+                chunk = os.read(fd, max(need - len(buf), 1 << 16))
+                if not chunk:
+                    raise _Died(self._how_it_ended())
+                buf += chunk
+            if not header:
+                try:
+                    return pickle.loads(buf[:need])
+                except Exception as e:  # noqa: BLE001 - a garbled answer: the worker is broken
+                    self.kill()
+                    raise _Died(f"an unreadable answer ({type(e).__name__}: {e})") from None
+            (size,) = _HEADER.unpack(buf[:_HEADER.size])
+            buf, need, header = buf[_HEADER.size:], size, False
+
+    def _how_it_ended(self) -> str:
+        try:
+            code = self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.kill()
+        if code is None:
+            return "it closed its pipe but did not exit"
+        return _signal_name(code) if code < 0 else f"exit status {code}"
+
+    def kill(self) -> None:
+        """The worker and whatever it started, now; its scratch directory removed."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: the pid is the group
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        shutil.rmtree(self.cwd, ignore_errors=True)
+
+    def close(self) -> None:
+        """Let an idle worker end by closing its input; kill it if it does not."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+
+_RUNNERS: weakref.WeakSet = weakref.WeakSet()
+
+
+class ForeignRunner:
+    """Workers for one device, one per thread that runs jobs (see the module doc)."""
+
+    def __init__(self, device: Optional[str]):
+        self.device = device
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self.restarts = 0  # workers killed after a timeout or a crash
+        _RUNNERS.add(self)
+
+    def _take(self) -> _Worker:
+        with self._lock:
+            while self._idle:
+                w = self._idle.pop()
+                if w.alive:  # its thread may have ended, taking it along (PDEATHSIG)
+                    return w
+                w.kill()
+        w = _Worker(self.device)
+        w.start()
+        return w
+
+    def _give_back(self, w: _Worker) -> None:
+        with self._lock:
+            self._idle.append(w)
+
+    def device_info(self) -> DeviceInfo:
+        """What the device offers (a worker opens it; that worker is kept for the jobs).
+        ExecutionError when there is no such device or the worker cannot start."""
+        w = self._take()
+        self._give_back(w)
+        assert w.info is not None
+        return w.info
+
+    def run(self, job: ForeignJob, timeout: Optional[float] = None) -> Outcome:
+        """Build and launch `job`, waiting at most `timeout` seconds for it (the worker's own
+        start-up, paid once, is not counted); every failure is an Outcome."""
+        try:
+            w = self._take()
+        except TLError as e:
+            return Outcome("crashed", message=e.format())
+        try:
+            answer, log = w.call(job, timeout)
+        except _Died as e:
+            self.restarts += 1
+            if e.timed_out:
+                return Outcome("timeout", message=f"the OpenCL run: {e.why}")
+            return Outcome("crashed", message=f"the OpenCL run crashed ({e.why}); the code may "
+                           "do something undefined on the device")
+        self._give_back(w)
+        return _outcome(answer, log)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for w in idle:
+            w.close()
+
+
+def _outcome(answer: tuple, log: str) -> Outcome:
+    kind = answer[0]
+    if kind == "ok":
+        return Outcome("ok", outputs=answer[1])
+    if kind in ("missing", "foreign", "internal"):
+        return Outcome("crashed", message=f"{answer[1]}\n{log}".strip())
+    _, cls_name, diags, source = answer
+    cls = getattr(_diagnostics, cls_name, None)
+    if not (isinstance(cls, type) and issubclass(cls, TLError)):
+        cls = ExecutionError
+    o = outcome_of_error(cls(diags, source))
+    o.message = f"{o.message}\n{log}".strip()
+    return o
+
+
+@atexit.register
+def _close_all() -> None:
+    for r in list(_RUNNERS):
+        r.close()
+
+
+if __name__ == "__main__":
+    # the module's own classes, not __main__'s copies, so that the parent can unpickle them
+    from tlgpu.runtime.foreign import _serve as serve
+
+    serve(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] else None)
