@@ -125,7 +125,7 @@ class _Foreign(Implementation):
     def compile_code(self, job: Job, timeout: Optional[float]
                      ) -> tuple[Optional[bytes], Outcome]:
         """(the code, ok) or (None, what went wrong) after running the compiler."""
-        with tempfile.TemporaryDirectory(prefix="tl-foreign-") as tmp:
+        with tempfile.TemporaryDirectory(prefix=f"tl-{self.kind}-") as tmp:
             tl = write_kernel(job, tmp)
             out = os.path.join(tmp, "out" + self.suffix)
             uses_out = "{out}" in self.command

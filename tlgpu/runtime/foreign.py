@@ -36,7 +36,6 @@ import tempfile
 import threading
 import time
 import warnings
-import weakref
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -50,6 +49,7 @@ __all__ = ["DeviceInfo", "ForeignJob", "ForeignRunner", "START_TIMEOUT"]
 
 START_TIMEOUT = 120.0  # seconds a worker may take to load pyopencl and open the device
 _HEADER = struct.Struct("<Q")
+_LOG = "worker.log"  # in the worker's working directory
 
 
 @dataclass
@@ -124,8 +124,9 @@ def _serve(device: Optional[str]) -> None:
     _die_with_parent()
     warnings.simplefilter("ignore")
     reply = os.fdopen(os.dup(1), "wb")
-    # OpenCL compilers write straight to fds 1 and 2: keep it per job, for failures
-    log = tempfile.TemporaryFile()
+    # OpenCL compilers and drivers write straight to fds 1 and 2: keep it per job, for
+    # failures (a file in the working directory: the parent reads it when we die)
+    log = open(_LOG, "w+b")
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     try:
@@ -158,9 +159,9 @@ def _serve(device: Optional[str]) -> None:
 class _Died(Exception):
     """The worker gave no (complete) answer: `why` says how it ended."""
 
-    def __init__(self, why: str, timed_out: bool = False):
+    def __init__(self, why: str, timed_out: bool = False, said: str = ""):
         super().__init__(why)
-        self.why, self.timed_out = why, timed_out
+        self.why, self.timed_out, self.said = why, timed_out, said
 
 
 class _Worker:
@@ -175,6 +176,7 @@ class _Worker:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=self.cwd, env=env, start_new_session=True)
         self.info: Optional[DeviceInfo] = None
+        _LIVE.add(self)
 
     def start(self) -> DeviceInfo:
         """Wait for the worker to open the device; ExecutionError when it cannot."""
@@ -199,7 +201,7 @@ class _Worker:
             self.proc.stdin.write(_HEADER.pack(len(data)) + data)
             self.proc.stdin.flush()
         except OSError:
-            raise _Died(self._how_it_ended()) from None
+            raise self._died() from None
         return self._recv(timeout)
 
     def _recv(self, timeout: Optional[float]):
@@ -217,7 +219,7 @@ class _Worker:
                     raise _Died(f"no answer within {timeout:g} s (killed)", timed_out=True)
                 chunk = os.read(fd, max(need - len(buf), 1 << 16))
                 if not chunk:
-                    raise _Died(self._how_it_ended())
+                    raise self._died()
                 buf += chunk
             if not header:
                 try:
@@ -228,15 +230,28 @@ class _Worker:
             (size,) = _HEADER.unpack(buf[:_HEADER.size])
             buf, need, header = buf[_HEADER.size:], size, False
 
-    def _how_it_ended(self) -> str:
+    def _died(self) -> _Died:
+        """How the worker ended, and what it printed last; it is killed."""
         try:
             code = self.proc.wait(5)
         except subprocess.TimeoutExpired:
             code = None
+        said = self.said
         self.kill()
-        if code is None:
-            return "it closed its pipe but did not exit"
-        return _signal_name(code) if code < 0 else f"exit status {code}"
+        how = "it closed its pipe but did not exit" if code is None else \
+            _signal_name(code) if code < 0 else f"exit status {code}"
+        return _Died(how, said=said)
+
+    @property
+    def said(self) -> str:
+        """What the worker printed in its last job (a driver's last words)."""
+        try:
+            with open(os.path.join(self.cwd, _LOG), "rb") as f:
+                f.seek(max(0, f.seek(0, os.SEEK_END) - 2000))
+                text = f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+        return text
 
     def kill(self) -> None:
         """The worker and whatever it started, now; its scratch directory removed."""
@@ -251,6 +266,7 @@ class _Worker:
             except OSError:
                 pass
         shutil.rmtree(self.cwd, ignore_errors=True)
+        _LIVE.discard(self)
 
     def close(self) -> None:
         """Let an idle worker end by closing its input; kill it if it does not."""
@@ -262,7 +278,8 @@ class _Worker:
         self.kill()
 
 
-_RUNNERS: weakref.WeakSet = weakref.WeakSet()
+# every worker not yet ended, whoever holds it: all end when the tool exits
+_LIVE: set[_Worker] = set()
 
 
 class ForeignRunner:
@@ -273,7 +290,6 @@ class ForeignRunner:
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self.restarts = 0  # workers killed after a timeout or a crash
-        _RUNNERS.add(self)
 
     def _take(self) -> _Worker:
         with self._lock:
@@ -311,8 +327,9 @@ class ForeignRunner:
             self.restarts += 1
             if e.timed_out:
                 return Outcome("timeout", message=f"the OpenCL run: {e.why}")
+            said = f"\nthe OpenCL worker printed:\n{e.said}" if e.said else ""
             return Outcome("crashed", message=f"the OpenCL run crashed ({e.why}); the code may "
-                           "do something undefined on the device")
+                           f"do something undefined on the device{said}")
         self._give_back(w)
         return _outcome(answer, log)
 
@@ -340,8 +357,8 @@ def _outcome(answer: tuple, log: str) -> Outcome:
 
 @atexit.register
 def _close_all() -> None:
-    for r in list(_RUNNERS):
-        r.close()
+    for w in list(_LIVE):
+        w.close()
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ def il_versions(device) -> str:
 
 
 def _device_words(dev: DeviceHandle) -> str:
-    return f"'{dev.device.name.strip()}'"
+    return f"'{dev.device.platform.name.strip()}: {dev.device.name.strip()}'"
 
 
 def build_options_of(extra: str) -> list[str]:
