@@ -142,6 +142,7 @@ _SUB_GROUPS = re.compile(r"\b(?:intel_sub_group_\w+|get_(?:max_|num_|enqueued_nu
                          r"|sub_group_\w+|cl_intel_subgroups\w*|cl_khr_subgroups"
                          r"|intel_reqd_sub_group_size)\b")
 SUB_GROUP_EXTENSIONS = ("cl_khr_subgroups", "cl_intel_subgroups")
+SPIRV_MAGIC = bytes.fromhex("03022307")  # 0x07230203, little-endian
 
 
 class MissingFeatureError(ForeignCodeError):
@@ -221,6 +222,9 @@ def from_il(il: bytes, function: ir.Function, kernel_name: str, device: Optional
         if not il_versions(dev.device):
             raise MissingFeatureError(f"{_device_words(dev)} takes no SPIR-V (no "
                                       "CL_DEVICE_IL_VERSION): use --device intel")
+        if il[:4] not in (SPIRV_MAGIC, SPIRV_MAGIC[::-1]):
+            raise ForeignCodeError(f"the code is no SPIR-V module: it starts with {il[:16]!r}, "
+                                   "not the magic number 0x07230203")
         try:
             _BUILT[key] = cl.Program(dev.context, il).build(options=options)
         except cl.Error as e:
