@@ -84,12 +84,12 @@ def main(argv=None) -> int:
                 impl.close()
         stages = None
         if ns.stages > 0:
-            from tlgpu.lowering.function import kernel_name
-            from tlgpu.runtime.foreign import ForeignJob
-
             impl = resolve(specs[2][1], options)
             runner = getattr(impl, "runner", None)
             if runner is not None:  # this tree's foreign workers (absent before them)
+                from tlgpu.lowering.function import kernel_name
+                from tlgpu.runtime.foreign import ForeignJob
+
                 t0 = time.perf_counter()
                 runner.device_info()
                 start_up = time.perf_counter() - t0

@@ -109,6 +109,7 @@ class _Foreign(Implementation):
     (tlgpu.runtime.foreign) that the timeout reaches."""
 
     kind = ""  # ForeignJob.kind
+    runs_elsewhere = True  # compiler and device in other processes: may overlap our own work
     what = ""  # the code, in messages
     suffix = ""  # of {out}
 

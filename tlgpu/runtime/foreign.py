@@ -14,8 +14,8 @@ pyopencl start-up. A runner keeps one idle worker per thread that used it and ha
 job to one of them. When a job runs past its time the worker is killed with its process
 group (status "timeout"); when it dies (a signal, typically SIGSEGV from a stray access on a
 CPU device) the job is "crashed" with the signal. Either way the next job starts a fresh
-worker. A worker dies with the thread that started it (PR_SET_PDEATHSIG), so none outlives
-its tool even when that tool is killed.
+worker. Workers are started from one long-lived thread and die with it (PR_SET_PDEATHSIG),
+so none outlives its tool, even when the tool is killed.
 
 Messages both ways are pickles behind an 8-byte length, so that the parent can wait for an
 answer with a deadline.
@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -164,6 +165,18 @@ class _Died(Exception):
         self.why, self.timed_out, self.said = why, timed_out, said
 
 
+_SPAWNER: Optional[ThreadPoolExecutor] = None
+_SPAWNER_LOCK = threading.Lock()
+
+
+def _spawner() -> ThreadPoolExecutor:
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = ThreadPoolExecutor(1, thread_name_prefix="tl-foreign-spawner")
+        return _SPAWNER
+
+
 class _Worker:
     def __init__(self, device: Optional[str]):
         env = dict(os.environ)  # the child imports this very tlgpu
@@ -171,10 +184,12 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         # some drivers drop debug files (pocl: broken.dot) into the working directory
         self.cwd = tempfile.mkdtemp(prefix="tl-foreign-")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tlgpu.runtime.foreign", device or ""],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=self.cwd, env=env, start_new_session=True)
+        argv = [sys.executable, "-m", "tlgpu.runtime.foreign", device or ""]
+        # started from one long-lived thread: PR_SET_PDEATHSIG fires when the thread that
+        # started a child ends, and a pooled worker outlives the job thread that made it
+        self.proc = _spawner().submit(
+            subprocess.Popen, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, cwd=self.cwd, env=env, start_new_session=True).result()
         self.info: Optional[DeviceInfo] = None
         _LIVE.add(self)
 
