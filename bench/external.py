@@ -10,7 +10,8 @@ Rows (tlconform's run_all, --jobs threads, verdicts judged against the corpus):
                           compiler time
   opencl-c (tlrun)        `python3 -m tlinterp.cli {tl} --emit opencl` as the compiler: a
                           Python start and our lowering per case on top
-pocl's on-disk kernel cache is off (POCL_KERNEL_CACHE=0), so no row reuses another's builds.
+pocl's and pyopencl's build caches are off (POCL_KERNEL_CACHE=0, PYOPENCL_NO_CACHE=1), so no
+row reuses another's builds.
 Stages: one case at a time, the mean of the compiler run and of the build and launch in the
 worker, and the worker's start-up (paid once per thread). Target: >= 4 cases/s (2 cores).
 """
@@ -56,7 +57,10 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="pocl")
     p.add_argument("--stages", type=int, default=8, help="cases timed stage by stage")
     ns = p.parse_args(argv)
-    os.environ["POCL_KERNEL_CACHE"] = "0"  # before any OpenCL start, inherited by workers
+    # no build served from a cache, pocl's or pyopencl's (the rows build the same sources);
+    # set before any OpenCL start, inherited by the workers
+    os.environ["POCL_KERNEL_CACHE"] = "0"
+    os.environ["PYOPENCL_NO_CACHE"] = "1"
 
     from fuzz.conform.cli import run_all
     from fuzz.conform.corpus import default_corpus, load_corpus

@@ -10,12 +10,12 @@ A worker is a `python -m tlgpu.runtime.foreign` child (spawned, never forked: Op
 must not be inherited) in a session of its own, like tlgpu.runtime.isolated's; unlike it, it
 stays: it opens the device once and keeps its builds (tlgpu.runtime.kernel caches them by
 code, device and build options), so a case costs a build and a launch, not a Python and
-pyopencl start-up. A runner keeps one idle worker per thread that used it and hands each
-job to one of them. When a job runs past its time the worker is killed with its process
-group (status "timeout"); when it dies (a signal, typically SIGSEGV from a stray access on a
-CPU device) the job is "crashed" with the signal. Either way the next job starts a fresh
-worker. Workers are started from one long-lived thread and die with it (PR_SET_PDEATHSIG),
-so none outlives its tool, even when the tool is killed.
+pyopencl start-up. A runner keeps its idle workers (as many as jobs ran at once: one per
+`-j` thread) and hands each job to one of them. When a job runs past its time the worker is
+killed with its process group (status "timeout"); when it dies (a signal, typically SIGSEGV
+from a stray access on a CPU device) the job is "crashed" with the signal. Either way the next
+job starts a fresh worker. Workers are started from one long-lived thread and die with it
+(PR_SET_PDEATHSIG), so none outlives its tool, even when the tool is killed.
 
 Messages both ways are pickles behind an 8-byte length, so that the parent can wait for an
 answer with a deadline.
@@ -199,7 +199,8 @@ class _Worker:
             msg = self._recv(START_TIMEOUT)
         except _Died as e:
             self.kill()
-            raise ExecutionError(f"the OpenCL worker did not start: {e.why}") from None
+            said = f"\n{e.said}" if e.said else ""
+            raise ExecutionError(f"the OpenCL worker did not start: {e.why}{said}") from None
         if msg[0] != "ready":
             self.kill()
             raise ExecutionError(msg[1])
@@ -298,7 +299,7 @@ _LIVE: set[_Worker] = set()
 
 
 class ForeignRunner:
-    """Workers for one device, one per thread that runs jobs (see the module doc)."""
+    """Workers for one device, as many as jobs ran at once (see the module doc)."""
 
     def __init__(self, device: Optional[str]):
         self.device = device
@@ -310,7 +311,7 @@ class ForeignRunner:
         with self._lock:
             while self._idle:
                 w = self._idle.pop()
-                if w.alive:  # its thread may have ended, taking it along (PDEATHSIG)
+                if w.alive:  # an idle worker may have been killed from outside
                     return w
                 w.kill()
         w = _Worker(self.device)
