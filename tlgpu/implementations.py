@@ -189,6 +189,9 @@ class _Foreign(Implementation):
                                        self.options.build_options, dict(job.args), job.groups),
                             left)
         o.command = compiled.command
+        if o.status == "timeout":  # in the case's terms, not the rest the device got
+            o.message = (f"the build and launch did not end within the case's {timeout:g} s "
+                         "(the worker was killed)")
         if o.status == "ok":
             o.message = compiled.message
         else:
