@@ -103,15 +103,20 @@ def _job(job: ForeignJob, device: Optional[str]) -> dict:
     return kernel.run(job.args, job.groups)
 
 
+def _text(e: TLError) -> str:
+    """The error's messages without the `error:` prefix: the caller's message frames them."""
+    return "\n".join(d.message for d in e.diagnostics)
+
+
 def _answer(job: ForeignJob, device: Optional[str]) -> tuple:
     from tlgpu.runtime.kernel import ForeignCodeError, MissingFeatureError
 
     try:
         return ("ok", _job(job, device))
     except MissingFeatureError as e:
-        return ("missing", e.format())
+        return ("missing", _text(e))
     except ForeignCodeError as e:
-        return ("foreign", e.format())
+        return ("foreign", _text(e))
     except TLError as e:
         return ("error", type(e).__name__, e.diagnostics, e.source)
     except KeyError as e:  # bind(): an argument the function does not name, ...
@@ -138,7 +143,7 @@ def _serve(device: Optional[str]) -> None:
         _send(reply, ("ready", DeviceInfo(f"{d.platform.name.strip()}: {d.name.strip()}",
                                           il_versions(d), has_sub_groups(d))))
     except TLError as e:  # no such device
-        _send(reply, ("error", e.format()))
+        _send(reply, ("error", _text(e)))
         return
     inp = sys.stdin.buffer
     while True:
