@@ -6,6 +6,7 @@ code on a device without sub-groups says so."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -148,3 +149,36 @@ def test_tlconform_timeout_reaches_a_spinning_kernel(tmp_path):
     assert time.monotonic() - start < 60
     assert r.returncode == 1 and "Traceback" not in r.stderr + r.stdout, r.stderr
     assert '"timeout"' in report.read_text()
+
+
+def test_a_worker_broken_by_earlier_jobs_does_not_blame_the_next(tmp_path):
+    """A kernel that stores out of bounds may corrupt the worker's heap so that the NEXT job
+    aborts in malloc (tinytc's code on Intel's runtime does): a worker that dies after
+    earlier jobs is replaced and the job rerun once; only a death in a fresh worker counts.
+    The earlier damage is played by killing the worker as the job is sent."""
+    from tlgpu.runtime.foreign import ForeignJob, ForeignRunner
+    from tlinterp import check, parse
+
+    function = check(parse(KERNEL)).functions[0]
+    runner = ForeignRunner("pocl")
+    try:
+        fine = ForeignJob("opencl-c", FINE, function, "f", args=ARGS)
+        assert runner.run(fine, 60).status == "ok"
+        (w,) = runner._idle
+        send = w.call
+
+        def die_first(job, timeout):
+            os.kill(w.proc.pid, signal.SIGKILL)
+            w.proc.wait()
+            return send(job, timeout)
+
+        w.call = die_first
+        o = runner.run(fine, 60)
+        assert o.status == "ok" and o.outputs["a"].tolist() == [0, 7, 2, 3]
+        assert "in a fresh worker it did not" in o.message and "SIGKILL" in o.message
+        # a job that kills a fresh worker too is the crash it is
+        o = runner.run(ForeignJob("opencl-c", SEGV, function, "f", args=ARGS), 60)
+        assert o.status == "crashed" and "signal" in o.message
+        assert runner.restarts == 3
+    finally:
+        runner.close()

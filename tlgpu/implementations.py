@@ -192,10 +192,7 @@ class _Foreign(Implementation):
         if o.status == "timeout":  # in the case's terms, not the rest the device got
             o.message = (f"the build and launch did not end within the case's {timeout:g} s "
                          "(the worker was killed)")
-        if o.status == "ok":
-            o.message = compiled.message
-        else:
-            o.message = f"{o.message}\n{compiled.message}".strip()
+        o.message = f"{o.message}\n{compiled.message}".strip()
         return o
 
     def close(self) -> None:

@@ -13,8 +13,9 @@ code, device and build options), so a case costs a build and a launch, not a Pyt
 pyopencl start-up. A runner keeps its idle workers (as many as jobs ran at once: one per
 `-j` thread) and hands each job to one of them. When a job runs past its time the worker is
 killed with its process group (status "timeout"); when it dies (a signal, typically SIGSEGV
-from a stray access on a CPU device) the job is "crashed" with the signal. Either way the next
-job starts a fresh worker. Workers are started from one long-lived thread and die with it
+from a stray access on a CPU device) the job is "crashed" with the signal, unless the worker
+had run earlier jobs and the job passes in a fresh one (see `ForeignRunner.run`). Either way
+the next job starts a fresh worker. Workers are started from one long-lived thread and die with it
 (PR_SET_PDEATHSIG), so none outlives its tool, even when the tool is killed.
 
 Messages both ways are pickles behind an 8-byte length, so that the parent can wait for an
@@ -196,6 +197,7 @@ class _Worker:
             subprocess.Popen, argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, cwd=self.cwd, env=env, start_new_session=True).result()
         self.info: Optional[DeviceInfo] = None
+        self.jobs = 0  # answered so far
         _LIVE.add(self)
 
     def start(self) -> DeviceInfo:
@@ -312,9 +314,9 @@ class ForeignRunner:
         self._lock = threading.Lock()
         self.restarts = 0  # workers killed after a timeout or a crash
 
-    def _take(self) -> _Worker:
+    def _take(self, fresh: bool = False) -> _Worker:
         with self._lock:
-            while self._idle:
+            while self._idle and not fresh:
                 w = self._idle.pop()
                 if w.alive:  # an idle worker may have been killed from outside
                     return w
@@ -337,20 +339,44 @@ class ForeignRunner:
 
     def run(self, job: ForeignJob, timeout: Optional[float] = None) -> Outcome:
         """Build and launch `job`, waiting at most `timeout` seconds for it (the worker's own
-        start-up, paid once, is not counted); every failure is an Outcome."""
+        start-up, paid once, is not counted); every failure is an Outcome.
+
+        A worker that dies in a job after earlier ones may have been broken by them (a kernel
+        that stores out of bounds corrupts the worker's heap, and the next allocation aborts):
+        the job is then rerun once in a fresh worker, whose answer counts."""
         try:
             w = self._take()
         except TLError as e:
-            return Outcome("crashed", message=e.format())
+            return Outcome("crashed", message=_text(e))
+        start = time.monotonic()
         try:
             answer, log = w.call(job, timeout)
         except _Died as e:
             self.restarts += 1
             if e.timed_out:
                 return Outcome("timeout", message=f"the OpenCL run: {e.why}")
-            said = f"\nthe OpenCL worker printed:\n{e.said}" if e.said else ""
-            return Outcome("crashed", message=f"the OpenCL run crashed ({e.why}); the code may "
-                           f"do something undefined on the device{said}")
+            if w.jobs == 0:
+                return _crashed(e)
+            left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.1)
+            try:
+                w = self._take(fresh=True)
+            except TLError as e2:
+                return Outcome("crashed", message=_text(e2))
+            try:
+                answer, log = w.call(job, left)
+            except _Died as e2:
+                self.restarts += 1
+                if e2.timed_out:
+                    return Outcome("timeout", message=f"the OpenCL run: {e2.why}")
+                return _crashed(e2)
+            note = (f"(a worker that had run earlier jobs died in this one ({e.why}); in a "
+                    "fresh worker it did not)")
+            w.jobs += 1
+            self._give_back(w)
+            o = _outcome(answer, log)
+            o.message = f"{note}\n{o.message}".strip()
+            return o
+        w.jobs += 1
         self._give_back(w)
         return _outcome(answer, log)
 
@@ -359,6 +385,12 @@ class ForeignRunner:
             idle, self._idle = self._idle, []
         for w in idle:
             w.close()
+
+
+def _crashed(e: _Died) -> Outcome:
+    said = f"\nthe OpenCL worker printed:\n{e.said}" if e.said else ""
+    return Outcome("crashed", message=f"the OpenCL run crashed ({e.why}); the code may do "
+                   f"something undefined on the device{said}")
 
 
 def _outcome(answer: tuple, log: str) -> Outcome:
