@@ -51,8 +51,9 @@ def lowered_dir(tmp_path_factory) -> Path:
 
 def cached_compiler(d: Path, sed: str = "") -> str:
     """`opencl-c:` over a shell script that prints the stored lowering of {tl}, or exits 2 (a
-    rejection) for a program it has none for."""
-    script = f'f={d}/$(sha1sum < "$1" | cut -c1-40).cl; test -f "$f" || exit 2; cat "$f"'
+    rejection, with the diagnostic that makes it one) for a program it has none for."""
+    script = (f'f={d}/$(sha1sum < "$1" | cut -c1-40).cl; test -f "$f" || '
+              '{ echo "$1:1.1-2: no lowering stored" >&2; exit 2; }; cat "$f"')
     if sed:
         script += f' | sed "{sed}"'
     return f"opencl-c:sh -c '{script}' sh {{tl}}"

@@ -1,5 +1,7 @@
-"""The OpenCL implementations, registered as `opencl` (the reference lowering) and
-`opencl-c:COMMAND` (an external compiler that emits OpenCL C, built and launched here)."""
+"""The OpenCL implementations, registered as `opencl` (the reference lowering),
+`opencl-c:COMMAND` (an external compiler that emits OpenCL C) and `spirv:COMMAND` (one that
+emits SPIR-V); the code of the last two is built and launched in worker processes
+(tlgpu.runtime.foreign)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,12 @@ import dataclasses
 import os
 import tempfile
 import threading
+import time
 from typing import Optional
 
 from tlinterp.diagnostics import BackendError, TLError
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
-from tlinterp.impl.base import parse_work_group_size
+from tlinterp.impl.base import mentioned_diagnostics, parse_work_group_size
 from tlinterp.impl.command import check_template, describe_exit, expand_template, run_command
 from tlinterp.impl.template import write_kernel
 
@@ -95,33 +98,49 @@ def opencl_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
 
 
 FIELDS = ("tl", "out", "func")
-class OpenCLC(Implementation):
-    """Runs COMMAND to turn the .tl file into OpenCL C ({out} or its stdout), then builds and
-    launches the kernel the calling convention names."""
+# a bound for the device side of a job whose caller gives none (tlrun has no --timeout): a
+# spinning kernel must not hang the tool
+DEFAULT_TIMEOUT = 600.0
+
+
+class _Foreign(Implementation):
+    """Runs COMMAND to turn the .tl file into code ({out} or its stdout), then builds and
+    launches the kernel the calling convention names in a worker process
+    (tlgpu.runtime.foreign) that the timeout reaches."""
+
+    kind = ""  # ForeignJob.kind
+    runs_elsewhere = True  # compiler and device in other processes: may overlap our own work
+    what = ""  # the code, in messages
+    suffix = ""  # of {out}
 
     def __init__(self, command: str, options: ImplOptions):
+        from tlgpu.runtime.foreign import ForeignRunner
+
         check_template(command, FIELDS, ("tl",))
         self.command = command
-        self.spec = f"opencl-c:{command}"
+        self.spec = f"{self.kind}:{command}"
         self.options = options
         self.size = parse_work_group_size(options.work_group_size)
+        self.runner = ForeignRunner(options.device)
 
-    def compile_source(self, job: Job, timeout: Optional[float]) -> tuple[Optional[str], Outcome]:
-        """(OpenCL C, None) or (None, what went wrong) after running the compiler."""
-        with tempfile.TemporaryDirectory(prefix="tl-opencl-c-") as tmp:
+    def compile_code(self, job: Job, timeout: Optional[float]
+                     ) -> tuple[Optional[bytes], Outcome]:
+        """(the code, ok) or (None, what went wrong) after running the compiler."""
+        with tempfile.TemporaryDirectory(prefix=f"tl-{self.kind}-") as tmp:
             tl = write_kernel(job, tmp)
-            out = os.path.join(tmp, "out.cl")
+            out = os.path.join(tmp, "out" + self.suffix)
             uses_out = "{out}" in self.command
             values = {"tl": tl, "out": out, "func": job.func}
             done = run_command(expand_template(self.command, values), timeout)
             command = " ".join(expand_template(
-                self.command, {"tl": os.path.basename(tl), "out": "out.cl", "func": job.func}))
+                self.command, {"tl": os.path.basename(tl), "out": "out" + self.suffix,
+                               "func": job.func}))
             if done.code is None:
                 status = "timeout" if "no answer" in done.problem else "crashed"
                 return None, Outcome(status, message=f"the compiler: {done.problem}\n"
                                      f"{done.stderr}".strip(), command=command)
-            if done.code == 2:
-                return None, Outcome("rejected", message=done.text, command=command)
+            if done.code in self.options.reject_status and done.code != 0:
+                return None, _rejected(done.code, done.text, command)
             if done.code != 0:
                 return None, Outcome("crashed", message=f"the compiler ended with "
                                      f"{describe_exit(done.code)}\n{done.text}".strip(),
@@ -129,24 +148,30 @@ class OpenCLC(Implementation):
             if uses_out:
                 try:
                     with open(out, "rb") as f:
-                        source = f.read().decode("utf-8", errors="replace")
+                        code = f.read()
                 except OSError:
-                    source = ""
+                    code = b""
             else:
-                source = done.stdout
-            if not source.strip():
+                code = done.stdout_bytes
+            if not code.strip():
                 where = "{out}" if uses_out else "stdout"
                 return None, Outcome("crashed", message=f"the compiler exited 0 but wrote no "
-                                     f"OpenCL C to {where}\n{done.stderr}".strip(),
+                                     f"{self.what} to {where}\n{done.stderr}".strip(),
                                      command=command)
-            return source, Outcome("ok", message=done.stderr, command=command)
+            return code, Outcome("ok", message=done.stderr, command=command)
+
+    def _code(self, data: bytes):
+        return data
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
         from tlgpu.lowering.function import kernel_name
-        from tlgpu.runtime.kernel import ForeignCodeError, from_source
+        from tlgpu.runtime.foreign import ForeignJob
 
-        source, compiled = self.compile_source(job, timeout)
-        if source is None:
+        if timeout is None:
+            timeout = DEFAULT_TIMEOUT
+        deadline = time.monotonic() + timeout
+        code, compiled = self.compile_code(job, timeout)
+        if code is None:
             return compiled
         try:
             program = _program(job)
@@ -157,22 +182,63 @@ class OpenCLC(Implementation):
                            "(exit 0)", command=compiled.command)
         except KeyError as e:
             return Outcome("rejected", message=str(e.args[0]), command=compiled.command)
+        # the device gets what the compiler left of the case's time
+        left = max(deadline - time.monotonic(), 0.1)
+        o = self.runner.run(ForeignJob(self.kind, self._code(code), function,
+                                       kernel_name(function), self.size,
+                                       self.options.build_options, dict(job.args), job.groups),
+                            left)
+        o.command = compiled.command
+        if o.status == "timeout":  # in the case's terms, not the rest the device got
+            o.message = (f"the build and launch did not end within the case's {timeout:g} s "
+                         "(the worker was killed)")
+        o.message = f"{o.message}\n{compiled.message}".strip()
+        return o
+
+    def close(self) -> None:
+        """End the worker processes now (they also end with the tool)."""
+        self.runner.close()
+
+
+def _rejected(code: int, text: str, command: str) -> Outcome:
+    """A reject status is a rejection only with a diagnostic that points at the program: a
+    compiler that exits with it for any other reason (an assertion, a missing file) crashed."""
+    diags = mentioned_diagnostics(text)
+    if not diags:
+        return Outcome("crashed", message=f"the compiler ended with exit status {code} (a "
+                       "reject status) but gave no FILE:LINE.COL-COL: diagnostic\n"
+                       f"{text}".strip(), command=command)
+    return Outcome("rejected", message=text, diagnostics=diags, command=command)
+
+
+class OpenCLC(_Foreign):
+    """opencl-c:COMMAND: the compiler writes OpenCL C."""
+
+    kind, what, suffix = "opencl-c", "OpenCL C", ".cl"
+
+    def _code(self, data: bytes):
+        return data.decode("utf-8", errors="replace")
+
+
+class SPIRV(_Foreign):
+    """spirv:COMMAND: the compiler writes a SPIR-V module, which the device builds from IL.
+    A device that takes no SPIR-V is refused when the implementation is made."""
+
+    kind, what, suffix = "spirv", "SPIR-V", ".spv"
+
+    def __init__(self, command: str, options: ImplOptions):
+        super().__init__(command, options)
         try:
-            with _LOCK:
-                kernel = from_source(source, function, kernel_name(function),
-                                     self.options.device, self.size)
-                out = kernel.run(job.args, job.groups)
-        except ForeignCodeError as e:
-            return Outcome("crashed", message=f"{e.format()}\n{compiled.message}".strip(),
-                           command=compiled.command)
+            info = self.runner.device_info()
         except TLError as e:
-            o = outcome_of_error(e)
-            o.command = compiled.command
-            return o
-        except Exception as e:  # noqa: BLE001 - e.g. a driver error pyopencl did not wrap
-            return Outcome("crashed", message=f"raised {type(e).__name__}: {e}",
-                           command=compiled.command)
-        return Outcome("ok", outputs=out, message=compiled.message, command=compiled.command)
+            self.close()
+            raise SpecError(f"spirv: {e.format()}") from None
+        if not info.il_versions:
+            self.close()
+            raise SpecError(f"spirv: '{info.name}' takes no SPIR-V (it reports no "
+                            "CL_DEVICE_IL_VERSION; pocl, Oclgrind and NVIDIA build only "
+                            "OpenCL C): use --device intel, or opencl-c: with a compiler to "
+                            "OpenCL C")
 
 
 def opencl_c_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
@@ -180,3 +246,10 @@ def opencl_c_factory(arg: Optional[str], options: ImplOptions) -> Implementation
     if not arg:
         raise SpecError("expected opencl-c:COMMAND with {tl} (and {out}, else stdout)")
     return OpenCLC(arg, options)
+
+
+def spirv_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
+    """an external compiler to SPIR-V: spirv:'COMMAND {tl} [{out}]', run on --device"""
+    if not arg:
+        raise SpecError("expected spirv:COMMAND with {tl} (and {out}, else stdout)")
+    return SPIRV(arg, options)

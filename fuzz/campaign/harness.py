@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
@@ -132,6 +133,18 @@ def differential(cases: list[FuzzCase], config=None, device: Optional[str] = Non
     return findings
 
 
+_OVERLAP: Optional[ThreadPoolExecutor] = None
+
+
+def _overlap_thread() -> ThreadPoolExecutor:
+    """One long-lived thread for implementation runs (a campaign process is single-threaded
+    otherwise)."""
+    global _OVERLAP
+    if _OVERLAP is None:
+        _OVERLAP = ThreadPoolExecutor(1, thread_name_prefix="tl-impl")
+    return _OVERLAP
+
+
 def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = None
                       ) -> list[Finding]:
     """The reference against any implementation, one case at a time (each is its own job)."""
@@ -140,14 +153,20 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
     from .rejections import rejected
 
     findings: list[Finding] = []
+    # an implementation that works in other processes runs while the interpreter computes
+    # the expected outputs here (its thread only waits for the compiler and the worker)
+    overlap = getattr(impl, "runs_elsewhere", False)
     for case in cases:
-        expected, problem = _interp(case)
-        if problem is not None:
-            findings.append(problem)
-            continue
         job = Job(case.source, case.args, func=case.func, groups=case.groups,
                   filename=f"{case.func}.tl", program=case.program)
-        o = impl.run(job, timeout)
+        running = _overlap_thread().submit(impl.run, job, timeout) if overlap else None
+        expected, problem = _interp(case)
+        if problem is not None:
+            if running is not None:
+                running.result()  # one job at a time: let it end before the next
+            findings.append(problem)
+            continue
+        o = running.result() if running is not None else impl.run(job, timeout)
         said = o.message.strip() or "(no message)"
         if o.status == "ok":
             mism = compare_outputs(case.program, case.func, case.args, expected,

@@ -122,13 +122,17 @@ class Sandbox:
         """The batch's findings, or what went wrong with the child (it is then restarted)."""
         if self.proc is None or not self.proc.is_alive():
             self._start()
+        # another implementation runs the batch's cases one by one, each bounded by the
+        # timeout itself (its compiler, its worker): wait for all of them, so that a case that
+        # times out is reported as that case's timeout rather than as a hung batch
+        wait = self.timeout if self.impl is None else self.timeout * len(cases) + 30
         try:
             self.conn.send((cases, config, self.device, self.timeout))
-            if self.conn.poll(self.timeout):
+            if self.conn.poll(wait):
                 found, hits = self.conn.recv()
                 self.mutation_hits = max(self.mutation_hits, hits)
                 return found
-            problem = f"no answer within {self.timeout:.0f} s (hang)"
+            problem = f"no answer within {wait:.0f} s (hang)"
         except (EOFError, ConnectionError, OSError):
             problem = None
         self.proc.join(1)

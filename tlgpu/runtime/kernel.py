@@ -9,6 +9,8 @@ launched any number of times, with OpenCL profiling-event timing.
 
 from __future__ import annotations
 
+import re
+import shlex
 from collections.abc import Mapping
 from typing import Optional
 
@@ -21,7 +23,8 @@ from tlinterp import ir
 from tlinterp.args import BoundArgs, bind, unbind
 from tlinterp.diagnostics import BackendError, ExecutionError
 
-_BUILT: dict[tuple[str, str], object] = {}  # external OpenCL C sources, by source and device
+# other compilers' programs (OpenCL C text or SPIR-V bytes), by code, device and build options
+_BUILT: dict[tuple[object, str, str], object] = {}
 
 
 class ForeignCodeError(BackendError):
@@ -134,43 +137,129 @@ def compile(program: ir.Program, func: Optional[str] = None, device: Optional[st
     return Kernel(function, dev, cl_kernel, (geo.wg0, geo.wg1), "")
 
 
+# what OpenCL C that needs sub-groups mentions: the built-ins, the extensions, the attribute
+_SUB_GROUPS = re.compile(r"\b(?:intel_sub_group_\w+|get_(?:max_|num_|enqueued_num_)?sub_group_\w+"
+                         r"|sub_group_\w+|cl_intel_subgroups\w*|cl_khr_subgroups"
+                         r"|intel_reqd_sub_group_size)\b")
+SUB_GROUP_EXTENSIONS = ("cl_khr_subgroups", "cl_intel_subgroups")
+SPIRV_MAGIC = bytes.fromhex("03022307")  # 0x07230203, little-endian
+
+
+class MissingFeatureError(ForeignCodeError):
+    """The code needs something the device does not have (sub-groups, SPIR-V input): no bug of
+    the code, and no run can tell anything about it on this device."""
+
+
+def has_sub_groups(device) -> bool:
+    return any(e in device.extensions.split() for e in SUB_GROUP_EXTENSIONS)
+
+
+def il_versions(device) -> str:
+    """The intermediate languages the device builds programs from (e.g. 'SPIR-V_1.2'); empty
+    for devices without clCreateProgramWithIL (OpenCL < 2.1 and no cl_khr_il_program)."""
+    import pyopencl as cl
+
+    try:
+        return (device.get_info(cl.device_info.IL_VERSION) or "").strip()
+    except (cl.Error, AttributeError, ValueError):
+        return ""
+
+
+def _device_words(dev: DeviceHandle) -> str:
+    return f"'{dev.device.platform.name.strip()}: {dev.device.name.strip()}'"
+
+
+def build_options_of(extra: str) -> list[str]:
+    """The runtime's own build options plus a user's (`--build-options`), split like a shell."""
+    try:
+        return list(BUILD_OPTIONS) + shlex.split(extra)
+    except ValueError as e:
+        raise ForeignCodeError(f"--build-options does not split like a command line ({e}): "
+                               f"{extra}") from None
+
+
 def from_source(source: str, function: ir.Function, kernel_name: str,
                 device: Optional[str] = None,
-                work_group_size: Optional[tuple[int, int]] = None) -> Kernel:
+                work_group_size: Optional[tuple[int, int]] = None,
+                build_options: str = "") -> Kernel:
     """Build OpenCL C that someone else generated for `function` under the calling convention
-    (docs/conformance.md). The work-group size is the kernel's reqd_work_group_size, else
-    `work_group_size`. ForeignCodeError when it does not build or the size is unknown."""
+    (docs/conformance.md), with the runtime's build options plus `build_options`. The
+    work-group size is the kernel's reqd_work_group_size, else `work_group_size`.
+    ForeignCodeError when it does not build or the size is unknown; MissingFeatureError when
+    it needs sub-groups the device lacks (checked first: the build log would only say that
+    some name is undeclared)."""
     import pyopencl as cl
 
     dev = handle(device)
-    key = (source, dev.key)
+    options = build_options_of(build_options)
+    key = (source, dev.key, " ".join(options))
     if key not in _BUILT:
+        need = _SUB_GROUPS.search(source)
+        if need and not has_sub_groups(dev.device):
+            raise MissingFeatureError(
+                f"the OpenCL C needs sub-groups ({need.group(0)}; cl_khr_subgroups / "
+                f"cl_intel_subgroups): {_device_words(dev)} has none: use --device intel")
         try:
-            _BUILT[key] = cl.Program(dev.context, source).build(options=BUILD_OPTIONS)
+            _BUILT[key] = cl.Program(dev.context, source).build(options=options)
         except cl.Error as e:  # the build log is in the message
-            raise ForeignCodeError(f"the OpenCL C does not build on '{dev.device.name}':\n"
-                               f"{str(e).strip()}") from None
-    prog = _BUILT[key]
+            raise ForeignCodeError(f"the OpenCL C does not build on {_device_words(dev)} "
+                                   f"(options: {' '.join(options)}):\n{str(e).strip()}"
+                                   ) from None
+    return _kernel(_BUILT[key], function, kernel_name, dev, work_group_size, "OpenCL C", source)
+
+
+def from_il(il: bytes, function: ir.Function, kernel_name: str, device: Optional[str] = None,
+            work_group_size: Optional[tuple[int, int]] = None,
+            build_options: str = "") -> Kernel:
+    """Like `from_source`, for a SPIR-V module (clCreateProgramWithIL); MissingFeatureError on
+    a device that takes no intermediate language."""
+    import pyopencl as cl
+
+    dev = handle(device)
+    options = build_options_of(build_options)
+    key = (il, dev.key, " ".join(options))
+    if key not in _BUILT:
+        if not il_versions(dev.device):
+            raise MissingFeatureError(f"{_device_words(dev)} takes no SPIR-V (no "
+                                      "CL_DEVICE_IL_VERSION): use --device intel")
+        if il[:4] not in (SPIRV_MAGIC, SPIRV_MAGIC[::-1]):
+            raise ForeignCodeError(f"the code is no SPIR-V module: it starts with {il[:16]!r}, "
+                                   "not the magic number 0x07230203")
+        try:
+            _BUILT[key] = cl.Program(dev.context, il).build(options=options)
+        except cl.Error as e:
+            raise ForeignCodeError(f"the SPIR-V does not build on {_device_words(dev)} "
+                                   f"(options: {' '.join(options)}):\n{str(e).strip()}"
+                                   ) from None
+    return _kernel(_BUILT[key], function, kernel_name, dev, work_group_size, "SPIR-V", "")
+
+
+def _kernel(prog, function: ir.Function, kernel_name: str, dev: DeviceHandle,
+            work_group_size: Optional[tuple[int, int]], what: str, source: str) -> Kernel:
+    """The kernel of a built foreign program, with its work-group size checked."""
+    import pyopencl as cl
+
     try:
         cl_kernel = cl.Kernel(prog, kernel_name)
     except cl.Error:
         names = prog.get_info(cl.program_info.KERNEL_NAMES) or "none"
-        raise ForeignCodeError(f"the OpenCL C has no kernel '{kernel_name}' for @{function.name} "
-                           f"(kernels: {names.replace(';', ', ')})") from None
+        raise ForeignCodeError(f"the {what} has no kernel '{kernel_name}' for @{function.name} "
+                               f"(kernels: {names.replace(';', ', ')})") from None
     info = cl.kernel_work_group_info
     reqd = tuple(cl_kernel.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, dev.device))
     if any(reqd):
         if reqd[2] != 1:
             raise ForeignCodeError(f"kernel '{kernel_name}': reqd_work_group_size{reqd} must have "
-                               "1 as its third size (work-groups are laid out along axis 2)")
+                                   "1 as its third size (work-groups are laid out along axis 2)")
         size = (int(reqd[0]), int(reqd[1]))
     elif work_group_size is not None:
         size = work_group_size
     else:
         raise ForeignCodeError(f"kernel '{kernel_name}' has no reqd_work_group_size attribute: "
-                           "give the work-group size with --work-group-size W0xW1")
+                               "give the work-group size with --work-group-size W0xW1")
     limit = cl_kernel.get_work_group_info(info.WORK_GROUP_SIZE, dev.device)
     if size[0] * size[1] > limit:
         raise ForeignCodeError(f"kernel '{kernel_name}': work-group size {size[0]}x{size[1]} "
-                           f"exceeds the {limit} work-items it allows on '{dev.device.name}'")
+                               f"exceeds the {limit} work-items it allows on "
+                               f"{_device_words(dev)}")
     return Kernel(function, dev, cl_kernel, size, source)

@@ -29,6 +29,7 @@ class Finished:
     stderr: str
     command: str
     problem: str = ""  # why there is no exit code
+    stdout_bytes: bytes = b""  # stdout undecoded (a binary such as SPIR-V), up to MAX_OUTPUT
 
     @property
     def text(self) -> str:
@@ -112,7 +113,9 @@ def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = 
             raise
         _kill_group(proc)  # what it left running in its group (detached sessions escape)
         code = None if problem else proc.returncode
-        return Finished(code, _read(out), _read(err), command, problem)
+        out.seek(0)
+        raw = out.read(MAX_OUTPUT)
+        return Finished(code, _read(out), _read(err), command, problem, raw)
 
 
 def _read(f) -> str:

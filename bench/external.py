@@ -1,0 +1,155 @@
+"""Throughput of an external implementation (`opencl-c:`) against the built-in `opencl` one,
+measured in the same run on the same corpus cases, and where an external case's time goes.
+
+    python bench/external.py [--cases 60] [--jobs CORES] [--device pocl]
+
+Rows (tlconform's run_all, --jobs threads, verdicts judged against the corpus):
+  opencl                  the built-in lowering (one case at a time: it is not parallel)
+  opencl-c (cached)       a shell "compiler" printing our stored lowering of the kernel: the
+                          cost of running any external compiler's code here, with almost no
+                          compiler time
+  opencl-c (tlrun)        `python3 -m tlinterp.cli {tl} --emit opencl` as the compiler: a
+                          Python start and our lowering per case on top
+pocl's and pyopencl's build caches are off (POCL_KERNEL_CACHE=0, PYOPENCL_NO_CACHE=1), so no
+row reuses another's builds.
+"CPU s/case" counts this process and its ended children (compilers, workers); jobs / that is
+the rate the work allows on idle cores (the built-in row runs one case at a time, so its bound
+is 1 / CPU s).
+Stages: one case at a time, the mean of the compiler run and of the build and launch in the
+worker, and the worker's start-up (paid once per thread). Target: >= 4 cases/s (2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import resource
+import sys
+import tempfile
+import time
+
+# this directory holds bench/fuzz.py, named like the `fuzz` package: keep it off the path
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+
+
+def store_lowerings(cases, directory: str) -> str:
+    """Our lowering of every case's kernel, named by the SHA-1 of its source; the `opencl-c:`
+    spec of a shell script that prints it (exit 2 with a diagnostic for a kernel without)."""
+    import tlgpu
+    import tlinterp
+
+    for case in cases:
+        text = case.source()
+        program = tlinterp.check(tlinterp.parse(text, filename=case.kernel.name))
+        name = hashlib.sha1(text.encode()).hexdigest()
+        with open(os.path.join(directory, name + ".cl"), "w") as f:
+            f.write(tlgpu.lower(program, case.func))
+    script = (f'f={directory}/$(sha1sum < "$1" | cut -c1-40).cl; test -f "$f" || '
+              '{ echo "$1:1.1-2: no lowering stored" >&2; exit 2; }; cat "$f"')
+    return f"opencl-c:sh -c '{script}' sh {{tl}}"
+
+
+def cpu_seconds() -> float:
+    """User + system time of this process and of its children that ended (compilers,
+    workers): on a shared machine the wall-clock rate depends on the others, this does not."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def main(argv=None) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cases", type=int, default=60, help="valid corpus cases (spread evenly)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--device", default="pocl")
+    p.add_argument("--stages", type=int, default=8, help="cases timed stage by stage")
+    ns = p.parse_args(argv)
+    # no build served from a cache, pocl's or pyopencl's (the rows build the same sources);
+    # set before any OpenCL start, inherited by the workers
+    os.environ["POCL_KERNEL_CACHE"] = "0"
+    os.environ["PYOPENCL_NO_CACHE"] = "1"
+
+    from fuzz.conform.cli import run_all
+    from fuzz.conform.corpus import default_corpus, load_corpus
+    from tlinterp.impl import ImplOptions, Job, resolve
+
+    valid = [c for c in load_corpus(default_corpus()) if c.kind == "valid"]
+    step = max(1, len(valid) // max(1, ns.cases))
+    cases = valid[::step][:ns.cases]
+    options = ImplOptions(device=ns.device)
+    console = Console(width=max(120, Console().width))
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tl-bench-external-") as tmp:
+        specs = [("opencl", "opencl"),
+                 ("opencl-c (cached)", store_lowerings(cases, tmp)),
+                 ("opencl-c (tlrun)",
+                  f"opencl-c:{sys.executable} -m tlinterp.cli {{tl}} --emit opencl")]
+        for label, spec in specs:
+            impl = resolve(spec, options)
+            cpu0 = cpu_seconds()
+            t0 = time.perf_counter()
+            verdicts = run_all(impl, cases, ns.jobs, timeout=300)
+            dt = time.perf_counter() - t0
+            if hasattr(impl, "close"):
+                impl.close()  # its workers are reaped: their CPU time is counted
+            cpu = (cpu_seconds() - cpu0) / len(cases)
+            passed = sum(v.status == "pass" for v in verdicts)
+            rows.append((label, len(cases), passed, dt, len(cases) / dt, cpu))
+        stages = None
+        if ns.stages > 0:
+            impl = resolve(specs[2][1], options)
+            runner = getattr(impl, "runner", None)
+            if runner is not None:  # this tree's foreign workers (absent before them)
+                from tlgpu.lowering.function import kernel_name
+                from tlgpu.runtime.foreign import ForeignJob
+
+                t0 = time.perf_counter()
+                runner.device_info()
+                start_up = time.perf_counter() - t0
+                compile_s, device_s = [], []
+                for case in cases[:ns.stages]:
+                    job = Job(case.source(), case.args(), func=case.func, groups=case.groups,
+                              filename=case.kernel.name)
+                    t0 = time.perf_counter()
+                    code, _ = impl.compile_code(job, 300)
+                    t1 = time.perf_counter()
+                    import tlinterp
+
+                    program = tlinterp.check(tlinterp.parse(job.source))
+                    fn = program.function(case.func) if case.func else program.functions[0]
+                    t2 = time.perf_counter()
+                    runner.run(ForeignJob("opencl-c", code.decode(), fn, kernel_name(fn),
+                                          None, "", dict(job.args), job.groups), 300)
+                    compile_s.append(t1 - t0)
+                    device_s.append(time.perf_counter() - t2)
+                impl.close()
+                n = len(compile_s)
+                stages = (start_up, sum(compile_s) / n, sum(device_s) / n, n)
+    base = rows[0][4]
+    t = Table(title=f"external implementations on {ns.device}, {len(cases)} valid corpus "
+                    f"cases, --jobs {ns.jobs}")
+    for col in ("implementation", "cases", "passed", "seconds", "cases/s", "vs opencl",
+                "CPU s/case", "cases/s on idle cores"):
+        t.add_column(col, justify="right")
+    for label, n, passed, dt, rate, cpu in rows:
+        cores = 1 if label == "opencl" else ns.jobs  # the built-in runs one case at a time
+        t.add_row(label, str(n), str(passed), f"{dt:.1f}", f"{rate:.2f}", f"{rate / base:.2f}x",
+                  f"{cpu:.3f}", f"{cores / cpu:.2f}")
+    console.print(t)
+    if stages is not None:
+        start_up, comp, dev, n = stages
+        console.print(f"stages (one case at a time, {n} cases): worker start-up "
+                      f"{start_up * 1e3:.0f} ms once; compiler (tlrun --emit opencl) "
+                      f"{comp * 1e3:.0f} ms; build + launch in the worker {dev * 1e3:.0f} ms")
+    console.print(f"opencl-c (cached): {rows[1][4]:.2f} cases/s, opencl-c (tlrun): "
+                  f"{rows[2][4]:.2f} cases/s (target >= 4)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
