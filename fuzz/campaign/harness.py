@@ -7,21 +7,24 @@ A batch of N generated functions goes into ONE program, so the OpenCL side build
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Optional
-
-import numpy as np
 
 from tlgpu.runtime.oclgrind import OclgrindReport
 from tlinterp import ir
-from tlinterp.args import red_zones, save_npz
+from tlinterp.args import red_zones
 from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
 
 from ..oracle.compare import compare_outputs
 from ..strategies import FuzzCase
+from .findings import (
+    Finding,
+    config_overrides,
+    finding_impl,
+    reproduce_command,
+    save_finding,
+    tlrun_line,  # noqa: F401 - re-exported: the harness's findings API
+)
 from .redzones import describe
 
 __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_command",
@@ -29,20 +32,6 @@ __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_comm
 
 # BackendErrors that are legitimate refusals of a configuration, not lowering bugs.
 _LIMITS = ("bytes of local memory", "exceeds the maximum", "exceeds the ")
-
-
-@dataclass
-class Finding:
-    case: FuzzCase
-    kind: str  # "mismatch" | "red-zone" | "backend-error" | "backend-crash" |
-    # "oclgrind-report" | "generator" | "interp-error"
-    message: str
-    config: object = None  # tlgpu.LoweringConfig used
-    device: Optional[str] = None
-    impl: Optional[tuple] = None  # (spec, ImplOptions) of the implementation under test
-
-    def __str__(self) -> str:
-        return f"{self.kind}: {self.message}"
 
 
 def combine(cases: list[FuzzCase]) -> ir.Program:
@@ -185,91 +174,3 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
             findings.append(Finding(case, "backend-crash", f"{impl.name}: {o.status}:\n{said}",
                                     impl=(impl.spec, impl.options)))
     return findings
-
-
-def config_overrides(config) -> list[str]:
-    """`--lowering KEY=VALUE` strings for the fields that differ from the defaults."""
-    if config is None:
-        return []
-    default = type(config)()
-    out = []
-    for f in dataclasses.fields(config):
-        v = getattr(config, f.name)
-        if v != getattr(default, f.name):
-            if isinstance(v, tuple):
-                v = ",".join(str(x) for x in v)
-            out.append(f"{f.name}={v}")
-    return out
-
-
-def finding_impl(finding: Finding) -> tuple:
-    """(spec, ImplOptions) of the implementation a finding was found against: the one under
-    test, else our OpenCL lowering with the finding's device and lowering config."""
-    if finding.impl is not None:
-        return finding.impl
-    from tlinterp.impl import ImplOptions
-
-    return "opencl", ImplOptions(device=finding.device or "pocl",
-                                 lowering=tuple(config_overrides(finding.config)))
-
-
-def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
-    """The interestingness test of a finding: `tlfuzz reproduce ...` with the implementation's
-    flags exits 1 while the implementation's result differs from the reference (a reducer
-    keeps a candidate on status 1). A generator finding is the reference's own report, which
-    `tlrun` shows."""
-    if finding.kind == "generator":
-        return tlrun_line(tl, npz, finding)
-    from .reproduce import reproduce_line
-
-    return reproduce_line(tl, npz, finding.case.func, finding.case.groups,
-                          *finding_impl(finding))
-
-
-def tlrun_line(tl: str, npz: str, finding: Finding) -> str:
-    """`tlrun` running the finding's implementation alone (the reference for a generator
-    finding), to see what it does."""
-    from tlinterp.impl.base import tlrun_command
-
-    spec, options = ("interp", None) if finding.kind == "generator" else finding_impl(finding)
-    return tlrun_command(spec, options, tl, npz, finding.case.func, finding.case.groups)
-
-
-def save_finding(finding: Finding, out_dir: str) -> str:
-    """Write NAME.tl, NAME.npz and NAME.txt (the `tlfuzz reproduce` line, the `tlrun` line, the
-    message);
-    NAME is a hash of the program and arguments, so a finding is saved once. Returns the
-    path without extension."""
-    os.makedirs(out_dir, exist_ok=True)
-    h = hashlib.sha1(finding.case.source.encode())
-    for k in sorted(finding.case.args):
-        h.update(k.encode())
-        h.update(np.ascontiguousarray(finding.case.args[k]).tobytes())
-    base = os.path.join(out_dir, f"{finding.kind}-{h.hexdigest()[:12]}")
-    with open(base + ".tl", "w") as f:
-        f.write(finding.case.source)
-    save_npz(base + ".npz", finding.case.args)
-    with open(base + ".txt", "w") as f:
-        f.write(reproduce_command(base + ".tl", base + ".npz", finding) + "\n")
-        if finding.kind != "generator":
-            f.write(f"run it alone: {tlrun_line(base + '.tl', base + '.npz', finding)}\n")
-        direct = _direct_command(finding, base)
-        if direct:
-            f.write(f"the command alone: {direct}\n")
-        f.write("\n")
-        if finding.kind == "red-zone":
-            f.write("(tlrun and tlfuzz reproduce do not guard buffers: `tlfuzz --out DIR` "
-                    "replays this finding with red zones)\n\n")
-        f.write(finding.message + "\n")
-    return base
-
-
-def _direct_command(finding: Finding, base: str) -> Optional[str]:
-    """A command template's own command line for the saved files (None for the others)."""
-    if finding.impl is None or "{" not in finding.impl[0] or finding.impl[0].startswith(
-            ("opencl-c:", "python:")):
-        return None
-    from tlinterp.impl.template import Template
-
-    return Template(*finding.impl).reproduce(base + ".tl", base + ".npz", finding.case.func,
-                                             finding.case.groups)

@@ -24,7 +24,7 @@ from tlinterp.printer import mnemonic
 from tlinterp.types import ScalarType
 
 from ..strategies import FuzzCase
-from .harness import Finding, reproduce_command
+from .findings import Finding, reproduce_command
 
 __all__ = ["REJECTED", "RejectedConstruct", "rejected", "construct_of", "save_rejection",
            "drop_known", "count"]

@@ -1,0 +1,121 @@
+"""A finding of a differential run, and saving it: the kernel, its arguments and the lines
+that rerun it (`tlfuzz reproduce`, `tlrun`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+
+from tlinterp.args import save_npz
+
+from ..strategies import FuzzCase
+
+__all__ = ["Finding", "save_finding", "reproduce_command", "config_overrides", "finding_impl",
+           "tlrun_line"]
+
+
+@dataclass
+class Finding:
+    case: FuzzCase
+    kind: str  # "mismatch" | "red-zone" | "backend-error" | "backend-crash" |
+    # "oclgrind-report" | "generator" | "interp-error"
+    message: str
+    config: object = None  # tlgpu.LoweringConfig used
+    device: Optional[str] = None
+    impl: Optional[tuple] = None  # (spec, ImplOptions) of the implementation under test
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+def config_overrides(config) -> list[str]:
+    """`--lowering KEY=VALUE` strings for the fields that differ from the defaults."""
+    if config is None:
+        return []
+    default = type(config)()
+    out = []
+    for f in dataclasses.fields(config):
+        v = getattr(config, f.name)
+        if v != getattr(default, f.name):
+            if isinstance(v, tuple):
+                v = ",".join(str(x) for x in v)
+            out.append(f"{f.name}={v}")
+    return out
+
+
+def finding_impl(finding: Finding) -> tuple:
+    """(spec, ImplOptions) of the implementation a finding was found against: the one under
+    test, else our OpenCL lowering with the finding's device and lowering config."""
+    if finding.impl is not None:
+        return finding.impl
+    from tlinterp.impl import ImplOptions
+
+    return "opencl", ImplOptions(device=finding.device or "pocl",
+                                 lowering=tuple(config_overrides(finding.config)))
+
+
+def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
+    """The interestingness test of a finding: `tlfuzz reproduce ...` with the implementation's
+    flags exits 1 while the implementation's result differs from the reference (a reducer
+    keeps a candidate on status 1). A generator finding is the reference's own report, which
+    `tlrun` shows."""
+    if finding.kind == "generator":
+        return tlrun_line(tl, npz, finding)
+    from .reproduce import reproduce_line
+
+    return reproduce_line(tl, npz, finding.case.func, finding.case.groups,
+                          *finding_impl(finding))
+
+
+def tlrun_line(tl: str, npz: str, finding: Finding) -> str:
+    """`tlrun` running the finding's implementation alone (the reference for a generator
+    finding), to see what it does."""
+    from tlinterp.impl.base import tlrun_command
+
+    spec, options = ("interp", None) if finding.kind == "generator" else finding_impl(finding)
+    return tlrun_command(spec, options, tl, npz, finding.case.func, finding.case.groups)
+
+
+def save_finding(finding: Finding, out_dir: str) -> str:
+    """Write NAME.tl, NAME.npz and NAME.txt (the `tlfuzz reproduce` line, the `tlrun` line, the
+    message);
+    NAME is a hash of the program and arguments, so a finding is saved once. Returns the
+    path without extension."""
+    os.makedirs(out_dir, exist_ok=True)
+    h = hashlib.sha1(finding.case.source.encode())
+    for k in sorted(finding.case.args):
+        h.update(k.encode())
+        h.update(np.ascontiguousarray(finding.case.args[k]).tobytes())
+    base = os.path.join(out_dir, f"{finding.kind}-{h.hexdigest()[:12]}")
+    with open(base + ".tl", "w") as f:
+        f.write(finding.case.source)
+    save_npz(base + ".npz", finding.case.args)
+    with open(base + ".txt", "w") as f:
+        f.write(reproduce_command(base + ".tl", base + ".npz", finding) + "\n")
+        if finding.kind != "generator":
+            f.write(f"run it alone: {tlrun_line(base + '.tl', base + '.npz', finding)}\n")
+        direct = _direct_command(finding, base)
+        if direct:
+            f.write(f"the command alone: {direct}\n")
+        f.write("\n")
+        if finding.kind == "red-zone":
+            f.write("(tlrun and tlfuzz reproduce do not guard buffers: `tlfuzz --out DIR` "
+                    "replays this finding with red zones)\n\n")
+        f.write(finding.message + "\n")
+    return base
+
+
+def _direct_command(finding: Finding, base: str) -> Optional[str]:
+    """A command template's own command line for the saved files (None for the others)."""
+    if finding.impl is None or "{" not in finding.impl[0] or finding.impl[0].startswith(
+            ("opencl-c:", "python:")):
+        return None
+    from tlinterp.impl.template import Template
+
+    return Template(*finding.impl).reproduce(base + ".tl", base + ".npz", finding.case.func,
+                                             finding.case.groups)
