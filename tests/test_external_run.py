@@ -182,3 +182,25 @@ def test_a_worker_broken_by_earlier_jobs_does_not_blame_the_next(tmp_path):
         assert runner.restarts == 3
     finally:
         runner.close()
+
+
+PAST_THE_END = HEAD + " { a[1] = 7.0f; a[4] = 9.0f; }"  # a has 4 elements
+
+
+def test_a_store_past_an_argument_is_blamed_on_the_compilers_code(tmp_path):
+    """Guard zones around the foreign kernel's buffers: one element written past the end is a
+    failure that names the argument, never results (nor a worker corrupted for later jobs)."""
+    impl = resolve(printing(tmp_path, PAST_THE_END), ImplOptions(device="pocl"))
+    try:
+        o = impl.run(Job(KERNEL, ARGS), 60)
+        assert o.status == "failed", o.message
+        assert "stored outside argument 'a'" in o.message and "4 byte(s) after its end" \
+            in o.message and "the compiler's code did it" in o.message, o.message
+        assert o.outputs is None
+    finally:
+        impl.close()
+    ok = resolve(printing(tmp_path, FINE), ImplOptions(device="pocl"))
+    try:
+        assert ok.run(Job(KERNEL, ARGS), 60).status == "ok"  # within bounds: no complaint
+    finally:
+        ok.close()

@@ -46,8 +46,11 @@ class Guards:
         self.zones.append((name or "?", parent, raw.size))
         return parent.get_sub_region(g, raw.size)
 
-    def check(self, function_name: str) -> None:
-        """ExecutionError naming the first argument whose guard bytes changed."""
+    def check(self, function_name: str,
+              culprit: str = "the OpenCL backend does not locate it: run without --backend "
+                             "to find it") -> None:
+        """ExecutionError naming the first argument whose guard bytes changed; `culprit`
+        ends the message (whose code it was, what to do)."""
         g = self.size
         for name, parent, n in self.zones:
             whole = np.empty(2 * g + n, np.uint8)
@@ -60,5 +63,4 @@ class Guards:
                                                           (after, "after its end")) if k)
                 raise ExecutionError(
                     f"@{function_name} stored outside argument '{name}' on the device ({where} "
-                    "changed): undefined behaviour, so no results are reported; the OpenCL "
-                    "backend does not locate it: run without --backend to find it")
+                    f"changed): undefined behaviour, so no results are reported; {culprit}")

@@ -35,14 +35,20 @@ class ForeignCodeError(BackendError):
 class Binding:
     """Arguments marshalled to device buffers for one kernel; launches update them in place."""
 
-    def __init__(self, kernel: Kernel, bound: BoundArgs, groups: int):
+    def __init__(self, kernel: Kernel, bound: BoundArgs, groups: int, guard: bool = False):
         self.kernel, self.bound, self.groups = kernel, bound, groups
-        self._marshal = _Marshal(kernel.device)
+        self._marshal = _Marshal(kernel.device, guard=guard)
         try:
             self.values = self._marshal.args(kernel.function, bound)
         except kernel.cl.Error as e:
             raise ExecutionError(f"cannot place the arguments of @{kernel.function.name} on "
                                  f"'{kernel.device_name}': {e}") from None
+
+    def check_guards(self, culprit: str) -> None:
+        """ExecutionError when a launch stored outside an argument (guarded bindings only);
+        `culprit` says whose code did it."""
+        if self._marshal.guards is not None:
+            self._marshal.guards.check(self.kernel.function.name, culprit)
 
     def read(self) -> dict[str, np.ndarray]:
         """The arguments after the launches so far, in the input's keys and layout."""
@@ -96,10 +102,12 @@ class Kernel:
     def queue(self):
         return self.device.queue
 
-    def bind(self, args: Mapping[str, np.ndarray], groups: Optional[int] = None) -> Binding:
-        """Validate and copy `args` (the .npz convention) to the device."""
+    def bind(self, args: Mapping[str, np.ndarray], groups: Optional[int] = None,
+             guard: bool = False) -> Binding:
+        """Validate and copy `args` (the .npz convention) to the device; `guard`: surround
+        the writable buffers with guard zones (tlgpu.runtime.guards)."""
         bound = bind(self.function, args)
-        return Binding(self, bound, bound.num_groups(groups))
+        return Binding(self, bound, bound.num_groups(groups), guard)
 
     def launch(self, binding: Binding, wait: bool = True) -> Launch:
         if binding.kernel is not self:
@@ -118,11 +126,15 @@ class Kernel:
                                  f"'{self.device_name}' failed: {e}") from None
         return launch
 
-    def run(self, args: Mapping[str, np.ndarray], groups: Optional[int] = None
-            ) -> dict[str, np.ndarray]:
-        """Bind, launch once and read back: what `tlgpu.run` returns."""
-        binding = self.bind(args, groups)
+    def run(self, args: Mapping[str, np.ndarray], groups: Optional[int] = None,
+            guard: Optional[str] = None) -> dict[str, np.ndarray]:
+        """Bind, launch once and read back: what `tlgpu.run` returns. `guard` names whose
+        code runs: the buffers then get guard zones, and a store outside them is an
+        ExecutionError blaming it instead of results."""
+        binding = self.bind(args, groups, guard=guard is not None)
         self.launch(binding)
+        if guard is not None:
+            binding.check_guards(guard)
         return binding.read()
 
 
