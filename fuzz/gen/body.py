@@ -12,7 +12,7 @@ from tlinterp import ir, typerules
 from tlinterp.ir import Const, Slice, Value
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
-from ..profiles.check import integer_product, mixed_sizes
+from ..profiles.check import instruction_violations, integer_product, mixed_sizes
 from .core import CoreGenerator, exact_dim, size_bound
 from .model import Buf, Scal, Unavailable, View
 from .ranges import IRange
@@ -612,6 +612,10 @@ class BodyGenerator(CoreGenerator):
             raise Unavailable("a ? size related to a static one")  # the caller tries again
         if self.excludes("integer-products") and integer_product(inst):
             raise Unavailable("an integer gemm or gemv")
+        if (self.excludes("order0-axpby") or self.excludes("transposed-sum")) and any(
+                f.construct in ("order0-axpby", "transposed-sum")
+                for f in instruction_violations(inst, self.p.profile)):
+            raise Unavailable("an update form the profile leaves out")
         return inst
 
     def _collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):

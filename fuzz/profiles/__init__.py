@@ -41,6 +41,8 @@ FEATURES = {
                                   "(`gemv` of memref<f32x4x?> by memref<f32x3>)",
     "alloca-in-if": "an alloca inside the then or else region of an `if` (at any depth)",
     "integer-products": "gemm or gemv with an integer element type in any operand",
+    "order0-axpby": "axpby on order-0 memrefs (a scalar update)",
+    "transposed-sum": "sum.t of a matrix (the row sums)",
 }
 # the instructions the generator can leave out (others are the language's backbone)
 INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",

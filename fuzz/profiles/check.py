@@ -79,6 +79,11 @@ def instruction_violations(inst: ir.Instruction, profile: Profile) -> list[Viola
         found.append("hadamard-matrix")
     if "integer-products" in feats and integer_product(inst):
         found.append("integer-products")
+    if "order0-axpby" in feats and isinstance(inst, ir.Axpby) and inst.b_type.order == 0:
+        found.append("order0-axpby")
+    if "transposed-sum" in feats and isinstance(inst, ir.Sum) and inst.trans \
+            and inst.a_type.order == 2:
+        found.append("transposed-sum")
     if "mixed-static-dynamic-sizes" in feats and mixed_sizes(inst):
         found.append("mixed-static-dynamic-sizes")
     span = getattr(inst, "span", None)
