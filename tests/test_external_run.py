@@ -111,7 +111,7 @@ def test_build_options_reach_the_build(tmp_path):
     ('echo "$1:2.3-7: no such thing" >&2; exit 1', (1,), "rejected", "no such thing"),
     ('echo "$1:2.3-7: no such thing" >&2; exit 1', (2,), "crashed", "exit status 1"),
     ("echo assertion failed >&2; exit 1", (1,), "crashed",
-     "exit status 1 (a reject status) but gave no FILE:LINE.COL-COL: diagnostic"),
+     "exit status 1 (a --reject-status) but no FILE:LINE.COL-COL: message diagnostic"),
 ])
 def test_reject_status(script, reject, status, says):
     impl = resolve(f"opencl-c:sh -c '{script}' sh {{tl}}",

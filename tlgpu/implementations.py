@@ -14,8 +14,14 @@ from typing import Optional
 
 from tlinterp.diagnostics import BackendError, TLError
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
-from tlinterp.impl.base import mentioned_diagnostics, parse_work_group_size
-from tlinterp.impl.command import check_template, describe_exit, expand_template, run_command
+from tlinterp.impl.base import parse_work_group_size
+from tlinterp.impl.command import (
+    check_template,
+    describe_exit,
+    expand_template,
+    rejection,
+    run_command,
+)
 from tlinterp.impl.template import write_kernel
 
 _LOCK = threading.Lock()  # one OpenCL queue at a time: the device parallelises itself
@@ -139,8 +145,10 @@ class _Foreign(Implementation):
                 status = "timeout" if "no answer" in done.problem else "crashed"
                 return None, Outcome(status, message=f"the compiler: {done.problem}\n"
                                      f"{done.stderr}".strip(), command=command)
-            if done.code in self.options.reject_status and done.code != 0:
-                return None, _rejected(done.code, done.text, command)
+            said = rejection(done, self.options.reject_status)  # the tools' one rule
+            if said is not None:
+                said.command = command
+                return None, said
             if done.code != 0:
                 return None, Outcome("crashed", message=f"the compiler ended with "
                                      f"{describe_exit(done.code)}\n{done.text}".strip(),
@@ -198,17 +206,6 @@ class _Foreign(Implementation):
     def close(self) -> None:
         """End the worker processes now (they also end with the tool)."""
         self.runner.close()
-
-
-def _rejected(code: int, text: str, command: str) -> Outcome:
-    """A reject status is a rejection only with a diagnostic that points at the program: a
-    compiler that exits with it for any other reason (an assertion, a missing file) crashed."""
-    diags = mentioned_diagnostics(text)
-    if not diags:
-        return Outcome("crashed", message=f"the compiler ended with exit status {code} (a "
-                       "reject status) but gave no FILE:LINE.COL-COL: diagnostic\n"
-                       f"{text}".strip(), command=command)
-    return Outcome("rejected", message=text, diagnostics=diags, command=command)
 
 
 class OpenCLC(_Foreign):

@@ -53,20 +53,27 @@ def build_options(options) -> tuple[str, ...]:
 
 def emitted_code(case, spec: str, options, timeout: float) -> tuple[Optional[str], str]:
     """(the OpenCL C the implementation hands over for this case, or None; why not). Only
-    implementations with a `compile_source` (opencl-c:) have code to rebuild."""
+    implementations with a `compile_code` (opencl-c:, spirv:) have code to rebuild, and only
+    OpenCL C can be rebuilt with other options or on Oclgrind."""
     from tlinterp.impl import Job, resolve
 
     impl = resolve(spec, options)
-    if not hasattr(impl, "compile_source"):
-        return None, "it runs its own code (nothing below it to rerun)"
-    job = Job(case.source, case.args, func=case.func, groups=case.groups,
-              filename=f"{case.func}.tl", program=case.program)
-    source, said = impl.compile_source(job, timeout)
-    if source is None:
+    try:
+        compile_code = getattr(impl, "compile_code", None)
+        if compile_code is None:
+            return None, "it runs its own code (nothing below it to rerun)"
+        job = Job(case.source, case.args, func=case.func, groups=case.groups,
+                  filename=f"{case.func}.tl", program=case.program)
+        code, said = compile_code(job, timeout)
+    finally:
+        close = getattr(impl, "close", None)
+        if close is not None:
+            close()
+    if code is None:
         return None, f"the compiler gave no code this time: {said.status}"
-    if not isinstance(source, str):  # SPIR-V: reruns below the implementation need OpenCL C
+    if getattr(impl, "kind", None) != "opencl-c":  # SPIR-V: nothing to rebuild it from
         return None, "its code is no OpenCL C"
-    return source, ""
+    return code.decode("utf-8", errors="replace"), ""
 
 
 def _as_run_outcome(o) -> RunOutcome:
