@@ -350,41 +350,37 @@ class ForeignRunner:
         A worker that dies in a job after earlier ones may have been broken by them (a kernel
         that stores out of bounds corrupts the worker's heap, and the next allocation aborts):
         the job is then rerun once in a fresh worker, whose answer counts."""
-        try:
-            w = self._take()
-        except TLError as e:
-            return Outcome("crashed", message=_text(e))
         start = time.monotonic()
+        first, earlier_jobs = self._attempt(job, timeout)
+        if isinstance(first, Outcome):
+            return first
+        if first.timed_out or earlier_jobs == 0:
+            return _died(first)
+        left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.1)
+        second, _ = self._attempt(job, left, fresh=True)
+        if not isinstance(second, Outcome):
+            return _died(second)
+        note = (f"(a worker that had run earlier jobs died in this one ({first.why}); in a "
+                "fresh worker it did not)")
+        second.message = f"{note}\n{second.message}".strip()
+        return second
+
+    def _attempt(self, job: ForeignJob, timeout: Optional[float], fresh: bool = False
+                 ) -> tuple[Outcome | _Died, int]:
+        """One try in a kept (or a fresh) worker: its outcome, or how the worker died, with
+        the number of jobs that worker had run before."""
+        try:
+            w = self._take(fresh=fresh)
+        except TLError as e:
+            return Outcome("crashed", message=_text(e)), 0
         try:
             answer, log = w.call(job, timeout)
         except _Died as e:
             self.restarts += 1
-            if e.timed_out:
-                return Outcome("timeout", message=f"the OpenCL run: {e.why}")
-            if w.jobs == 0:
-                return _crashed(e)
-            left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.1)
-            try:
-                w = self._take(fresh=True)
-            except TLError as e2:
-                return Outcome("crashed", message=_text(e2))
-            try:
-                answer, log = w.call(job, left)
-            except _Died as e2:
-                self.restarts += 1
-                if e2.timed_out:
-                    return Outcome("timeout", message=f"the OpenCL run: {e2.why}")
-                return _crashed(e2)
-            note = (f"(a worker that had run earlier jobs died in this one ({e.why}); in a "
-                    "fresh worker it did not)")
-            w.jobs += 1
-            self._give_back(w)
-            o = _outcome(answer, log)
-            o.message = f"{note}\n{o.message}".strip()
-            return o
+            return e, w.jobs
         w.jobs += 1
         self._give_back(w)
-        return _outcome(answer, log)
+        return _outcome(answer, log), w.jobs - 1
 
     def close(self) -> None:
         with self._lock:
@@ -393,7 +389,10 @@ class ForeignRunner:
             w.close()
 
 
-def _crashed(e: _Died) -> Outcome:
+def _died(e: _Died) -> Outcome:
+    """A worker's death as the job's outcome: past its time bound, or crashed."""
+    if e.timed_out:
+        return Outcome("timeout", message=f"the OpenCL run: {e.why}")
     said = f"\nthe OpenCL worker printed:\n{e.said}" if e.said else ""
     return Outcome("crashed", message=f"the OpenCL run crashed ({e.why}); the code may do "
                    f"something undefined on the device{said}")
