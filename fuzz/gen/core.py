@@ -644,6 +644,10 @@ class CoreGenerator:
                 entries[1 - j] = None
         r = self.fresh()
         inst = ir.Expand(r, v.value, m, tuple(entries), v.type)
+        if (v.type.shape[m] is None and None in entries and self.excludes(
+                "expand-inferred-dynamic")) or (v.type.stride[m] is None and self.excludes(
+                "expand-dynamic-stride")):
+            raise Unavailable("an expand form the profile leaves out")
         t = typerules.expand_type(inst)
         self.emit(inst)
         s = v.strides[m]

@@ -43,6 +43,9 @@ FEATURES = {
     "integer-products": "gemm or gemv with an integer element type in any operand",
     "order0-axpby": "axpby on order-0 memrefs (a scalar update)",
     "transposed-sum": "sum.t of a matrix (the row sums)",
+    "expand-inferred-dynamic": "expand with a `?` entry of a mode whose size is `?` (the "
+                               "entry inferred at run time)",
+    "expand-dynamic-stride": "expand of a mode whose stride is `?`",
 }
 # the instructions the generator can leave out (others are the language's backbone)
 INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",

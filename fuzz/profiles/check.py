@@ -84,6 +84,12 @@ def instruction_violations(inst: ir.Instruction, profile: Profile) -> list[Viola
     if "transposed-sum" in feats and isinstance(inst, ir.Sum) and inst.trans \
             and inst.a_type.order == 2:
         found.append("transposed-sum")
+    if isinstance(inst, ir.Expand) and inst.type.shape[inst.mode] is None \
+            and None in inst.shape and "expand-inferred-dynamic" in feats:
+        found.append("expand-inferred-dynamic")
+    if isinstance(inst, ir.Expand) and inst.type.stride[inst.mode] is None \
+            and "expand-dynamic-stride" in feats:
+        found.append("expand-dynamic-stride")
     if "mixed-static-dynamic-sizes" in feats and mixed_sizes(inst):
         found.append("mixed-static-dynamic-sizes")
     span = getattr(inst, "span", None)
