@@ -308,3 +308,18 @@ def test_tlconform_refuses_an_unwritable_report_before_the_run(mini_corpus, tmp_
         assert tlconform([*argv, option, str(target)]) == 2
         err = capsys.readouterr().err
         assert words in err and "passed" not in err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "soon"])
+@pytest.mark.parametrize("argv, flag", [
+    (["--impl", "interp", "--timeout"], "--timeout"),
+    (["reproduce", str(Path(__file__).resolve().parents[1] / "examples" / "fused_kernel.tl"),
+      "--args", "x.npz", "--impl", "interp", "--timeout"], "--timeout"),
+    (["triage", "x", "--reduce-time"], "--reduce-time"),
+])
+def test_a_time_that_is_no_finite_positive_number_is_a_usage_error(capsys, argv, flag, value):
+    """nan once reached a lock's acquire() as a timeout (a traceback from tlconform)."""
+    tool = tlconform if argv[0] == "--impl" else tlfuzz
+    assert tool([*argv, value]) == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and "Traceback" not in err, err

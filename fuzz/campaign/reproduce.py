@@ -27,6 +27,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from .options import positive_seconds
+
 AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
 DEFAULT_TIMEOUT = 300.0  # seconds per run of the implementation
 
@@ -67,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--func", help="function to run (optional when the file has one)")
     p.add_argument("--groups", type=int, help="number of work-groups")
     add_impl_flags(p)  # --device --lowering --work-group-size --build-options --reject-status
-    p.add_argument("--timeout", type=float, default=None,
+    p.add_argument("--timeout", type=positive_seconds, default=None,
                    help=f"seconds per run of the implementation (default {DEFAULT_TIMEOUT:g})")
     return p
 

@@ -21,6 +21,8 @@ import time
 import warnings
 from typing import Optional
 
+from .options import positive_seconds
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlfuzz triage", description=__doc__.split("\n\n")[0])
@@ -29,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--impl", metavar="SPEC",
                    help="implementation to triage against (default: the one in NAME.txt; "
                         "opencl: our lowering)")
-    p.add_argument("--reduce-time", type=float, default=120.0,
+    p.add_argument("--reduce-time", type=positive_seconds, default=120.0,
                    help="seconds for the OpenCL C reduction (default 120)")
     p.add_argument("--mutation", default=None,
                    help="self-test: plant a known lowering bug first (see tlfuzz --mutation)")
@@ -44,9 +46,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         ns = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    if ns.reduce_time <= 0:
-        print("tlfuzz triage: --reduce-time must be positive", file=sys.stderr)
-        return 2
     warnings.filterwarnings("ignore")
     from .clexec import Target
     from .triage import FLAKY, investigate

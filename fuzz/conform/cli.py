@@ -28,6 +28,7 @@ from tlinterp.impl import Implementation, Outcome, SpecError, resolve
 from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl
 from tlinterp.outfile import check_target
 
+from ..campaign.options import positive_seconds
 from .corpus import Case, CorpusError, apply_profile, default_corpus, load_corpus
 from .impl import outcome_of, reproduce
 from .interrupt import kill_children_settled
@@ -122,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--junit-xml", type=Path, default=None, metavar="FILE")
     ap.add_argument("--log", type=Path, default=None, metavar="FILE",
                     help="per-case log with the reproducing commands")
-    ap.add_argument("--timeout", type=float, default=None, metavar="S",
+    ap.add_argument("--timeout", type=positive_seconds, default=None, metavar="S",
                     help="seconds per case (a timed-out case fails)")
     ap.add_argument("--json", default=None, metavar="FILE",
                     help="machine-readable report: one object per case plus the summary "
@@ -167,8 +168,6 @@ def _main(opts: argparse.Namespace) -> int:
     try:
         if opts.jobs < 1:
             raise SpecError(f"-j must be at least 1, got {opts.jobs}")
-        if opts.timeout is not None and opts.timeout <= 0:
-            raise SpecError(f"--timeout must be positive, got {opts.timeout}")
         if opts.profile == "list":
             from fuzz.profiles import describe
 
