@@ -155,6 +155,30 @@ def test_tlrun_ctrl_c_stops_a_long_launch(tmp_path):
     assert not any(_alive(k) for k in kids)
 
 
+@pytest.mark.opencl
+@pytest.mark.parametrize("backend", ["opencl", "opencl-c"])
+def test_tlrun_timeout_stops_a_run_that_never_ends(tmp_path, backend):
+    """--timeout bounds a run on --backend opencl (the child process) and on another
+    implementation (its worker): exit 1 saying so, nothing left running."""
+    kernel, args = tmp_path / "spin.tl", tmp_path / "spin.npz"
+    kernel.write_text(SPIN)
+    np.savez(args, out=np.zeros(1, np.int64), n=np.int64(2**62))
+    spec = "opencl"
+    if backend == "opencl-c":  # our lowering's C, as another compiler would hand it over
+        script = tmp_path / "cc.sh"
+        script.write_text(
+            f"#!/bin/sh\nexec {sys.executable} -m tlinterp.cli \"$1\" --emit opencl\n")
+        script.chmod(0o755)
+        spec = f"opencl-c:{script} {{tl}}"
+    start = time.monotonic()
+    r = tool("tlinterp.cli", str(kernel), "--args", str(args), "--backend", spec,
+             "--timeout", "3", env=ENV, timeout=120)
+    took = time.monotonic() - start
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert ("took longer than 3 s" in r.stderr or "within the case's 3 s" in r.stderr), r.stderr
+    assert took < 60, took
+
+
 # --- tlfuzz ---------------------------------------------------------------------------------
 
 FUZZ_CASES = {  # id: (argv, message); every one exits 2 before a campaign starts

@@ -68,15 +68,16 @@ class OpenCL(Implementation):
         return Outcome("ok", outputs=out)
 
     def run_isolated(self, program, args, func: Optional[str], groups: Optional[int],
-                     repeat: int = 1):
+                     repeat: int = 1, timeout: Optional[float] = None):
         """Build and launch (`repeat` times) in a child process (tlgpu.runtime.isolated): what tlrun
-        uses, so that a crash on the device is a result and never takes the tool down. (With
+        uses, so that a crash on the device is a result and never takes the tool down; past
+        `timeout` seconds the child is killed (ExecutionError). (With
         `tune`, the search runs here first: it times configs the fuzzer checks.)"""
         from tlgpu.runtime.isolated import run_isolated
 
         config = self._tuned(program, args, func, groups)
         return run_isolated(program, args, func=func, groups=groups, device=self.options.device,
-                            config=config, repeat=repeat)
+                            config=config, repeat=repeat, timeout=timeout)
 
     def _tuned(self, program, args, func: Optional[str], groups: Optional[int]):
         """With `tune`: the fastest config for these arguments (tlgpu.tune), --lowering

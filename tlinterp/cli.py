@@ -37,13 +37,14 @@ from .diagnostics import (
     SourceError,
     TLError,
 )
-from .impl.flags import add_impl_flags
+from .impl.flags import add_impl_flags, positive_seconds
 from .outfile import check_target
 
 MAX_SOURCE_BYTES = 4 * 2**20  # far beyond any real kernel; parsing 4 MiB takes ~15 s, ~1 GB
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 DEFAULT_MAX_STEPS = 1_000_000  # a runaway scalar loop stops in ~3 s (fast path: ~300k/s)
+DEFAULT_TIMEOUT = 600.0  # seconds for a run outside this process (another implementation, OpenCL)
 
 
 EPILOG = """examples:
@@ -132,6 +133,10 @@ def _parser() -> argparse.ArgumentParser:
                         "opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, "
                         "... (see --list-impls); --impl is the same flag, as in tlconform")
     add_impl_flags(p, help={"lowering": "override a lowering decision (repeatable)"})
+    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S",
+                   help="seconds a run of another implementation or of --backend opencl may "
+                        f"take, build included (default {DEFAULT_TIMEOUT:g}); past it the run "
+                        "is stopped, exit 1 (the reference interpreter: --max-steps)")
     p.add_argument("--repeat", type=int, default=1, metavar="N",
                    help="OpenCL: launch N times on the same inputs and report the kernel "
                         "time's median and minimum (default 1)")
@@ -304,7 +309,7 @@ def _run_opencl(ns, impl, program, function, args) -> tuple[dict, str]:
     show = ns.verbose or "oclgrind" in (ns.device or os.environ.get("PYOPENCL_CTX", "")).lower()
     try:
         r = impl.run_isolated(program, args, func=function.name, groups=ns.groups,
-                              repeat=ns.repeat)
+                              repeat=ns.repeat, timeout=ns.timeout)
     except TLError as e:
         if show and getattr(e, "log", ""):
             print(e.log, file=sys.stderr)
@@ -323,7 +328,7 @@ def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.nda
 
     job = Job(text, args, func=func, groups=ns.groups, filename=ns.kernel, program=program)
     try:
-        outcome = impl.run(job)
+        outcome = impl.run(job, ns.timeout)
     except SpecError as e:  # e.g. a template placeholder this run has no value for
         raise BackendError(f"--backend: {e}") from None
     if outcome.status == "ok":

@@ -3,23 +3,12 @@ exit status 2, never a traceback and never a campaign that saves false findings.
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 from typing import Optional
 
+from tlinterp.impl.flags import positive_seconds  # noqa: F401 - one argparse type for seconds
+
 __all__ = ["positive_seconds", "check_out_dir", "check_device", "keep_hypothesis_under"]
-
-
-def positive_seconds(text: str) -> float:
-    """argparse type: a finite number of seconds > 0 (rejects nan, inf, 0 and negatives)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"'{text}' must be a finite number of seconds > 0")
-    return value
 
 
 def check_out_dir(path: str) -> Optional[str]:

@@ -11,12 +11,13 @@ renders an `ImplOptions` back into these flags for reproduce lines."""
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Optional
 
 from .base import ImplOptions, SpecError, parse_work_group_size
 
 __all__ = ["FLAGS", "add_impl_flags", "impl_options", "lowering_needs_opencl",
-           "parse_reject_status"]
+           "parse_reject_status", "positive_seconds"]
 
 # dest names, in the order the flags are declared; a tool may take a subset (tlfuzz triage)
 FLAGS = ("device", "lowering", "work_group_size", "build_options", "reject_status")
@@ -53,6 +54,17 @@ def parse_reject_status(text: str) -> tuple[int, ...]:
         if n not in statuses:
             statuses.append(n)
     return tuple(statuses)
+
+
+def positive_seconds(text: str) -> float:
+    """argparse type: a finite number of seconds > 0 (rejects nan, inf, 0 and negatives)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a finite number of seconds > 0")
+    return value
 
 
 def _work_group_size(text: str) -> str:
