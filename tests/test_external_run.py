@@ -204,3 +204,21 @@ def test_a_store_past_an_argument_is_blamed_on_the_compilers_code(tmp_path):
         assert ok.run(Job(KERNEL, ARGS), 60).status == "ok"  # within bounds: no complaint
     finally:
         ok.close()
+
+
+def test_a_failed_foreign_build_leaves_no_source_file(tmp_path, monkeypatch):
+    """pyopencl saves the source of a failed build to a temporary file (Intel's runtime and
+    Oclgrind) and never removes it: a campaign against a compiler whose code does not build
+    left thousands in /tmp. The build runs in this process here, with tempfile pointed at
+    tmp_path."""
+    import tempfile
+
+    from tlgpu.runtime.kernel import ForeignCodeError, from_source
+    from tlinterp import check, parse
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    function = check(parse(KERNEL)).functions[0]
+    with pytest.raises(ForeignCodeError) as e:
+        from_source(HEAD + " { a[1] = ; }", function, "f", "oclgrind")
+    assert "source saved" not in e.value.format()
+    assert list(tmp_path.iterdir()) == []

@@ -14,6 +14,7 @@ from typing import Optional
 
 import numpy as np
 
+from tlgpu.runtime.buildlog import without_saved_source
 from tlinterp.args import bind, unbind
 from tlinterp.diagnostics import TLError
 
@@ -83,21 +84,6 @@ class Outcome:
     size: Optional[Size] = None  # the kernel's reqd_work_group_size, when that was used
 
 
-_SAVED = re.compile(r"\n?\(source saved as (\S+\.cl)\)")
-
-
-def without_saved_source(message: str) -> str:
-    """pyopencl writes the source of every failed build to a temporary file it never removes
-    and names it in the message: remove the file (triage builds many candidates that fail) and
-    the line."""
-    import os
-
-    for path in _SAVED.findall(message):
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-    return _SAVED.sub("", message)
 
 
 def device_info(target: Target) -> dict[str, str]:

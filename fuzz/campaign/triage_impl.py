@@ -44,11 +44,10 @@ FATAL = "fatal error of the simulator"  # how clexec words an Oclgrind crash (oc
 
 
 def build_options(options) -> tuple[str, ...]:
-    """The options another compiler's OpenCL C is built with: what every such build gets
-    (tlgpu.runtime.launch.BUILD_OPTIONS) and the implementation's --build-options."""
-    from tlgpu.runtime.launch import BUILD_OPTIONS
+    """The options another compiler's OpenCL C is built with (tlgpu.runtime.kernel)."""
+    from tlgpu.runtime.kernel import build_options_of
 
-    return tuple(dict.fromkeys((*BUILD_OPTIONS, *shlex.split(options.build_options or ""))))
+    return tuple(build_options_of(options.build_options or ""))
 
 
 def emitted_code(case, spec: str, options, timeout: float) -> tuple[Optional[str], str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Optional
 
@@ -33,3 +34,18 @@ def map_log(log: str, line_spans: list[Optional[Span]], filename: str) -> list[D
         diags.append(Diagnostic(f"OpenCL C build error (generated line {line + 1}): "
                                 f"{message}", span, filename))
     return diags
+
+
+_SAVED = re.compile(r"\n?\(source saved as (\S+\.cl)\)")
+
+
+def without_saved_source(message: str) -> str:
+    """pyopencl writes the source of every failed build to a temporary file it never removes
+    and names it in the message: remove the file (a campaign or a triage builds many that fail) and
+    the line."""
+    for path in _SAVED.findall(message):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return _SAVED.sub("", message)

@@ -17,6 +17,7 @@ from typing import Optional
 import numpy as np
 
 from tlgpu.lowering.config import LoweringConfig
+from tlgpu.runtime.buildlog import without_saved_source
 from tlgpu.runtime.devices import DeviceHandle, handle
 from tlgpu.runtime.launch import BUILD_OPTIONS, _Marshal, prepare
 from tlinterp import ir
@@ -182,9 +183,10 @@ def _device_words(dev: DeviceHandle) -> str:
 
 
 def build_options_of(extra: str) -> list[str]:
-    """The runtime's own build options plus a user's (`--build-options`), split like a shell."""
+    """The runtime's own build options plus a user's (`--build-options`), split like a shell,
+    each once: what another compiler's code is built with (its triage rebuilds it so too)."""
     try:
-        return list(BUILD_OPTIONS) + shlex.split(extra)
+        return list(dict.fromkeys([*BUILD_OPTIONS, *shlex.split(extra)]))
     except ValueError as e:
         raise ForeignCodeError(f"--build-options does not split like a command line ({e}): "
                                f"{extra}") from None
@@ -215,7 +217,8 @@ def from_source(source: str, function: ir.Function, kernel_name: str,
             _BUILT[key] = cl.Program(dev.context, source).build(options=options)
         except cl.Error as e:  # the build log is in the message
             raise ForeignCodeError(f"the OpenCL C does not build on {_device_words(dev)} "
-                                   f"(options: {' '.join(options)}):\n{str(e).strip()}"
+                                   f"(options: {' '.join(options)}):\n"
+                                   f"{without_saved_source(str(e)).strip()}"
                                    ) from None
     return _kernel(_BUILT[key], function, kernel_name, dev, work_group_size, "OpenCL C", source)
 
@@ -241,7 +244,8 @@ def from_il(il: bytes, function: ir.Function, kernel_name: str, device: Optional
             _BUILT[key] = cl.Program(dev.context, il).build(options=options)
         except cl.Error as e:
             raise ForeignCodeError(f"the SPIR-V does not build on {_device_words(dev)} "
-                                   f"(options: {' '.join(options)}):\n{str(e).strip()}"
+                                   f"(options: {' '.join(options)}):\n"
+                                   f"{without_saved_source(str(e)).strip()}"
                                    ) from None
     return _kernel(_BUILT[key], function, kernel_name, dev, work_group_size, "SPIR-V", "")
 

@@ -20,7 +20,7 @@ from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.program import Lowered, lower_program
 from tlgpu.runtime import workarounds
-from tlgpu.runtime.buildlog import map_log
+from tlgpu.runtime.buildlog import map_log, without_saved_source
 from tlgpu.runtime.devices import DeviceHandle, handle
 from tlgpu.runtime.guards import Guards
 from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
@@ -133,7 +133,7 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
         with without_query_noise(is_oclgrind(dev.device)):
             prog = cl.Program(dev.context, source).build(options=options)
     except cl.RuntimeError as e:
-        log = str(e)  # pyopencl puts the device's build log in the message
+        log = without_saved_source(str(e))  # pyopencl puts the build log in the message
         filename = program.filename if program else "<input>"
         diags = map_log(log, lowered.line_spans, filename)
         diags.append(Diagnostic(f"the OpenCL C compiler of '{dev.device.name}' rejected the "
