@@ -181,12 +181,10 @@ def run_impl(case, spec: str, options, timeout: float):
     from tlinterp.impl import Job, Outcome, outcome_of_error, resolve
 
     impl = resolve(spec, options)
-    if impl.spec == "opencl":
-        from tlgpu.runtime.isolated import run_isolated
-
+    if hasattr(impl, "run_isolated"):  # our lowering, in a child process as tlrun runs it
         try:
-            r = run_isolated(case.program, case.args, func=case.func, groups=case.groups,
-                             device=impl.options.device, config=impl.config, timeout=timeout)
+            r = impl.run_isolated(case.program, case.args, case.func, case.groups,
+                                  timeout=timeout)
         except TLError as e:
             return outcome_of_error(e)
         return Outcome("ok", outputs=r.outputs)
