@@ -99,7 +99,7 @@ def test_calc_is_int64_arithmetic_truncating_toward_zero() -> None:
     ("$a =\n", "2.1-1", "found end of input"),
     ("func @k() {\n %x = constant [$a, 1.0] : c32\n}\n", "2.17-18", "complex constant"),
     ("func @k() {\n %x = $a = 1 add %a, %b : f32\n}\n", "2.7-8", "cannot follow '='"),
-    ("func @k() attributes{$k=1} {\n}\n", "1.22-23", "cannot name an attribute"),
+    ("func @k() attributes{$k=1} {\n}\n", "1.22-23", r"\$k cannot be defined here"),
     ("func @k(%a: f32, $b = 1) {\n}\n", "1.18-19", "only stand at global scope or in a region"),
     ("func @k() $a = 1 {\n}\n", "1.18-18", "unexpected '{'"),
     ("func @k() {\n  %x = constant 1 : i32 $a = 1 attributes{}\n}\n", "2.32-41", "unexpected"),

@@ -621,16 +621,16 @@ class _Expander:
                 is_def = text.startswith("=", after) and not text.startswith("==", after)
                 top = stack[-1] if stack else _REGION
                 if is_def and top == _DICT:
-                    raise _Error("a definition cannot name an attribute", pos, end)
+                    raise _Error(f"{tok} cannot be defined here, nor name an attribute",
+                                 pos, end)
                 if is_def:
                     self.emit(text[copy_from:pos], copy_from, pos, None)
                     pos = copy_from = self.definition(pos, end, after, top, prev)
                     prev = "}"  # a definition ends like a complete statement
                     continue
                 if top == _COMPLEX:
-                    raise _Error("a definition cannot stand for a part of a complex constant"
-                                 " (tinytc v0.4.0 accepts only floating literals there)",
-                                 pos, end)
+                    raise _Error(f"{tok} cannot stand for a part of a complex constant: only"
+                                 " floating literals are accepted there", pos, end)
                 d = self.find(tok[1:])
                 if d is None:
                     raise _Error(f"undefined identifier {tok}", pos, end)
