@@ -67,6 +67,43 @@ def test_scopes_end_with_their_region() -> None:
         preprocess("func @f() {\n  $a = 1\n}\nfunc @g() {\n  %x = constant $a : i32\n}\n")
 
 
+def test_every_place_a_definition_can_stand_for() -> None:
+    src = """$1 = 4
+$g = 2
+$z = [$1, $g]
+$d = {alignment=$1, "k"=true, unroll=$z}
+$ty = group<memref<f32 x $1 x ?> x ?, offset: $g>
+func @f(%G: $ty $d) attributes $d {
+    $m = !calc($1 $g ^ 3 - 2 % -5 max)
+    %s = constant $m : index
+    %e = expand %a[1 -> $g x %s] : memref<f32 x $1 x $g x ?>
+    %f = fuse %e[1, $g] : memref<f32 x 4 x ?>
+    %v = subview %a[$g:$g, %c0] : memref<f32 x $g>
+    foreach_tile (%i) = (%c0), (%n) as (%t) <= ($1) {
+        $k = 5
+        cooperative_matrix_prefetch $k, %C[%c0, %c0], $1, $1
+    }
+}
+"""
+    r = preprocess(src)
+    for piece in ('%G: group<memref<f32 x 4 x ?> x ?, offset:2> {alignment=4, "k"=true,'
+                  " unroll=[4, 2]}) attributes {alignment=4,",
+                  "%s = constant 1 : index",
+                  "%e = expand %a[1 -> 2 x %s] : memref<f32 x 4 x 2 x ?>",
+                  "fuse %e[1, 2]", "subview %a[2:2, %c0] : memref<f32 x 2>", "<= (4)",
+                  "cooperative_matrix_prefetch 5, %C[%c0, %c0], 4, 4"):
+        assert piece in r.text, piece
+
+
+def test_a_region_ends_its_names_for_the_code_after_it() -> None:
+    src = ("func @f(%x: bool) {\n  $a = 1\n  if %x {\n    $b = $a\n    %q = constant $b : i32\n"
+           "  }\n  $b = 3\n  %r = constant $b : i32\n  %t = constant $a : i32 $c = true"
+           " %u = constant $c : bool\n}\n")
+    r = preprocess(src)
+    assert "%q = constant 1 : i32" in r.text and "%r = constant 3 : i32" in r.text
+    assert "%t = constant 1 : i32  %u = constant true : bool" in r.text
+
+
 def test_calc_is_int64_arithmetic_truncating_toward_zero() -> None:
     r = preprocess("$a = !calc(7 -2 /)\n$b = !calc(-7 2 %)\n$c = !calc(2 10 ^ 3 min 5 max)\n"
                    "$d = !calc(9223372036854775807 1 - 1 +)\n$e = !calc(0 0 ^)\n")
@@ -105,6 +142,13 @@ def test_calc_is_int64_arithmetic_truncating_toward_zero() -> None:
     ("func @k() {\n  %x = constant 1 : i32 $a = 1 attributes{}\n}\n", "2.32-41", "unexpected"),
     ("func @k() {\n  $a = 1 {\n  }\n}\n", "2.10-10", "unexpected '{'"),
     ("!calc(1)\n", "1.1-5", "only stand on the right of a definition"),
+    # what tinytc checks when it makes a type, also for a definition never used
+    ("$d = memref<bool x 4>\n", "1.13-16", "element type of a memref must be a number"),
+    ("$d = group<f32 x 4>\n", "1.12-14", "members must be memrefs"),
+    ("$t = memref<f32 x 4>\n$d = memref<$t x 4>\n", "2.13-14", "must be a number type"),
+    ("$d = coopmatrix<bool x 4 x 4, matrix_a>\n", "1.17-20", "must be a number type"),
+    ("$d = memref<f32 x 4, strided<1, 4>>\n", "1.30-33", "2 strides for 1 modes"),
+    ("$d = memref<f32 x 4, strided<>>\n", "1.30-30", "0 strides for 1 modes"),
 ])
 def test_errors_point_into_the_original_text(src: str, where: str, message: str) -> None:
     with pytest.raises(SourceError) as e:

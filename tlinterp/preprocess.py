@@ -341,8 +341,16 @@ class _ValueParser:
         self.nest(a)
         toks = [tok, "<"]
         pos = self.expect(b, "<")
+        inner_at = self.skip(pos)
         inner, pos = self.type(pos)
         toks += inner
+        # what tinytc checks when it makes the type (also for a definition never used)
+        inner_kind = inner[0].split("<")[0]
+        if tok == "group" and inner_kind != "memref":
+            raise _Error("a group's members must be memrefs", inner_at, pos)
+        if tok != "group" and inner_kind not in _SCALAR_TYPES:
+            raise _Error(f"the element type of a {tok} must be a number type", inner_at, pos)
+        modes = 0
         if tok == "coopmatrix":
             for _ in range(2):
                 pos = self.expect(pos, "x")
@@ -367,17 +375,23 @@ class _ValueParser:
             while self.token(pos)[1] == "x":
                 n, pos = self.int_or_def(self.token(pos)[3], dynamic=True)
                 toks += ["x", n]
+                modes += 1
             if self.token(pos)[1] == "," and self.token(self.token(pos)[3])[1] == "strided":
                 pos = self.expect(self.expect(self.expect(pos, ","), "strided"), "<")
                 toks += [",", "strided", "<"]
+                strides, strides_at = 0, self.skip(pos)
                 if self.token(pos)[1] != ">":
                     while True:
                         n, pos = self.int_or_def(pos, dynamic=True)
                         toks.append(n)
+                        strides += 1
                         if self.token(pos)[1] != ",":
                             break
                         toks.append(",")
                         pos = self.token(pos)[3]
+                if strides != modes:
+                    raise _Error(f"{strides} strides for {modes} modes: shape and stride list"
+                                 " must have the same length", strides_at, max(pos, strides_at + 1))
                 pos = self.expect(pos, ">")
                 toks.append(">")
             if self.token(pos)[1] == ",":
