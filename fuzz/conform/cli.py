@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -63,9 +64,17 @@ def run_all(impl: Implementation, cases: Sequence[Case], jobs: int = 1,
     `max_failures`, no case starts once that many have failed: the verdicts are those of the
     cases that ran (the ones already running finish, so none leaves a process behind)."""
     task = progress.add_task("cases", total=len(cases)) if progress else None
+    stop = threading.Event()
+    failed = []  # one entry per failed case (list.append is atomic)
 
-    def one(case: Case) -> Verdict:
+    def one(case: Case) -> Optional[Verdict]:
+        if stop.is_set():
+            return None  # -x: a case that had not started when the limit was reached
         v = run_case(impl, case, timeout)
+        if v.status == FAIL:
+            failed.append(case.id)
+            if max_failures is not None and len(failed) >= max_failures:
+                stop.set()
         if progress is not None:
             progress.advance(task)
         return v
@@ -77,18 +86,9 @@ def run_all(impl: Implementation, cases: Sequence[Case], jobs: int = 1,
         futures = [pool.submit(one, c) for c in cases]
         while not all(f.done() for f in futures):
             wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)
-            if max_failures is not None and _failed(futures) >= max_failures:
-                for f in futures:
-                    f.cancel()  # those not started; the running ones end on their own
-                wait(futures)
-        return [f.result() for f in futures if not f.cancelled()]
+        return [v for v in (f.result() for f in futures) if v is not None]
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _failed(futures) -> int:
-    return sum(1 for f in futures if f.done() and not f.cancelled() and f.exception() is None
-               and f.result().status == FAIL)
 
 
 def _profile(name: Optional[str]):
