@@ -1,7 +1,7 @@
 """`tlfuzz`: a differential fuzzing campaign, interpreter against the OpenCL backend.
 
-    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs CORES] [--seed S]
-           [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
+    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [-j CORES] [--seed S]
+           [--out DIR] [--batch 8] [--shrink-time 60] [--frontend] [-v] [-q]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
            [--profile all|tinytc-0.3.1|FILE.json|list]
            [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
@@ -22,8 +22,9 @@ At start, the saved findings in --out are re-run first (one still failing makes 
 status 1), then the Hypothesis example database (--out/hypothesis-db, given to every search)
 is replayed. A live view shows cases/s, instruction
 coverage and findings; Ctrl-C or the time limit ends the campaign with a summary table.
-Exit status: 0 no findings, 1 findings, 2 bad command line, 3 internal error of the fuzzer,
-130 interrupted by Ctrl-C with no findings.
+--out defaults to the per-user cache directory (tlinterp.cliconv.default_findings_dir); the
+campaign ends with the line `tlfuzz: wrote DIR (N new findings)`. Exit statuses: EXIT_STATUSES
+below (`tlfuzz --help` lists them).
 """
 
 from __future__ import annotations
