@@ -64,7 +64,7 @@ def test_findings_are_saved_with_a_reproducing_command(tmp_path):
     assert cmd[:3] == ["tlfuzz", "reproduce", base + ".tl"]  # the interestingness test
     for flag in ("--args", "--func", "--groups", "--impl", "--device", "--lowering"):
         assert flag in cmd
-    assert alone.startswith(f"run it alone: tlrun {base}.tl ") and "--backend opencl" in alone
+    assert alone.startswith(f"run it alone: tlrun {base}.tl ") and "--impl opencl" in alone
     assert config_overrides(cfg) == ["work_group_size=4,2", "unroll_k=2"]
     assert save_finding(f, str(tmp_path)) == base  # saved once
 

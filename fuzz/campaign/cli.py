@@ -1,7 +1,7 @@
 """`tlfuzz`: a differential fuzzing campaign, interpreter against the OpenCL backend.
 
-    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs CORES] [--seed S]
-           [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
+    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [-j CORES] [--seed S]
+           [--out DIR] [--batch 8] [--shrink-time 60] [--frontend] [-v] [-q]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
            [--profile all|tinytc-0.3.1|FILE.json|list]
            [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
@@ -22,8 +22,9 @@ At start, the saved findings in --out are re-run first (one still failing makes 
 status 1), then the Hypothesis example database (--out/hypothesis-db, given to every search)
 is replayed. A live view shows cases/s, instruction
 coverage and findings; Ctrl-C or the time limit ends the campaign with a summary table.
-Exit status: 0 no findings, 1 findings, 2 bad command line, 3 internal error of the fuzzer,
-130 interrupted by Ctrl-C with no findings.
+--out defaults to the per-user cache directory (tlinterp.cliconv.default_findings_dir); the
+campaign ends with the line `tlfuzz: wrote DIR (N new findings)`. Exit statuses: EXIT_STATUSES
+below (`tlfuzz --help` lists them).
 """
 
 from __future__ import annotations
@@ -41,8 +42,18 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tlinterp import ir
+from tlinterp.cliconv import (
+    add_impl_choice,
+    add_jobs,
+    add_verbosity,
+    default_findings_dir,
+    print_impls,
+    tool_parser,
+    wrote,
+)
 from tlinterp.impl.flags import add_impl_flags
 
+from . import sharedb
 from .hunt import HuntOptions, hunt
 from .options import check_device, check_out_dir, keep_hypothesis_under, positive_seconds
 
@@ -109,14 +120,26 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
 
 def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
             report) -> None:
+    from . import sharedb
+
+    told = False
+
+    def tell_if_lost() -> None:  # the parent says it once for the campaign
+        nonlocal told
+        if not told and sharedb.lost():
+            q.put(("database-lost", job, sharedb.lost()))
+            told = True
+
     if replay:
         report(_replay_saved(out, sandbox, opts, q))
         if opts.database and (os.path.isdir(opts.database) or "://" in opts.database):
             report(hunt(opts, seed, 1, progress, replay_only=True, sandbox=sandbox))
+            tell_if_lost()
     k = 0
     while time.time() < deadline:
         report(hunt(opts, round_seed(seed, job, k), rounds_batches, progress,
                     stop_at=deadline, sandbox=sandbox))
+        tell_if_lost()
         k += 1
 
 
@@ -169,6 +192,8 @@ class Tally:
     errors: list = field(default_factory=list)  # internal errors of jobs
     triage: dict = field(default_factory=dict)  # finding path -> triage class
     jobs: int = 1
+    database_lost: Optional[str] = None  # why the shared example database stopped answering
+    database_lost_at: float = 0.0
 
     def rate(self) -> float:
         return self.cases / max(time.time() - self.start, 1e-9)
@@ -201,6 +226,9 @@ class Tally:
             t.add_row(f"  {k}{cls}", f"{path}.tl — {line}")
         for path, status in self.replays:
             t.add_row("  replayed", f"{path}: {status}")
+        if self.database_lost:
+            t.add_row("example database", f"shared one lost after "
+                      f"{self.database_lost_at - self.start:.0f} s, local since")
         return t
 
 
@@ -224,6 +252,8 @@ def _drain(q, tally: Tally, timeout: float) -> None:
             tally.done.add(msg[1])
         elif kind == "error":
             tally.errors.append(msg[2])
+        elif kind == "database-lost" and tally.database_lost is None:
+            tally.database_lost, tally.database_lost_at = msg[2], time.time()
         try:
             msg = q.get_nowait()
         except queue_mod.Empty:
@@ -251,14 +281,36 @@ def run_campaign(ns: argparse.Namespace) -> int:
         p.start()
     tally = Tally(jobs=ns.jobs)
     interrupted = False
-    target = ns.impl_ref[0] if ns.impl_ref else ns.backend
+    target = ns.impl_ref[0] if ns.impl_ref else "opencl"
     title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
+    shown = 0  # findings already printed (-v)
+    announced = False
+
+    def news(say) -> None:
+        """What the campaign says as it goes: each finding with -v, and once, that the
+        shared example database stopped answering."""
+        nonlocal shown, announced
+        if ns.verbose:
+            for kind, path, line in tally.findings[shown:]:
+                say(f"{kind}: {path}.tl — {line}")
+            shown = len(tally.findings)
+        if tally.database_lost and not announced:
+            announced = True
+            say(f"tlfuzz: the shared example database {ns.database} stopped answering "
+                f"({tally.database_lost}); the campaign goes on with the local one, "
+                f"{os.path.join(ns.out, 'hypothesis-db')}")
+
+    def say(text: str) -> None:
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
+
     try:
-        with Live(tally.table(title), console=console, refresh_per_second=2,
-                  transient=False) as live:
+        with (_NoLive() if ns.quiet else
+              Live(tally.table(title), console=console, refresh_per_second=2,
+                   transient=False)) as live:
             while len(tally.done) < len(procs):
                 _drain(q, tally, 0.5)
+                news(say)
                 live.update(tally.table(title))
                 if time.time() > deadline + ns.shrink_time + 120:
                     break  # a job is stuck past every allowance: stop waiting
@@ -273,9 +325,12 @@ def run_campaign(ns: argparse.Namespace) -> int:
                 p.terminate()
             p.join(5)
     _drain(q, tally, 0.1)
+    news(say)
     console.print(tally.table(title + (" — interrupted" if interrupted else " — summary")))
     for e in tally.errors:
         console.print(f"[red]internal error in a job (please report):[/red] {e}")
+    n = len(tally.findings)
+    wrote("tlfuzz", ns.out, f"{n} new finding{'s' if n != 1 else ''}")
     if tally.errors:
         return 3
     if tally.findings or any(s == "still failing" for _, s in tally.replays):
@@ -283,42 +338,89 @@ def run_campaign(ns: argparse.Namespace) -> int:
     return 130 if interrupted else 0
 
 
+class _NoLive:
+    """-q: no live view (the summary table still prints)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, _renderable) -> None:
+        pass
+
+
+PURPOSE = ("A differential fuzzing campaign: generated kernels on the reference interpreter "
+           "against an implementation.")
+EXAMPLES = (
+    ("tlfuzz --time 10m", "our OpenCL lowering on PoCL, one job per core"),
+    ("tlfuzz --impl 'mytool {kernel} --args {args} --out {out}' --time 1h -j 4 --out f/",
+     "another compiler"),
+    ("tlfuzz --seed 1000 --database redis://db:6379 --out /shared/findings",
+     "one machine of several (docs/fuzzing.md)"),
+    ("tlfuzz reproduce f/mismatch-0123abcd4567", "rerun a finding (exit 1 while it differs)"),
+    ("tlfuzz triage f/mismatch-0123abcd4567", "classify a finding, reduce its code"),
+)
+EXIT_STATUSES = (
+    (0, "no findings"),
+    (1, "findings (or a saved finding in --out still fails)"),
+    (2, "a bad command line (a usage error)"),
+    (3, "an internal error of the fuzzer (please report it)"),
+    (130, "interrupted (Ctrl-C) with no findings"),
+)
+NOTES = """\
+subcommands (each has its own --help):
+  tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl NAME   rerun one case
+  tlfuzz triage FINDING                                              classify a finding
+
+Findings go to --out, by default the per-user cache directory:
+  DEFAULT_OUT
+The campaign ends by saying where it saved them. See docs/fuzzing.md."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tlfuzz", description=__doc__.split("\n\n")[0])
-    p.add_argument("--time", type=parse_time, default=parse_time("10m"),
-                   help="campaign length: 90, 30s, 10m, 1h (default 10m)")
-    p.add_argument("--backend", choices=["opencl"], default="opencl",
-                   help="this package's OpenCL lowering (the default of --impl)")
-    p.add_argument("--impl", default=None, metavar="NAME",
-                   help="implementation under test: opencl (default), opencl-c:'COMMAND {tl}', "
-                        "python:MODULE:FUNCTION, a command template, ... (tlrun --list-impls)")
-    add_impl_flags(p, device_default="pocl", help={
+    notes = NOTES.replace("DEFAULT_OUT", default_findings_dir())
+    p, g = tool_parser("tlfuzz", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=notes,
+                       usage="tlfuzz [options]\n       tlfuzz reproduce ...\n"
+                             "       tlfuzz triage ...")
+    add_impl_choice(g.implementation, default=None, first="opencl (default: our lowering)")
+    add_impl_flags(g.implementation, device_default="pocl", help={
         "lowering": "opencl: fuzz one fixed lowering config (repeatable KEY=VALUE; `tlrun "
                     "--help` lists the keys) instead of random ones; runs one kernel per job"})
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                   help="parallel searches (processes), each with its own seed stream; "
-                        "default: the number of cores")
-    p.add_argument("--seed", type=int, default=0, help="campaign seed (deterministic replay)")
-    p.add_argument("--out", default="corpus/findings", help="findings directory")
-    p.add_argument("--database", default=None,
-                   help="Hypothesis example database: a directory or redis://HOST:PORT "
-                        "(default OUT/hypothesis-db); share it between machines")
-    p.add_argument("--batch", type=int, default=8, help="kernels per OpenCL build")
+    g.run.add_argument("--time", type=parse_time, default=parse_time("10m"), metavar="T",
+                       help="campaign length: 90, 30s, 10m, 1h (default 10m)")
+    add_jobs(g.run, default=os.cpu_count() or 1,
+             help="parallel searches (processes), each with its own seed stream; default: "
+                  "the number of cores")
+    g.run.add_argument("--seed", type=int, default=0, metavar="S",
+                       help="campaign seed (deterministic replay)")
+    g.run.add_argument("--database", default=None, metavar="DIR|redis://HOST:PORT",
+                       help="Hypothesis example database: a directory or redis://HOST:PORT "
+                            "(default OUT/hypothesis-db); share it between machines")
+    g.run.add_argument("--batch", type=int, default=8, metavar="N",
+                       help="kernels per OpenCL build")
     # long searches: Hypothesis starts every search with its simplest (near-empty) examples
-    p.add_argument("--rounds", type=int, default=50, help="batches per seeded search")
-    p.add_argument("--shrink-time", type=positive_seconds, default=60.0,
-                   help="seconds per shrink")
-    p.add_argument("--frontend", action="store_true",
-                   help="front-end mode: mutated programs must only produce diagnostics")
-    p.add_argument("--mutation", default=None,
-                   help="self-test: plant a known bug in the OpenCL lowering "
-                        "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
-    p.add_argument("--profile", default="all", metavar="NAME",
-                   help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
-                        "constructs are generated, written in its spellings (default: all)")
-    p.add_argument("--triage-time", type=float, default=120.0,
-                   help="triage every mismatch; seconds to reduce a device-compiler suspect "
-                        "(0: no triage)")
+    g.run.add_argument("--rounds", type=int, default=50, metavar="N",
+                       help="batches per seeded search")
+    g.run.add_argument("--shrink-time", type=positive_seconds, default=60.0, metavar="S",
+                       help="seconds per shrink")
+    g.run.add_argument("--frontend", action="store_true",
+                       help="front-end mode: mutated programs must only produce diagnostics")
+    g.run.add_argument("--mutation", default=None, metavar="NAME",
+                       help="self-test: plant a known bug in the OpenCL lowering "
+                            "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
+    g.run.add_argument("--profile", default="all", metavar="NAME",
+                       help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
+                            "constructs are generated, written in its spellings (default: all)")
+    g.run.add_argument("--triage-time", type=float, default=120.0, metavar="S",
+                       help="triage every mismatch; seconds to reduce a device-compiler "
+                            "suspect (0: no triage)")
+    g.output.add_argument("--out", default=None, metavar="DIR",
+                          help="findings directory (default: the per-user cache directory "
+                               "below)")
+    add_verbosity(g.output, verbose="print each finding as it is saved",
+                  quiet="no live view, only the summary")
     return p
 
 
@@ -363,12 +465,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         ns = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    if ns.jobs < 1 or ns.batch < 1 or ns.rounds < 1 or ns.seed < 0 \
+    if ns.list_impls:
+        return print_impls()
+    if ns.batch < 1 or ns.rounds < 1 or ns.seed < 0 \
             or not (0 <= ns.triage_time < float("inf")):  # also rejects nan
-        print("tlfuzz: --jobs, --batch and --rounds must be positive, --seed >= 0, "
+        print("tlfuzz: --batch and --rounds must be positive, --seed >= 0, "
               "--triage-time not negative",
               file=sys.stderr)
         return 2
+    if ns.out is None:  # never the current directory: a campaign started anywhere
+        ns.out = default_findings_dir()
     if ns.profile == "list":
         from ..profiles import describe
 
@@ -387,18 +493,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ValueError as e:
         print(f"tlfuzz: {e}", file=sys.stderr)
         return 2
-    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
-    if problem:
-        print(f"tlfuzz: {problem}", file=sys.stderr)
-        return 2
-    keep_hypothesis_under(ns.out)
-    if ns.database and ns.database.startswith(("redis://", "rediss://")):
-        try:
-            import redis  # noqa: F401 - only checked for, hunt.example_database uses it
-        except ImportError:
-            print("tlfuzz: --database redis://... needs the 'redis' package "
-                  "(pip install redis)", file=sys.stderr)
-            return 2
     if ns.mutation is not None:
         from .mutations import known
 
@@ -406,6 +500,18 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "
                   f"{', '.join(known())})", file=sys.stderr)
             return 2
+    if ns.database and sharedb.is_url(ns.database):
+        # up front: a server that does not answer now is a usage error, one that goes away
+        # later leaves the campaign on its local database (sharedb)
+        problem = sharedb.check_reachable(ns.database)
+        if problem:
+            print(f"tlfuzz: --database {ns.database}: {problem}", file=sys.stderr)
+            return 2
+    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
+    if problem:
+        print(f"tlfuzz: {problem}", file=sys.stderr)
+        return 2
+    keep_hypothesis_under(ns.out)
     try:
         return run_campaign(ns)
     except KeyboardInterrupt:

@@ -3,14 +3,17 @@
 `hunt(...)` runs one seeded Hypothesis search of `max_batches` batches and returns the findings
 of the shrunk failing batch (empty when nothing failed). Shrinking re-runs both backends; it
 stops after `shrink_time` seconds and keeps the smallest failing batch found so far. The
-example database (a directory) makes known failures replay first in later searches.
+example database (a directory, or Redis shared with other machines: sharedb) makes known
+failures replay first in later searches.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
 import time
+import unittest
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
@@ -19,7 +22,6 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import core as hcore
 from hypothesis import seed as hseed
 from hypothesis import strategies as st
-from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import HypothesisException
 from hypothesis.internal.conjecture import engine
 
@@ -28,6 +30,7 @@ from .frontend import frontend_problem, mutants
 from .harness import Finding
 from .rejections import drop_known
 from .sandbox import Sandbox
+from .sharedb import example_database
 
 __all__ = ["HuntOptions", "hunt", "batches", "example_database"]
 
@@ -46,7 +49,7 @@ class HuntOptions:
     batch: int = 8
     shrink_time: float = 60.0
     frontend: bool = False
-    database: Optional[str] = None  # Hypothesis example database: directory or redis:// URL
+    database: Optional[str] = None  # example database: directory or redis:// URL (sharedb)
     inflight: Optional[str] = None  # file holding the batch being run (crash forensics)
     params: dict = field(default_factory=dict)  # GenParams overrides
     random_configs: bool = True
@@ -56,17 +59,6 @@ class HuntOptions:
     impl: Optional[tuple] = None  # (spec, ImplOptions): test this instead of our lowering
     triage_time: float = 120.0  # reduction budget of a device-compiler suspect (0: no triage)
     out: Optional[str] = None  # the findings directory (rejected constructs known there)
-
-
-def example_database(spec: str):
-    """A directory (shared filesystems work: several machines may use one) or a redis:// URL
-    (Hypothesis' Redis backend; needs the `redis` package)."""
-    if spec.startswith(("redis://", "rediss://")):
-        from hypothesis.extra.redis import RedisExampleDatabase
-        from redis import Redis
-
-        return RedisExampleDatabase(Redis.from_url(spec))
-    return DirectoryBasedExampleDatabase(spec)
 
 
 class _Found(AssertionError):
@@ -91,7 +83,10 @@ def hunt(opts: HuntOptions, seed: int, max_batches: int,
 
 def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> list[Finding]:
     state: dict = {"first": None, "failing": {}, "last": []}
-    db = example_database(opts.database) if opts.database else None
+    # a shared Redis database is mirrored in the findings directory, which goes on alone when
+    # the server goes away (sharedb)
+    db = example_database(opts.database, opts.out and os.path.join(opts.out, "hypothesis-db")) \
+        if opts.database else None
     # known failures replay once (replay_only, at campaign start); exploring searches only
     # add to the database, or every round would stop at the same old failure
     phases = [Phase.reuse, Phase.shrink] if replay_only else [Phase.generate, Phase.shrink]
@@ -176,6 +171,8 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
     try:
         search()
     except (_Found, HypothesisException):
+        pass
+    except unittest.SkipTest:  # a replay of an empty database: nothing to run, no failure
         pass
     finally:
         engine.MAX_SHRINKING_SECONDS = saved

@@ -6,8 +6,10 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
@@ -91,30 +93,64 @@ def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
     return tables
 
 
+OUTPUT_TAIL = 12  # lines of an implementation's output -v shows under a failure
+
+
+def _printable(text: str) -> str:
+    """`text` with control characters (terminal escapes among them) written as \\xNN, so
+    that an implementation's output cannot move the cursor or recolour the report."""
+    return "".join(c if c == "\t" or (c.isprintable() and c != "\x7f") else f"\\x{ord(c):02x}"
+                   for c in text)
+
+
+def failure_lines(v: Verdict) -> list[str]:
+    """What `tlconform -v` shows under a failure: the first differences of the outputs, then
+    the end of the implementation's output (its diagnostics, its stderr)."""
+    lines = [f"differs: {m}" for m in v.mismatches]
+    said = v.outcome.message.strip().splitlines()
+    if said:
+        cut = len(said) - OUTPUT_TAIL
+        lines.append("its output" + (f" (last {OUTPUT_TAIL} of {len(said)} lines)" if cut > 0
+                                     else "") + ":")
+        lines += [f"| {line}" for line in said[max(cut, 0):]]
+    return [_printable(line) for line in lines]
+
+
 def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
-                  max_failures: int = 20) -> None:
+                  max_failures: int = 20, verbose: bool = False, not_run: int = 0,
+                  stop_after: Optional[int] = None) -> None:
+    """The tables, the failures (with -v their output inline) and the one-line total;
+    `not_run` cases were left out when the run stopped after `stop_after` failures."""
     for t in summary_tables(verdicts):
         console.print(t)
     failures = [v for v in verdicts if v.status == FAIL]
     for v in failures[:max_failures]:
-        console.print(f"[red]FAIL[/red] {v.case.id}: {v.detail}", highlight=False)
+        console.print(f"[red]FAIL[/red] {escape(_printable(v.case.id))}: "
+                      f"{escape(_printable(v.detail))}", highlight=False)
+        if verbose:
+            for line in failure_lines(v):
+                console.print(f"     {line}", highlight=False, markup=False)
         console.print(f"     reproduce: {v.reproduce or v.case.reproduce()}", highlight=False,
-                      style="dim")
+                      style="dim", markup=False)
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
     # passes, but a compiler blaming the wrong text is worth seeing
     elsewhere = [v for v in verdicts if v.status == PASS and v.diagnostic_match == NO]
     for v in elsewhere[:max_failures]:
-        console.print(f"[yellow]ELSEWHERE[/yellow] {v.case.id}: {v.detail}", highlight=False)
+        console.print(f"[yellow]ELSEWHERE[/yellow] {escape(_printable(v.case.id))}: "
+                      f"{escape(_printable(v.detail))}", highlight=False)
     if len(elsewhere) > max_failures:
         console.print(f"... and {len(elsewhere) - max_failures} more rejections elsewhere "
                       "(see --log)")
     n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     colour = "red" if n[FAIL] else "green"
     skipped = f", {n[SKIP]} skipped (outside the profile)" if n[SKIP] else ""
-    console.print(f"[{colour}]{impl_name}: {n[PASS]} passed, {n[FAIL]} failed, "
-                  f"{n[INFO]} informational{skipped}, of {len(verdicts)} cases[/{colour}]",
-                  highlight=False)
+    stopped = (f"; stopped early after {stop_after} failure{'s' if stop_after != 1 else ''} "
+               f"(-x/--max-failures), {not_run} case{'s' if not_run != 1 else ''} not run"
+               if stop_after is not None and not_run else "")
+    console.print(f"[{colour}]{escape(impl_name)}: {n[PASS]} passed, {n[FAIL]} failed, "
+                  f"{n[INFO]} informational{skipped}, of {len(verdicts)} cases{stopped}"
+                  f"[/{colour}]", highlight=False)
 
 
 def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:

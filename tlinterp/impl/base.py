@@ -144,7 +144,7 @@ class Implementation(ABC):
 
 def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[str],
                   func: Optional[str], groups: Optional[int]) -> str:
-    """`tlrun ... --backend SPEC ...`: reruns the implementation `spec` names."""
+    """`tlrun ... --impl SPEC ...`: reruns the implementation `spec` names."""
     cmd = ["tlrun", kernel]
     if args is not None:
         cmd += ["--args", args]
@@ -153,7 +153,7 @@ def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[s
     if groups is not None:
         cmd += ["--groups", str(groups)]
     if spec not in ("interp", "tlinterp"):
-        cmd += ["--backend", spec]
+        cmd += ["--impl", spec]
         cmd += option_words(options)
     return shlex.join(cmd)
 
