@@ -100,7 +100,9 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
         now = time.time()
         if state["first"] is None and stop_at is not None and now > stop_at:
             return  # out of time: let Hypothesis finish its remaining examples quickly
-        if state["first"] is not None and now > state["first"] + opts.shrink_time:
+        # shrinking ends after shrink_time, and with the campaign (its --time includes it)
+        if state["first"] is not None and (now > state["first"] + opts.shrink_time
+                                           or (stop_at is not None and now > stop_at)):
             if key in state["failing"]:  # keep replays of known failures deterministic
                 state["last"] = state["failing"][key]
                 raise _Found(str(state["last"][0]))
@@ -147,11 +149,13 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
                     with open(opts.inflight, "wb") as f:
                         pickle.dump((cases, config), f)
                 found = sandbox.run(cases, config)
-                if progress:
+                # the campaign's end may cut a batch short (a stand-in may not count)
+                ran = cases[:getattr(sandbox, "completed", len(cases))]
+                if progress and ran:
                     cov: set = set()
-                    for c in cases:
+                    for c in ran:
                         cov |= coverage_of(c.program)
-                    progress(len(cases), cov)
+                    progress(len(ran), cov)
                 return found
 
             check((tuple(c.source for c in cases), repr(config)), run)
@@ -172,7 +176,9 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
     else:
         search = hseed(seed)(search)
     saved = engine.MAX_SHRINKING_SECONDS
-    engine.MAX_SHRINKING_SECONDS = max(1, int(opts.shrink_time))  # Hypothesis' own cap
+    shrink = opts.shrink_time if stop_at is None else min(opts.shrink_time,
+                                                          stop_at - time.time())
+    engine.MAX_SHRINKING_SECONDS = max(1, int(shrink))  # Hypothesis' own cap
     try:
         search()
     except (_Found, HypothesisException):
