@@ -51,6 +51,11 @@ def _child(conn, mutation: Optional[str], impl=None) -> None:
     quiet_child()
     # some drivers drop debug files (pocl: broken.dot) into the working directory; it goes
     # with the child (and under a campaign's scratch directory, fuzz.shutdown, if killed)
+    if impl is not None:  # (spec, ImplOptions): resolved here, where it runs, before the
+        # chdir (a python: plug-in is imported from the working directory)
+        from tlinterp.impl import resolve
+
+        impl = resolve(*impl)
     scratch = tempfile.mkdtemp(prefix="tlfuzz-sandbox-")
     os.chdir(scratch)
     try:
@@ -67,10 +72,7 @@ def _serve_batches(conn, mutation: Optional[str], impl) -> None:
 
         apply(mutation)
         hits = HITS
-    if impl is not None:  # (spec, ImplOptions): resolved here, where it runs
-        from tlinterp.impl import resolve
 
-        impl = resolve(*impl)
     def batch(msg):
         cases, config, device, timeout, deadline = msg
         done = [len(cases)]
