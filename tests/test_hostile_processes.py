@@ -227,6 +227,19 @@ def test_extra_output_keys_are_ignored_and_the_log_stays_where_it_was_asked(
     assert (tmp_path / "conform.log").is_file() and not (elsewhere / "conform.log").exists()
 
 
+def test_terminal_escapes_of_an_implementation_stay_out_of_reports(tmp_path):
+    script = tmp_path / "noisy.sh"
+    script.write_bytes(b"printf '\\033]0;pwned\\007\\033[2J\\033[31m%s:1.1-4: bad\\033[0m\\r\\n"
+                       b"\\010gone\\n' \"$1\" >&2; exit 2\n")
+    impl = resolve(f"sh {script} {{kernel}}")
+    outcome = impl.run(Job("func @k() {\n}\n", {}))
+    assert outcome.status == "rejected"
+    assert not any(ord(c) < 32 and c not in "\t\n" or 0x7f <= ord(c) < 0xa0
+                   for c in outcome.message), repr(outcome.message)
+    assert outcome.diagnostics == [("1.1-4", "bad")]  # colour does not hide the diagnostic
+    assert "\\x08gone" in outcome.message
+
+
 def test_compare_outputs_ignores_keys_only_the_implementation_wrote():
     program = "func @k(%a: memref<i32x2>) {\n}\n"
     a = {"a": np.arange(2, dtype=np.int32)}

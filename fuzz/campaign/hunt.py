@@ -73,6 +73,11 @@ class _Found(AssertionError):
     pass
 
 
+class _OutOfTime(BaseException):
+    """Ends a search at once: Hypothesis lets exceptions that are no Exception through
+    without treating them as a failure to shrink."""
+
+
 def hunt(opts: HuntOptions, seed: int, max_batches: int,
          progress: Optional[Callable[[int, set], None]] = None,
          stop_at: Optional[float] = None, replay_only: bool = False,
@@ -98,11 +103,12 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
 
     def check(key, run: Callable[[], list[Finding]]) -> None:
         now = time.time()
-        if state["first"] is None and stop_at is not None and now > stop_at:
-            return  # out of time: let Hypothesis finish its remaining examples quickly
-        # shrinking ends after shrink_time, and with the campaign (its --time includes it)
-        if state["first"] is not None and (now > state["first"] + opts.shrink_time
-                                           or (stop_at is not None and now > stop_at)):
+        if stop_at is not None and now > stop_at:
+            # out of time, also while shrinking (--time includes it): the search ends now,
+            # with the smallest failure found so far, instead of drawing its remaining
+            # examples (each costs a generated kernel)
+            raise _OutOfTime
+        if state["first"] is not None and now > state["first"] + opts.shrink_time:
             if key in state["failing"]:  # keep replays of known failures deterministic
                 state["last"] = state["failing"][key]
                 raise _Found(str(state["last"][0]))
@@ -181,7 +187,7 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
     engine.MAX_SHRINKING_SECONDS = max(1, int(shrink))  # Hypothesis' own cap
     try:
         search()
-    except (_Found, HypothesisException):
+    except (_Found, HypothesisException, _OutOfTime):
         pass
     finally:
         engine.MAX_SHRINKING_SECONDS = saved

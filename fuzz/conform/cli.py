@@ -170,6 +170,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             name = "interrupted" if getattr(e, "signum", 2) == 2 else f"stopped by {e}"
             print(f"tlconform: {name}", file=sys.stderr)
             return exit_status_of(e)
+        finally:  # kept OpenCL workers live in the scratch directory: they end with it
+            foreign = sys.modules.get("tlgpu.runtime.foreign")
+            if foreign is not None:
+                foreign.close_workers()
 
 
 def _main(opts: argparse.Namespace) -> int:

@@ -26,6 +26,7 @@ from .base import (
     Outcome,
     SpecError,
     outcome_of_error,
+    printable,
 )
 
 PluginFn = Callable[..., dict]
@@ -65,7 +66,7 @@ class InProcess(Implementation):
             if isinstance(e, KeyboardInterrupt) and \
                     threading.current_thread() is threading.main_thread():
                 raise
-            tb = traceback.format_exception_only(type(e), e)[-1].strip()
+            tb = printable(traceback.format_exception_only(type(e), e)[-1].strip())
             return Outcome("crashed", message=f"raised {tb}")
         if not isinstance(out, dict):
             return Outcome("crashed", message=f"returned {type(out).__name__}, not a dict")
