@@ -113,8 +113,8 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
                 # triage counts inside --time: what is left of it, at most --triage-time
                 budget = min(opts.triage_time, deadline - time.time())
                 if budget < 1:
-                    q.put(("triage", base, "not triaged: --time was up (run tlfuzz triage "
-                           f"{base}.tl)"))
+                    # `tlfuzz triage NAME.tl` does it later (docs/fuzzing.md)
+                    q.put(("triage", base, "not triaged: --time was up"))
                     continue
                 q.put(("triage", base, triage_saved(f, base, budget, opts.mutation)))
 
