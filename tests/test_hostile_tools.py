@@ -25,7 +25,7 @@ import pytest
 
 from fuzz.campaign.cli import main as tlfuzz
 from fuzz.conform.cli import main as tlconform
-from fuzz.conform.interrupt import descendants
+from fuzz.shutdown import descendants
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "fused_kernel"

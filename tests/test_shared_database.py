@@ -118,8 +118,9 @@ def test_two_campaigns_share_a_redis_database_and_survive_its_loss(tmp_path, red
     assert _findings(tmp_path / "a")
     assert client.keys("hypothesis-example:*"), "nothing reached the shared database"
 
-    # machine 2, another seed and no time to search: what it finds is what it replayed
-    b = subprocess.run(_campaign(tmp_path, url, "b", seed=2, seconds=0), env=env,
+    # machine 2, another seed and too little time to find and shrink the bug itself (--time
+    # counts the replay too): what it shares with machine 1 is what it replayed
+    b = subprocess.run(_campaign(tmp_path, url, "b", seed=2, seconds=2), env=env,
                        capture_output=True, text=True, timeout=300)
     assert b.returncode == 1, b.stderr
     assert _findings(tmp_path / "b") & _findings(tmp_path / "a")

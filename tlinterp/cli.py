@@ -356,6 +356,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         if not e.code:  # --help, --version: argparse's own end
             raise
         return int(e.code)  # a usage error (2): argparse named the flag
+    if ns.out:  # an implementation run in this process may change the working directory
+        ns.out = os.path.abspath(ns.out)
     try:
         return _run(ns)
     except TLError as e:

@@ -256,16 +256,26 @@ def preflight(function: ir.Function, headers: Mapping[str, Header]) -> None:
 
 
 def load_npz(path: str, function: Optional[ir.Function] = None,
-             factor: int = 1) -> dict[str, np.ndarray]:
+             factor: int = 1, limit: Optional[int] = None) -> dict[str, np.ndarray]:
     """Read an arguments file; any failure is an ArgumentError (exit 2). With `function`,
     declared shapes are checked against its arguments first; `factor` times the declared
-    size must fit in free memory (the caller's copies of the data counted)."""
+    size must fit in free memory (the caller's copies of the data counted). `limit`: the
+    most bytes all members may declare (an implementation's output is bounded by the
+    outputs it can have), so that a small archive inflating to gigabytes is refused from
+    its headers alone."""
 
     z, headers = read_headers(path)
     with z:
         if function is not None:
             preflight(function, headers)
         total = sum(h.nbytes for h in headers.values())
+        if limit is not None and total > limit:
+            big = max(headers.values(), key=lambda h: h.nbytes)
+            raise ArgumentError(
+                f"{path}: declares {_fmt_bytes(total)} of arrays ({len(headers)} member(s), "
+                f"the largest '{big.info.filename}' of shape {big.shape} {big.dtype}, "
+                f"{big.info.compress_size} bytes compressed), more than the "
+                f"{_fmt_bytes(limit)} the outputs can take; nothing was inflated")
         check_allocation(total * max(factor, 1), f"{path} (declared array sizes)")
         out: dict[str, np.ndarray] = {}
         for key, h in headers.items():

@@ -25,6 +25,9 @@ coverage and findings; Ctrl-C or the time limit ends the campaign with a summary
 --out defaults to the per-user cache directory (tlinterp.cliconv.default_findings_dir); the
 campaign ends with the line `tlfuzz: wrote DIR (N new findings)`. Exit statuses: EXIT_STATUSES
 below (`tlfuzz --help` lists them).
+--time is the whole campaign: searching, shrinking (at most --shrink-time per finding),
+triage (at most --triage-time, else what is left) and every implementation run (its timeout
+capped by what is left) end by then; a run the end cuts short is neither a case nor a finding.
 """
 
 from __future__ import annotations
@@ -77,44 +80,66 @@ def round_seed(seed: int, job: int, k: int) -> int:
 
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
+    from tlinterp.diagnostics import TLError
+
+    from ..shutdown import stop_on_sigterm
     from .harness import save_finding
     from .rejections import REJECTED, save_rejection
     from .sandbox import Sandbox, quiet_child
 
     # SIGINT is the parent's to handle; compiler chatter from triage's reruns would cross the
-    # live view (a job's errors reach the parent through q, not stderr)
+    # live view (a job's errors reach the parent through q, not stderr); SIGTERM from the
+    # parent ends the job in order (a finding being saved is saved whole or not at all)
     quiet_child()
+    stop_on_sigterm()
 
     sandbox = None if opts.frontend else Sandbox(opts.device, opts.timeout, opts.mutation,
                                                  opts.impl)
+    if sandbox is not None:
+        sandbox.deadline = deadline  # no run lasts past the campaign's end
 
     def progress(n: int, cov: set) -> None:
         q.put(("progress", job, n, sorted(cov)))
 
     def report(findings) -> None:
         for f in findings:
-            if f.kind == REJECTED:  # saved once per construct; later cases only counted
-                base, first = save_rejection(f, out)
-                if not first:
-                    continue
-            else:
-                base = save_finding(f, out)
-            q.put(("finding", job, f.kind, base, f.message.splitlines()[0][:120]))
+            first_line = f.message.splitlines()[0][:120] if f.message else ""
+            try:
+                if f.kind == REJECTED:  # saved once per construct; later cases only counted
+                    base, first = save_rejection(f, out)
+                    if not first:
+                        continue
+                else:
+                    base = save_finding(f, out)
+            except (TLError, OSError) as e:  # a full disk: said, never a silent 0 findings
+                why = e.diagnostics[0].message if isinstance(e, TLError) else str(e)
+                q.put(("unsaved", job, f.kind, first_line, why))
+                continue
+            q.put(("finding", job, f.kind, base, first_line))
             if opts.triage_time > 0 and f.kind == "mismatch":
                 from .triage_saved import triage_saved
 
-                q.put(("triage", base, triage_saved(f, base, opts.triage_time, opts.mutation)))
+                # triage counts inside --time: what is left of it, at most --triage-time
+                budget = min(opts.triage_time, deadline - time.time())
+                if budget < 1:
+                    # `tlfuzz triage NAME.tl` does it later (docs/fuzzing.md)
+                    q.put(("triage", base, "not triaged: --time was up"))
+                    continue
+                q.put(("triage", base, triage_saved(f, base, budget, opts.mutation)))
 
+    stopped = False
     try:
         _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
                 report)
+    except KeyboardInterrupt:  # fuzz.shutdown.Stopped: the parent ends the campaign
+        stopped = True
     except Exception as e:  # noqa: BLE001 - reported as an internal error of the campaign
         import traceback
 
         q.put(("error", job, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
     finally:
         if sandbox is not None:
-            sandbox.close()
+            sandbox.close(0.0 if stopped else 5.0)
         q.put(("done", job))
 
 
@@ -190,6 +215,7 @@ class Tally:
     replays: list = field(default_factory=list)
     done: set = field(default_factory=set)
     errors: list = field(default_factory=list)  # internal errors of jobs
+    unsaved: list = field(default_factory=list)  # (kind, first line, why) not written
     triage: dict = field(default_factory=dict)  # finding path -> triage class
     jobs: int = 1
     database_lost: Optional[str] = None  # why the shared example database stopped answering
@@ -215,7 +241,11 @@ class Tally:
         kinds: dict[str, int] = {}
         for k, _, _ in self.findings:
             kinds[k] = kinds.get(k, 0) + 1
-        t.add_row("findings", ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())) or "0")
+        t.add_row("findings", ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items()))
+                  or ("0 saved" if self.unsaved else "0"))
+        if self.unsaved:
+            t.add_row("NOT SAVED", f"{len(self.unsaved)} finding(s) could not be written: "
+                      f"{self.unsaved[-1][2]}")
         if self.triage:
             classes: dict[str, int] = {}
             for c in self.triage.values():
@@ -254,6 +284,8 @@ def _drain(q, tally: Tally, timeout: float) -> None:
             tally.errors.append(msg[2])
         elif kind == "database-lost" and tally.database_lost is None:
             tally.database_lost, tally.database_lost_at = msg[2], time.time()
+        elif kind == "unsaved":
+            tally.unsaved.append((msg[2], msg[3], msg[4]))
         try:
             msg = q.get_nowait()
         except queue_mod.Empty:
@@ -271,6 +303,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
                        database=ns.database or os.path.join(ns.out, "hypothesis-db"),
                        mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time,
                        params={"profile": getattr(ns, "profile_ref", None)}, out=ns.out)
+    # one budget: the search, shrinking, triage and the replays all end by `deadline`; the
+    # jobs are stopped STOP_GRACE seconds after it whatever they are doing
     deadline = time.time() + ns.time
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -280,7 +314,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
     for p in procs:
         p.start()
     tally = Tally(jobs=ns.jobs)
-    interrupted = False
+    interrupted: Optional[BaseException] = None
     target = ns.impl_ref[0] if ns.impl_ref else "opencl"
     title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
@@ -312,30 +346,76 @@ def run_campaign(ns: argparse.Namespace) -> int:
                 _drain(q, tally, 0.5)
                 news(say)
                 live.update(tally.table(title))
-                if time.time() > deadline + ns.shrink_time + 120:
-                    break  # a job is stuck past every allowance: stop waiting
+                if time.time() > deadline + STOP_GRACE:
+                    break  # a job is past the budget: stopped below
                 if all(not p.is_alive() for p in procs):
                     _drain(q, tally, 0.1)
                     break
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (fuzz.shutdown.Stopped)
+        interrupted = e
     finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-            p.join(5)
+        _stop_jobs(procs)
     _drain(q, tally, 0.1)
     news(say)
-    console.print(tally.table(title + (" — interrupted" if interrupted else " — summary")))
+    state = (f" — {interrupted}" if interrupted and str(interrupted) else
+             " — interrupted" if interrupted else " — summary")
+    console.print(tally.table(title + state))
     for e in tally.errors:
         console.print(f"[red]internal error in a job (please report):[/red] {e}")
+    for kind, line, why in tally.unsaved:
+        console.print(f"tlfuzz: a {kind} finding could not be saved: {why}\n  ({line})",
+                      highlight=False, markup=False)
     n = len(tally.findings)
     wrote("tlfuzz", ns.out, f"{n} new finding{'s' if n != 1 else ''}")
     if tally.errors:
         return 3
+    if tally.unsaved:
+        return EXIT_UNSAVED
     if tally.findings or any(s == "still failing" for _, s in tally.replays):
         return 1
-    return 130 if interrupted else 0
+    if interrupted is not None:
+        from ..shutdown import exit_status_of
+
+        return exit_status_of(interrupted)
+    if tally.cases == 0:
+        console.print(f"tlfuzz: no case ran to its end within --time {ns.time:g} s: nothing "
+                      "was tested (does the implementation answer at all? `tlrun --impl "
+                      "SPEC KERNEL.tl --args ARGS.npz` runs one case)", highlight=False,
+                      markup=False)
+        return EXIT_NOTHING_RAN
+    return 0
+
+
+STOP_GRACE = 5.0  # seconds past --time before the jobs are stopped
+EXIT_NOTHING_RAN = 4
+EXIT_UNSAVED = 5
+
+
+def _stop_jobs(procs) -> None:
+    """Stop the jobs in order (SIGTERM: a finding being written is written whole or not at
+    all), then kill whatever is left below us: jobs, their sandboxes, the implementations'
+    processes (orphans come back to us, fuzz.shutdown.adopt_orphans)."""
+    import signal
+
+    from ..shutdown import kill_children, kill_tree
+
+    for p in procs:
+        if p.is_alive():
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    end = time.time() + 2.0
+    for p in procs:
+        p.join(max(end - time.time(), 0.0))
+    for p in procs:
+        kill_tree(p.pid, root_too=p.is_alive())
+        p.join(1)
+    # multiprocessing's resource tracker is ours to keep: it cleans up after the queue
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
+    kill_children(frozenset({tracker}) if tracker else frozenset())
 
 
 class _NoLive:
@@ -367,7 +447,10 @@ EXIT_STATUSES = (
     (1, "findings (or a saved finding in --out still fails)"),
     (2, "a bad command line (a usage error)"),
     (3, "an internal error of the fuzzer (please report it)"),
+    (4, "no case ran to its end within --time: nothing was tested"),
+    (5, "a finding could not be saved (--out full or failing)"),
     (130, "interrupted (Ctrl-C) with no findings"),
+    (143, "stopped by SIGTERM with no findings"),
 )
 NOTES = """\
 subcommands (each has its own --help):
@@ -493,6 +576,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ValueError as e:
         print(f"tlfuzz: {e}", file=sys.stderr)
         return 2
+    # the jobs' working directories are scratch directories: every path the user gave is
+    # made absolute now
+    ns.out = os.path.abspath(ns.out)
+    if ns.database and "://" not in ns.database:
+        ns.database = os.path.abspath(ns.database)
     if ns.mutation is not None:
         from .mutations import known
 
@@ -512,10 +600,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2
     keep_hypothesis_under(ns.out)
-    try:
-        return run_campaign(ns)
-    except KeyboardInterrupt:
-        return 130
+    from ..shutdown import adopt_orphans, exit_status_of, scratch_dir, stop_on_signals
+
+    # SIGTERM and Ctrl-C end the campaign in order (the summary, no process and no scratch
+    # directory left behind: every temporary file of the jobs lives below scratch_dir)
+    adopt_orphans()
+    with stop_on_signals(), scratch_dir("tlfuzz-"):
+        try:
+            return run_campaign(ns)
+        except KeyboardInterrupt as e:  # before the jobs started or after the summary
+            from ..shutdown import kill_children
+
+            kill_children()
+            return exit_status_of(e)
 
 
 if __name__ == "__main__":

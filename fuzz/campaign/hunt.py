@@ -65,6 +65,11 @@ class _Found(AssertionError):
     pass
 
 
+class _OutOfTime(BaseException):
+    """Ends a search at once: Hypothesis lets exceptions that are no Exception through
+    without treating them as a failure to shrink."""
+
+
 def hunt(opts: HuntOptions, seed: int, max_batches: int,
          progress: Optional[Callable[[int, set], None]] = None,
          stop_at: Optional[float] = None, replay_only: bool = False,
@@ -93,8 +98,11 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
 
     def check(key, run: Callable[[], list[Finding]]) -> None:
         now = time.time()
-        if state["first"] is None and stop_at is not None and now > stop_at:
-            return  # out of time: let Hypothesis finish its remaining examples quickly
+        if stop_at is not None and now > stop_at:
+            # out of time, also while shrinking (--time includes it): the search ends now,
+            # with the smallest failure found so far, instead of drawing its remaining
+            # examples (each costs a generated kernel)
+            raise _OutOfTime
         if state["first"] is not None and now > state["first"] + opts.shrink_time:
             if key in state["failing"]:  # keep replays of known failures deterministic
                 state["last"] = state["failing"][key]
@@ -142,11 +150,13 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
                     with open(opts.inflight, "wb") as f:
                         pickle.dump((cases, config), f)
                 found = sandbox.run(cases, config)
-                if progress:
+                # the campaign's end may cut a batch short (a stand-in may not count)
+                ran = cases[:getattr(sandbox, "completed", len(cases))]
+                if progress and ran:
                     cov: set = set()
-                    for c in cases:
+                    for c in ran:
                         cov |= coverage_of(c.program)
-                    progress(len(cases), cov)
+                    progress(len(ran), cov)
                 return found
 
             check((tuple(c.source for c in cases), repr(config)), run)
@@ -167,10 +177,12 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
     else:
         search = hseed(seed)(search)
     saved = engine.MAX_SHRINKING_SECONDS
-    engine.MAX_SHRINKING_SECONDS = max(1, int(opts.shrink_time))  # Hypothesis' own cap
+    shrink = opts.shrink_time if stop_at is None else min(opts.shrink_time,
+                                                          stop_at - time.time())
+    engine.MAX_SHRINKING_SECONDS = max(1, int(shrink))  # Hypothesis' own cap
     try:
         search()
-    except (_Found, HypothesisException):
+    except (_Found, HypothesisException, _OutOfTime):
         pass
     except unittest.SkipTest:  # a replay of an empty database: nothing to run, no failure
         pass

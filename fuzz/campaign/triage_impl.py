@@ -23,6 +23,8 @@ import shlex
 from collections.abc import Callable
 from typing import Optional
 
+from tlinterp.outfile import write_text
+
 from .clexec import OPT_DISABLE, Isolated, Prepared, Size, Target, count, differing
 from .clexec import Outcome as RunOutcome
 from .triage import (
@@ -216,6 +218,5 @@ def investigate_impl(case, spec: str, options, base: str, reduce_seconds: float 
         notes.append(reduce_and_write(case, result.code, Target(options.device or "pocl"),
                                       base, reduce_seconds, result, build_options(options),
                                       progress))
-    with open(base + ".triage.txt", "w") as f:
-        f.write("\n".join(notes) + "\n")
+    write_text(base + ".triage.txt", "\n".join(notes) + "\n")  # whole or not at all
     return result

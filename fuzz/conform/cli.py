@@ -37,9 +37,9 @@ from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_ope
 from tlinterp.outfile import check_target
 
 from ..campaign.options import positive_seconds
+from ..shutdown import exit_status_of, kill_children_settled, scratch_dir, stop_on_signals
 from .corpus import Case, CorpusError, apply_profile, default_corpus, load_corpus
 from .impl import outcome_of, reproduce
-from .interrupt import kill_children_settled
 from .jsonreport import write_json
 from .judge import FAIL, SKIP, Verdict, judge
 from .report import print_summary, write_junit, write_log
@@ -80,7 +80,7 @@ def run_all(impl: Implementation, cases: Sequence[Case], jobs: int = 1,
         return v
 
     # even one case at a time runs in a worker thread, so that the main thread stays free to
-    # take Ctrl-C and kill the implementation's processes (fuzz.conform.interrupt)
+    # take Ctrl-C and kill the implementation's processes (fuzz.shutdown)
     pool = ThreadPoolExecutor(max(1, jobs if impl.parallel else 1))
     try:
         futures = [pool.submit(one, c) for c in cases]
@@ -198,12 +198,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not e.code:  # --help: argparse's own end
             raise
         return int(e.code)  # a usage error (2): argparse named the flag
-    try:
-        return _main(opts)
-    except KeyboardInterrupt:
-        kill_children_settled()
-        print("tlconform: interrupted", file=sys.stderr)
-        return 130
+    # a plug-in running in this process may change the working directory: every path the
+    # user gave means what it meant when the command was typed
+    for name in ("log", "junit_xml", "json", "corpus"):
+        value = getattr(opts, name)
+        if value is not None and str(value) not in ("-", ""):
+            setattr(opts, name, type(value)(os.path.abspath(value)))
+    # SIGTERM ends the run as Ctrl-C does: the implementation's processes are killed, the
+    # scratch directory (every temporary file, the implementations' too) removed
+    with stop_on_signals(), scratch_dir("tlconform-"):
+        try:
+            return _main(opts)
+        except KeyboardInterrupt as e:
+            kill_children_settled()
+            name = "interrupted" if getattr(e, "signum", 2) == 2 else f"stopped by {e}"
+            print(f"tlconform: {name}", file=sys.stderr)
+            return exit_status_of(e)
+        finally:  # kept OpenCL workers live in the scratch directory: they end with it
+            foreign = sys.modules.get("tlgpu.runtime.foreign")
+            if foreign is not None:
+                foreign.close_workers()
 
 
 def _main(opts: argparse.Namespace) -> int:
@@ -270,8 +284,12 @@ def _main(opts: argparse.Namespace) -> int:
             write_log(opts.log, verdicts, impl.name)
         if opts.junit_xml:
             write_junit(opts.junit_xml, verdicts, impl.name)
-    except OSError as e:
-        err.print(f"tlconform: cannot write a report: {e}", highlight=False, markup=False)
+    except OSError as e:  # standard output (--json -) closed or full
+        err.print(f"tlconform: cannot write the --json report to standard output "
+                  f"({e.strerror or e})", highlight=False, markup=False)
+        return 2
+    except TLError as e:  # a report file that cannot be written; none is left half-written
+        err.print(f"tlconform: {e.diagnostics[0].message}", highlight=False, markup=False)
         return 2
     for path, _ in _reports(opts):
         wrote("tlconform", path, f"{len(verdicts)} cases")

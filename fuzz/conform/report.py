@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Sequence
@@ -11,6 +12,8 @@ from typing import Optional
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from tlinterp.outfile import write_bytes, write_text
 
 from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
 
@@ -175,7 +178,8 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
 
 
 def write_log(path: Path, verdicts: Sequence[Verdict], impl_name: str) -> None:
-    Path(path).write_text("\n".join(log_lines(verdicts, impl_name)) + "\n")
+    """Atomically (a full disk leaves no truncated log); an ArgumentError when it cannot."""
+    write_text(str(path), "\n".join(log_lines(verdicts, impl_name)) + "\n", "--log")
 
 
 def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
@@ -205,4 +209,6 @@ def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
 def write_junit(path: Path, verdicts: Sequence[Verdict], impl_name: str) -> None:
     tree = junit_xml(verdicts, impl_name)
     ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    data = io.BytesIO()
+    tree.write(data, encoding="utf-8", xml_declaration=True)
+    write_bytes(str(path), data.getvalue(), "--junit-xml")
