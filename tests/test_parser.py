@@ -471,7 +471,7 @@ SYNTAX_ERRORS = [
     ("func @f() {\n  foo\n}", "expected an instruction or '}', found 'foo'", Span(2, 3, 2, 5)),
     ("func @f() {\n  %x = arith.foo %a, %b : f32\n}",
      "expected '.add', '.sub', '.mul', '.div', '.rem', '.shl', '.shr', '.and', '.or', "
-     "'.xor', '.neg' or '.not', found '.foo'", Span(2, 13, 2, 16)),
+     "'.xor', '.min', '.max', '.neg' or '.not', found '.foo'", Span(2, 13, 2, 16)),
     ("func @f() {\n  %x = arith.add %a, %b : f33\n}", "expected a scalar type, found 'f33'",
      Span(2, 27, 2, 29)),
     ("func @f() {\n  %x = arith.add %a %b : f32\n}", "expected ',', found '%b'",

@@ -68,7 +68,7 @@ OPS: tuple[ScalarOp, ...] = tuple([
     *_ops(BINARY, "shl", [INT], ["shift-out-of-range", "signed-overflow"]),
     *_ops(BINARY, "shr", [INT], ["shift-out-of-range"]),
     *_ops(BINARY, "and or xor", [INT, BOOL]),
-    # MINMAX
+    *_ops(BINARY, "min max", _NUM, extension="v0.4"),
     *_ops(UNARY, "neg", _NUM, ["signed-overflow"], v02=True),
     *_ops(UNARY, "not", [INT, BOOL]),
     *_ops(COMPARE, "eq ne", _ALL),
