@@ -267,48 +267,38 @@ def cmp_case(t: str) -> ValidCase:
                      tags([f"cmp.{c}" for c in CONDS] + ["if", "yield"], t, "canonical"))
 
 
-def bool_case() -> ValidCase:
-    """i1 values: comparisons combined with and/or/xor/not, selected with if."""
+def _i1_case(name: str, func: str, exprs: list[str], reference, tagged: list[str]) -> ValidCase:
+    """i1 values %p = x > 0 and %q = x < 3, combined by each of `exprs` (i1 results), each
+    result selected to 1 or 0 with if and stored; `reference(p, q)` gives the columns."""
     n = N
-    mt, ot = memref("i32", (n,)), memref("i32", (n, 4))
-    ops = [("and", "%p, %q"), ("or", "%p, %q"), ("xor", "%p, %q"), ("not", "%p")]
-    lines = [f"func @bools(%a: {mt}, %r: {ot}) {{", f"  foreach %i = 0, {n} {{",
+    mt, ot = memref("i32", (n,)), memref("i32", (n, len(exprs)))
+    lines = [f"func @{func}(%a: {mt}, %r: {ot}) {{", f"  foreach %i = 0, {n} {{",
              f"    %x = load %a[%i] : {mt}", "    %p = cmp.gt %x, 0 : i32",
              "    %q = cmp.lt %x, 3 : i32"]
-    for k, (op, operands) in enumerate(ops):
-        lines += [f"    %b{k} = arith.{op} {operands} : i1",
+    for k, expr in enumerate(exprs):
+        lines += [f"    %b{k} = {expr} : i1",
                   f"    %v{k} = if %b{k} -> (i32) {{", "      yield 1 : i32", "    } else {",
                   "      yield 0 : i32", "    }", f"    store %v{k}, %r[%i, {k}] : {ot}"]
     lines += ["  }", "}"]
     a = np.arange(-2, n - 2, dtype=np.int32)
-    p, q = a > 0, a < 3
-    result = np.stack([p & q, p | q, p ^ q, ~p], axis=1).astype(np.int32)
-    args = {"a": a, "r": np.zeros((n, 4), np.int32)}
-    return ValidCase("scalar", "bool_ops", "\n".join(lines) + "\n", args,
-                     outputs(args, (), r=result),
-                     tags(["arith.and", "arith.or", "arith.xor", "arith.not", "cmp.gt",
-                           "cmp.lt", "if"], "i1", "canonical"))
+    result = np.stack(reference(a > 0, a < 3), axis=1).astype(np.int32)
+    args = {"a": a, "r": np.zeros((n, len(exprs)), np.int32)}
+    return ValidCase("scalar", name, "\n".join(lines) + "\n", args,
+                     outputs(args, (), r=result), tags(tagged + ["if"], "i1", "canonical"))
+
+
+def bool_case() -> ValidCase:
+    """i1 values: comparisons combined with and/or/xor/not, selected with if."""
+    return _i1_case("bool_ops", "bools", ["arith.and %p, %q", "arith.or %p, %q",
+                                          "arith.xor %p, %q", "arith.not %p"],
+                    lambda p, q: [p & q, p | q, p ^ q, ~p],
+                    ["arith.and", "arith.or", "arith.xor", "arith.not", "cmp.gt", "cmp.lt"])
 
 
 def bool_compare_case() -> ValidCase:
     """cmp.eq and cmp.ne on i1 (the only comparisons defined there)."""
-    n = N
-    mt, ot = memref("i32", (n,)), memref("i32", (n, 2))
-    lines = [f"func @bool_cmp(%a: {mt}, %r: {ot}) {{", f"  foreach %i = 0, {n} {{",
-             f"    %x = load %a[%i] : {mt}", "    %p = cmp.gt %x, 0 : i32",
-             "    %q = cmp.lt %x, 3 : i32"]
-    for k, c in enumerate(("eq", "ne")):
-        lines += [f"    %b{k} = cmp.{c} %p, %q : i1",
-                  f"    %v{k} = if %b{k} -> (i32) {{", "      yield 1 : i32", "    } else {",
-                  "      yield 0 : i32", "    }", f"    store %v{k}, %r[%i, {k}] : {ot}"]
-    lines += ["  }", "}"]
-    a = np.arange(-2, n - 2, dtype=np.int32)
-    p, q = a > 0, a < 3
-    result = np.stack([p == q, p != q], axis=1).astype(np.int32)
-    args = {"a": a, "r": np.zeros((n, 2), np.int32)}
-    return ValidCase("scalar", "bool_cmp", "\n".join(lines) + "\n", args,
-                     outputs(args, (), r=result),
-                     tags(["cmp.eq", "cmp.ne", "cmp.gt", "cmp.lt", "if"], "i1", "canonical"))
+    return _i1_case("bool_cmp", "bool_cmp", ["cmp.eq %p, %q", "cmp.ne %p, %q"],
+                    lambda p, q: [p == q, p != q], ["cmp.eq", "cmp.ne", "cmp.gt", "cmp.lt"])
 
 
 def cases() -> list[ValidCase]:
