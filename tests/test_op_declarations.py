@@ -209,3 +209,15 @@ def test_extensions_are_excludable_and_excluded_for_tinytc_0_3_1():
             assert not {"min", "max"} & set(g.op_names(BINARY, t)), (name, t)
     g = gen_core.CoreGenerator(random.Random(0), load_profile("all").restrict(GenParams()), "k")
     assert {"min", "max"} <= set(g.op_names(BINARY, ScalarType.f64))
+
+
+def test_type_error_messages_name_what_the_row_accepts():
+    only_i1 = ScalarOp(BINARY, "x", frozenset({BOOL}))
+    only_float = ScalarOp(UNARY, "y", frozenset({FLOAT}))
+    assert ops.type_error(only_i1, ScalarType.i32) == "'arith.x' needs i1, got i32"
+    assert ops.type_error(only_float, ScalarType.u8) == "'arith.y' needs a floating-point " \
+                                                        "type, got u8"
+    assert ops.type_error(ops.find(BINARY, "min"), ScalarType.i1) == (
+        "'arith.min' is not defined on i1 (no arithmetic on booleans; and, or, xor and not are)")
+    assert ops.type_error(ops.find(COMPARE, "lt"), ScalarType.i1) == (
+        "'cmp.lt' is not defined on i1 (booleans have no order; use cmp.eq or cmp.ne)")

@@ -114,7 +114,7 @@ def type_error(o: ScalarOp, t: ScalarType) -> Optional[str]:
     if c in o.accepts:
         return None
     if c != BOOL:
-        needs = " or ".join(v for k, v in _NEEDS.items() if k in o.accepts)
+        needs = " or ".join(v for k, v in _NEEDS.items() if k in o.accepts) or "i1"
         return f"'{o.mnemonic}' needs {needs}, got {t}"
     on_bool = [x for x in OPS if _PREFIX[x.family] == _PREFIX[o.family] and BOOL in x.accepts]
     if o.family == COMPARE:  # i1 has no agreed order (signless: is true 1 or -1?)
