@@ -224,7 +224,8 @@ def oob_findings(acc: Access, what: str, groups=None) -> list[UBFinding]:
     for lead in np.argwhere(bad):
         lead = tuple(int(t) for t in lead)
         e = np.argwhere(acc.oob[lead])[0]
-        gid = lead[0] if groups is None else int(groups[lead[0]])
+        g = lead[0] if lead else 0
+        gid = g if groups is None else int(groups[g])
         i0, i1 = int(acc.i0[lead][tuple(e)]), int(acc.i1[lead][tuple(e)])
         out.append(UBFinding("out-of-bounds", (gid,), (i0, i1),
                              f"{what} of coopmatrix entry ({int(e[0])}, {int(e[1])}) reaches "

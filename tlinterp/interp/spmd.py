@@ -107,8 +107,13 @@ def nonuniform(wg: WorkGroup, x: np.ndarray, what: str, groups=None) -> list[UBF
         lane = int(np.argmin(same[g, s]))
         out.append(UBFinding("non-uniform", (gid,), (int(s),),
                              f"{what} is not dynamically uniform in sub-group {int(s)}: lane 0 "
-                             f"has {vals[0]!r}, lane {lane} has {vals[lane]!r}"))
+                             f"has {_text(vals[0])}, lane {lane} has {_text(vals[lane])}"))
     return out
+
+
+def _text(v) -> str:
+    """A lane's value as the message shows it (a plain number, not NumPy's repr)."""
+    return str(v.item()) if hasattr(v, "item") else str(v)
 
 
 def _isnan(a: np.ndarray) -> np.ndarray:
