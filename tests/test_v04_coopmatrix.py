@@ -268,3 +268,6 @@ def test_scale_construct_componentwise_cast_use():
         cm.cast_use("matrix_a", "matrix_acc")
     i, j = cm.apply_indices(L)
     assert i.dtype == np.int32 and i[5, 2] == 5 and j[5, 2] == 2
+    L4 = cm.Layout(4, 3, "f16", "matrix_acc", 16)  # J = 4: one padding column
+    r = cm.apply_result(L4, np.full((2, 4, L4.J), 9, np.float16))
+    assert L4.J == 4 and (r[..., :3] == 9).all() and (r[..., 3] == 0).all()

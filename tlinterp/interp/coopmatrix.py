@@ -165,10 +165,20 @@ def construct(layout: Layout, value) -> np.ndarray:
 
 
 def apply_indices(layout: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """cooperative_matrix_apply's (%i, %j) for every padded entry, as i32 M x J arrays."""
+    """cooperative_matrix_apply's (%i, %j) for every padded entry, as i32 M x J arrays. The
+    region runs for the entries with j < N only (`layout.logical()`): see `apply_result`."""
     r = np.broadcast_to(np.arange(layout.M, dtype=np.int32)[:, None], (layout.M, layout.J))
     c = np.broadcast_to(np.arange(layout.J, dtype=np.int32)[None, :], (layout.M, layout.J))
     return r, c
+
+
+def apply_result(layout: Layout, yielded) -> np.ndarray:
+    """The coopmatrix cooperative_matrix_apply returns, from the values its region yielded for
+    every padded entry: the padding components become 0, because tinytc v0.4.0 runs the region
+    for matrix entries only and yields 0 elsewhere (so the region's undefined behaviour on
+    padding never happens)."""
+    y = np.asarray(yielded, dtype=lowp.dtype(layout.ty))
+    return np.where(layout.logical(), y, y.dtype.type(0))
 
 
 @dataclass(frozen=True)
