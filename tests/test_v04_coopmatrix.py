@@ -294,3 +294,25 @@ def test_atomic_update_returns_old_values():
     with pytest.raises(ValueError, match="complex"):
         cm.atomic_update(L1, np.zeros((1, 1), np.complex64), np.zeros((1, 1), np.complex64),
                          0, 0, "max")
+
+
+@given(st.integers(0, 2 ** 32 - 1))
+def test_complex_mul_add_other_order_within_bound(seed):
+    rng = np.random.default_rng(seed)
+    K = 8
+
+    def shape(*s):
+        return (rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(np.complex64)
+
+    A, B, C = shape(16, K), shape(K, 4), shape(16, 4)
+    D = cm.mul_add(A, B, C, "c32", "c32", "c32", "c32")
+    # tinytc v0.4.0's order: C + Σ A·Re(B), Σ A·Im(B) apart, then + i·(the second)
+    re, im = C.copy(), np.zeros_like(C)
+    for k in range(K):
+        re = (re + A[:, k:k + 1] * B[k:k + 1, :].real.astype(np.complex64)).astype(np.complex64)
+        im = (im + A[:, k:k + 1] * B[k:k + 1, :].imag.astype(np.complex64)).astype(np.complex64)
+    other = (re + im * np.complex64(1j)).astype(np.complex64)
+    exact = A.astype(np.complex128) @ B.astype(np.complex128) + C
+    bound = cm.mul_add_bound(A, B, C, "c32", "c32")
+    assert (np.abs(D - exact) <= bound).all()
+    assert (np.abs(other - exact) <= bound).all()

@@ -353,18 +353,21 @@ def mul_add(a, b, c, ta: str, tb: str, tc: str, tr: str) -> np.ndarray:
 
 def mul_add_bound(a, b, c, tc: str, tr: str) -> np.ndarray:
     """How far a conforming mul_add may be from the exact AB + C (entrywise):
-    γ(K+1)(|A||B| + |C|) in C's unit roundoff, plus u_D |D| when D's type is narrower. A
+    γ(K+1)(|A||B| + |C|) in C's unit roundoff (complex: √2 γ(K+3)), plus u_D |D| when D's
+    type is narrower. A
     device that accumulates wider (dpas: exact products, f32 sums) is inside it; the
     reference is too, so two conforming results differ by at most twice this."""
-    A = np.abs(np.asarray(a, dtype=np.complex128 if tc in lowp.COMPLEX else np.float64))
-    B = np.abs(np.asarray(b, dtype=A.dtype))[..., :np.asarray(c).shape[-1]]
-    C = np.abs(np.asarray(c, dtype=A.dtype))
+    wide = np.complex128 if tc in lowp.COMPLEX else np.float64
+    A = np.abs(np.asarray(a).astype(wide))
+    B = np.abs(np.asarray(b).astype(wide))[..., :np.asarray(c).shape[-1]]
+    C = np.abs(np.asarray(c).astype(wide))
     K = A.shape[-1]
     if tc in lowp.INTEGER:
         return np.zeros(C.shape)
     u = lowp.UNIT_ROUNDOFF[tc]
-    g = (K + 1) * u / (1 - (K + 1) * u)
-    mag = np.abs(A) @ np.abs(B) + C
+    n = K + 1 if tc not in lowp.COMPLEX else K + 3  # complex: each product is two roundings more
+    g = n * u / (1 - n * u) * (np.sqrt(2) if tc in lowp.COMPLEX else 1)
+    mag = A @ B + C
     extra = lowp.UNIT_ROUNDOFF.get(tr, 0.0) if tr != tc else 0.0
     return (g + extra * (1 + g)) * mag
 
