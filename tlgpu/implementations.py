@@ -44,7 +44,23 @@ def _program(job: Job):
     return tlinterp.check(tlinterp.parse(job.source, filename=job.filename))
 
 
-class OpenCL(Implementation):
+class _OnADevice:
+    """The device choice of the implementations that build OpenCL (options.device)."""
+
+    options: ImplOptions
+
+    def device(self) -> Optional[str]:
+        from tlgpu.runtime.devices import find_device, label
+
+        return label(find_device(self.options.device))
+
+    def devices(self) -> Optional[list]:
+        from tlgpu.runtime.devices import inventory
+
+        return inventory()
+
+
+class OpenCL(_OnADevice, Implementation):
     parallel = False
     front_end = True
 
@@ -110,7 +126,7 @@ FIELDS = ("tl", "out", "func")
 DEFAULT_TIMEOUT = 600.0
 
 
-class _Foreign(Implementation):
+class _Foreign(_OnADevice, Implementation):
     """Runs COMMAND to turn the .tl file into code ({out} or its stdout), then builds and
     launches the kernel the calling convention names in a worker process
     (tlgpu.runtime.foreign) that the timeout reaches."""

@@ -6,6 +6,7 @@
                     [--build-options 'OPTIONS'] [--reject-status N[,N...]]
                     [--repeat N] [-v] [--tune]
     tlrun --list-impls
+    tlrun --list-devices
 
 --backend takes any implementation name of the registry (`--list-impls`): interp (default),
 opencl, opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, or one another
@@ -37,6 +38,7 @@ from .diagnostics import (
     SourceError,
     TLError,
 )
+from .foreigntext import for_rich
 from .impl.flags import add_impl_flags, positive_seconds
 from .outfile import check_target
 
@@ -114,6 +116,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("kernel", nargs="?", help="the .tl source file")
     p.add_argument("--list-impls", action="store_true",
                    help="list the implementations --backend accepts, then exit")
+    p.add_argument("--list-devices", action="store_true",
+                   help="list every OpenCL platform and device: the --device string that "
+                        "picks each, and which one pocl/intel/nvidia/oclgrind picks; exit 0")
     p.add_argument("--check", action="store_true",
                    help="parse and check only (with --emit: then print, never run)")
     p.add_argument("--werror", action="store_true",
@@ -196,6 +201,33 @@ def _list_impls() -> int:
     return 0
 
 
+def _list_devices(console) -> int:
+    """The device table; the OpenCL implementation supplies the rows (tlinterp does not
+    import tlgpu), so an installation without it says so."""
+    from rich.table import Table
+
+    from .impl import SpecError, resolve
+    from .impl.base import DEFAULT_OPTIONS
+
+    try:
+        rows = resolve("opencl", DEFAULT_OPTIONS).devices() or []
+    except SpecError as e:
+        console.print(f"tlrun: no OpenCL implementation: {e}", highlight=False, markup=False)
+        return 0
+    if not rows:
+        console.print("no OpenCL platform found (pip install 'pyopencl[pocl]' brings a CPU "
+                      "device)", highlight=False, markup=False)
+        return 0
+    t = Table(title="OpenCL devices (best first for each --device name)")
+    for col in ("platform", "driver version", "device", "type", "--device", "default for"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(*(for_rich(x) for x in (r.platform, r.version, r.device, r.kind, r.select,
+                                         ", ".join(r.default_for) or "-")))
+    console.print(t)
+    return 0
+
+
 def _describe(v: np.ndarray) -> str:
     return f"{v.dtype}{list(v.shape)}" if v.ndim else f"{v.dtype} = {v.item()}"
 
@@ -204,8 +236,9 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
     from rich.table import Table
 
     note = "" if check or backend not in ("interp", "tlinterp") else " (no checks)"
-    console.print(f"@{function.name}: {groups} work-group(s), backend {backend}{note}, "
-                  f"{timing}", highlight=False, soft_wrap=True)
+    # the backend's spec and the device's name are foreign text
+    console.print(f"@{function.name}: {groups} work-group(s), backend {for_rich(backend)}"
+                  f"{note}, {for_rich(timing)}", highlight=False, soft_wrap=True)
     t = Table()
     t.add_column("argument")
     t.add_column("value")
@@ -216,7 +249,7 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
             a, b = np.asarray(v), np.asarray(out[k])
             same = (a == b) | ((a != a) & (b != b)) if a.dtype.kind == "f" else a == b
             changed = f"{int(a.size - np.count_nonzero(same))} / {a.size}"
-        t.add_row(k, _describe(np.asarray(v)), changed)
+        t.add_row(for_rich(k), _describe(np.asarray(v)), changed)
     console.print(t)
 
 
@@ -229,6 +262,10 @@ def _run(ns) -> int:
     err = Console(stderr=True, width=None if sys.stderr.isatty() else 100_000)
     if ns.list_impls:
         return _list_impls()
+    if ns.list_devices:
+        from rich.console import Console as Out
+
+        return _list_devices(Out(width=None if sys.stdout.isatty() else 200))
     if ns.kernel is None:
         raise ArgumentError("give a kernel file (tlrun KERNEL.tl ...), or --list-impls")
     text = _read(ns.kernel)

@@ -41,10 +41,17 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tlinterp import ir
+from tlinterp.foreigntext import for_rich
 from tlinterp.impl.flags import add_impl_flags
 
 from .hunt import HuntOptions, hunt
-from .options import check_device, check_out_dir, keep_hypothesis_under, positive_seconds
+from .options import (
+    check_device,
+    check_out_dir,
+    chosen_device,
+    keep_hypothesis_under,
+    positive_seconds,
+)
 
 ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__}
                    | {t.__name__ + ".atomic" for t in ir.BLAS})
@@ -176,7 +183,7 @@ class Tally:
     def table(self, title: str):
         from rich.table import Table
 
-        t = Table(title=title)
+        t = Table(title=for_rich(title))  # the implementation's and device's names in it
         t.add_column("measure")
         t.add_column("value", overflow="fold")
         el = time.time() - self.start
@@ -198,9 +205,10 @@ class Tally:
             t.add_row("triage", ", ".join(f"{c}: {n}" for c, n in sorted(classes.items())))
         for k, path, line in self.findings[-5:]:
             cls = f" ({self.triage[path]})" if path in self.triage else ""
-            t.add_row(f"  {k}{cls}", f"{path}.tl — {line}")
+            # a finding's first line is the implementation's message: foreign text
+            t.add_row(for_rich(f"  {k}{cls}"), for_rich(f"{path}.tl — {line}"))
         for path, status in self.replays:
-            t.add_row("  replayed", f"{path}: {status}")
+            t.add_row("  replayed", for_rich(f"{path}: {status}"))
         return t
 
 
@@ -252,7 +260,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
     tally = Tally(jobs=ns.jobs)
     interrupted = False
     target = ns.impl_ref[0] if ns.impl_ref else ns.backend
-    title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
+    where = getattr(ns, "device_label", ns.device)
+    title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + where}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
     try:
         with Live(tally.table(title), console=console, refresh_per_second=2,
@@ -275,7 +284,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
     _drain(q, tally, 0.1)
     console.print(tally.table(title + (" — interrupted" if interrupted else " — summary")))
     for e in tally.errors:
-        console.print(f"[red]internal error in a job (please report):[/red] {e}")
+        console.print(f"[red]internal error in a job (please report):[/red] {for_rich(e)}")
     if tally.errors:
         return 3
     if tally.findings or any(s == "still failing" for _, s in tally.replays):
@@ -391,6 +400,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if problem:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2
+    if not ns.frontend:  # which of several matching devices --device picked (docs/devices.md)
+        ns.device_label = chosen_device(ns.device)
+        print(f"tlfuzz: device {ns.device_label}", file=sys.stderr)
     keep_hypothesis_under(ns.out)
     if ns.database and ns.database.startswith(("redis://", "rediss://")):
         try:

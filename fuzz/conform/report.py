@@ -10,6 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from tlinterp.foreigntext import for_rich, shown
+
 from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
 
 DIMENSIONS = ("instruction", "type", "layout")
@@ -25,7 +27,7 @@ def counts_by(verdicts: Sequence[Verdict], key) -> dict[str, dict[str, int]]:
 
 
 def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=for_rich(title), title_justify="left")
     t.add_column(title.split()[-1] if " " in title else "group")
     t.add_column("pass", justify="right", style="green")
     t.add_column("fail", justify="right", style="red")
@@ -37,11 +39,11 @@ def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
         t.add_column(extra[0], justify="right")
     for name in sorted(rows):
         r = rows[name]
-        cells = [name, str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
+        cells = [for_rich(name), str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
         if skips:
             cells.append(str(r[SKIP] or ""))
         if extra:
-            cells.append(extra[1].get(name, ""))
+            cells.append(for_rich(extra[1].get(name, "")))
         t.add_row(*cells)
     return t
 
@@ -97,22 +99,25 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
         console.print(t)
     failures = [v for v in verdicts if v.status == FAIL]
     for v in failures[:max_failures]:
-        console.print(f"[red]FAIL[/red] {v.case.id}: {v.detail}", highlight=False)
-        console.print(f"     reproduce: {v.reproduce or v.case.reproduce()}", highlight=False,
+        console.print(f"[red]FAIL[/red] {for_rich(v.case.id)}: {for_rich(v.detail)}",
+                      highlight=False)
+        console.print(f"     reproduce: {for_rich(v.reproduce or v.case.reproduce())}",
+                      highlight=False,
                       style="dim")
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
     # passes, but a compiler blaming the wrong text is worth seeing
     elsewhere = [v for v in verdicts if v.status == PASS and v.diagnostic_match == NO]
     for v in elsewhere[:max_failures]:
-        console.print(f"[yellow]ELSEWHERE[/yellow] {v.case.id}: {v.detail}", highlight=False)
+        console.print(f"[yellow]ELSEWHERE[/yellow] {for_rich(v.case.id)}: "
+                      f"{for_rich(v.detail)}", highlight=False)
     if len(elsewhere) > max_failures:
         console.print(f"... and {len(elsewhere) - max_failures} more rejections elsewhere "
                       "(see --log)")
     n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     colour = "red" if n[FAIL] else "green"
     skipped = f", {n[SKIP]} skipped (outside the profile)" if n[SKIP] else ""
-    console.print(f"[{colour}]{impl_name}: {n[PASS]} passed, {n[FAIL]} failed, "
+    console.print(f"[{colour}]{for_rich(impl_name)}: {n[PASS]} passed, {n[FAIL]} failed, "
                   f"{n[INFO]} informational{skipped}, of {len(verdicts)} cases[/{colour}]",
                   highlight=False)
 
@@ -139,7 +144,7 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
 
 
 def write_log(path: Path, verdicts: Sequence[Verdict], impl_name: str) -> None:
-    Path(path).write_text("\n".join(log_lines(verdicts, impl_name)) + "\n")
+    Path(path).write_text(shown("\n".join(log_lines(verdicts, impl_name))) + "\n")
 
 
 def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
@@ -157,12 +162,14 @@ def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
             tc = ET.SubElement(suite, "testcase", classname=classname, name=v.case.name,
                                time=f"{v.seconds:.3f}")
             if v.status == SKIP:
-                ET.SubElement(tc, "skipped", message=v.detail[:500])
+                ET.SubElement(tc, "skipped", message=shown(v.detail[:500]))
             if v.status == FAIL:
-                f = ET.SubElement(tc, "failure", message=v.detail[:500])
-                f.text = f"{v.outcome.message}\nreproduce: {v.reproduce or v.case.reproduce()}"
+                # an implementation's control characters would make the XML unreadable
+                f = ET.SubElement(tc, "failure", message=shown(v.detail[:500]))
+                f.text = shown(f"{v.outcome.message}\nreproduce: "
+                               f"{v.reproduce or v.case.reproduce()}")
             out = ET.SubElement(tc, "system-out")
-            out.text = f"{v.detail}\nreproduce: {v.reproduce or v.case.reproduce()}"
+            out.text = shown(f"{v.detail}\nreproduce: {v.reproduce or v.case.reproduce()}")
     return ET.ElementTree(root)
 
 

@@ -3,7 +3,7 @@ device cannot take the caller down or corrupt the results it reports.
 
     result = run_isolated(program, args, func=None, groups=None, device="pocl", repeat=1)
     result.outputs        # the .npz convention, like tlgpu.run
-    result.device         # "PLATFORM: DEVICE"
+    result.device         # "PLATFORM DRIVER-VERSION: DEVICE" (devices.label)
     result.build_seconds  # lowering + OpenCL build (the driver may serve it from its cache)
     result.kernel_seconds # one profiled duration per launch
     result.log            # compiler warnings and whatever the driver printed
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,7 +68,9 @@ def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> 
     guard = "oclgrind" not in d.platform.name.lower()
     times = run_bound(program, function, bound, n, device=device, config=config, repeat=repeat,
                       guard=guard)
-    return {"outputs": unbind(bound), "device": f"{d.platform.name.strip()}: {d.name.strip()}",
+    from tlgpu.runtime.devices import label
+
+    return {"outputs": unbind(bound), "device": label(d),
             "build_seconds": build, "kernel_seconds": times}
 
 
@@ -147,10 +150,19 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env["PYOPENCL_COMPILER_OUTPUT"] = "1"  # the build log itself goes to `log`, not a hint
+    # a working directory of its own, removed after it: pocl writes files (k.dot, broken.dot)
+    # into the current directory when its work-group compiler fails, and the caller's is not
+    # ours to litter
+    scratch = tempfile.mkdtemp(prefix="tl-isolated-")
     # a session of its own: a terminal's Ctrl-C reaches only us, and we kill the child
-    proc = subprocess.Popen([sys.executable, "-m", "tlgpu.runtime.isolated"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "tlgpu.runtime.isolated"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, cwd=scratch,
+                                start_new_session=True)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     try:
         try:
             data, _ = proc.communicate(job, timeout=timeout)
@@ -161,6 +173,7 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     try:
         reply, log = pickle.loads(data)
     except Exception:  # noqa: BLE001 - no (complete) answer: the child died

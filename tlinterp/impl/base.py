@@ -136,6 +136,16 @@ class Implementation(ABC):
         """Generated code (`tlrun --emit`), for implementations that have any."""
         return None
 
+    def device(self) -> Optional[str]:
+        """The device this implementation runs on, as every tool names it in one line
+        ('PLATFORM VERSION: DEVICE'); None when it runs on no device of its own choice."""
+        return None
+
+    def devices(self) -> Optional[list]:
+        """Every device it could run on (`tlrun --list-devices`): objects with the fields of
+        tlgpu.runtime.devices.Listed; None when it chooses none."""
+        return None
+
     def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
                   groups: Optional[int]) -> str:
         """A shell command that reruns THIS implementation on these files."""

@@ -1,0 +1,113 @@
+"""Hostile inputs, by class (issue 36): each test fails without the fix it guards.
+
+- device choice: several platforms matching one --device name (two pocl releases)
+- foreign text: an implementation's output with rich markup or terminal escape codes
+"""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import tlinterp
+from tlgpu.runtime import devices as D
+from tlgpu.runtime import workarounds as W
+
+# --- device choice ---------------------------------------------------------------------------
+
+
+def _pair(platform: str, version: str, device: str, platform_version: str = ""):
+    p = SimpleNamespace(name=platform, version=platform_version or f"OpenCL 3.0 {version}")
+    return p, SimpleNamespace(name=device, driver_version=version, platform=p)
+
+
+POCL30 = _pair("Portable Computing Language", "3.0-rc2", "pthread-Intel(R) Xeon(R)")
+POCL31 = _pair("Portable Computing Language", "3.1+debian", "pthread-skylake-avx512")
+POCL5 = _pair("Portable Computing Language", "5.0", "cpu-x86-64")
+GRIND = _pair("Oclgrind", "Oclgrind 21.10", "Oclgrind Simulator")
+FAKES = [POCL30, POCL31, POCL5, GRIND]
+
+
+def _pick(spec: str, devs, wheel):
+    return D.rank(D._matches(spec, devs), wheel)[0][1]
+
+
+def test_pocl_choice_never_depends_on_the_loaders_order():
+    """The wheel's pocl (3.0 here) first, else the newest; the same for every order."""
+    for seed in range(20):
+        devs = FAKES[:]
+        random.Random(seed).shuffle(devs)
+        assert _pick("pocl", devs, (3, 0)) is POCL30[1]
+        assert _pick("pocl", devs, None) is POCL5[1]  # no wheel: the newest release
+        assert _pick("pocl", devs, (9, 9)) is POCL5[1]  # the wheel's pocl is not listed
+        assert _pick("pocl@3.1", devs, (3, 0)) is POCL31[1]
+        assert _pick("portable:pthread", devs, (3, 0)) is POCL30[1]
+
+
+def test_device_table_names_a_string_for_every_device():
+    rows = D.inventory(FAKES, (3, 0), kind=lambda d: "CPU")
+    by_device = {r.device: r for r in rows}
+    assert rows[0].device == POCL30[1].name  # best first
+    assert by_device[POCL30[1].name].default_for == ("pocl",)
+    assert by_device[GRIND[1].name].default_for == ("oclgrind",)
+    for r in rows:  # each string picks exactly its row's device
+        assert _pick(r.select, FAKES, (3, 0)).name == r.device, r
+    assert by_device[POCL31[1].name].select == "pocl@3.1+debian"
+    assert D.inventory([], None) == []
+
+
+def test_list_devices_without_any_platform(monkeypatch, capsys):
+    monkeypatch.setattr(D, "_all_devices", lambda: (_ for _ in ()).throw(
+        tlinterp.BackendError("no OpenCL platform found")))
+    from tlinterp.cli import main
+
+    assert main(["--list-devices"]) == 0
+    assert "no OpenCL platform found" in capsys.readouterr().out
+
+
+def test_workarounds_match_the_release_tested_exactly():
+    pocl = next(w for w in W.KNOWN if w.name == "pocl-barrier-in-branch-or-loop-nest")
+    for version, hit in (("OpenCL 3.0 PoCL 3.0-rc2  Linux", True), ("PoCL 3.1+debian", True),
+                         ("OpenCL 3.0 PoCL 3.01", False), ("PoCL 3.10", False),
+                         ("OpenCL 3.0 PoCL 5.0", False)):
+        dev = SimpleNamespace(platform=SimpleNamespace(name="Portable Computing Language",
+                                                       version=version))
+        assert pocl.applies_to(dev) == hit, version
+
+
+# --- foreign text in reports -----------------------------------------------------------------
+
+HOSTILE = "bad [/] and [/usr/include/foo] \x1b[2J\x1b[31mred\x07 \x9b6n"
+
+
+def hostile_plugin(source, args, func=None, groups=None):
+    raise tlinterp.SourceError(HOSTILE)
+
+
+def test_foreign_text_is_shown_not_interpreted():
+    from tlinterp.foreigntext import for_rich, shown
+
+    assert shown(HOSTILE) == ("bad [/] and [/usr/include/foo] \\x1b[2J\\x1b[31mred\\x07 "
+                              "\\x9b6n")
+    assert shown("tab\tand\nnewline") == "tab\tand\nnewline"
+    from rich.console import Console
+    from rich.text import Text
+
+    assert Text.from_markup(for_rich(HOSTILE)).plain == shown(HOSTILE)
+    Console(file=open("/dev/null", "w")).print(for_rich(HOSTILE))
+
+
+def test_tlconform_reports_an_implementations_markup_and_escapes(tmp_path, capsys):
+    from fuzz.conform.cli import main
+
+    log, junit = tmp_path / "log.txt", tmp_path / "j.xml"
+    status = main(["--impl", f"python:{__name__}:hostile_plugin", "--filter",
+                   "valid/control", "--quiet", "--log", str(log), "--junit-xml", str(junit)])
+    assert status == 1
+    out = capsys.readouterr()
+    assert "[/usr/include/foo]" in out.out and "\x1b[2J" not in out.out + out.err
+    assert "\\x1b[2J" in out.out
+    assert "\x1b" not in log.read_text() and "\\x1b[2J" in log.read_text()
+    import xml.etree.ElementTree as ET
+
+    ET.parse(junit)  # a control character would make it unreadable
