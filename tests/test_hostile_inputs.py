@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from types import SimpleNamespace
 
+import pytest
+
 import tlinterp
 from tlgpu.runtime import devices as D
 from tlgpu.runtime import workarounds as W
@@ -111,3 +113,37 @@ def test_tlconform_reports_an_implementations_markup_and_escapes(tmp_path, capsy
     import xml.etree.ElementTree as ET
 
     ET.parse(junit)  # a control character would make it unreadable
+
+
+# --- nesting as deep as the parser accepts ---------------------------------------------------
+
+
+def _nest(levels: int, kind: str) -> str:
+    body = "store 1, %a[0] : memref<i32x4>\n"
+    for i in range(levels):
+        body = f"if 1 {{\n{body}}}\n" if kind == "if" else f"for %i{i} = 0, 1 {{\n{body}}}\n"
+    return "func @k(%a: memref<i32x4>) {\n" + body + "}\n"
+
+
+@pytest.mark.parametrize("kind", ["if", "for"])
+def test_lowering_takes_deep_nests_or_says_why_not(kind):
+    import tlgpu
+    from tlinterp.parser import MAX_NESTING
+
+    deep = tlinterp.check(tlinterp.parse(_nest(245, kind), "deep.tl"))
+    assert tlgpu.lower(deep).count("store") >= 0  # lowered, no RecursionError
+    deepest = tlinterp.check(tlinterp.parse(_nest(MAX_NESTING - 1, kind), "deepest.tl"))
+    with pytest.raises(tlinterp.BackendError, match="OpenCL C compilers accept at most 256"):
+        tlgpu.lower(deepest)
+
+
+@pytest.mark.opencl
+def test_a_deep_nest_runs_in_the_isolated_child():
+    """run_isolated pickles the program: a 245-deep one needs a deep stack on both sides."""
+    import numpy as np
+
+    from tlgpu.runtime.isolated import run_isolated
+
+    deep = tlinterp.check(tlinterp.parse(_nest(245, "if"), "deep.tl"))
+    got = run_isolated(deep, {"a": np.zeros(4, np.int32)}, device="pocl", timeout=120)
+    assert got.outputs["a"].tolist() == [1, 0, 0, 0]

@@ -37,9 +37,14 @@ import numpy as np
 from tlgpu.lowering.config import LoweringConfig
 from tlinterp import diagnostics as _diagnostics
 from tlinterp import ir
+from tlinterp.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frames, nesting
 from tlinterp.diagnostics import ExecutionError, TLError
+from tlinterp.parser import MAX_NESTING
 
 __all__ = ["IsolatedResult", "run_isolated"]
+
+# frames for unpickling any program the parser accepts (a few per nesting level)
+_UNPICKLE_FRAMES = FRAMES_PER_LEVEL * (MAX_NESTING + 10)
 
 
 @dataclass
@@ -93,7 +98,8 @@ def _serve() -> None:
     log = tempfile.TemporaryFile()
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
-    job = pickle.load(sys.stdin.buffer)
+    # a deeply nested program pickles recursively: unpickled on a deep stack
+    job = call_with_frames(lambda: pickle.load(sys.stdin.buffer), _UNPICKLE_FRAMES)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -144,8 +150,11 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
     KeyboardInterrupt the child is killed before the interrupt propagates."""
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
-    job = pickle.dumps((program, dict(args), func, groups, device, config, repeat),
-                       protocol=pickle.HIGHEST_PROTOCOL)
+    depth = (max((nesting(f.body) for f in program.functions), default=0)
+             if isinstance(program, ir.Program) else 0)
+    # pickling walks the IR recursively: a program as deep as the parser accepts needs room
+    job = call_deep(lambda: pickle.dumps((program, dict(args), func, groups, device, config,
+                                          repeat), protocol=pickle.HIGHEST_PROTOCOL), depth)
     env = dict(os.environ)  # the child imports this very tlgpu
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
