@@ -147,3 +147,55 @@ def test_a_deep_nest_runs_in_the_isolated_child():
     deep = tlinterp.check(tlinterp.parse(_nest(245, "if"), "deep.tl"))
     got = run_isolated(deep, {"a": np.zeros(4, np.int32)}, device="pocl", timeout=120)
     assert got.outputs["a"].tolist() == [1, 0, 0, 0]
+
+
+# --- the public API's parameters -------------------------------------------------------------
+
+_K = "func @k(%a: memref<f32x4>) {\n  %g = group_id\n}\n"
+
+
+def _api_misuses():
+    import numpy as np
+
+    import tlgpu
+
+    p = tlinterp.check(tlinterp.parse(_K, "k.tl"))
+    a = {"a": np.zeros(4, np.float32)}
+    return [
+        ("run(device=", lambda: tlgpu.run(p, a, device=12345)),
+        ("run(config=", lambda: tlgpu.run(p, a, config={"tile_m": 4})),
+        ("run(func=", lambda: tlgpu.run(p, a, func=3)),
+        ("run(groups=", lambda: tlgpu.run(p, a, groups="2")),
+        ("lower(config=", lambda: tlgpu.lower(p, config={"tile_m": 4})),
+        ("lower(func=", lambda: tlgpu.lower(p, func=3)),
+        ("compile(device=", lambda: tlgpu.compile(p, device=5)),
+        ("tune(device=", lambda: tlgpu.tune(p, a, device=5)),
+        ("tune(use_cache=", lambda: tlgpu.tune(p, a, use_cache="no")),
+        ("check(warnings=", lambda: tlinterp.check(p, warnings="x")),
+        ("parse(filename=", lambda: tlinterp.parse(_K, filename=5)),
+        ("run(check=", lambda: tlinterp.run(p, a, check="no")),
+    ]
+
+
+def test_api_misuse_is_a_type_error_naming_the_parameter():
+    for name, call in _api_misuses():
+        with pytest.raises(TypeError) as e:
+            call()
+        assert str(e.value).startswith(name), (name, str(e.value))
+
+
+@pytest.mark.parametrize("extra", [
+    {"a.strides": [1, 2**63 - 1]}, {"a.strides": [1, 2**64 - 1]}, {"a.strides": [1, 2**70]},
+    {"a.offset": 2**63 - 1}, {"a.offset": 2**70}, {"a.strides": [1, 2**62], "a.offset": 2**62},
+])
+def test_maximal_strides_and_offsets_are_argument_errors(extra):
+    """Regression guard (issue 36 saw OverflowError here; main already gave ArgumentError)."""
+    import numpy as np
+
+    p = tlinterp.check(tlinterp.parse(
+        "func @k(%a: memref<f32x?x?,strided<1,?>>) {\n  %g = group_id\n}\n", "k.tl"))
+    args = {"a": np.zeros((4, 4), np.float32),
+            **{k: np.array(v, dtype=object).astype(np.float64 if max(np.ravel(v)) >= 2**64
+                                                   else np.uint64) for k, v in extra.items()}}
+    with pytest.raises(tlinterp.ArgumentError):
+        tlinterp.run(p, args)
