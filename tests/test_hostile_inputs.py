@@ -199,3 +199,38 @@ def test_maximal_strides_and_offsets_are_argument_errors(extra):
                                                    else np.uint64) for k, v in extra.items()}}
     with pytest.raises(tlinterp.ArgumentError):
         tlinterp.run(p, args)
+
+
+# --- messages about the source text ----------------------------------------------------------
+
+
+def _syntax_message(text: str) -> str:
+    with pytest.raises(tlinterp.SourceError) as e:
+        tlinterp.parse(text, "k.tl")
+    return e.value.diagnostics[0].message
+
+
+def test_a_byte_order_mark_is_named():
+    assert _syntax_message("\ufeff" + _K).startswith("byte order mark (U+FEFF)")
+
+
+def test_a_non_ascii_identifier_is_named():
+    text = _K.replace("%g", "%\u00e9")
+    msg = _syntax_message(text)
+    assert msg == "identifiers are ASCII letters, digits and '_': found 'é' (U+00E9)"
+
+
+def test_a_huge_bad_token_is_not_echoed_whole():
+    msg = _syntax_message("func @k() {\n  %x = " + "z" * 100_000 + "\n}\n")
+    assert len(msg) < 200 and "(100000 characters)" in msg
+
+
+def test_a_byte_that_is_not_utf8_is_placed_by_line_and_column(tmp_path, capsys):
+    from tlinterp.cli import main
+
+    path = tmp_path / "k.tl"
+    path.write_bytes(_K.replace("group_id", "group_id \xe9t\xe9".encode("latin-1").decode(
+        "latin-1")).encode("latin-1"))
+    assert main(["--check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2.17-17: not UTF-8 text (byte 0xe9: invalid continuation byte)" in err

@@ -37,6 +37,7 @@ from .diagnostics import (
     ExecutionError,
     SourceError,
     TLError,
+    decode_source,
 )
 from .foreigntext import for_rich
 from .impl.flags import add_impl_flags, positive_seconds
@@ -161,13 +162,11 @@ def _read(path: str) -> str:
         if len(data) > MAX_SOURCE_BYTES:
             raise SourceError(f"{path}: larger than {MAX_SOURCE_BYTES // 2**20} MiB, the most "
                               "tlrun reads as kernel source")
-        return data.decode("utf-8")
+        return decode_source(data, path)
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise SourceError(f"{path}: is a directory, not a kernel source file") from None
-    except UnicodeDecodeError as e:
-        raise SourceError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     except OSError as e:
         raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
 

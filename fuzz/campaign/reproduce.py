@@ -157,15 +157,13 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
     """The kernel and its arguments as a FuzzCase; TLError/OSError when they do not load."""
     import tlinterp
     from tlinterp.args import bind, load_npz
+    from tlinterp.diagnostics import decode_source
 
     from ..strategies import FuzzCase
 
     with open(tl, "rb") as f:
         data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise OSError(f"{tl} is not UTF-8 text") from None
+    text = decode_source(data, tl)  # a SourceError at the bad byte's line and column
     program = tlinterp.check(tlinterp.parse(text, tl))
     func = func or program.functions[0].name
     args = load_npz(npz)
