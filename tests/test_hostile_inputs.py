@@ -234,3 +234,31 @@ def test_a_byte_that_is_not_utf8_is_placed_by_line_and_column(tmp_path, capsys):
     assert main(["--check", str(path)]) == 2
     err = capsys.readouterr().err
     assert f"{path}:2.17-17: not UTF-8 text (byte 0xe9: invalid continuation byte)" in err
+
+
+# --- out of memory ---------------------------------------------------------------------------
+
+_ALLOCA = """func @k(%a: memref<i8x4>) {
+  %t = alloca -> memref<i8x1000>
+  store 1, %t[0] : memref<i8x1000>
+}
+"""
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_out_of_memory_names_the_allocation(monkeypatch, groups):
+    import numpy as np
+
+    from tlinterp.interp import execute
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(execute, "AllocaBuffer", no_memory)
+    with pytest.raises(tlinterp.ExecutionError) as e:
+        tlinterp.run(_ALLOCA, {"a": np.zeros(4, np.int8)}, groups=groups)
+    msg = e.value.diagnostics[0].message
+    assert msg.startswith("out of memory at alloca %t (memref<i8x1000>: 1000 bytes for each "
+                          f"of {groups} work-group(s)"), msg
+    assert ("fewer work-groups" in msg) == (groups > 1)
+    assert e.value.diagnostics[0].span.line == 2

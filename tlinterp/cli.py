@@ -415,7 +415,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("tlrun: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except MemoryError:
-        print("tlrun: out of memory (try fewer work-groups)", file=sys.stderr)
+        # the interpreter names the instruction (Executor.out_of_memory); this is the rest:
+        # reading arguments, an implementation's outputs, the report
+        print("tlrun: out of memory outside the kernel's instructions (reading or comparing "
+              "arguments): the machine's free memory is too small for them", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001 - last resort: no traceback for users
         print(f"tlrun: internal error: {type(e).__name__}: {e}\n"
