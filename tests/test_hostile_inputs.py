@@ -262,3 +262,36 @@ def test_out_of_memory_names_the_allocation(monkeypatch, groups):
                           f"of {groups} work-group(s)"), msg
     assert ("fewer work-groups" in msg) == (groups > 1)
     assert e.value.diagnostics[0].span.line == 2
+
+
+# --- flag messages name the flag -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool, argv, flag", [
+    ("tlconform", ["--impl", "interp", "--jobs", "0"], "-j/--jobs"),
+    ("tlconform", ["--impl", "interp", "-j", "0"], "-j/--jobs"),
+    ("tlfuzz", ["--jobs", "0"], "--jobs"),
+    ("tlfuzz", ["--batch", "0"], "--batch"),
+    ("tlfuzz", ["--rounds", "0"], "--rounds"),
+    ("tlfuzz", ["--seed", "-1"], "--seed"),
+])
+def test_a_bad_count_names_its_flag(capsys, tool, argv, flag):
+    from fuzz.campaign.cli import main as tlfuzz
+    from fuzz.conform.cli import main as tlconform
+
+    assert {"tlfuzz": tlfuzz, "tlconform": tlconform}[tool](argv) == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}: must be a whole number >= " in err, err
+
+
+def test_a_bad_lowering_option_names_lowering(tmp_path, capsys):
+    from fuzz.conform.cli import main as tlconform
+    from tlinterp.cli import main as tlrun
+
+    kernel = tmp_path / "k.tl"
+    kernel.write_text(_K)
+    assert tlrun([str(kernel), "--backend", "opencl", "--lowering", "nosuch=1", "--emit",
+                  "opencl"]) == 2
+    assert "error: --lowering: unknown lowering option 'nosuch'" in capsys.readouterr().err
+    assert tlconform(["--impl", "opencl", "--lowering", "nosuch=1"]) == 2
+    assert "tlconform: --lowering: unknown lowering option" in capsys.readouterr().err

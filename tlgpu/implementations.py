@@ -32,8 +32,10 @@ def _config(options: ImplOptions):
 
     try:
         return LoweringConfig.from_overrides(list(options.lowering))
-    except BackendError as e:
-        raise SpecError(e.format()) from None
+    except BackendError as e:  # named by the flag that gave it, in every tool
+        text = "; ".join(d.message for d in e.diagnostics)
+        raise SpecError(text if text.startswith("--lowering") else f"--lowering: {text}"
+                        ) from None
 
 
 def _program(job: Job):

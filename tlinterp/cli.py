@@ -188,8 +188,8 @@ def _implementation(ns, name: str):
         raise ArgumentError(str(e)) from None
     try:
         return resolve(name, options)
-    except SpecError as e:
-        raise BackendError(f"--backend: {e}") from None
+    except SpecError as e:  # a message that names its flag (--lowering: ...) keeps it
+        raise BackendError(str(e) if str(e).startswith("--") else f"--backend: {e}") from None
 
 
 def _list_impls() -> int:

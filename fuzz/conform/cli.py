@@ -25,7 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from tlinterp import TLError
 from tlinterp.impl import Implementation, Outcome, SpecError, resolve
-from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl
+from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl, whole_number
 from tlinterp.outfile import check_target
 
 from ..campaign.options import positive_seconds
@@ -118,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--filter", default=None, metavar="PATTERN",
                     help="only cases whose id (e.g. valid/blas/gemm_f32_canonical_v0) "
                          "matches: a glob if it has * ? [, else a substring")
-    ap.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+    ap.add_argument("-j", "--jobs", type=whole_number(1), default=1, metavar="N",
                     help="cases run at once (OpenCL back ends always run one at a time)")
     ap.add_argument("--junit-xml", type=Path, default=None, metavar="FILE")
     ap.add_argument("--log", type=Path, default=None, metavar="FILE",
@@ -166,8 +166,6 @@ def _main(opts: argparse.Namespace) -> int:
     err = _console(stderr=True)
     console = err if opts.json == "-" else _console(stderr=False)
     try:
-        if opts.jobs < 1:
-            raise SpecError(f"-j must be at least 1, got {opts.jobs}")
         if opts.profile == "list":
             from fuzz.profiles import describe
 
