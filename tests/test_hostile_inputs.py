@@ -295,3 +295,17 @@ def test_a_bad_lowering_option_names_lowering(tmp_path, capsys):
     assert "error: --lowering: unknown lowering option 'nosuch'" in capsys.readouterr().err
     assert tlconform(["--impl", "opencl", "--lowering", "nosuch=1"]) == 2
     assert "tlconform: --lowering: unknown lowering option" in capsys.readouterr().err
+
+
+def test_tlrun_shows_an_implementations_escape_codes_escaped(tmp_path, capsys):
+    import numpy as np
+
+    from tlinterp.cli import main as tlrun
+
+    kernel, args = tmp_path / "k.tl", tmp_path / "a.npz"
+    kernel.write_text(_K)
+    np.savez(args, a=np.zeros(4, np.float32))
+    assert tlrun([str(kernel), "--args", str(args), "--backend",
+                  f"python:{__name__}:hostile_plugin"]) == 2
+    err = capsys.readouterr().err
+    assert "\\x1b[2J" in err and "\x1b" not in err and "[/usr/include/foo]" in err

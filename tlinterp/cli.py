@@ -39,7 +39,7 @@ from .diagnostics import (
     TLError,
     decode_source,
 )
-from .foreigntext import for_rich
+from .foreigntext import for_rich, shown
 from .impl.flags import add_impl_flags, positive_seconds
 from .outfile import check_target
 
@@ -369,7 +369,7 @@ def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.nda
         raise BackendError(f"--backend: {e}") from None
     if outcome.status == "ok":
         return outcome.outputs or {}
-    said = outcome.message.strip() or "(no message)"
+    said = shown(outcome.message.strip()) or "(no message)"  # its escape codes as \x1b
     if outcome.status == "rejected":
         raise BackendError(f"{impl.name} rejected it:\n{said}")
     verb = {"failed": "failed", "timeout": "timed out"}.get(outcome.status, "crashed")

@@ -14,6 +14,7 @@ from tlgpu.runtime.oclgrind import OclgrindReport
 from tlinterp import ir
 from tlinterp.args import red_zones
 from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
+from tlinterp.foreigntext import shown
 
 from ..oracle.compare import compare_outputs
 from ..strategies import FuzzCase
@@ -156,7 +157,7 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
             findings.append(problem)
             continue
         o = running.result() if running is not None else impl.run(job, timeout)
-        said = o.message.strip() or "(no message)"
+        said = shown(o.message.strip()) or "(no message)"  # into finding files: no escapes
         if o.status == "ok":
             mism = compare_outputs(case.program, case.func, case.args, expected,
                                    o.outputs or {}, groups=case.groups)

@@ -27,6 +27,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from tlinterp.foreigntext import shown
+
 from .options import positive_seconds
 
 AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
@@ -196,7 +198,7 @@ def judge(case, expected: dict, outcome) -> Verdict:
     """Compare an implementation's outcome with the reference's outputs."""
     from ..oracle.compare import compare_outputs
 
-    said = (outcome.message or "").strip() or "(no message)"
+    said = shown((outcome.message or "").strip()) or "(no message)"
     if outcome.status in ("rejected", "failed"):
         return Verdict(SAID_NO, f"the implementation {outcome.status} the program:\n{said}")
     if outcome.status != "ok":
