@@ -233,7 +233,8 @@ def test_a_byte_that_is_not_utf8_is_placed_by_line_and_column(tmp_path, capsys):
         "latin-1")).encode("latin-1"))
     assert main(["--check", str(path)]) == 2
     err = capsys.readouterr().err
-    assert f"{path}:2.17-17: not UTF-8 text (byte 0xe9: invalid continuation byte)" in err
+    assert (f"{path}:2.17-17: the source is not UTF-8 text (byte 0xe9: invalid continuation "
+            "byte)") in err
 
 
 # --- out of memory ---------------------------------------------------------------------------

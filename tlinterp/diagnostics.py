@@ -133,5 +133,5 @@ def decode_source(data: bytes, filename: str) -> str:
         col = len(data[line_start:e.start].decode("utf-8", "replace")) + 1
         text = data.decode("utf-8", "replace")
         bad = " ".join(f"0x{b:02x}" for b in data[e.start:e.end])
-        raise SourceError([Diagnostic(f"not UTF-8 text (byte {bad}: {e.reason})",
+        raise SourceError([Diagnostic(f"the source is not UTF-8 text (byte {bad}: {e.reason})",
                                       Span(line, col, line, col), filename)], text) from None

@@ -146,6 +146,10 @@ def request(argv: list[str]) -> Request:
         problem = check_device(options.device)
         if problem:
             raise UsageError(problem)
+    if ns.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv"):
+        from .options import chosen_device
+
+        print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)
     return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout)
 
 
