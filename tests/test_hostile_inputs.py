@@ -133,8 +133,9 @@ def test_lowering_takes_deep_nests_or_says_why_not(kind):
     deep = tlinterp.check(tlinterp.parse(_nest(245, kind), "deep.tl"))
     assert tlgpu.lower(deep).count("store") >= 0  # lowered, no RecursionError
     deepest = tlinterp.check(tlinterp.parse(_nest(MAX_NESTING - 1, kind), "deepest.tl"))
-    with pytest.raises(tlinterp.BackendError, match="OpenCL C compilers accept at most 256"):
+    with pytest.raises(tlinterp.BackendError, match="OpenCL C compilers accept at most 256") as e:
         tlgpu.lower(deepest)
+    assert e.value.diagnostics[0].span.line == 253  # where the nest gets too deep
 
 
 @pytest.mark.opencl

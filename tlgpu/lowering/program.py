@@ -129,11 +129,27 @@ def _check_bracket_depth(lines: Optional[list[str]], fn: ir.Function,
     levels = nesting(fn.body)
     depth = levels + 1 if lines is None else bracket_depth(lines)
     if depth > C_BRACKET_DEPTH - 2:  # the kernel's own braces and a margin
+        deepest = _opening(fn.body, C_BRACKET_DEPTH - 3) if lines is None else None
         raise BackendError([Diagnostic(
             f"@{fn.name} nests regions {levels} levels deep; its OpenCL C would nest "
             f"brackets {depth}{'+' if lines is None else ''} deep and OpenCL C compilers "
             f"accept at most {C_BRACKET_DEPTH}: nest fewer regions (the interpreter runs it)",
-            fn.span, program.filename)], program.source)
+            deepest.span if deepest is not None else fn.span, program.filename)],
+            program.source)
+
+
+def _opening(body: ir.Region, level: int):
+    """The first instruction whose region is nested `level` levels deep (the body is level
+    1): where a nest becomes too deep for the C compilers; without recursion."""
+    stack = [(body, 1)]
+    while stack:
+        region, d = stack.pop()
+        for inst in region.instructions:
+            inner = ir.regions_of(inst)
+            if inner and d + 1 >= level:
+                return inst
+            stack.extend((r, d + 1) for r in inner)
+    return None
 
 
 def lower_program(program: ir.Program, func: Optional[str] = None,
