@@ -260,8 +260,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
     tally = Tally(jobs=ns.jobs)
     interrupted = False
     target = ns.impl_ref[0] if ns.impl_ref else ns.backend
-    where = getattr(ns, "device_label", ns.device)
-    title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + where}, "
+    # the device as given: the line above the table names the one it picked (device_label)
+    title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
     try:
         with Live(tally.table(title), console=console, refresh_per_second=2,
