@@ -139,7 +139,7 @@ def test_one_spelling_per_flag(capsys):
     assert build_parser().parse_args(["--backend", "opencl"]).impl == "opencl"
     assert build_parser().parse_args(["-j", "3"]).jobs == 3
     rc, _, err = _run("tlconform", ["--impl", "interp", "-j", "0"], capsys)
-    assert rc == 2 and "-j/--jobs: must be at least 1, got 0" in err
+    assert rc == 2 and "-j/--jobs: must be a whole number >= 1, got '0'" in err
 
 
 def test_tlrun_impl_backend_alias_and_out_says_what_it_wrote(tmp_path, capsys):

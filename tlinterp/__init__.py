@@ -18,8 +18,10 @@ from .diagnostics import (
 
 def parse(text: str, filename: str = "<input>"):
     """Parse tensor-language source into an `ir.Program`; raises `SourceError`."""
+    from .apitypes import expect
     from .parser import parse as _parse
 
+    expect("parse", "filename", filename, str, "a file name (str)", optional=False)
     return _parse(text, filename=filename)
 
 
@@ -34,7 +36,9 @@ def check(program, warnings=None):
         hint = "; parse it first with tlinterp.parse" if isinstance(program, str) else ""
         raise TypeError(f"check(program): expected an ir.Program, got "
                         f"{type(program).__name__}{hint}")
+    from .apitypes import expect
 
+    expect("check", "warnings", warnings, list, "a list to append the warnings to")
     return _check(program, warnings)
 
 
@@ -51,6 +55,9 @@ def run(program, args, func=None, groups=None, check=True, **options):
     if func is not None and not isinstance(func, str):
         raise TypeError(f"run(func=...): expected a function name (str) or None, got "
                         f"{type(func).__name__}")
+    from .apitypes import expect
+
+    expect("run", "check", check, bool, "True or False", optional=False)
     steps = options.get("max_steps")
     if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)):
         raise TypeError(f"run(max_steps=...): expected an int or None, got "

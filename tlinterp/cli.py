@@ -6,6 +6,7 @@
                     [--build-options 'OPTIONS'] [--reject-status N[,N...]]
                     [--repeat N] [-v] [-q] [--tune]
     tlrun --list-impls
+    tlrun --list-devices
 
 --impl (old spelling: --backend) takes any implementation name of the registry
 (`--list-impls`): interp (default), opencl, opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a
@@ -36,7 +37,9 @@ from .diagnostics import (
     ExecutionError,
     SourceError,
     TLError,
+    decode_source,
 )
+from .foreigntext import for_rich, shown
 from .impl.flags import add_impl_flags, positive_seconds
 from .outfile import check_target
 
@@ -103,6 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     add_impl_flags(g.implementation,
                    help={"lowering": "opencl: override a lowering decision (repeatable; the "
                                      "keys are listed below)"})
+    g.implementation.add_argument(
+        "--list-devices", action="store_true",
+        help="list every OpenCL platform and device: the --device string that picks each, "
+             "and which one pocl/intel/nvidia/oclgrind picks; exit 0")
     g.run.add_argument("--check", action="store_true",
                        help="parse and check only (with --emit: then print, never run)")
     g.run.add_argument("--werror", action="store_true",
@@ -142,13 +149,11 @@ def _read(path: str) -> str:
         if len(data) > MAX_SOURCE_BYTES:
             raise SourceError(f"{path}: larger than {MAX_SOURCE_BYTES // 2**20} MiB, the most "
                               "tlrun reads as kernel source")
-        return data.decode("utf-8")
+        return decode_source(data, path)
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise SourceError(f"{path}: is a directory, not a kernel source file") from None
-    except UnicodeDecodeError as e:
-        raise SourceError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     except OSError as e:
         raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
 
@@ -170,13 +175,40 @@ def _implementation(ns, name: str):
         raise ArgumentError(str(e)) from None
     try:
         return resolve(name, options)
-    except SpecError as e:
-        raise BackendError(f"--impl: {e}") from None
+    except SpecError as e:  # a message that names its flag (--lowering: ...) keeps it
+        raise BackendError(str(e) if str(e).startswith("--") else f"--impl: {e}") from None
 
 
 def _arrays(out: dict) -> str:
     n = len(out)
     return f"{n} array{'s' if n != 1 else ''}"
+
+
+def _list_devices(console) -> int:
+    """The device table; the OpenCL implementation supplies the rows (tlinterp does not
+    import tlgpu), so an installation without it says so."""
+    from rich.table import Table
+
+    from .impl import SpecError, resolve
+    from .impl.base import DEFAULT_OPTIONS
+
+    try:
+        rows = resolve("opencl", DEFAULT_OPTIONS).devices() or []
+    except SpecError as e:
+        console.print(f"tlrun: no OpenCL implementation: {e}", highlight=False, markup=False)
+        return 0
+    if not rows:
+        console.print("no OpenCL platform found (pip install 'pyopencl[pocl]' brings a CPU "
+                      "device)", highlight=False, markup=False)
+        return 0
+    t = Table(title="OpenCL devices (best first for each --device name)")
+    for col in ("platform", "driver version", "device", "type", "--device", "default for"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(*(for_rich(x) for x in (r.platform, r.version, r.device, r.kind, r.select,
+                                         ", ".join(r.default_for) or "-")))
+    console.print(t)
+    return 0
 
 
 def _describe(v: np.ndarray) -> str:
@@ -187,8 +219,9 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
     from rich.table import Table
 
     note = "" if check or backend not in ("interp", "tlinterp") else " (no checks)"
-    console.print(f"@{function.name}: {groups} work-group(s), backend {backend}{note}, "
-                  f"{timing}", highlight=False, soft_wrap=True)
+    # the backend's spec and the device's name are foreign text
+    console.print(f"@{function.name}: {groups} work-group(s), backend {for_rich(backend)}"
+                  f"{note}, {for_rich(timing)}", highlight=False, soft_wrap=True)
     t = Table()
     t.add_column("argument")
     t.add_column("value")
@@ -199,7 +232,7 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
             a, b = np.asarray(v), np.asarray(out[k])
             same = (a == b) | ((a != a) & (b != b)) if a.dtype.kind == "f" else a == b
             changed = f"{int(a.size - np.count_nonzero(same))} / {a.size}"
-        t.add_row(k, _describe(np.asarray(v)), changed)
+        t.add_row(for_rich(k), _describe(np.asarray(v)), changed)
     console.print(t)
 
 
@@ -212,6 +245,10 @@ def _run(ns) -> int:
     err = Console(stderr=True, width=None if sys.stderr.isatty() else 100_000)
     if ns.list_impls:
         return print_impls()
+    if ns.list_devices:
+        from rich.console import Console as Out
+
+        return _list_devices(Out(width=None if sys.stdout.isatty() else 200))
     if ns.kernel is None:
         raise ArgumentError("give a kernel file (tlrun KERNEL.tl ...), or --list-impls")
     text = _read(ns.kernel)
@@ -319,7 +356,7 @@ def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.nda
         raise BackendError(f"--impl: {e}") from None
     if outcome.status == "ok":
         return outcome.outputs or {}
-    said = outcome.message.strip() or "(no message)"
+    said = shown(outcome.message.strip()) or "(no message)"  # its escape codes as \x1b
     if outcome.status == "rejected":
         raise BackendError(f"{impl.name} rejected it:\n{said}")
     verb = {"failed": "failed", "timeout": "timed out"}.get(outcome.status, "crashed")
@@ -367,7 +404,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("tlrun: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except MemoryError:
-        print("tlrun: out of memory (try fewer work-groups)", file=sys.stderr)
+        # the interpreter names the instruction (Executor.out_of_memory); this is the rest:
+        # reading arguments, an implementation's outputs, the report
+        print("tlrun: out of memory outside the kernel's instructions (reading or comparing "
+              "arguments): the machine's free memory is too small for them", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001 - last resort: no traceback for users
         print(f"tlrun: internal error: {type(e).__name__}: {e}\n"

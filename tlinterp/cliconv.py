@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from .impl.flags import whole_number
+
 __all__ = ["SECTIONS", "Groups", "tool_parser", "add_impl_choice", "print_impls", "add_verbosity",
            "add_jobs", "hidden_alias", "positive_int", "version", "wrote", "default_findings_dir",
            "DISTRIBUTION"]
@@ -142,15 +144,8 @@ def add_jobs(group: argparse._ArgumentGroup, *, default: int, help: str) -> None
                        help=help)
 
 
-def positive_int(text: str) -> int:
-    """argparse type: a whole number >= 1."""
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
-    return n
+# argparse type: a whole number >= 1 (the one rule: tlinterp/impl/flags.whole_number)
+positive_int = whole_number(1)
 
 
 def hidden_alias(parser_or_group, flag: str, dest: str, **kwargs) -> None:

@@ -120,3 +120,18 @@ class BackendError(TLError):
     """The OpenCL backend cannot run this (no device, build failure, missing extension)."""
 
     exit_status = 2
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """`data` as UTF-8 source text; a byte that is not UTF-8 is a SourceError at its line and
+    column (counted in characters, as every diagnostic), not at a byte offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        line = data.count(b"\n", 0, e.start) + 1
+        col = len(data[line_start:e.start].decode("utf-8", "replace")) + 1
+        text = data.decode("utf-8", "replace")
+        bad = " ".join(f"0x{b:02x}" for b in data[e.start:e.end])
+        raise SourceError([Diagnostic(f"the source is not UTF-8 text (byte {bad}: {e.reason})",
+                                      Span(line, col, line, col), filename)], text) from None

@@ -89,6 +89,7 @@ INT_MAX = 2**63 - 1  # integer constants lie in [-INT_MAX, INT_MAX] (spec)
 _FUNCTION = GRAMMAR["function_definition"]
 _SKIP = GRAMMAR["_"]
 _WS_OR_COMMENT = re.compile(r"[ \t\r\n;]")
+_ECHO = 40  # characters of an unexpected token echoed in a syntax error
 _LEXEME = re.compile(r"[%@+-]?[A-Za-z0-9_.]+|->|\S")
 _BRACES = re.compile(r";[^\n]*|[{}]")
 
@@ -395,11 +396,38 @@ class _Builder:
             return SourceError([Diagnostic(f"{message}, found end of input",
                                            Span(line, col, line, col), self.filename)],
                                self.text)
+        special = self._unexpected_character(where)
+        if special is not None:
+            return special
         tok = _LEXEME.match(self.text, where)
         end = tok.end() if tok else where + 1
         found = self.text[where:end]
-        return SourceError([Diagnostic(f"{message}, found {found!r}", self.span(where, end),
+        if len(found) > _ECHO:  # a megabyte-long token is not echoed whole
+            found = f"{found[:_ECHO]}... ({len(found)} characters)"
+            shown = repr(found[:_ECHO + 3]) + found[_ECHO + 3:]
+        else:
+            shown = repr(found)
+        return SourceError([Diagnostic(f"{message}, found {shown}", self.span(where, end),
                                        self.filename)], self.text)
+
+    def _unexpected_character(self, where: int) -> Optional[SourceError]:
+        """A syntax error at a character no token can hold says what the character is: a byte
+        order mark, or a non-ASCII letter where an identifier goes (after `%` or `@`)."""
+        at = where + 1 if self.text[where] in "%@" and where + 1 < len(self.text) else where
+        ch = self.text[at]
+        if ch == "\ufeff":
+            message = ("byte order mark (U+FEFF): tensor-language source is UTF-8 without one; "
+                       "remove it (e.g. save the file as 'UTF-8', not 'UTF-8 with BOM')")
+        elif ord(ch) > 127 and at > where:
+            message = (f"identifiers are ASCII letters, digits and '_': found {ch!r} "
+                       f"(U+{ord(ch):04X})")
+        elif ord(ch) > 127:
+            message = (f"unexpected character {ch!r} (U+{ord(ch):04X}): "
+                       "the language's tokens are ASCII")
+        else:
+            return None
+        return SourceError([Diagnostic(message, self.span(at, at + 1), self.filename)],
+                           self.text)
 
     # terminals ------------------------------------------------------------------------------
 

@@ -54,11 +54,18 @@ from tlinterp.cliconv import (
     tool_parser,
     wrote,
 )
-from tlinterp.impl.flags import add_impl_flags
+from tlinterp.foreigntext import for_rich
+from tlinterp.impl.flags import add_impl_flags, whole_number
 
 from . import sharedb
 from .hunt import HuntOptions, hunt
-from .options import check_device, check_out_dir, keep_hypothesis_under, positive_seconds
+from .options import (
+    check_device,
+    check_out_dir,
+    chosen_device,
+    keep_hypothesis_under,
+    positive_seconds,
+)
 
 ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__}
                    | {t.__name__ + ".atomic" for t in ir.BLAS})
@@ -227,7 +234,7 @@ class Tally:
     def table(self, title: str):
         from rich.table import Table
 
-        t = Table(title=title)
+        t = Table(title=for_rich(title))  # the implementation's and device's names in it
         t.add_column("measure")
         t.add_column("value", overflow="fold")
         el = time.time() - self.start
@@ -253,9 +260,10 @@ class Tally:
             t.add_row("triage", ", ".join(f"{c}: {n}" for c, n in sorted(classes.items())))
         for k, path, line in self.findings[-5:]:
             cls = f" ({self.triage[path]})" if path in self.triage else ""
-            t.add_row(f"  {k}{cls}", f"{path}.tl — {line}")
+            # a finding's first line is the implementation's message: foreign text
+            t.add_row(for_rich(f"  {k}{cls}"), for_rich(f"{path}.tl — {line}"))
         for path, status in self.replays:
-            t.add_row("  replayed", f"{path}: {status}")
+            t.add_row("  replayed", for_rich(f"{path}: {status}"))
         if self.database_lost:
             t.add_row("example database", f"shared one lost after "
                       f"{self.database_lost_at - self.start:.0f} s, local since")
@@ -316,6 +324,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
     tally = Tally(jobs=ns.jobs)
     interrupted: Optional[BaseException] = None
     target = ns.impl_ref[0] if ns.impl_ref else "opencl"
+    # the device as given: the line above the table names the one it picked (device_label)
     title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
     shown = 0  # findings already printed (-v)
@@ -361,7 +370,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
              " — interrupted" if interrupted else " — summary")
     console.print(tally.table(title + state))
     for e in tally.errors:
-        console.print(f"[red]internal error in a job (please report):[/red] {e}")
+        console.print(f"[red]internal error in a job (please report):[/red] {for_rich(e)}")
     for kind, line, why in tally.unsaved:
         console.print(f"tlfuzz: a {kind} finding could not be saved: {why}\n  ({line})",
                       highlight=False, markup=False)
@@ -476,15 +485,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_jobs(g.run, default=os.cpu_count() or 1,
              help="parallel searches (processes), each with its own seed stream; default: "
                   "the number of cores")
-    g.run.add_argument("--seed", type=int, default=0, metavar="S",
+    g.run.add_argument("--seed", type=whole_number(0), default=0, metavar="S",
                        help="campaign seed (deterministic replay)")
     g.run.add_argument("--database", default=None, metavar="DIR|redis://HOST:PORT",
                        help="Hypothesis example database: a directory or redis://HOST:PORT "
                             "(default OUT/hypothesis-db); share it between machines")
-    g.run.add_argument("--batch", type=int, default=8, metavar="N",
+    g.run.add_argument("--batch", type=whole_number(1), default=8, metavar="N",
                        help="kernels per OpenCL build")
     # long searches: Hypothesis starts every search with its simplest (near-empty) examples
-    g.run.add_argument("--rounds", type=int, default=50, metavar="N",
+    g.run.add_argument("--rounds", type=whole_number(1), default=50, metavar="N",
                        help="batches per seeded search")
     g.run.add_argument("--shrink-time", type=positive_seconds, default=60.0, metavar="S",
                        help="seconds per shrink")
@@ -550,11 +559,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return int(e.code or 0)
     if ns.list_impls:
         return print_impls()
-    if ns.batch < 1 or ns.rounds < 1 or ns.seed < 0 \
-            or not (0 <= ns.triage_time < float("inf")):  # also rejects nan
-        print("tlfuzz: --batch and --rounds must be positive, --seed >= 0, "
-              "--triage-time not negative",
-              file=sys.stderr)
+    if not (0 <= ns.triage_time < float("inf")):  # also rejects nan
+        print(f"tlfuzz: --triage-time must be a finite number of seconds >= 0, got "
+              f"{ns.triage_time}", file=sys.stderr)
         return 2
     if ns.out is None:  # never the current directory: a campaign started anywhere
         ns.out = default_findings_dir()
@@ -599,6 +606,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if problem:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2
+    if not ns.frontend:  # which of several matching devices --device picked (docs/devices.md)
+        ns.device_label = chosen_device(ns.device)
+        print(f"tlfuzz: device {ns.device_label}", file=sys.stderr)
     keep_hypothesis_under(ns.out)
     from ..shutdown import adopt_orphans, exit_status_of, scratch_dir, stop_on_signals
 

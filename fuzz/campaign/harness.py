@@ -14,6 +14,7 @@ from tlgpu.runtime.oclgrind import OclgrindReport
 from tlinterp import ir
 from tlinterp.args import red_zones
 from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
+from tlinterp.foreigntext import shown
 
 from ..oracle.compare import compare_outputs
 from ..strategies import FuzzCase
@@ -179,7 +180,7 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
             break  # the campaign's end, not the implementation's fault
         if done is not None:
             done[0] += 1
-        said = o.message.strip() or "(no message)"
+        said = shown(o.message.strip()) or "(no message)"  # into finding files: no escapes
         if o.status == "ok":
             mism = compare_outputs(case.program, case.func, case.args, expected,
                                    o.outputs or {}, groups=case.groups)

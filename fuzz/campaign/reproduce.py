@@ -25,6 +25,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from tlinterp.foreigntext import shown
+
 from .options import positive_seconds
 
 AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
@@ -169,6 +171,10 @@ def request(argv: list[str]) -> Request:
         problem = check_device(options.device)
         if problem:
             raise UsageError(problem)
+    if ns.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv"):
+        from .options import chosen_device
+
+        print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)
     return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout)
 
 
@@ -182,15 +188,13 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
     """The kernel and its arguments as a FuzzCase; TLError/OSError when they do not load."""
     import tlinterp
     from tlinterp.args import bind, load_npz
+    from tlinterp.diagnostics import decode_source
 
     from ..strategies import FuzzCase
 
     with open(tl, "rb") as f:
         data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise OSError(f"{tl} is not UTF-8 text") from None
+    text = decode_source(data, tl)  # a SourceError at the bad byte's line and column
     program = tlinterp.check(tlinterp.parse(text, tl))
     func = func or program.functions[0].name
     args = load_npz(npz)
@@ -223,7 +227,7 @@ def judge(case, expected: dict, outcome) -> Verdict:
     """Compare an implementation's outcome with the reference's outputs."""
     from ..oracle.compare import compare_outputs
 
-    said = (outcome.message or "").strip() or "(no message)"
+    said = shown((outcome.message or "").strip()) or "(no message)"
     if outcome.status in ("rejected", "failed"):
         return Verdict(SAID_NO, f"the implementation {outcome.status} the program:\n{said}")
     if outcome.status != "ok":

@@ -108,6 +108,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if problem:
         print(f"tlfuzz triage: {problem}", file=sys.stderr)
         return 2
+    from .options import chosen_device
+
+    print(f"tlfuzz triage: device {chosen_device(device)}", file=sys.stderr)
     base = finding_base(ns.finding)
     t0 = time.time()
 

@@ -23,6 +23,7 @@ import shlex
 from collections.abc import Callable
 from typing import Optional
 
+from tlinterp.foreigntext import shown
 from tlinterp.outfile import write_text
 
 from .clexec import OPT_DISABLE, Isolated, Prepared, Size, Target, count, differing
@@ -81,7 +82,7 @@ def _as_run_outcome(o) -> RunOutcome:
     """An implementation's Outcome in the shape triage judges (clexec.Outcome)."""
     if o.status == "ok":
         return RunOutcome(o.outputs)
-    first = (o.message or "").strip().splitlines()[:1]
+    first = shown((o.message or "").strip()).splitlines()[:1]
     return RunOutcome(None, f"{o.status}: {first[0] if first else '(no message)'}")
 
 

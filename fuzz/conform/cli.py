@@ -244,6 +244,11 @@ def _main(opts: argparse.Namespace) -> int:
             problem = check_device(opts.device)
             if problem:
                 raise SpecError(f"--device: {problem}")
+            from fuzz.campaign.options import chosen_device
+
+            # which of several matching devices --device picked (docs/devices.md)
+            err.print(f"tlconform: device {chosen_device(opts.device)}", highlight=False,
+                      markup=False)
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
         corpus_order = cases
         cases, skipped = apply_profile(cases, profile)

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Optional
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
+from tlinterp.foreigntext import for_rich, shown
 from tlinterp.outfile import write_bytes, write_text
 
 from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
@@ -30,7 +30,7 @@ def counts_by(verdicts: Sequence[Verdict], key) -> dict[str, dict[str, int]]:
 
 
 def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=for_rich(title), title_justify="left")
     t.add_column(title.split()[-1] if " " in title else "group")
     t.add_column("pass", justify="right", style="green")
     t.add_column("fail", justify="right", style="red")
@@ -42,11 +42,11 @@ def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
         t.add_column(extra[0], justify="right")
     for name in sorted(rows):
         r = rows[name]
-        cells = [name, str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
+        cells = [for_rich(name), str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
         if skips:
             cells.append(str(r[SKIP] or ""))
         if extra:
-            cells.append(extra[1].get(name, ""))
+            cells.append(for_rich(extra[1].get(name, "")))
         t.add_row(*cells)
     return t
 
@@ -99,13 +99,6 @@ def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
 OUTPUT_TAIL = 12  # lines of an implementation's output -v shows under a failure
 
 
-def _printable(text: str) -> str:
-    """`text` with control characters (terminal escapes among them) written as \\xNN, so
-    that an implementation's output cannot move the cursor or recolour the report."""
-    return "".join(c if c == "\t" or (c.isprintable() and c != "\x7f") else f"\\x{ord(c):02x}"
-                   for c in text)
-
-
 def failure_lines(v: Verdict) -> list[str]:
     """What `tlconform -v` shows under a failure: the first differences of the outputs, then
     the end of the implementation's output (its diagnostics, its stderr)."""
@@ -116,7 +109,7 @@ def failure_lines(v: Verdict) -> list[str]:
         lines.append("its output" + (f" (last {OUTPUT_TAIL} of {len(said)} lines)" if cut > 0
                                      else "") + ":")
         lines += [f"| {line}" for line in said[max(cut, 0):]]
-    return [_printable(line) for line in lines]
+    return [shown(line) for line in lines]
 
 
 def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
@@ -128,20 +121,20 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
         console.print(t)
     failures = [v for v in verdicts if v.status == FAIL]
     for v in failures[:max_failures]:
-        console.print(f"[red]FAIL[/red] {escape(_printable(v.case.id))}: "
-                      f"{escape(_printable(v.detail))}", highlight=False)
+        console.print(f"[red]FAIL[/red] {for_rich(v.case.id)}: {for_rich(v.detail)}",
+                      highlight=False)
         if verbose:
             for line in failure_lines(v):
                 console.print(f"     {line}", highlight=False, markup=False)
-        console.print(f"     reproduce: {v.reproduce or v.case.reproduce()}", highlight=False,
-                      style="dim", markup=False)
+        console.print(f"     reproduce: {shown(v.reproduce or v.case.reproduce())}",
+                      highlight=False, style="dim", markup=False)
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
     # passes, but a compiler blaming the wrong text is worth seeing
     elsewhere = [v for v in verdicts if v.status == PASS and v.diagnostic_match == NO]
     for v in elsewhere[:max_failures]:
-        console.print(f"[yellow]ELSEWHERE[/yellow] {escape(_printable(v.case.id))}: "
-                      f"{escape(_printable(v.detail))}", highlight=False)
+        console.print(f"[yellow]ELSEWHERE[/yellow] {for_rich(v.case.id)}: "
+                      f"{for_rich(v.detail)}", highlight=False)
     if len(elsewhere) > max_failures:
         console.print(f"... and {len(elsewhere) - max_failures} more rejections elsewhere "
                       "(see --log)")
@@ -151,7 +144,7 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
     stopped = (f"; stopped early after {stop_after} failure{'s' if stop_after != 1 else ''} "
                f"(-x/--max-failures), {not_run} case{'s' if not_run != 1 else ''} not run"
                if stop_after is not None and not_run else "")
-    console.print(f"[{colour}]{escape(impl_name)}: {n[PASS]} passed, {n[FAIL]} failed, "
+    console.print(f"[{colour}]{for_rich(impl_name)}: {n[PASS]} passed, {n[FAIL]} failed, "
                   f"{n[INFO]} informational{skipped}, of {len(verdicts)} cases{stopped}"
                   f"[/{colour}]", highlight=False)
 
@@ -179,7 +172,7 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
 
 def write_log(path: Path, verdicts: Sequence[Verdict], impl_name: str) -> None:
     """Atomically (a full disk leaves no truncated log); an ArgumentError when it cannot."""
-    write_text(str(path), "\n".join(log_lines(verdicts, impl_name)) + "\n", "--log")
+    write_text(str(path), shown("\n".join(log_lines(verdicts, impl_name))) + "\n", "--log")
 
 
 def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
@@ -197,12 +190,14 @@ def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
             tc = ET.SubElement(suite, "testcase", classname=classname, name=v.case.name,
                                time=f"{v.seconds:.3f}")
             if v.status == SKIP:
-                ET.SubElement(tc, "skipped", message=v.detail[:500])
+                ET.SubElement(tc, "skipped", message=shown(v.detail[:500]))
             if v.status == FAIL:
-                f = ET.SubElement(tc, "failure", message=v.detail[:500])
-                f.text = f"{v.outcome.message}\nreproduce: {v.reproduce or v.case.reproduce()}"
+                # an implementation's control characters would make the XML unreadable
+                f = ET.SubElement(tc, "failure", message=shown(v.detail[:500]))
+                f.text = shown(f"{v.outcome.message}\nreproduce: "
+                               f"{v.reproduce or v.case.reproduce()}")
             out = ET.SubElement(tc, "system-out")
-            out.text = f"{v.detail}\nreproduce: {v.reproduce or v.case.reproduce()}"
+            out.text = shown(f"{v.detail}\nreproduce: {v.reproduce or v.case.reproduce()}")
     return ET.ElementTree(root)
 
 

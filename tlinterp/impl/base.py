@@ -96,20 +96,6 @@ class Outcome:
         return {"ok": 0, "rejected": 2}.get(self.status, 1)
 
 
-# terminal control sequences (colours, titles, cursor moves: CSI, OSC and two-byte escapes)
-_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """An implementation's output as it may appear in a report, a log or a terminal: colour
-    and other terminal control sequences removed (a coloured `FILE:LINE.COL-COL: message`
-    still reads as one), every other control character but tab and newline shown as `\\xNN`,
-    so that nothing it printed can move the cursor, retitle or clear the user's terminal."""
-    text = _ESCAPES.sub("", text.replace("\r\n", "\n"))
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def outcome_of_error(e: TLError) -> Outcome:
     """A TLError as an outcome: exit status 2 is a rejection, 1 a run-time failure."""
     diags = [(str(d.span), d.message) for d in e.diagnostics if d.span is not None]
@@ -148,6 +134,16 @@ class Implementation(ABC):
 
     def emit(self, program: ir.Program, func: Optional[str]) -> Optional[str]:
         """Generated code (`tlrun --emit`), for implementations that have any."""
+        return None
+
+    def device(self) -> Optional[str]:
+        """The device this implementation runs on, as every tool names it in one line
+        ('PLATFORM VERSION: DEVICE'); None when it runs on no device of its own choice."""
+        return None
+
+    def devices(self) -> Optional[list]:
+        """Every device it could run on (`tlrun --list-devices`): objects with the fields of
+        tlgpu.runtime.devices.Listed; None when it chooses none."""
         return None
 
     def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],

@@ -14,7 +14,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
-from .base import Outcome, SpecError, mentioned_diagnostics, printable
+from ..foreigntext import printable
+from .base import Outcome, SpecError, mentioned_diagnostics
 
 _OPTIONAL = re.compile(r"\[([^\[\]]*)\]")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")

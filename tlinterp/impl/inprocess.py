@@ -18,6 +18,7 @@ from typing import Optional
 import numpy as np
 
 from ..diagnostics import TLError
+from ..foreigntext import printable
 from .base import (
     DEFAULT_OPTIONS,
     Implementation,
@@ -26,7 +27,6 @@ from .base import (
     Outcome,
     SpecError,
     outcome_of_error,
-    printable,
 )
 
 PluginFn = Callable[..., dict]
