@@ -224,6 +224,7 @@ class Tally:
     errors: list = field(default_factory=list)  # internal errors of jobs
     unsaved: list = field(default_factory=list)  # (kind, first line, why) not written
     triage: dict = field(default_factory=dict)  # finding path -> triage class
+    again: int = 0  # findings found a second time (same saved files)
     jobs: int = 1
     database_lost: Optional[str] = None  # why the shared example database stopped answering
     database_lost_at: float = 0.0
@@ -248,8 +249,9 @@ class Tally:
         kinds: dict[str, int] = {}
         for k, _, _ in self.findings:
             kinds[k] = kinds.get(k, 0) + 1
-        t.add_row("findings", ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items()))
-                  or ("0 saved" if self.unsaved else "0"))
+        t.add_row("findings", (", ".join(f"{k}: {n}" for k, n in sorted(kinds.items()))
+                               or ("0 saved" if self.unsaved else "0"))
+                  + (f" ({self.again} found again, saved once)" if self.again else ""))
         if self.unsaved:
             t.add_row("NOT SAVED", f"{len(self.unsaved)} finding(s) could not be written: "
                       f"{self.unsaved[-1][2]}")
@@ -281,7 +283,12 @@ def _drain(q, tally: Tally, timeout: float) -> None:
             tally.cases += msg[2]
             tally.coverage |= set(msg[3])
         elif kind == "finding":
-            tally.findings.append((msg[2], msg[3], msg[4]))
+            if any(path == msg[3] for _, path, _ in tally.findings):
+                # the same program and arguments again (another job or search shrank to it):
+                # saved once under its hash, so counted once
+                tally.again += 1
+            else:
+                tally.findings.append((msg[2], msg[3], msg[4]))
         elif kind == "triage":
             tally.triage[msg[1]] = msg[2]
         elif kind == "replay":
