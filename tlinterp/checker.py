@@ -766,6 +766,10 @@ _HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], Non
     ir.Ger: _FunctionChecker._product,
     ir.Hadamard: _FunctionChecker._hadamard,
     ir.Sum: _FunctionChecker._sum,
+    # v0.4-only instructions are checked by checker_v04 (check() sends v0.4 programs there)
+    **{cls: lambda self, inst, ctx: self._error(
+        "a v0.4 instruction in a v0.3 program (check it as v0.4)", inst.span)
+       for cls in ir.V04_INSTRUCTIONS},
 }
 
 
