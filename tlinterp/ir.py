@@ -140,6 +140,9 @@ class Expand:
     shape: tuple[ExpandEntry, ...]
     type: MemrefType
     span: Optional[Span] = _span()
+    # v0.4 writes the result type, which may weaken the derived one ('?' strides); kept for
+    # printing, not compared (v0.3 derives it: None)
+    result_type: Optional[MemrefType] = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass
@@ -150,6 +153,9 @@ class Fuse:
     last: int
     type: MemrefType
     span: Optional[Span] = _span()
+    # v0.4 writes the result type, which may weaken the derived one ('?' strides); kept for
+    # printing, not compared (v0.3 derives it: None)
+    result_type: Optional[MemrefType] = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass
@@ -189,6 +195,9 @@ class Subview:
     slices: tuple[Slice, ...]
     type: MemrefType
     span: Optional[Span] = _span()
+    # v0.4 writes the result type, which may weaken the derived one ('?' strides); kept for
+    # printing, not compared (v0.3 derives it: None)
+    result_type: Optional[MemrefType] = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass
