@@ -75,7 +75,13 @@ class _ToV04:
         self.used = _names(fn)
         self.counter = itertools.count()
         self.local: set[str] = set()  # values that are local memrefs (allocas, their views)
+        # memref/group values -> their defined types: v0.3's written operand type may differ
+        # (a group's omitted offset, a warning there); v0.4 writes none, so the IR takes the
+        # defined type, as the v0.4 parser does
+        self.mtypes: dict[str, Type] = {a.value.name: a.type for a in fn.args
+                                        if isinstance(a.type, (MemrefType, GroupType))}
         self.pre: list[ir.Instruction] = []  # instructions to insert before the current one
+        self.known: dict[str, Const] = {}  # values of `constant` instructions
 
     def error(self, what: str, span) -> None:
         self.errors.append(Diagnostic(f"{what} has no v0.4 equivalent", span))
@@ -130,6 +136,34 @@ class _ToV04:
         return dataclasses.replace(t, space="local" if local else t.space)
 
     def instruction(self, inst: ir.Instruction) -> ir.Instruction:
+        new = self._instruction(self.retype(inst))
+        r = getattr(new, "result", None)
+        if isinstance(new, ir.Constant):
+            self.known[r.name] = new.value
+        elif isinstance(new, ir.Alloca):
+            self.mtypes[r.name] = new.type
+        elif isinstance(new, (ir.Subview, ir.Expand, ir.Fuse)) and new.result_type is not None:
+            self.mtypes[r.name] = new.result_type
+        elif isinstance(new, ir.Load) and isinstance(new.type, GroupType):
+            self.mtypes[r.name] = new.type.memref
+        return new
+
+    def retype(self, inst: ir.Instruction) -> ir.Instruction:
+        """Operand types of memrefs and groups as defined, not as written."""
+        if isinstance(inst, (ir.Load, ir.Store, ir.Size, ir.Subview, ir.Expand, ir.Fuse)):
+            t = self.mtypes.get(inst.operand.name)
+            if t is not None and t != inst.type or (t is not None and isinstance(t, GroupType)):
+                return dataclasses.replace(inst, type=t)
+        if isinstance(inst, ir.Blas):
+            changes = {}
+            for f in (*inst.inputs(), inst.output()):
+                t = self.mtypes.get(getattr(inst, f).name)
+                if t is not None:
+                    changes[f + "_type"] = t
+            return dataclasses.replace(inst, **changes)
+        return inst
+
+    def _instruction(self, inst: ir.Instruction) -> ir.Instruction:
         rep = dataclasses.replace
         v = self.value
         if isinstance(inst, ir.LifetimeStop):
@@ -187,6 +221,10 @@ class _ToV04:
         if isinstance(inst, ir.Blas):
             for f in (*inst.inputs(), inst.output()):
                 self.check_type(inst.memref_type(f), inst.span)
+            beta = self.known.get(inst.beta.name) if isinstance(inst.beta, Value) else inst.beta
+            if inst.atomic and not (isinstance(beta, Const) and beta.value in (0, 1)):
+                self.error(f"{inst.MNEMONIC}.atomic with beta other than a constant 0 or 1",
+                           inst.span)
             return rep(inst, alpha=v(inst.alpha, inst.alpha_type),
                        beta=v(inst.beta, inst.beta_type))
         if isinstance(inst, ir.V04_REGION_INSTRUCTIONS):
@@ -196,6 +234,9 @@ class _ToV04:
     def view(self, inst):
         """v0.3 slices -> offset:size; the result type (local when the operand is)."""
         local = inst.operand.name in self.local
+        if isinstance(inst, ir.Expand) and None in inst.shape and \
+                isinstance(inst.type, MemrefType) and inst.mode < inst.type.order:
+            inst = dataclasses.replace(inst, shape=self.expand_shape(inst))
         if isinstance(inst, ir.Subview) and isinstance(inst.type, MemrefType):
             inst = dataclasses.replace(inst, slices=tuple(
                 self.slice(s, inst.operand, inst.type, k) for k, s in enumerate(inst.slices)))
@@ -209,6 +250,33 @@ class _ToV04:
             self.local.add(inst.result.name)
             inst = dataclasses.replace(inst, result_type=self.memref(inst.result_type, True))
         return inst
+
+    def expand_shape(self, inst: ir.Expand) -> tuple:
+        """v0.3's '?' entry of an expand shape is the mode size over the other entries: v0.4
+        writes no '?', so it becomes a value (a constant when every size is static)."""
+        size = inst.type.shape[inst.mode]
+        others = [e for e in inst.shape if e is not None]
+        static = 1
+        for e in others:
+            if not isinstance(e, Value):
+                static *= int(e)
+        values = [e for e in others if isinstance(e, Value)]
+        if size is not None and not values:
+            return tuple(size // static if e is None and static else e for e in inst.shape)
+        n: ir.Operand
+        if size is not None:
+            n = self.value(Const(size, False, inst.span), INDEX)
+        else:
+            n = self.fresh("s")
+            self.pre.append(ir.Size(n, inst.operand, inst.mode, inst.type, inst.span))
+        divisor: ir.Operand = self.value(Const(static, False, inst.span), INDEX)
+        for w in values:
+            d = self.fresh("s")
+            self.pre.append(ir.Arith(d, "mul", divisor, w, INDEX, inst.span))
+            divisor = d
+        q = self.fresh("s")
+        self.pre.append(ir.Arith(q, "div", n, divisor, INDEX, inst.span))
+        return tuple(q if e is None else e for e in inst.shape)
 
     def slice(self, s: ir.Slice, operand: Value, t: MemrefType, mode: int) -> ir.Slice:
         if not s.is_range or s.size is not None:
