@@ -25,7 +25,7 @@ _T = r"(?:i8|i16|i32|i64|index|f16|bf16|f32|f64|c32|c64|bool)"
 # (pattern, what it is) - matched on the text with comments blanked out (offsets preserved)
 V04_MARKERS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.M), w) for p, w in (
     (r"\b(?:group_id|num_groups|num_subgroups|subgroup_id)\.[xyz]\b", "a builtin with .x/.y/.z"),
-    (r"=\s*constant\b", "the constant instruction"),
+    (r"=\s*(constant)\b", "the constant instruction"),
     (r"\binit\s*\(", "loop-carried values (for ... init(...))"),
     (r",\s*(?:global|local)\s*>", "a memref address space"),
     (r"(?<![\w%@$])(?:bf16|f16|c32|c64)(?![0-9A-Za-z_])", "a v0.4 scalar type"),
@@ -35,9 +35,9 @@ V04_MARKERS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.M), w)
      "a subgroup instruction"),
     (r"\b(?:cumsum|parallel|foreach_tile|associated|atomic_load|atomic_store|atomic_add"
      r"|atomic_max|atomic_min)\b", "a v0.4 instruction"),
-    (r"=\s*(?:min|max|shl|shr|and|or|xor|not|abs|conj|re|im|cos|sin|exp2?|log2?"
+    (r"=\s*(min|max|shl|shr|and|or|xor|not|abs|conj|re|im|cos|sin|exp2?|log2?"
      r"|native_\w+)\s+%", "an arithmetic instruction without the arith. prefix"),
-    (r"=\s*(?:equal|not_equal|greater_than(?:_equal)?|less_than(?:_equal)?)\s+%",
+    (r"=\s*(equal|not_equal|greater_than(?:_equal)?|less_than(?:_equal)?)\s+%",
      "a comparison without the cmp. prefix"),
     (r"\byield\s*\(", "yield (...)"),
     (r"\bforeach\s*\(", "foreach (...) = (...), (...)"),
@@ -77,7 +77,7 @@ V03_MARKERS: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.M), w)
     (r"\bsubview\s+%\w+\[\s*:", "a v0.3 slice (:)"),
     (r"\bexpand\s+%\w+\[[^\]\n]*\?", "? in an expand shape"),
     (r"\blifetime_stop\b", "lifetime_stop"),
-    (r"=\s*(?:add|sub|mul|div|rem)\s+[^%\s]", "a literal arithmetic operand"),
+    (r"=\s*((?:add|sub|mul|div|rem)\s+[^%\s]+)", "a literal arithmetic operand"),
     (r"\b(?:if|for)\s+[^\n{]*?(?<![\w%])[-+]?\d", "a literal operand"),
     (r"\bgroup<memref<[^<>\n]*(?:<[^<>\n]*>)?[^<>\n]*>\s*[,>]", "a group without a size"),
     (r"\bsize\s+%\w+\[\s*\d+\s*\]\s*:\s*memref<", "size : memref type"),
@@ -98,7 +98,8 @@ def markers(text: str, version: str, first_only: bool = False) -> list[tuple[int
     out = []
     for pattern, what in table:
         for m in pattern.finditer(text):
-            out.append((m.start(), m.end(), what))
+            at = 1 if m.lastindex else 0  # group 1, where given, is the construct itself
+            out.append((m.start(at), m.end(at), what))
             if first_only:
                 break
     return sorted(out)
