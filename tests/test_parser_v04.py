@@ -198,11 +198,13 @@ func @coop(%A: memref<f16x64x64>, %B: memref<f16x64x64>, %C: memref<f32x64x64>)
         }
         cooperative_matrix_store %ap, %C[%i, %j]
         cooperative_matrix_store.t.both_checked %ap, %C[%i, %j]
-        %al = cooperative_matrix_atomic_load.cols_checked.device.acquire %C[%i, %j] : coopmatrix<f32x32x16,matrix_acc>
+        %al = cooperative_matrix_atomic_load.cols_checked.device.acquire %C[%i, %j]
+            : coopmatrix<f32x32x16,matrix_acc>
         cooperative_matrix_atomic_store.work_group.release %al, %C[%i, %j]
         %u1 = cooperative_matrix_atomic_add %al, %C[%i, %j] : coopmatrix<f32x32x16,matrix_acc>
         %u2 = cooperative_matrix_atomic_max.t %al, %C[%i, %j] : coopmatrix<f32x32x16,matrix_acc>
-        %u3 = cooperative_matrix_atomic_min.rows_checked %al, %C[%i, %j] : coopmatrix<f32x32x16,matrix_acc>
+        %u3 = cooperative_matrix_atomic_min.rows_checked %al, %C[%i, %j]
+            : coopmatrix<f32x32x16,matrix_acc>
         cooperative_matrix_prefetch 1, %A[%i, %j], 32, 16
     }
 }
@@ -270,9 +272,10 @@ def test_ir_of_v04_constructs():
     assert load.type == CoopMatrixType(ScalarType.f16, 16, 16, "matrix_b")
 
 
-# --- version detection ---------------------------------------------------------------------------
+# --- version detection -----------------------------------------------------------------------
 
-V03 = "func @f(%a: memref<f32x4>) {\n  %x = load %a[0] : memref<f32x4>\n  %y = arith.add %x, 1.0 : f32\n}\n"
+V03 = ("func @f(%a: memref<f32x4>) {\n  %x = load %a[0] : memref<f32x4>\n"
+       "  %y = arith.add %x, 1.0 : f32\n}\n")
 V04 = ("func @f(%a: memref<f32x4>) {\n    %c0 = constant 0 : index\n"
        "    %x = load %a[%c0] : f32\n}\n")
 
@@ -312,7 +315,7 @@ def test_a_construct_of_the_other_version_is_one_clear_error(lang, src, where, w
     assert str(d.span) == where and f"tensor language {word} syntax" in d.message
 
 
-# --- printing a v0.4 program as v0.3 and the reverse -----------------------------------------------
+# --- printing a v0.4 program as v0.3 and the reverse ---------------------------------------------
 
 
 def test_v04_only_constructs_have_no_v03_spelling():
@@ -335,7 +338,7 @@ def test_lifetime_stop_and_i1_casts_have_no_v04_spelling():
     assert [str(d.span) for d in e.value.diagnostics] == ["3.3-18", "4.3-26"]
 
 
-# --- tlrun -------------------------------------------------------------------------------------------
+# --- tlrun -----------------------------------------------------------------------
 
 
 def test_tlrun_checks_converts_and_refuses_what_it_cannot_run_yet(tmp_path, capsys):
