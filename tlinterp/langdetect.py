@@ -3,8 +3,9 @@
 Each file is one version.  The same text can mean different things in v0.3 and v0.4 (the `:`
 annotation is the operand type in v0.3 and the result type in v0.4), so the version is never
 guessed: `--lang`/`lang=` wins; else the markers below decide (a construct only one version
-spells); else, without markers, both parsers run and must agree (an empty file, or one whose
-every line reads the same in both), or the user is asked for `--lang`.
+spells; the first one in the file decides); else, without markers, both parsers run and
+must agree (an empty file, or one whose every line reads the same in both), or the user is
+asked for `--lang`.
 
 The same tables explain a syntax error: a v0.3 construct in a v0.4 file (and the reverse) is
 reported at its range as belonging to the other version.
@@ -106,16 +107,29 @@ def markers(text: str, version: str, first_only: bool = False) -> list[tuple[int
 
 
 def detect(text: str) -> Optional[str]:
-    """"v0.3"/"v0.4" when the kinds of markers of one version outnumber the other's; None
-    without markers or on a tie (then both parsers decide)."""
-    clean = blank_comments(text)
-    n04 = len(markers(clean, "v0.4", first_only=True))
-    n03 = len(markers(clean, "v0.3", first_only=True))
-    if n04 > n03:
-        return "v0.4"
-    if n03 > n04:
-        return "v0.3"
-    return None
+    """The version of the first marker in `text` (comments skipped); None without markers.
+    A file mixing versions then fails to parse at a construct of the other version, which
+    is reported as such.  The text is searched in growing windows from its start, so the
+    usual file, with a marker in its first lines, costs a few small searches."""
+    n = len(text)
+    size = 4096
+    while True:
+        end = n if size >= n else text.find("\n", size)
+        end = n if end < 0 else end
+        clean = blank_comments(text[:end])
+        # a marker must not touch the window's end (it may go on in the next window)
+        limit = end if end == n else max(0, end - 400)
+        first: Optional[tuple[int, str]] = None
+        for version in VERSIONS:
+            for pattern, _ in (V04_MARKERS if version == "v0.4" else V03_MARKERS):
+                m = pattern.search(clean, 0, end)
+                if m and m.end() <= limit and (first is None or m.start() < first[0]):
+                    first = (m.start(), version)
+        if first is not None:
+            return first[1]
+        if end >= n:
+            return None
+        size *= 8
 
 
 def foreign_construct(text: str, version: str, pos: int, span_of) -> Optional[Diagnostic]:
