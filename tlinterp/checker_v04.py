@@ -37,6 +37,7 @@ from . import v04names as names
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType, Type, VoidType
+from .v04names import v04_words
 
 BOOL = ScalarType.i1
 UNKNOWN = VoidType()
@@ -126,7 +127,7 @@ def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> i
         seen.add(f.name)
         errors.extend(_Function(f).run())
     if errors:
-        diags = [Diagnostic(m, s, program.filename) for m, s in errors]
+        diags = [Diagnostic(v04_words(m), s, program.filename) for m, s in errors]
         diags.sort(key=lambda d: (d.span.line, d.span.col) if d.span else (0, 0))
         raise SourceError(diags, program.source)
     return program

@@ -95,6 +95,9 @@ class _Builder04(_Builder):
     def expected(self, names_: list[str], extra: list[str]) -> str:
         return expected_message(names_, extra, GRAMMAR, _V04_COLLAPSES, _V04_WORDS)
 
+    def error(self, message: str, span: Optional[Span]) -> None:
+        super().error(names.v04_words(message), span)
+
     # scopes ---------------------------------------------------------------------------------
 
     def define(self, v: Value, t: Type) -> None:

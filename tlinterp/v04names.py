@@ -10,6 +10,8 @@ in one place, so that they fold into one declaration table of the scalar operati
 
 from __future__ import annotations
 
+import re
+
 from . import ir
 
 # v0.4 spelling -> IR op name (ir.Arith.op); v0.4 adds min and max
@@ -57,6 +59,11 @@ MNEMONICS: dict[type, str] = {
 }
 
 
+def v04_words(message: str) -> str:
+    """A message in v0.4's words: the IR's i1 is spelled `bool` (types print as in the IR)."""
+    return re.sub(r"(?<![\w%])i1(?!\w)", "bool", message)
+
+
 def construct(inst: ir.Instruction) -> str:
     """A short name of what `inst` is, for messages."""
     if isinstance(inst, ir.Builtin):
@@ -75,4 +82,4 @@ def construct(inst: ir.Instruction) -> str:
 __all__ = ["ARITH_BINARY", "ARITH_UNARY", "MATH_UNARY", "UNARY", "COMPARE", "COMPARE_SPELLING",
            "V04_ONLY_BINARY", "V04_ONLY_UNARY", "BUILTINS_XYZ", "BUILTINS_PLAIN",
            "SPMD_BUILTINS", "SUBGROUP_OPS", "MEMORY_SCOPES", "MEMORY_SEMANTICS",
-           "CHECKED_FLAGS", "MNEMONICS", "construct"]
+           "CHECKED_FLAGS", "MNEMONICS", "construct", "v04_words"]
