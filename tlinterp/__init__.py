@@ -16,11 +16,13 @@ from .diagnostics import (
 )
 
 
-def parse(text: str, filename: str = "<input>"):
-    """Parse tensor-language source into an `ir.Program`; raises `SourceError`."""
-    from .parser import parse as _parse
+def parse(text: str, filename: str = "<input>", lang=None):
+    """Parse tensor-language source into an `ir.Program`; raises `SourceError`. `lang` is
+    "v0.3" or "v0.4"; None detects it from markers (tlinterp/frontend.py) and asks for it
+    (an error) when the file reads as both versions with different meanings."""
+    from .frontend import parse as _parse
 
-    return _parse(text, filename=filename)
+    return _parse(text, filename=filename, lang=lang)
 
 
 def check(program, warnings=None):

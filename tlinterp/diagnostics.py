@@ -120,3 +120,25 @@ class BackendError(TLError):
     """The OpenCL backend cannot run this (no device, build failure, missing extension)."""
 
     exit_status = 2
+
+
+class NotExecutable(TLError):
+    """A v0.4 construct this pass (the interpreter, the lowering, the v0.3 printer) does not
+    handle yet; `tlrun --check` and `--emit ir --lang v0.4` still accept it. Exit status 2:
+    the program is rejected for running, not wrong."""
+
+    exit_status = 2
+
+
+def not_yet(inst, what: str = "executable") -> NotExecutable:
+    """`not yet executable: cumsum at 3.5-40` for a v0.4 instruction (raise the result)."""
+    from .v04names import construct
+
+    span = getattr(inst, "span", None)
+    where = f" at {span}" if span is not None else ""
+    return NotExecutable([Diagnostic(f"not yet {what}: {construct(inst)}{where}", span)])
+
+
+def no_equivalent(what: str, lang: str, span: Optional[Span] = None) -> SourceError:
+    """`cumsum has no v0.3 equivalent` at `span` (migration and printing; raise the result)."""
+    return SourceError([Diagnostic(f"{what} has no {lang} equivalent", span)])
