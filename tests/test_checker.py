@@ -26,12 +26,12 @@ def kernel(args: str, body: str, attrs: str = "") -> str:
 
 def errors(src: str) -> list[tuple[str, str]]:
     with pytest.raises(SourceError) as info:
-        check(parse(src, "t.tl"))
+        check(parse(src, "t.tl", lang="v0.3"))
     return [(d.message, str(d.span)) for d in info.value.diagnostics]
 
 
 def accepts(src: str) -> None:
-    program = parse(src, "t.tl")
+    program = parse(src, "t.tl", lang="v0.3")
     assert check(program) is program
 
 
@@ -798,7 +798,7 @@ def test_diagnostic_format():
     src = kernel("%alpha: f32, %A: memref<f32x8x16>, %B: memref<f32x8x8>",
                  "axpby.n %alpha, %A, 0.0, %B : f32, memref<f32x8x16>, f32, memref<f32x8x8>")
     with pytest.raises(SourceError) as info:
-        check(parse(src, "kernel.tl"))
+        check(parse(src, "kernel.tl", lang="v0.3"))
     assert info.value.exit_status == 2
     assert str(info.value) == (
         "kernel.tl:2.3-75: incompatible tensor shapes: op(A) is 8x16, B is 8x8: mode 1 "

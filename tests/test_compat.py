@@ -21,7 +21,7 @@ def kernel(args: str, body: str) -> str:
 
 def errors(src: str) -> list[tuple[str, str]]:
     with pytest.raises(SourceError) as info:
-        check(parse(src, "t.tl"))
+        check(parse(src, "t.tl", lang="v0.3"))  # `barrier` alone reads as v0.3 and v0.4
     return [(d.message, str(d.span)) for d in info.value.diagnostics]
 
 

@@ -19,7 +19,7 @@ from tlinterp.printer import (
     format_program,
     format_type,
 )
-from tlinterp.types import GroupType, MemrefType, ScalarType, VoidType
+from tlinterp.types import V03_SCALARS, GroupType, MemrefType, ScalarType, VoidType
 
 f32, i32 = ScalarType.f32, ScalarType.i32
 
@@ -201,8 +201,8 @@ float_consts = st.builds(lambda v: Const(v, True),
                          st.floats(allow_nan=False, allow_infinity=False))
 operands = st.one_of(values, int_consts, float_consts)
 index_operands = st.one_of(values, int_consts)
-scalars = st.sampled_from(list(ScalarType))
-int_types = st.sampled_from([t for t in ScalarType if t.is_int])
+scalars = st.sampled_from(V03_SCALARS)
+int_types = st.sampled_from([t for t in V03_SCALARS if t.is_int])
 dyns = st.one_of(st.none(), st.integers(0, 2**40), st.integers(-5, -1))
 
 

@@ -16,13 +16,17 @@ from .diagnostics import (
 )
 
 
-def parse(text: str, filename: str = "<input>"):
-    """Parse tensor-language source into an `ir.Program`; raises `SourceError`."""
+def parse(text: str, filename: str = "<input>", lang=None):
+    """Parse tensor-language source into an `ir.Program`; raises `SourceError`. `lang` is
+    "v0.3" or "v0.4"; None detects it from markers (tlinterp/frontend.py) and asks for it
+    (an error) when the file reads as both versions with different meanings."""
     from .apitypes import expect
-    from .parser import parse as _parse
+    from .frontend import parse as _parse
 
     expect("parse", "filename", filename, str, "a file name (str)", optional=False)
-    return _parse(text, filename=filename)
+    if lang not in (None, "v0.3", "v0.4"):
+        raise TypeError(f"parse(): lang must be None, 'v0.3' or 'v0.4', got {lang!r}")
+    return _parse(text, filename=filename, lang=lang)
 
 
 def check(program, warnings=None):

@@ -47,7 +47,12 @@ _SCALAR_INSTRUCTIONS = (  # no memref type written
 def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> ir.Program:
     """Return `program` unchanged if it obeys every static rule; else raise `SourceError`
     carrying one diagnostic per independent violation (and the warnings), sorted by source
-    position. Warnings of an accepted program are appended to `warnings` when given."""
+    position. Warnings of an accepted program are appended to `warnings` when given.
+    A v0.4 program is checked by v0.4's rules (tlinterp/checker_v04.py)."""
+    if program.lang == "v0.4":
+        from .checker_v04 import check as check_v04
+
+        return check_v04(program, warnings)
     errors: list[tuple[str, Optional[Span]]] = []
     found: list[tuple[str, Optional[Span]]] = []  # warnings
     first_seen: dict[str, ir.Function] = {}
@@ -761,6 +766,10 @@ _HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], Non
     ir.Ger: _FunctionChecker._product,
     ir.Hadamard: _FunctionChecker._hadamard,
     ir.Sum: _FunctionChecker._sum,
+    # v0.4-only instructions are checked by checker_v04 (check() sends v0.4 programs there)
+    **{cls: lambda self, inst, ctx: self._error(
+        "a v0.4 instruction in a v0.3 program (check it as v0.4)", inst.span)
+       for cls in ir.V04_INSTRUCTIONS},
 }
 
 

@@ -1,6 +1,7 @@
 """`tlrun`: check, print, lower or run a tensor-language kernel.
 
     tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
+                    [--lang v0.3|v0.4] [--from v0.3|v0.4]
                     [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--impl NAME]
                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
                     [--build-options 'OPTIONS'] [--reject-status N[,N...]]
@@ -15,6 +16,10 @@ command template, or one another package registers.
 Warnings go to stderr and leave the exit status alone; `--werror` makes them errors (exit 2).
 Exit statuses: EXIT_STATUSES below (`tlrun --help` lists them). Code (--emit) goes to stdout;
 diagnostics, the run summary and the line saying what --out wrote go to stderr.
+`--lang` names the input's tensor-language version (else it is detected from markers, or the
+error asks for it); with `--emit ir` it names the OUTPUT version and `--from` the input's.
+A v0.4 program using a construct the interpreter does not execute yet is refused with
+"not yet executable: CONSTRUCT at L.C-C" and exit status 2 (`--check`/`--emit ir` work).
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ PURPOSE = ("Check, print, lower or run a tensor-language kernel on the reference
 EXAMPLES = (
     ("tlrun kernel.tl --check", "parse and check only"),
     ("tlrun kernel.tl --emit ir", "print the canonical text"),
+    ("tlrun old.tl --emit ir --lang v0.4", "convert a v0.3 kernel to v0.4"),
     ("tlrun kernel.tl --args in.npz --out out.npz", "run on the interpreter, save the results"),
     ("tlrun kernel.tl --args in.npz --groups 8", "run 8 work-groups"),
     ("tlrun kernel.tl --args in.npz --impl opencl --device pocl", "run our OpenCL lowering"),
@@ -62,7 +68,9 @@ EXAMPLES = (
 EXIT_STATUSES = (
     (0, "success"),
     (1, "undefined behaviour or a run-time failure (step budget, memory, timeout)"),
-    (2, "the source, the arguments or the implementation setup was rejected, or a usage error"),
+    (2, "the source, the arguments or the implementation setup was rejected, or a usage "
+        "error (also: a v0.4 construct not yet executable, or with no equivalent in --emit's "
+        "version)"),
     (3, "an internal error (a bug: please report it)"),
     (130, "interrupted (Ctrl-C)"),
 )
@@ -135,6 +143,11 @@ def _parser() -> argparse.ArgumentParser:
                             "(--lowering applies on top); the search goes to stderr")
     g.output.add_argument("--emit", choices=["ir", "opencl"],
                           help="print canonical IR or OpenCL C (stdout)")
+    g.run.add_argument("--lang", choices=["v0.3", "v0.4"],
+                       help="tensor-language version of the input (with --emit ir: of the "
+                            "output; default: the input's)")
+    g.run.add_argument("--from", dest="from_lang", choices=["v0.3", "v0.4"],
+                       help="with --emit ir: version of the input (default: detected)")
     g.output.add_argument("--out", metavar="OUT.npz",
                           help="write memref/group arguments after the run (says so on stderr)")
     add_verbosity(g.output, verbose="opencl: also show compiler warnings and driver output",
@@ -156,6 +169,18 @@ def _read(path: str) -> str:
         raise SourceError(f"{path}: is a directory, not a kernel source file") from None
     except OSError as e:
         raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
+
+
+def _emit_ir(program, lang: str) -> str:
+    """The program printed as tensor language `lang` (migrated when it is the other one)."""
+    if lang == "v0.4":
+        from .printer_v04 import format_program_v04
+
+        return format_program_v04(program)
+    from .migrate import to_v03
+    from .printer import format_program
+
+    return format_program(to_v03(program) if program.lang == "v0.4" else program)
 
 
 def _implementation(ns, name: str):
@@ -253,7 +278,10 @@ def _run(ns) -> int:
         raise ArgumentError("give a kernel file (tlrun KERNEL.tl ...), or --list-impls")
     text = _read(ns.kernel)
     warnings: list[Diagnostic] = []
-    program = check(parse(text, filename=ns.kernel), warnings)
+    if ns.from_lang is not None and ns.emit != "ir":
+        raise ArgumentError("--from names the input version for --emit ir; use --lang")
+    in_lang = ns.from_lang if ns.emit == "ir" else ns.lang
+    program = check(parse(text, filename=ns.kernel, lang=in_lang), warnings)
     if warnings and ns.werror:
         raise SourceError([Diagnostic(d.message, d.span, d.filename, ERROR) for d in warnings],
                           text)
@@ -268,10 +296,11 @@ def _run(ns) -> int:
         if os.path.exists(ns.out) and os.path.samefile(ns.out, ns.kernel):
             raise ArgumentError(f"{ns.out}: is the kernel source; --out would replace it")
     if ns.emit == "ir":
-        from .printer import format_program
-
-        sys.stdout.write(format_program(program))
+        sys.stdout.write(_emit_ir(program, ns.lang or program.lang or "v0.3"))
         return 0
+    from .frontend import executable
+
+    program = executable(program)  # a v0.4 program: its v0.3 form, or "not yet executable"
     if ns.emit == "opencl":
         code = _implementation(ns, "opencl").emit(program, func_name)
         if code is None:

@@ -135,3 +135,25 @@ def decode_source(data: bytes, filename: str) -> str:
         bad = " ".join(f"0x{b:02x}" for b in data[e.start:e.end])
         raise SourceError([Diagnostic(f"the source is not UTF-8 text (byte {bad}: {e.reason})",
                                       Span(line, col, line, col), filename)], text) from None
+
+
+class NotExecutable(TLError):
+    """A v0.4 construct this pass (the interpreter, the lowering, the v0.3 printer) does not
+    handle yet; `tlrun --check` and `--emit ir --lang v0.4` still accept it. Exit status 2:
+    the program is rejected for running, not wrong."""
+
+    exit_status = 2
+
+
+def not_yet(inst, what: str = "executable") -> NotExecutable:
+    """`not yet executable: cumsum at 3.5-40` for a v0.4 instruction (raise the result)."""
+    from .v04names import construct
+
+    span = getattr(inst, "span", None)
+    where = f" at {span}" if span is not None else ""
+    return NotExecutable([Diagnostic(f"not yet {what}: {construct(inst)}{where}", span)])
+
+
+def no_equivalent(what: str, lang: str, span: Optional[Span] = None) -> SourceError:
+    """`cumsum has no v0.3 equivalent` at `span` (migration and printing; raise the result)."""
+    return SourceError([Diagnostic(f"{what} has no {lang} equivalent", span)])

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import ir
+from .diagnostics import not_yet
 from .ir import Span, Value
 from .types import GroupType, MemrefType
 
@@ -66,6 +67,10 @@ def _yield(inst: ir.Yield) -> Effect:
     return Effect(escapes=tuple(v for v in inst.values if isinstance(v, Value)))
 
 
+def _v04(inst: ir.Instruction) -> Effect:
+    raise not_yet(inst, "analysed")
+
+
 _EFFECTS: dict[type, Callable[[ir.Instruction], Effect]] = {
     **{cls: _view for cls in (ir.Subview, ir.Expand, ir.Fuse)},
     ir.Load: _load,
@@ -75,6 +80,7 @@ _EFFECTS: dict[type, Callable[[ir.Instruction], Effect]] = {
     **{cls: lambda i: NONE for cls in (
         ir.Alloca, ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize,
         ir.Size, ir.Barrier, ir.LifetimeStop, ir.If, ir.For, ir.Foreach)},
+    **{cls: _v04 for cls in ir.V04_INSTRUCTIONS},
 }
 
 

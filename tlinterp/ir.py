@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Optional, Union
 
-from .types import Dyn, GroupType, MemrefType, ScalarType, Type
+from .types import CoopMatrixType, Dyn, GroupType, MemrefType, ScalarType, Type
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,10 @@ ExpandEntry = Union[int, None, Value]  # static size, '?', or a run-time index v
 # --- instructions ------------------------------------------------------------------------
 
 
+# v0.4 attribute values: int, bool, str, tuple (array attribute), Attributes (dictionary)
+Attributes = dict
+
+
 @dataclass
 class Alloca:
     MNEMONIC: ClassVar[str] = "alloca"
@@ -82,6 +86,7 @@ class Alloca:
     result: Value
     type: MemrefType
     span: Optional[Span] = _span()
+    attributes: Attributes = field(default_factory=dict, kw_only=True)  # v0.4 {alignment=...}
 
 
 @dataclass
@@ -130,6 +135,9 @@ class Expand:
     shape: tuple[ExpandEntry, ...]
     type: MemrefType
     span: Optional[Span] = _span()
+    # v0.4 writes the result type, which may weaken the derived one ('?' strides); kept for
+    # printing, not compared (v0.3 derives it: None)
+    result_type: Optional[MemrefType] = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass
@@ -140,6 +148,9 @@ class Fuse:
     last: int
     type: MemrefType
     span: Optional[Span] = _span()
+    # v0.4 writes the result type, which may weaken the derived one ('?' strides); kept for
+    # printing, not compared (v0.3 derives it: None)
+    result_type: Optional[MemrefType] = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass
@@ -179,6 +190,9 @@ class Subview:
     slices: tuple[Slice, ...]
     type: MemrefType
     span: Optional[Span] = _span()
+    # v0.4 writes the result type, which may weaken the derived one ('?' strides); kept for
+    # printing, not compared (v0.3 derives it: None)
+    result_type: Optional[MemrefType] = field(default=None, kw_only=True, compare=False)
 
 
 @dataclass
@@ -190,9 +204,14 @@ class Store:
     span: Optional[Span] = _span()
 
 
+BARRIER_FENCES = ("global", "local")
+
+
 @dataclass
 class Barrier:
     span: Optional[Span] = _span()
+    # v0.4 `barrier[.global][.local]`: the memory fences; v0.3's `barrier` fences both
+    fences: tuple[str, ...] = field(default=BARRIER_FENCES, kw_only=True)
 
 
 @dataclass
@@ -242,6 +261,12 @@ class For:
     type: ScalarType  # loop variable and bounds; index when not written
     body: Region
     span: Optional[Span] = _span()
+    # v0.4 `%r... = for ... init(%c=%init, ...) -> (types) {...} attributes{...}`: loop-carried
+    # values (name in the body, initial value), their types, and the results after the loop
+    results: tuple[Value, ...] = field(default=(), kw_only=True)
+    inits: tuple[tuple[Value, Operand], ...] = field(default=(), kw_only=True)
+    result_types: tuple[Type, ...] = field(default=(), kw_only=True)
+    attributes: Attributes = field(default_factory=dict, kw_only=True)
 
 
 @dataclass
@@ -432,10 +457,283 @@ class Hadamard(Product):
                        MemrefRole("c", "c", (1, 2)))
 
 
+# --- tensor language v0.4 -----------------------------------------------------------------
+# Instructions only v0.4 spells.  v0.4 constructs with a v0.3 equivalent use the classes above
+# (`add` is Arith "add", `equal` is Compare "eq", `group_id.x : index` is GroupId, ...; the
+# spellings are in tlinterp/v04names.py).  Operand types that v0.4 does not write are looked
+# up by the v0.4 parser where a v0.3 class stores them (Load.type, Arith.type, Gemm.a_type...);
+# the new classes store only what is written.  Memory scopes/semantics are None when omitted.
+
+
+@dataclass
+class Constant:
+    result: Value
+    value: Const  # complex constants: a Python complex with is_float
+    type: Type  # scalar, bool (i1) or coopmatrix
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class Builtin:
+    """group_id / num_groups / num_subgroups / subgroup_id (with comp x|y|z), subgroup_size,
+    subgroup_linear_id, subgroup_local_id.  (`group_id.x : index` is GroupId, `num_groups.x :
+    index` is GroupSize: the v0.3 instructions.)"""
+
+    result: Value
+    name: str
+    comp: Optional[str]
+    type: ScalarType
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class Associated:
+    result: Value
+    operand: Value
+    type: Type  # the written result type (bool)
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class AtomicLoad:
+    result: Value
+    operand: Value
+    indices: tuple[Operand, ...]
+    type: Type  # the written result type
+    scope: Optional[str] = None
+    semantics: Optional[str] = None
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class AtomicStore:
+    value: Operand
+    operand: Value
+    indices: tuple[Operand, ...]
+    scope: Optional[str] = None
+    semantics: Optional[str] = None
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class AtomicUpdate:
+    result: Value
+    op: str  # add, max, min
+    value: Operand
+    operand: Value
+    indices: tuple[Operand, ...]
+    type: Type  # the written result type
+    scope: Optional[str] = None
+    semantics: Optional[str] = None
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class Cumsum:
+    atomic: bool
+    alpha: Operand
+    a: Value
+    mode: int
+    beta: Operand
+    b: Value
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class Parallel:
+    body: Region
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class ForeachNd:
+    """`foreach (%i,%j,...) = (from...), (to...)` with two or more loop variables (one loop
+    variable is the v0.3 Foreach)."""
+
+    vars: tuple[Value, ...]
+    starts: tuple[Operand, ...]
+    stops: tuple[Operand, ...]
+    type: ScalarType
+    body: Region
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class ForeachTile:
+    vars: tuple[Value, ...]
+    starts: tuple[Operand, ...]
+    stops: tuple[Operand, ...]
+    sizes: tuple[Value, ...]
+    tile_shape: tuple[int, ...]
+    type: ScalarType
+    body: Region
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class SubgroupBroadcast:
+    result: Value
+    value: Operand
+    index: Operand
+    type: Type
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class SubgroupOp:
+    result: Value
+    op: str  # exclusive_scan_add ... reduce_min (the mnemonic without "subgroup_")
+    operand: Operand
+    type: Type
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopApply:
+    result: Value
+    row: Value
+    col: Value
+    val: Value
+    operand: Value
+    type: CoopMatrixType
+    body: Region
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopLoad:
+    """cooperative_matrix_load and (atomic) cooperative_matrix_atomic_load."""
+
+    result: Value
+    operand: Value
+    x: Operand
+    y: Operand
+    type: CoopMatrixType
+    trans: bool = False
+    checked: Optional[str] = None  # rows, cols, both
+    atomic: bool = False
+    scope: Optional[str] = None
+    semantics: Optional[str] = None
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopStore:
+    """cooperative_matrix_store and (atomic) cooperative_matrix_atomic_store."""
+
+    value: Value
+    operand: Value
+    x: Operand
+    y: Operand
+    trans: bool = False
+    checked: Optional[str] = None
+    atomic: bool = False
+    scope: Optional[str] = None
+    semantics: Optional[str] = None
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopAtomicUpdate:
+    result: Value
+    op: str  # add, max, min
+    value: Value
+    operand: Value
+    x: Operand
+    y: Operand
+    type: CoopMatrixType
+    trans: bool = False
+    checked: Optional[str] = None
+    scope: Optional[str] = None
+    semantics: Optional[str] = None
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopConstruct:
+    result: Value
+    value: Operand
+    type: CoopMatrixType
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopExtract:
+    result: Value
+    operand: Value
+    index: int
+    type: Type
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopInsert:
+    result: Value
+    value: Operand
+    operand: Value
+    index: int
+    type: CoopMatrixType
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopMulAdd:
+    result: Value
+    a: Value
+    b: Value
+    c: Value
+    type: CoopMatrixType
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopPrefetch:
+    cache_level: int
+    operand: Value
+    x: Operand
+    y: Operand
+    rows: int
+    cols: int
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopReduce:
+    result: Value
+    op: str  # add, max, min
+    mode: str  # row, column
+    operand: Value
+    type: CoopMatrixType
+    span: Optional[Span] = _span()
+
+
+@dataclass
+class CoopScale:
+    result: Value
+    scalar: Operand
+    matrix: Value
+    type: CoopMatrixType
+    span: Optional[Span] = _span()
+
+
+V04_INSTRUCTIONS = (
+    Constant, Builtin, Associated, AtomicLoad, AtomicStore, AtomicUpdate, Cumsum, Parallel,
+    ForeachNd, ForeachTile, SubgroupBroadcast, SubgroupOp, CoopApply, CoopLoad, CoopStore,
+    CoopAtomicUpdate, CoopConstruct, CoopExtract, CoopInsert, CoopMulAdd, CoopPrefetch,
+    CoopReduce, CoopScale,
+)
+# v0.4 instructions with one region, in `body`
+V04_REGION_INSTRUCTIONS = (Parallel, ForeachNd, ForeachTile, CoopApply)
+
+
 Instruction = Union[
     Alloca, Arith, ArithUnary, Cast, Compare, Expand, Fuse, GroupId, GroupSize, Load, Size,
     Subview, Store, Barrier, LifetimeStop, If, Yield, For, Foreach,
     Axpby, Gemm, Gemv, Ger, Hadamard, Sum,
+    Constant, Builtin, Associated, AtomicLoad, AtomicStore, AtomicUpdate, Cumsum, Parallel,
+    ForeachNd, ForeachTile, SubgroupBroadcast, SubgroupOp, CoopApply, CoopLoad, CoopStore,
+    CoopAtomicUpdate, CoopConstruct, CoopExtract, CoopInsert, CoopMulAdd, CoopPrefetch,
+    CoopReduce, CoopScale,
 ]
 
 # Subsets of `Instruction` that some passes handle on their own (each table over a subset is
@@ -449,6 +747,7 @@ class Argument:
     value: Value
     type: Type
     span: Optional[Span] = _span()
+    attributes: Attributes = field(default_factory=dict, kw_only=True)  # v0.4 {alignment=..}
 
 
 @dataclass
@@ -459,6 +758,8 @@ class Function:
     work_group_size: Optional[tuple[int, int]] = None
     subgroup_size: Optional[int] = None
     span: Optional[Span] = _span()
+    # v0.4 `attributes{...}` entries other than subgroup_size and work_group_size
+    attributes: Attributes = field(default_factory=dict, kw_only=True)
 
 
 @dataclass
@@ -466,6 +767,7 @@ class Program:
     functions: tuple[Function, ...]
     filename: str = field(default="<input>", compare=False)
     source: str = field(default="", compare=False, repr=False)
+    lang: Optional[str] = field(default=None, compare=False)  # "v0.3"/"v0.4": as parsed
 
     def function(self, name: Optional[str] = None) -> Function:
         """The named function (without '@'), or the only one when `name` is None."""
@@ -487,7 +789,7 @@ class Program:
 
 def results_of(inst: Instruction) -> tuple[Value, ...]:
     """SSA values an instruction defines in its enclosing region (loop variables excluded)."""
-    if isinstance(inst, If):
+    if isinstance(inst, (If, For)):
         return inst.results
     r = getattr(inst, "result", None)
     return (r,) if r is not None else ()
@@ -496,7 +798,7 @@ def results_of(inst: Instruction) -> tuple[Value, ...]:
 def regions_of(inst: Instruction) -> tuple[Region, ...]:
     if isinstance(inst, If):
         return (inst.then,) if inst.otherwise is None else (inst.then, inst.otherwise)
-    if isinstance(inst, (For, Foreach)):
+    if isinstance(inst, (For, Foreach) + V04_REGION_INSTRUCTIONS):
         return (inst.body,)
     return ()
 

@@ -97,47 +97,49 @@ _SCALARS: dict[str, ScalarType] = {t.value: t for t in ScalarType}
 _SCALARS.update(SCALAR_ALIASES)
 
 
-def parse(text: str, filename: str = "<input>") -> ir.Program:
-    """Parse tensor-language source; raises `SourceError` (and nothing else) on bad input."""
+def parse(text: str, filename: str = "<input>", builder: Optional[type] = None) -> ir.Program:
+    """Parse tensor-language source; raises `SourceError` (and nothing else) on bad input.
+    `builder` is the _Builder subclass of another surface syntax (tlinterp/parser_v04.py)."""
     if not isinstance(text, str):
         raise TypeError(f"parse() needs str, got {type(text).__name__}")
+    builder = builder or _Builder
     depth, where = _max_nesting(text)
     if depth > MAX_NESTING:
-        b = _Builder(text, filename)
+        b = builder(text, filename)
         raise SourceError(
             [Diagnostic(f"regions nested deeper than {MAX_NESTING} levels are not supported",
                         b.span(where, where + 1), filename)], text)
     if depth <= 40:  # the usual case: no thread, no change to the recursion limit
         try:
-            return _parse(text, filename)
+            return _parse(text, filename, builder)
         except RecursionError:  # the caller was already deep; retry with room to spare
             pass
-    return _parse_deep(text, filename, depth)
+    return _parse_deep(text, filename, depth, builder)
 
 
 # --- driver ------------------------------------------------------------------------------------
 
 
-def _parse(text: str, filename: str) -> ir.Program:
+def _parse(text: str, filename: str, builder: type) -> ir.Program:
     # Parse trees and IR hold no reference cycles, so the cyclic GC only burns time here (it
     # rescans the growing heap of nodes again and again: half the run time on 20k lines).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_functions(text, filename)
+        return _parse_functions(text, filename, builder)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _parse_functions(text: str, filename: str) -> ir.Program:
-    builder = _Builder(text, filename)
+def _parse_functions(text: str, filename: str, builder_class: type) -> ir.Program:
+    builder = builder_class(text, filename)
     functions = []
-    pos = _SKIP.match(text, 0).end
+    pos = builder.SKIP.match(text, 0).end
     n = len(text)
     while pos < n:
         try:
-            node = _FUNCTION.match(text, pos)
+            node = builder.FUNCTION.match(text, pos)
         except ParseError:
             raise builder.syntax_error(pos) from None
         except ParsimoniousError as e:  # never expected; still not a traceback for the user
@@ -146,15 +148,15 @@ def _parse_functions(text: str, filename: str) -> ir.Program:
         pos = node.end
     if builder.diags:
         raise SourceError(builder.diags, text)
-    return ir.Program(tuple(functions), filename=filename, source=text)
+    return ir.Program(tuple(functions), filename=filename, source=text, lang=builder.LANG)
 
 
-def _parse_deep(text: str, filename: str, depth: int) -> ir.Program:
+def _parse_deep(text: str, filename: str, depth: int, builder: type) -> ir.Program:
     """Run `_parse` in a thread whose stack and recursion limit fit `depth` nested regions."""
     from .deepstack import call_with_frames
 
     try:
-        return call_with_frames(lambda: _parse(text, filename), 30 * depth)
+        return call_with_frames(lambda: _parse(text, filename, builder), 30 * depth)
     except RecursionError:
         raise SourceError([Diagnostic("regions nested too deeply to parse", None, filename)],
                           text) from None
@@ -247,9 +249,10 @@ def _keyword(pattern: str) -> str:
     return "'" + "".join(out) + "'"
 
 
-def _words(expr) -> list[str]:
-    if expr.name in _WORDS:
-        return _WORDS[expr.name]
+def _words(expr, words: Optional[dict[str, list[str]]] = None) -> list[str]:
+    words = _WORDS if words is None else words
+    if expr.name in words:
+        return words[expr.name]
     if isinstance(expr, Regex):
         return [_keyword(expr.re.pattern)]
     return [repr(getattr(expr, "literal", expr.name))]
@@ -285,16 +288,19 @@ def _first(expr, memo: dict) -> tuple[frozenset, bool]:
     return res
 
 
-def _collapses() -> list[tuple[frozenset, str]]:
+def _collapses(grammar: Grammar = GRAMMAR,
+               extra: tuple[tuple[str, str], ...] = (("memref_or_group_type",
+                                                      "a memref or group type"),),
+               ) -> list[tuple[frozenset, str]]:
     """Token sets shown as one phrase when all of them are expected (largest first)."""
     memo: dict = {}
     first = lambda e: _first(e, memo)[0]  # noqa: E731
-    value_ops = first(GRAMMAR["value_instruction"].members[2]) | {"IF"}
+    value_ops = first(grammar["value_instruction"].members[2]) | {"IF"}
     groups = [
-        (first(GRAMMAR["instruction"]), "an instruction"),
+        (first(grammar["instruction"]), "an instruction"),
         (value_ops, "an instruction"),
-        (first(GRAMMAR["type"]), "a type"),
-        (first(GRAMMAR["memref_or_group_type"]), "a memref or group type"),
+        (first(grammar["type"]), "a type"),
+        *((first(grammar[rule]), phrase) for rule, phrase in extra),
     ]
     return sorted(groups, key=lambda g: -len(g[0]))
 
@@ -302,13 +308,16 @@ def _collapses() -> list[tuple[frozenset, str]]:
 _COLLAPSES = _collapses()
 
 
-def expected_message(names: list[str], extra: Optional[list[str]] = None) -> str:
+def expected_message(names: list[str], extra: Optional[list[str]] = None,
+                     grammar: Grammar = GRAMMAR, collapses: Optional[list] = None,
+                     words_of: Optional[dict[str, list[str]]] = None) -> str:
     """'expected A, B or C' for the terminal rule names that failed (in the order tried),
-    followed by the `extra` words."""
+    followed by the `extra` words (`grammar`, `collapses`, `words_of`: another syntax's)."""
+    collapses = _COLLAPSES if collapses is None else collapses
     names = list(dict.fromkeys(n for n in names if n and n != "_"))
     items: list[object] = list(names)
     present = set(names)
-    for group, phrase in _COLLAPSES:
+    for group, phrase in collapses:
         if group <= present:
             idx = min(items.index(n) for n in group)
             items = [i for i in items if i not in group]
@@ -320,7 +329,7 @@ def expected_message(names: list[str], extra: Optional[list[str]] = None) -> str
         if isinstance(it, tuple):
             words.append(it[1])
         else:
-            words.extend(_words(GRAMMAR[it]))
+            words.extend(_words(grammar[it], words_of))
     words = list(dict.fromkeys(words + (extra or [])))
     if not words:
         return "syntax error"
@@ -346,6 +355,13 @@ def _leaf(node):
 
 class _Builder:
     """Builds IR from parse trees; collects lexical diagnostics (constant ranges)."""
+
+    LANG = "v0.3"
+    FUNCTION = _FUNCTION  # the rule one function matches
+    SKIP = _SKIP
+
+    def expected(self, names: list[str], extra: list[str]) -> str:
+        return expected_message(names, extra)
 
     def __init__(self, text: str, filename: str):
         self.text = text
@@ -381,14 +397,14 @@ class _Builder:
 
     def syntax_error(self, pos: int) -> SourceError:
         expected = _Expected()
-        node = _FUNCTION.match_core(self.text, pos, defaultdict(dict), expected)
+        node = self.FUNCTION.match_core(self.text, pos, defaultdict(dict), expected)
         if node is not None or expected.pos < 0:  # cannot happen: the first match failed
             where, names = pos, ["FUNC"]
         else:
             where, names = expected.pos, [getattr(e, "name", "") for e in expected.found
                                           if isinstance(e, (Regex, Literal))]
         # At the start of a top-level item the input may also just end.
-        message = expected_message(names, ["end of input"] if where == pos else [])
+        message = self.expected(names, ["end of input"] if where == pos else [])
         if where >= len(self.text):
             ls = self.line_starts
             line = len(ls)

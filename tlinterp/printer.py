@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Optional, Union
 
 from . import ir
+from .diagnostics import no_equivalent
 from .ir import Const, Value
 from .types import INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
 
@@ -182,6 +183,13 @@ def _defines(op_text: Callable[..., str]) -> Callable[..., str]:
     return lambda inst: f"%{inst.result.name} = {op_text(inst)}"
 
 
+def _v04_only(inst: ir.Instruction) -> str:
+    """v0.4-only instructions: tlinterp/migrate.to_v03 rewrites or rejects them first."""
+    from .v04names import construct
+
+    raise no_equivalent(construct(inst), "v0.3", inst.span)
+
+
 _HEADERS: dict[type, Callable[..., str]] = {
     ir.Alloca: _defines(_alloca),
     ir.Arith: _defines(_arith),
@@ -203,6 +211,7 @@ _HEADERS: dict[type, Callable[..., str]] = {
     ir.For: _for,
     ir.Foreach: _foreach,
     **{cls: _blas for cls in ir.BLAS},
+    **{cls: _v04_only for cls in ir.V04_INSTRUCTIONS},
 }
 
 

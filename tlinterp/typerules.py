@@ -176,6 +176,8 @@ _RULES = {
     # no values (a loop's variable is defined inside its body, with the loop's written type)
     **{cls: lambda i: () for cls in (
         ir.Store, ir.Barrier, ir.LifetimeStop, ir.Yield, ir.For, ir.Foreach, *ir.BLAS)},
+    # v0.4: the written result type (checker_v04 holds the v0.4 rules)
+    **{cls: (lambda i: (i.type,) if hasattr(i, "result") else ()) for cls in ir.V04_INSTRUCTIONS},
 }
 
 

@@ -7,7 +7,7 @@ Types are frozen and normalised (strides always explicit), so
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Optional, Union
 
@@ -32,14 +32,23 @@ class ScalarType(Enum):
     u64 = "u64"
     f32 = "f32"
     f64 = "f64"
+    # v0.4 only (tensor language v0.4; see V04_ONLY_SCALARS)
+    f16 = "f16"
+    bf16 = "bf16"
+    c32 = "c32"
+    c64 = "c64"
 
     @property
     def is_float(self) -> bool:
-        return self in (ScalarType.f32, ScalarType.f64)
+        return self in _FLOATS
+
+    @property
+    def is_complex(self) -> bool:
+        return self in (ScalarType.c32, ScalarType.c64)
 
     @property
     def is_int(self) -> bool:
-        return not self.is_float
+        return not self.is_float and not self.is_complex
 
     @property
     def is_bool(self) -> bool:
@@ -54,7 +63,7 @@ class ScalarType(Enum):
     def bits(self) -> int:
         if self is ScalarType.index:
             return 64
-        return int(self.value[1:])
+        return 16 if self is ScalarType.bf16 else int(self.value[1:])
 
     @property
     def dtype(self) -> np.dtype:
@@ -78,7 +87,19 @@ _DTYPES = {
     ScalarType.u64: np.uint64,
     ScalarType.f32: np.float32,
     ScalarType.f64: np.float64,
+    ScalarType.f16: np.float16,
+    # bfloat16 has no NumPy dtype; float32 holds every bf16 value exactly (the interpreter does
+    # not execute bf16 yet: tlinterp/migrate.py rejects it before a run)
+    ScalarType.bf16: np.float32,
+    ScalarType.c32: np.complex64,
+    ScalarType.c64: np.complex128,
 }
+_FLOATS = frozenset({ScalarType.f16, ScalarType.bf16, ScalarType.f32, ScalarType.f64})
+
+# Scalar types that only tensor language v0.4 spells (the v0.3 grammar, the fuzzer and the
+# interpreter leave them alone).  v0.4's `bool` is ScalarType.i1 (one IR): v0.3 spells it `i1`.
+V04_ONLY_SCALARS = frozenset({ScalarType.f16, ScalarType.bf16, ScalarType.c32, ScalarType.c64})
+V03_SCALARS = tuple(t for t in ScalarType if t not in V04_ONLY_SCALARS)
 
 # Older spellings accepted by the parser (docs/semantics.md "Accepted syntax").
 SCALAR_ALIASES = {"bool": ScalarType.i1}
@@ -99,12 +120,16 @@ class MemrefType:
     element: ScalarType
     shape: tuple[Dyn, ...]
     stride: tuple[Dyn, ...]
+    # v0.4 address space, "global" or "local".  Excluded from equality: v0.3 spells no address
+    # space (an alloca'd memref is local there too, implicitly), so a v0.3 program and its v0.4
+    # spelling compare equal; the v0.4 checker compares spaces itself (checker_v04).
+    space: str = field(default="global", compare=False)
 
     @staticmethod
-    def make(element: ScalarType, shape, stride=None) -> MemrefType:
+    def make(element: ScalarType, shape, stride=None, space: str = "global") -> MemrefType:
         shape = tuple(shape)
         stride = canonical_strides(shape) if stride is None else tuple(stride)
-        return MemrefType(element, shape, stride)
+        return MemrefType(element, shape, stride, space)
 
     @property
     def order(self) -> int:
@@ -130,9 +155,12 @@ class MemrefType:
 class GroupType:
     memref: MemrefType
     offset: Dyn = 0
+    size: Dyn = None  # v0.4's mandatory group size; v0.3 groups have a dynamic size ('?')
 
     def __str__(self) -> str:
         text = f"group<{self.memref}"
+        if self.size is not None:  # only v0.4 programs have a static size
+            text += f"x{self.size}"
         if self.offset != 0:
             text += ", offset: " + _dyn(self.offset)
         return text + ">"
@@ -144,10 +172,30 @@ class VoidType:
         return "void"
 
 
+MATRIX_USES = ("matrix_a", "matrix_b", "matrix_acc")
+
+
+@dataclass(frozen=True)
+class CoopMatrixType:
+    """v0.4 `coopmatrix<T x M x N, use>`: a matrix distributed across a subgroup."""
+
+    component: ScalarType
+    rows: int
+    cols: int
+    use: str  # one of MATRIX_USES
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.rows, self.cols)
+
+    def __str__(self) -> str:
+        return f"coopmatrix<{self.component.value}x{self.rows}x{self.cols},{self.use}>"
+
+
 def _dyn(d: Dyn) -> str:
     return "?" if d is None else str(int(d))
 
 
-Type = Union[ScalarType, MemrefType, GroupType, VoidType]
+Type = Union[ScalarType, MemrefType, GroupType, VoidType, CoopMatrixType]
 INDEX = ScalarType.index
 BOOL = ScalarType.i1

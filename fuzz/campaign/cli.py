@@ -67,7 +67,9 @@ from .options import (
     positive_seconds,
 )
 
-ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__}
+# the generator writes v0.3 programs: the v0.4-only instructions are not among its kinds
+ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__
+                    if t not in ir.V04_INSTRUCTIONS}
                    | {t.__name__ + ".atomic" for t in ir.BLAS})
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from tlinterp.types import ScalarType
+from tlinterp.types import V03_SCALARS, ScalarType
 
-MEMREF_TYPES = tuple(t for t in ScalarType if not t.is_bool)  # i1 has no storage type
+MEMREF_TYPES = tuple(t for t in ScalarType  # i1 has no storage type; v0.4 types: not v0.3
+                     if not t.is_bool and t in V03_SCALARS)
 
 
 def _weights(**kw: int) -> dict[str, int]:
@@ -35,7 +36,7 @@ class GenParams:
     max_inputs: int = 3
     max_outputs: int = 2
     memref_types: tuple[ScalarType, ...] = MEMREF_TYPES
-    scalar_types: tuple[ScalarType, ...] = tuple(ScalarType)
+    scalar_types: tuple[ScalarType, ...] = V03_SCALARS
     int_data_max: int = 3  # integer argument data lies in [-3, 3] ([0, 3] unsigned)
     float_data_max: float = 2.0
     nonfinite_percent: int = 3  # chance of NaN/Inf in float inputs (scalar-float functions)

@@ -20,7 +20,7 @@ from tlgpu.lowering.cwriter import CWriter
 from tlgpu.lowering.memory import plan_allocas
 from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align
 from tlinterp import ir
-from tlinterp.diagnostics import BackendError, Diagnostic
+from tlinterp.diagnostics import BackendError, Diagnostic, not_yet
 from tlinterp.typerules import result_types
 from tlinterp.types import GroupType, MemrefType, ScalarType
 
@@ -515,6 +515,10 @@ class FunctionLowerer:
         w.close()
 
 
+def _not_yet(lowerer, w, inst) -> None:
+    raise not_yet(inst, "lowered")
+
+
 # The one dispatch table of the lowering: every instruction class to its rule.
 LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = {
     ir.Alloca: FunctionLowerer.lower_alloca,
@@ -537,4 +541,5 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.For: FunctionLowerer.lower_for,
     ir.Foreach: FunctionLowerer.lower_foreach,
     **{cls: FunctionLowerer.lower_blas for cls in ir.BLAS},
+    **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
 }

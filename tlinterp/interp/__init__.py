@@ -25,11 +25,11 @@ __all__ = ["run", "run_bound", "select_function", "UBReport", "KINDS"]
 
 def _program(program_or_text: Union[str, ir.Program]) -> ir.Program:
     from ..checker import check
-    from ..parser import parse
+    from ..frontend import executable, parse
 
     if isinstance(program_or_text, str):
         program_or_text = parse(program_or_text)
-    return check(program_or_text)
+    return executable(check(program_or_text))
 
 
 def select_function(program: ir.Program, func: Optional[str]) -> ir.Function:

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import ir
-from ..diagnostics import Diagnostic, ExecutionError
+from ..diagnostics import Diagnostic, ExecutionError, not_yet
 from ..memlimit import check_allocation
 from ..types import INDEX, ScalarType
 from . import collectives, fastpath, scalar
@@ -431,6 +431,12 @@ class Executor:
         collectives.execute(inst, views, alpha, beta, lanes, self.check, col)
 
 
+def _not_yet(ex, inst, env, lanes, col):
+    """v0.4-only instructions: tlinterp/migrate.py rejects them before a run; this is the
+    backstop for IR built by hand."""
+    raise not_yet(inst)
+
+
 # The one dispatch table of the interpreter: every instruction class to its handler
 # (executor, instruction, env, lanes, collector) -> an alloca's buffer, a yield's values or None.
 DISPATCH: dict[type, Callable[..., Any]] = {
@@ -444,4 +450,5 @@ DISPATCH: dict[type, Callable[..., Any]] = {
     ir.If: Executor._if, ir.Yield: Executor._yield, ir.For: Executor._for,
     ir.Foreach: Executor._foreach,
     **{cls: Executor._blas for cls in ir.BLAS},
+    **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
 }
