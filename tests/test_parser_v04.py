@@ -376,3 +376,12 @@ def test_a_v04_program_with_v03_equivalents_runs(tmp_path):
            "        store %b, %y[%i]\n    }\n}\n")
     out = run(src, {"x": np.arange(16, dtype=np.float32), "y": np.zeros(16, np.float32)})
     np.testing.assert_array_equal(out["y"], 2 * np.arange(16, dtype=np.float32))
+
+
+def test_a_mixed_file_without_lang_is_one_error_at_the_foreign_construct():
+    src = V04.replace("%x = load %a[%c0] : f32", "%x = load %a[%c0] : f32\n"
+                      "    %y = cmp.lt %x, %x : f32")
+    with pytest.raises(SourceError) as e:
+        parse(src, "mixed.tl")  # the first marker (constant) makes it v0.4
+    [d] = e.value.diagnostics
+    assert str(d.span) == "4.10-15" and "v0.3 syntax" in d.message
