@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tlinterp.diagnostics import SourceError
+from tlinterp.foreigntext import for_rich
 from tlinterp.parser import parse
 
 HEADER = """\
@@ -138,7 +139,8 @@ def main(argv: list[str] | None = None) -> None:
             try:
                 check(program)
             except SourceError as e:  # still a timing, but say so
-                console.print(f"[red]checker rejected the file:[/red] {e.diagnostics[0].message}")
+                console.print("[red]checker rejected the file:[/red] "
+                              f"{for_rich(e.diagnostics[0].message)}")
             w2, c2 = time.perf_counter(), time.process_time()
             best["check"] = [min(best["check"][0], w2 - w1), min(best["check"][1], c2 - c1)]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fuzz.conform.interrupt import descendants
+from fuzz.shutdown import descendants
 from tlinterp.impl import ImplOptions, Job, resolve
 
 pytestmark = pytest.mark.opencl  # needs an OpenCL device (pocl in CI)

@@ -51,3 +51,25 @@ def test_differential_campaign_saves_shrunk_findings(tmp_path, capsys):
     assert cmd.startswith("tlfuzz reproduce ") and "--impl opencl" in cmd
     assert "backend-crash" in capsys.readouterr().err
     assert "Gemm" in ALL_KINDS and "Gemm.atomic" in ALL_KINDS
+
+
+def test_a_finding_found_twice_counts_once():
+    """Two jobs (or two searches) that shrink to the same kernel and arguments save one file
+    (named by their hash): the summary counts it once and says it was found again."""
+    import queue
+
+    from rich.console import Console
+
+    from fuzz.campaign.cli import Tally, _drain
+
+    q: queue.Queue = queue.Queue()
+    for job in (0, 1):
+        q.put(("finding", job, "mismatch", "/f/mismatch-0123456789ab", "differs"))
+    q.put(("finding", 1, "backend-crash", "/f/backend-crash-ba9876543210", "crashed"))
+    tally = Tally()
+    _drain(q, tally, 0.1)
+    assert [p for _, p, _ in tally.findings] == ["/f/mismatch-0123456789ab",
+                                                 "/f/backend-crash-ba9876543210"]
+    console = Console(width=200, record=True)
+    console.print(tally.table("t"))
+    assert "backend-crash: 1, mismatch: 1 (1 found again, saved once)" in console.export_text()

@@ -64,7 +64,7 @@ def test_findings_are_saved_with_a_reproducing_command(tmp_path):
     assert cmd[:3] == ["tlfuzz", "reproduce", base + ".tl"]  # the interestingness test
     for flag in ("--args", "--func", "--groups", "--impl", "--device", "--lowering"):
         assert flag in cmd
-    assert alone.startswith(f"run it alone: tlrun {base}.tl ") and "--backend opencl" in alone
+    assert alone.startswith(f"run it alone: tlrun {base}.tl ") and "--impl opencl" in alone
     assert config_overrides(cfg) == ["work_group_size=4,2", "unroll_k=2"]
     assert save_finding(f, str(tmp_path)) == base  # saved once
 
@@ -75,7 +75,7 @@ def test_sandbox_runs_batches_in_a_child_and_survives_its_death():
     with Sandbox("pocl", timeout=60, mutation="crash") as box:
         found = box.run([case(2), case(3)])
         assert [f.kind for f in found] == ["backend-crash"]
-        assert "exit code 139" in found[0].message
+        assert "exit status 139" in found[0].message
         # rerun alone, the batch's first kernel crashes: it is saved with its own arguments
         assert "kernel 1 of a crashing batch of 2" in found[0].message
         assert found[0].case.func == "k2" and len(found[0].case.program.functions) == 1

@@ -326,7 +326,7 @@ def test_tune_needs_the_opencl_backend(tmp_path, capsys):
     src.write_text("func @f(%x: memref<i32>) {\n  store 1, %x[] : memref<i32>\n}\n")
     np.savez(tmp_path / "a.npz", x=np.zeros((), np.int32))
     assert cli.main([str(src), "--args", str(tmp_path / "a.npz"), "--tune"]) == 2
-    assert "--tune needs --backend opencl" in capsys.readouterr().err
+    assert "--tune needs --impl opencl" in capsys.readouterr().err
 
 
 LIFETIMES = """func @k(%x: memref<f64x4>) {

@@ -485,7 +485,7 @@ def test_a_file_without_functions_says_so(text, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("options, words", [
-    (["--lowering", "work_group_size=16"], "--lowering needs --backend opencl"),
+    (["--lowering", "work_group_size=16"], "--lowering needs --impl opencl"),
     (["--work-group-size", "0x0"], "expects W0xW1"),
     (["--backend", "interp", "--work-group-size", "3x"], "expects W0xW1"),
 ])

@@ -25,7 +25,7 @@ import pytest
 
 from fuzz.campaign.cli import main as tlfuzz
 from fuzz.conform.cli import main as tlconform
-from fuzz.conform.interrupt import descendants
+from fuzz.shutdown import descendants
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "fused_kernel"
@@ -188,7 +188,7 @@ FUZZ_CASES = {  # id: (argv, message); every one exits 2 before a campaign start
     "shrink-time-nan": (["--shrink-time", "nan"], "must be a finite number of seconds > 0"),
     "shrink-time-inf": (["--shrink-time", "inf"], "must be a finite number of seconds > 0"),
     "shrink-time-negative": (["--shrink-time", "-1"], "must be a finite number of seconds"),
-    "seed-negative": (["--seed", "-1"], "--seed >= 0"),
+    "seed-negative": (["--seed", "-1"], "argument --seed: must be a whole number >= 0"),
     "device-unknown": (["--device", "nosuchdevice", "--out", "{dir}"],
                        "no OpenCL device matches 'nosuchdevice'"),
     "work-group-size-zero": (["--work-group-size", "0x0"], "expects W0xW1"),

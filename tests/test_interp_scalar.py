@@ -11,6 +11,8 @@ import pytest
 
 import tlinterp
 from tlinterp.diagnostics import UndefinedBehaviour
+from tlinterp.interp import scalar
+from tlinterp.types import ScalarType
 
 INT_TYPES = ["i8", "i16", "i32", "i64", "index", "u8", "u16", "u32", "u64"]
 DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64,
@@ -74,7 +76,7 @@ def ref_binary(op, t, a, b):
         if op == "shr":
             return a >> b, None  # Python's >> is arithmetic; unsigned values are non-negative
         return fit(a * (1 << b))
-    x = {"and": a & b, "or": a | b, "xor": a ^ b}[op]
+    x = {"and": a & b, "or": a | b, "xor": a ^ b, "min": min(a, b), "max": max(a, b)}[op]
     return wrap(x, t), None
 
 
@@ -89,7 +91,7 @@ func @k(%a: memref<{t}x?>, %b: memref<{t}x?>, %c: memref<{t}x?>) {{
 }}"""
 
 
-OPS = ["add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor"]
+OPS = ["add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor", "min", "max"]
 
 
 @pytest.mark.parametrize("t", INT_TYPES)
@@ -326,3 +328,20 @@ func @k(%c: memref<i8x4>) {
         assert "i1" in str(e) or "bool" in str(e)
         return
     assert out["c"].tolist() == [0, 1, 1, 0]
+
+
+@pytest.mark.parametrize("t", [ScalarType.f32, ScalarType.f64], ids=str)
+def test_float_min_max_follow_opencl_fmin_fmax(t):
+    """b if b < a (b > a for max), else a: a NaN operand gives the other one, two NaNs give
+    NaN, and of two equal zeros the first operand is the result (docs/semantics.md)."""
+    nan, inf = np.nan, np.inf
+    a = np.array([nan, 1.0, nan, -0.0, 0.0, -inf, 2.0], t.dtype)
+    b = np.array([1.0, nan, nan, 0.0, -0.0, 3.0, 2.0], t.dtype)
+    lo, f1 = scalar.binary("min", t, a, b)
+    hi, f2 = scalar.binary("max", t, a, b)
+    assert not f1 and not f2
+    for got, want in ((lo, [1.0, 1.0, nan, -0.0, 0.0, -inf, 2.0]),
+                      (hi, [1.0, 1.0, nan, -0.0, 0.0, 3.0, 2.0])):
+        assert got.dtype == t.dtype
+        assert np.array_equal(got, np.array(want, t.dtype), equal_nan=True)
+        assert np.array_equal(np.signbit(got), np.signbit(np.array(want, t.dtype)))

@@ -9,7 +9,7 @@ import pytest
 from kernels import SAMPLE
 from parsimonious.expressions import Literal, Regex
 
-from tlinterp import ir
+from tlinterp import ir, ops
 from tlinterp.diagnostics import SourceError
 from tlinterp.ir import Const, Slice, Span, Value
 from tlinterp.parser import GRAMMAR, parse
@@ -141,7 +141,7 @@ def test_argument_types(text, expected):
 INSTRUCTIONS = [
     ("%r = alloca -> memref<f32x4x4>", ir.Alloca(V("r"), M(f32, 4, 4))),
     *[(f"%r = arith.{op} %a, %b : i32", ir.Arith(V("r"), op, V("a"), V("b"), i32))
-      for op in ir.ARITH_BINARY_OPS],
+      for op in ops.names(ops.BINARY)],
     ("%r = arith.add %a, 2.5 : f32", ir.Arith(V("r"), "add", V("a"), C(2.5), f32)),
     ("%r = arith.mul -3, %b : i64", ir.Arith(V("r"), "mul", C(-3), V("b"), i64)),
     ("%r = arith.neg %a : f64", ir.ArithUnary(V("r"), "neg", V("a"), f64)),
@@ -149,7 +149,7 @@ INSTRUCTIONS = [
     ("%r = cast %a : i32 -> f32", ir.Cast(V("r"), V("a"), i32, f32)),
     ("%r = cast 1.5 : f64 -> bool", ir.Cast(V("r"), C(1.5), f64, i1)),
     *[(f"%r = cmp.{c} %a, 16 : i32", ir.Compare(V("r"), c, V("a"), C(16), i32))
-      for c in ir.COMPARE_CONDS],
+      for c in ops.names(ops.COMPARE)],
     ("%r = expand %a[1 -> 2x8] : memref<f32x32x16x8>",
      ir.Expand(V("r"), V("a"), 1, (2, 8), M(f32, 32, 16, 8))),
     ("%r = expand %a[1 -> %1 x ? x 4] : memref<f32x32x?>",
@@ -471,7 +471,7 @@ SYNTAX_ERRORS = [
     ("func @f() {\n  foo\n}", "expected an instruction or '}', found 'foo'", Span(2, 3, 2, 5)),
     ("func @f() {\n  %x = arith.foo %a, %b : f32\n}",
      "expected '.add', '.sub', '.mul', '.div', '.rem', '.shl', '.shr', '.and', '.or', "
-     "'.xor', '.neg' or '.not', found '.foo'", Span(2, 13, 2, 16)),
+     "'.xor', '.min', '.max', '.neg' or '.not', found '.foo'", Span(2, 13, 2, 16)),
     ("func @f() {\n  %x = arith.add %a, %b : f33\n}", "expected a scalar type, found 'f33'",
      Span(2, 27, 2, 29)),
     ("func @f() {\n  %x = arith.add %a %b : f32\n}", "expected ',', found '%b'",

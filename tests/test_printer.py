@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_parser import INSTRUCTIONS, SAMPLE, SPEC_IF, SPEC_VIEWS, TYPES, view_function
 
-from tlinterp import ir
+from tlinterp import ir, ops
 from tlinterp.ir import Const, Slice, Value
 from tlinterp.parser import INT_MAX, parse
 from tlinterp.printer import (
@@ -226,12 +226,12 @@ def simple_instructions() -> st.SearchStrategy:
     m = memrefs()
     return st.one_of(
         st.builds(ir.Alloca, values, m),
-        st.builds(ir.Arith, values, st.sampled_from(ir.ARITH_BINARY_OPS), operands, operands,
+        st.builds(ir.Arith, values, st.sampled_from(ops.names(ops.BINARY)), operands, operands,
                   scalars),
-        st.builds(ir.ArithUnary, values, st.sampled_from(ir.ARITH_UNARY_OPS), operands,
+        st.builds(ir.ArithUnary, values, st.sampled_from(ops.names(ops.UNARY)), operands,
                   scalars),
         st.builds(ir.Cast, values, operands, scalars, scalars),
-        st.builds(ir.Compare, values, st.sampled_from(ir.COMPARE_CONDS), operands, operands,
+        st.builds(ir.Compare, values, st.sampled_from(ops.names(ops.COMPARE)), operands, operands,
                   scalars),
         st.builds(ir.Expand, values, values, st.integers(0, 5),
                   st.lists(st.one_of(st.none(), st.integers(-3, 99), values), min_size=2,

@@ -206,5 +206,5 @@ def test_tlfuzz_lowering_fuzzes_that_config_through_the_registry():
     spec, options = _impl_ref(ns)  # not None: not the random-config campaign
     assert (spec, options.lowering, options.device) == ("opencl", ("unroll_k=2",), "pocl")
     line = tlrun_command(spec, options, "f.tl", "f.npz", "k", 2)  # a finding's first line
-    assert line.endswith("--backend opencl --device pocl --lowering unroll_k=2")
+    assert line.endswith("--impl opencl --device pocl --lowering unroll_k=2")
     assert _impl_ref(tlfuzz_parser().parse_args([])) is None

@@ -3,7 +3,8 @@
     source = tlgpu.lower(program)                 # what `tlrun --emit opencl` prints
 
 Every entry point takes a checked `ir.Program` or source text (parsed and checked here, so a
-bad source is a `SourceError`); any other object is a `TypeError` naming the call.
+bad source is a `SourceError`); any other object, and a `func`, `device`, `config` or
+`groups` of the wrong type, is a `TypeError` naming the call and the parameter.
 
     out = tlgpu.run(program, args, device="pocl") # the .npz convention, like tlinterp.run
     k = tlgpu.compile(program, "f", device="pocl")  # compile once, then bind and launch many
@@ -24,15 +25,28 @@ plans, 32-bit index safety), tuner (the autotuner, its on-disk cache).
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Optional, Union
 
 from tlgpu.lowering.config import LoweringConfig
 from tlinterp import ir
 
 
-def _program(program: Union[ir.Program, str], api: str) -> ir.Program:
+def _params(api: str, func=None, device=None, config=None, groups=None) -> None:
+    """The parameters every entry point shares: a wrong type is a TypeError naming it."""
+    from tlinterp.apitypes import expect
+
+    expect(api, "func", func, str, "a function name (str)")
+    expect(api, "device", device, str, "a device string such as 'pocl' (str)")
+    expect(api, "config", config, LoweringConfig, "a tlgpu.LoweringConfig")
+    expect(api, "groups", groups, Integral, "a number of work-groups (int)")
+
+
+def _program(program: Union[ir.Program, str], api: str, **params) -> ir.Program:
     """Source text is parsed and checked (SourceError when it is bad); an `ir.Program` is taken
-    as checked; anything else is a TypeError naming the call, as in tlinterp."""
+    as checked; anything else is a TypeError naming the call, as in tlinterp. `params`: the
+    call's func/device/config/groups, checked first (_params)."""
+    _params(api, **params)
     if isinstance(program, str):
         from tlgpu.runtime.launch import _as_program
 
@@ -50,7 +64,8 @@ def lower(program: Union[ir.Program, str], func: Optional[str] = None,
     """OpenCL C source for `func` (all functions when None)."""
     from tlgpu.lowering.program import lower_program
 
-    return lower_program(_program(program, "lower"), func, config).source
+    prog = _program(program, "lower", func=func, config=config)
+    return lower_program(prog, func, config).source
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
@@ -59,7 +74,8 @@ def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
     """Run `func` on an OpenCL device; arguments and results follow the .npz convention."""
     from tlgpu.runtime.launch import run as _run
 
-    return _run(_program(program, "run"), args, func=func, groups=groups, device=device,
+    return _run(_program(program, "run", func=func, device=device, config=config,
+                         groups=groups), args, func=func, groups=groups, device=device,
                 config=config)
 
 
@@ -70,7 +86,8 @@ def compile(program: Union[ir.Program, str], func: Optional[str] = None,
     `binding.read()`."""
     from tlgpu.runtime.kernel import compile as _compile
 
-    return _compile(_program(program, "compile"), func, device=device, config=config)
+    prog = _program(program, "compile", func=func, device=device, config=config)
+    return _compile(prog, func, device=device, config=config)
 
 
 def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
@@ -79,10 +96,14 @@ def run_bound(program: ir.Program, function: ir.Function, bound, groups: int,
     """Run on already bound arguments, writing the results into their buffers; returns the
     kernel time in seconds of each of the `repeat` launches (all on the same inputs)."""
     from tlgpu.runtime.launch import run_bound as _run_bound
+    from tlinterp.apitypes import expect
 
-    return _run_bound(_program(program, "run_bound"), function, bound, groups, device=device,
-                      config=config,
-                      repeat=repeat)
+    expect("run_bound", "repeat", repeat, Integral, "a number of launches (int)", optional=False)
+    if repeat < 1:
+        raise ValueError(f"run_bound(repeat=...): must be >= 1, got {repeat}")
+    return _run_bound(_program(program, "run_bound", device=device, config=config,
+                               groups=groups), function, bound, groups, device=device,
+                      config=config, repeat=repeat)
 
 
 def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
@@ -91,9 +112,12 @@ def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
     """Time candidate lowering configs on `device`; the fastest is `.best` (cached on disk
     per kernel and device; `.trials` is the search, empty on a cache hit)."""
     from tlgpu.tuning.tuner import tune as _tune
+    from tlinterp.apitypes import expect
 
-    return _tune(_program(program, "tune"), args, func=func, groups=groups, device=device,
-                 reps=reps,
+    expect("tune", "reps", reps, Integral, "a number of repetitions (int)", optional=False)
+    expect("tune", "use_cache", use_cache, bool, "True or False", optional=False)
+    prog = _program(program, "tune", func=func, device=device, groups=groups)
+    return _tune(prog, args, func=func, groups=groups, device=device, reps=reps,
                  use_cache=use_cache)
 
 

@@ -32,8 +32,10 @@ def _config(options: ImplOptions):
 
     try:
         return LoweringConfig.from_overrides(list(options.lowering))
-    except BackendError as e:
-        raise SpecError(e.format()) from None
+    except BackendError as e:  # named by the flag that gave it, in every tool
+        text = "; ".join(d.message for d in e.diagnostics)
+        raise SpecError(text if text.startswith("--lowering") else f"--lowering: {text}"
+                        ) from None
 
 
 def _program(job: Job):
@@ -48,7 +50,23 @@ def _program(job: Job):
                                                     lang=job.lang)))
 
 
-class OpenCL(Implementation):
+class _OnADevice:
+    """The device choice of the implementations that build OpenCL (options.device)."""
+
+    options: ImplOptions
+
+    def device(self) -> Optional[str]:
+        from tlgpu.runtime.devices import find_device, label
+
+        return label(find_device(self.options.device))
+
+    def devices(self) -> Optional[list]:
+        from tlgpu.runtime.devices import inventory
+
+        return inventory()
+
+
+class OpenCL(_OnADevice, Implementation):
     parallel = False
     front_end = True
 
@@ -114,7 +132,7 @@ FIELDS = ("tl", "out", "func")
 DEFAULT_TIMEOUT = 600.0
 
 
-class _Foreign(Implementation):
+class _Foreign(_OnADevice, Implementation):
     """Runs COMMAND to turn the .tl file into code ({out} or its stdout), then builds and
     launches the kernel the calling convention names in a worker process
     (tlgpu.runtime.foreign) that the timeout reaches."""

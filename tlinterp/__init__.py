@@ -20,8 +20,10 @@ def parse(text: str, filename: str = "<input>", lang=None):
     """Parse tensor-language source into an `ir.Program`; raises `SourceError`. `lang` is
     "v0.3" or "v0.4"; None detects it from markers (tlinterp/frontend.py) and asks for it
     (an error) when the file reads as both versions with different meanings."""
+    from .apitypes import expect
     from .frontend import parse as _parse
 
+    expect("parse", "filename", filename, str, "a file name (str)", optional=False)
     return _parse(text, filename=filename, lang=lang)
 
 
@@ -36,7 +38,9 @@ def check(program, warnings=None):
         hint = "; parse it first with tlinterp.parse" if isinstance(program, str) else ""
         raise TypeError(f"check(program): expected an ir.Program, got "
                         f"{type(program).__name__}{hint}")
+    from .apitypes import expect
 
+    expect("check", "warnings", warnings, list, "a list to append the warnings to")
     return _check(program, warnings)
 
 
@@ -53,6 +57,9 @@ def run(program, args, func=None, groups=None, check=True, **options):
     if func is not None and not isinstance(func, str):
         raise TypeError(f"run(func=...): expected a function name (str) or None, got "
                         f"{type(func).__name__}")
+    from .apitypes import expect
+
+    expect("run", "check", check, bool, "True or False", optional=False)
     steps = options.get("max_steps")
     if steps is not None and (isinstance(steps, bool) or not isinstance(steps, int)):
         raise TypeError(f"run(max_steps=...): expected an int or None, got "

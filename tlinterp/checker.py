@@ -22,7 +22,7 @@ from typing import Optional, Union
 
 import numpy as np
 
-from . import ir
+from . import ir, ops
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .typerules import TypeRuleError, result_types
@@ -39,9 +39,6 @@ class _Unknown:
 UNKNOWN = _Unknown()
 SeenType = Union[Type, _Unknown]
 
-INTEGER_ONLY_OPS = ("shl", "shr", "and", "or", "xor", "not")
-BOOL_OPS = ("and", "or", "xor", "not")  # the only arithmetic defined on i1
-BOOL_CONDS = ("eq", "ne")  # i1 has no order (signless: is true 1 or -1?)
 _SCALAR_INSTRUCTIONS = (  # no memref type written
     ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize, ir.Barrier,
     ir.LifetimeStop, ir.If, ir.Yield, ir.For, ir.Foreach)
@@ -497,28 +494,26 @@ class _FunctionChecker:
         self.allocas.add(inst.result.name)
 
     def _arith(self, inst: ir.Arith, ctx: _Context) -> None:
-        self._arith_type(inst.op, inst.type, inst.span)
+        self._op_type(ops.BINARY, inst.op, inst.type, inst.span)
         self._operand(inst.lhs, inst.type)
         self._operand(inst.rhs, inst.type)
 
     def _arithunary(self, inst: ir.ArithUnary, ctx: _Context) -> None:
-        self._arith_type(inst.op, inst.type, inst.span)
+        self._op_type(ops.UNARY, inst.op, inst.type, inst.span)
         self._operand(inst.operand, inst.type)
 
-    def _arith_type(self, op: str, t: ScalarType, span: Optional[Span]) -> None:
-        if op in INTEGER_ONLY_OPS and t.is_float:
-            self._error(f"'arith.{op}' needs an integer type, got {t}", span)
-        elif t.is_bool and op not in BOOL_OPS:
-            self._error(f"'arith.{op}' is not defined on i1 (no arithmetic on booleans; "
-                        "and, or, xor and not are)", span)
+    def _op_type(self, family: str, name: str, t: ScalarType, span: Optional[Span]) -> None:
+        """The type classes that the operation's row in tlinterp/ops.py accepts."""
+        op = ops.find(family, name)
+        problem = ops.type_error(op, t) if op is not None else None  # unknown: typerules says
+        if problem:
+            self._error(problem, span)
 
     def _cast(self, inst: ir.Cast, ctx: _Context) -> None:
         self._operand(inst.operand, inst.from_type)
 
     def _compare(self, inst: ir.Compare, ctx: _Context) -> None:
-        if inst.type.is_bool and inst.cond not in BOOL_CONDS:
-            self._error(f"'cmp.{inst.cond}' is not defined on i1 (booleans have no order; "
-                        "use cmp.eq or cmp.ne)", inst.span)
+        self._op_type(ops.COMPARE, inst.cond, inst.type, inst.span)
         self._operand(inst.lhs, inst.type)
         self._operand(inst.rhs, inst.type)
 

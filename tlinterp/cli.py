@@ -2,24 +2,24 @@
 
     tlrun KERNEL.tl [--check] [--werror] [--emit ir|opencl] [--args ARGS.npz] [--func NAME]
                     [--lang v0.3|v0.4] [--from v0.3|v0.4]
-                    [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--backend NAME]
+                    [--groups N] [--out OUT.npz] [--no-check] [--max-steps N] [--impl NAME]
                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
                     [--build-options 'OPTIONS'] [--reject-status N[,N...]]
-                    [--repeat N] [-v] [--tune]
+                    [--repeat N] [-v] [-q] [--tune]
     tlrun --list-impls
+    tlrun --list-devices
 
---backend takes any implementation name of the registry (`--list-impls`): interp (default),
-opencl, opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, or one another
-package registers.
+--impl (old spelling: --backend) takes any implementation name of the registry
+(`--list-impls`): interp (default), opencl, opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a
+command template, or one another package registers.
 
 Warnings go to stderr and leave the exit status alone; `--werror` makes them errors (exit 2).
 `--lang` names the input's tensor-language version (else it is detected from markers, or the
 error asks for it); with `--emit ir` it names the OUTPUT version and `--from` the input's.
 A v0.4 program using a construct the interpreter does not execute yet is refused with
 "not yet executable: CONSTRUCT at L.C-C" and exit status 2 (`--check`/`--emit ir` work).
-Exit status: 0 success; 1 undefined behaviour or a run-time failure; 2 source, arguments or
-backend rejected; 3 an internal error (a bug: please report it); 130 interrupted.
-Code (--emit) goes to stdout; diagnostics and the run summary go to stderr.
+Exit statuses: EXIT_STATUSES below (`tlrun --help` lists them). Code (--emit) goes to stdout;
+diagnostics, the run summary and the line saying what --out wrote go to stderr.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from .args import check_groups, count_groups, load_npz, save_npz
+from .cliconv import add_impl_choice, add_verbosity, print_impls, tool_parser, wrote
 from .diagnostics import (
     ERROR,
     ArgumentError,
@@ -41,7 +42,9 @@ from .diagnostics import (
     ExecutionError,
     SourceError,
     TLError,
+    decode_source,
 )
+from .foreigntext import for_rich, shown
 from .impl.flags import add_impl_flags, positive_seconds
 from .outfile import check_target
 
@@ -52,37 +55,28 @@ DEFAULT_MAX_STEPS = 1_000_000  # a runaway scalar loop stops in ~3 s (fast path:
 DEFAULT_TIMEOUT = 600.0  # seconds for a run outside this process (another implementation, OpenCL)
 
 
-EPILOG = """examples:
-  tlrun kernel.tl --check                      parse and check only
-  tlrun kernel.tl --emit ir                    print the canonical text
-  tlrun old.tl --emit ir --lang v0.4           convert a v0.3 kernel to v0.4
-  tlrun kernel.tl --args in.npz --out out.npz  run on the interpreter, save the results
-  tlrun kernel.tl --args in.npz --groups 8     run 8 work-groups
-  tlrun kernel.tl --args in.npz --backend opencl --device pocl
-
+PURPOSE = ("Check, print, lower or run a tensor-language kernel on the reference interpreter "
+           "or another implementation.")
+EXAMPLES = (
+    ("tlrun kernel.tl --check", "parse and check only"),
+    ("tlrun kernel.tl --emit ir", "print the canonical text"),
+    ("tlrun old.tl --emit ir --lang v0.4", "convert a v0.3 kernel to v0.4"),
+    ("tlrun kernel.tl --args in.npz --out out.npz", "run on the interpreter, save the results"),
+    ("tlrun kernel.tl --args in.npz --groups 8", "run 8 work-groups"),
+    ("tlrun kernel.tl --args in.npz --impl opencl --device pocl", "run our OpenCL lowering"),
+)
+EXIT_STATUSES = (
+    (0, "success"),
+    (1, "undefined behaviour or a run-time failure (step budget, memory, timeout)"),
+    (2, "the source, the arguments or the implementation setup was rejected, or a usage error; "
+        "also a v0.4 construct not yet executable, or without equivalent in --emit's version"),
+    (3, "an internal error (a bug: please report it)"),
+    (130, "interrupted (Ctrl-C)"),
+)
+NOTES = """\
 arguments file (.npz): one entry per argument, keyed by its name; a group is one array
 (members, ...) or entries NAME.0, NAME.1, ...; NAME.strides and NAME.offset give layouts.
-See docs/language.md.
-
-exit status:
-  0  success
-  1  undefined behaviour or a run-time failure (step budget, memory)
-  2  the source, the arguments or the backend setup was rejected, or a usage error
-     (also: a v0.4 construct not yet executable, or with no equivalent in --emit's version)
-  3  an internal error (a bug: please report it)
-  130 interrupted (Ctrl-C)
-"""
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover - Python < 3.8
-        return "unknown"
-    try:
-        return version("tensor-language-reference")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+See docs/language.md. Code (--emit) goes to stdout; diagnostics and the run summary to stderr."""
 
 
 def _lowering_keys() -> str:
@@ -106,58 +100,57 @@ class _Help(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=default, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.epilog = (parser.epilog or "") + "\n" + _lowering_keys()
+        # with the notes, before the examples and exit statuses every tool's help ends with
+        parser.epilog = _lowering_keys() + "\n" + (parser.epilog or "")
         parser.print_help()
         parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tlrun", description="Run a tensor-language kernel with "
-                                "the reference interpreter (or the OpenCL backend).",
-                                epilog=EPILOG, add_help=False,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-h", "--help", action=_Help, help="show this help and exit")
-    p.add_argument("--version", action="version", version=f"tlrun {_version()}")
-    p.add_argument("kernel", nargs="?", help="the .tl source file")
-    p.add_argument("--list-impls", action="store_true",
-                   help="list the implementations --backend accepts, then exit")
-    p.add_argument("--check", action="store_true",
-                   help="parse and check only (with --emit: then print, never run)")
-    p.add_argument("--werror", action="store_true",
-                   help="treat warnings as errors (exit status 2)")
-    p.add_argument("--emit", choices=["ir", "opencl"], help="print canonical IR or OpenCL C")
-    p.add_argument("--lang", choices=["v0.3", "v0.4"],
-                   help="tensor-language version of the input (with --emit ir: of the output; "
-                        "default: the input's)")
-    p.add_argument("--from", dest="from_lang", choices=["v0.3", "v0.4"],
-                   help="with --emit ir: version of the input (default: detected)")
-    p.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
-    p.add_argument("--func", help="function to run (optional when the file has one)")
-    p.add_argument("--groups", type=int, help="number of work-groups")
-    p.add_argument("--out", metavar="OUT.npz", help="write memref/group arguments after the run")
-    p.add_argument("--no-check", action="store_true",
-                   help="turn undefined-behaviour detection off (faster)")
-    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
-                   help=f"instruction budget against runaway loops (default "
-                        f"{DEFAULT_MAX_STEPS}; 0 = unlimited)")
-    p.add_argument("--backend", "--impl", dest="backend", default="interp", metavar="NAME",
-                   help="implementation to run: interp (default), opencl, "
-                        "opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, "
-                        "... (see --list-impls); --impl is the same flag, as in tlconform")
-    add_impl_flags(p, help={"lowering": "override a lowering decision (repeatable)"})
-    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S",
-                   help="seconds a run of another implementation or of --backend opencl may "
-                        f"take, build included (default {DEFAULT_TIMEOUT:g}); past it the run "
-                        "is stopped, exit 1 (the reference interpreter: --max-steps)")
-    p.add_argument("--repeat", type=int, default=1, metavar="N",
-                   help="OpenCL: launch N times on the same inputs and report the kernel "
-                        "time's median and minimum (default 1)")
-    p.add_argument("-v", "--verbose", action="store_true",
-                   help="OpenCL: also show compiler warnings and driver output")
-    p.add_argument("--tune", action="store_true",
-                   help="opencl: time lowering configs on the device with these arguments, "
-                        "cache the fastest per kernel and device, use it (--lowering applies "
-                        "on top); the search goes to stderr")
+    p, g = tool_parser("tlrun", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES, help_action=_Help)
+    g.run.add_argument("kernel", nargs="?", help="the .tl source file")
+    add_impl_choice(g.implementation, default="interp", first="interp (default), opencl")
+    add_impl_flags(g.implementation,
+                   help={"lowering": "opencl: override a lowering decision (repeatable; the "
+                                     "keys are listed below)"})
+    g.implementation.add_argument(
+        "--list-devices", action="store_true",
+        help="list every OpenCL platform and device: the --device string that picks each, "
+             "and which one pocl/intel/nvidia/oclgrind picks; exit 0")
+    g.run.add_argument("--check", action="store_true",
+                       help="parse and check only (with --emit: then print, never run)")
+    g.run.add_argument("--werror", action="store_true",
+                       help="treat warnings as errors (exit status 2)")
+    g.run.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
+    g.run.add_argument("--func", help="function to run (optional when the file has one)")
+    g.run.add_argument("--groups", type=int, metavar="N", help="number of work-groups")
+    g.run.add_argument("--no-check", action="store_true",
+                       help="turn undefined-behaviour detection off (faster)")
+    g.run.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
+                       help=f"instruction budget against runaway loops (default "
+                            f"{DEFAULT_MAX_STEPS}; 0 = unlimited)")
+    g.run.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT, metavar="S",
+                       help="seconds a run of another implementation or of --impl opencl may "
+                            f"take, build included (default {DEFAULT_TIMEOUT:g}); past it the "
+                            "run is stopped, exit 1 (the reference interpreter: --max-steps)")
+    g.run.add_argument("--repeat", type=int, default=1, metavar="N",
+                       help="opencl: launch N times on the same inputs and report the kernel "
+                            "time's median and minimum (default 1)")
+    g.run.add_argument("--tune", action="store_true",
+                       help="opencl: time lowering configs on the device with these "
+                            "arguments, cache the fastest per kernel and device, use it "
+                            "(--lowering applies on top); the search goes to stderr")
+    g.output.add_argument("--emit", choices=["ir", "opencl"],
+                          help="print canonical IR or OpenCL C (stdout)")
+    g.output.add_argument("--lang", choices=["v0.3", "v0.4"],
+                          help="tensor-language version of the input (with --emit ir: of the "
+                               "output; default: the input's)")
+    g.output.add_argument("--from", dest="from_lang", choices=["v0.3", "v0.4"],
+                          help="with --emit ir: version of the input (default: detected)")
+    g.output.add_argument("--out", metavar="OUT.npz",
+                          help="write memref/group arguments after the run (says so on stderr)")
+    add_verbosity(g.output, verbose="opencl: also show compiler warnings and driver output",
+                  quiet="no run summary (errors and what --out wrote still print)")
     return p
 
 
@@ -168,13 +161,11 @@ def _read(path: str) -> str:
         if len(data) > MAX_SOURCE_BYTES:
             raise SourceError(f"{path}: larger than {MAX_SOURCE_BYTES // 2**20} MiB, the most "
                               "tlrun reads as kernel source")
-        return data.decode("utf-8")
+        return decode_source(data, path)
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise SourceError(f"{path}: is a directory, not a kernel source file") from None
-    except UnicodeDecodeError as e:
-        raise SourceError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     except OSError as e:
         raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
 
@@ -200,23 +191,47 @@ def _implementation(ns, name: str):
         for option, given, why in (("--tune", ns.tune, ""),
                                    ("--repeat", ns.repeat != 1, " (it times launches there)")):
             if given:
-                raise ArgumentError(f"{option} needs --backend opencl{why}")
+                raise ArgumentError(f"{option} needs --impl opencl{why}")
     try:
-        lowering_needs_opencl(name, ns.lowering, "--backend")
+        lowering_needs_opencl(name, ns.lowering, "--impl")
         options = impl_options(ns, tune=ns.tune)
     except SpecError as e:
         raise ArgumentError(str(e)) from None
     try:
         return resolve(name, options)
+    except SpecError as e:  # a message that names its flag (--lowering: ...) keeps it
+        raise BackendError(str(e) if str(e).startswith("--") else f"--impl: {e}") from None
+
+
+def _arrays(out: dict) -> str:
+    n = len(out)
+    return f"{n} array{'s' if n != 1 else ''}"
+
+
+def _list_devices(console) -> int:
+    """The device table; the OpenCL implementation supplies the rows (tlinterp does not
+    import tlgpu), so an installation without it says so."""
+    from rich.table import Table
+
+    from .impl import SpecError, resolve
+    from .impl.base import DEFAULT_OPTIONS
+
+    try:
+        rows = resolve("opencl", DEFAULT_OPTIONS).devices() or []
     except SpecError as e:
-        raise BackendError(f"--backend: {e}") from None
-
-
-def _list_impls() -> int:
-    from .impl import available
-
-    for name, doc in available():
-        print(f"{name:12} {doc}")
+        console.print(f"tlrun: no OpenCL implementation: {e}", highlight=False, markup=False)
+        return 0
+    if not rows:
+        console.print("no OpenCL platform found (pip install 'pyopencl[pocl]' brings a CPU "
+                      "device)", highlight=False, markup=False)
+        return 0
+    t = Table(title="OpenCL devices (best first for each --device name)")
+    for col in ("platform", "driver version", "device", "type", "--device", "default for"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(*(for_rich(x) for x in (r.platform, r.version, r.device, r.kind, r.select,
+                                         ", ".join(r.default_for) or "-")))
+    console.print(t)
     return 0
 
 
@@ -228,8 +243,9 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
     from rich.table import Table
 
     note = "" if check or backend not in ("interp", "tlinterp") else " (no checks)"
-    console.print(f"@{function.name}: {groups} work-group(s), backend {backend}{note}, "
-                  f"{timing}", highlight=False, soft_wrap=True)
+    # the backend's spec and the device's name are foreign text
+    console.print(f"@{function.name}: {groups} work-group(s), backend {for_rich(backend)}"
+                  f"{note}, {for_rich(timing)}", highlight=False, soft_wrap=True)
     t = Table()
     t.add_column("argument")
     t.add_column("value")
@@ -240,7 +256,7 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
             a, b = np.asarray(v), np.asarray(out[k])
             same = (a == b) | ((a != a) & (b != b)) if a.dtype.kind == "f" else a == b
             changed = f"{int(a.size - np.count_nonzero(same))} / {a.size}"
-        t.add_row(k, _describe(np.asarray(v)), changed)
+        t.add_row(for_rich(k), _describe(np.asarray(v)), changed)
     console.print(t)
 
 
@@ -252,7 +268,11 @@ def _run(ns) -> int:
     # piped or redirected: no wrapping at rich's default 80 columns
     err = Console(stderr=True, width=None if sys.stderr.isatty() else 100_000)
     if ns.list_impls:
-        return _list_impls()
+        return print_impls()
+    if ns.list_devices:
+        from rich.console import Console as Out
+
+        return _list_devices(Out(width=None if sys.stdout.isatty() else 200))
     if ns.kernel is None:
         raise ArgumentError("give a kernel file (tlrun KERNEL.tl ...), or --list-impls")
     text = _read(ns.kernel)
@@ -288,7 +308,7 @@ def _run(ns) -> int:
         return 0
     from .interp import select_function
 
-    impl = _implementation(ns, ns.backend)  # a bad name is reported before the arguments
+    impl = _implementation(ns, ns.impl)  # a bad name is reported before the arguments
     function = select_function(program, func_name)
     if ns.args_file is None:
         if function.args:
@@ -323,8 +343,11 @@ def _run(ns) -> int:
         save_npz(ns.out, out)
     if impl.spec != "interp":  # the reference runs here, with its own options
         groups = count_groups(function, args, ns.groups)
-    _summary(err, function, impl.name, groups, args, out, timing or f"{seconds * 1e3:.1f} ms",
-             not ns.no_check)
+    if not ns.quiet:
+        _summary(err, function, impl.name, groups, args, out,
+                 timing or f"{seconds * 1e3:.1f} ms", not ns.no_check)
+    if ns.out is not None:  # last, so that it is the line a script sees
+        wrote("tlrun", ns.out, _arrays(out))
     return 0
 
 
@@ -358,10 +381,10 @@ def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.nda
     try:
         outcome = impl.run(job, ns.timeout)
     except SpecError as e:  # e.g. a template placeholder this run has no value for
-        raise BackendError(f"--backend: {e}") from None
+        raise BackendError(f"--impl: {e}") from None
     if outcome.status == "ok":
         return outcome.outputs or {}
-    said = outcome.message.strip() or "(no message)"
+    said = shown(outcome.message.strip()) or "(no message)"  # its escape codes as \x1b
     if outcome.status == "rejected":
         raise BackendError(f"{impl.name} rejected it:\n{said}")
     verb = {"failed": "failed", "timeout": "timed out"}.get(outcome.status, "crashed")
@@ -398,6 +421,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         if not e.code:  # --help, --version: argparse's own end
             raise
         return int(e.code)  # a usage error (2): argparse named the flag
+    if ns.out:  # an implementation run in this process may change the working directory
+        ns.out = os.path.abspath(ns.out)
     try:
         return _run(ns)
     except TLError as e:
@@ -407,7 +432,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("tlrun: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except MemoryError:
-        print("tlrun: out of memory (try fewer work-groups)", file=sys.stderr)
+        # the interpreter names the instruction (Executor.out_of_memory); this is the rest:
+        # reading arguments, an implementation's outputs, the report
+        print("tlrun: out of memory outside the kernel's instructions (reading or comparing "
+              "arguments): the machine's free memory is too small for them", file=sys.stderr)
         return 1
     except Exception as e:  # noqa: BLE001 - last resort: no traceback for users
         print(f"tlrun: internal error: {type(e).__name__}: {e}\n"

@@ -142,3 +142,18 @@ def not_yet(inst, what: str = "executable") -> NotExecutable:
 def no_equivalent(what: str, lang: str, span: Optional[Span] = None) -> SourceError:
     """`cumsum has no v0.3 equivalent` at `span` (migration and printing; raise the result)."""
     return SourceError([Diagnostic(f"{what} has no {lang} equivalent", span)])
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """`data` as UTF-8 source text; a byte that is not UTF-8 is a SourceError at its line and
+    column (counted in characters, as every diagnostic), not at a byte offset."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line_start = data.rfind(b"\n", 0, e.start) + 1
+        line = data.count(b"\n", 0, e.start) + 1
+        col = len(data[line_start:e.start].decode("utf-8", "replace")) + 1
+        text = data.decode("utf-8", "replace")
+        bad = " ".join(f"0x{b:02x}" for b in data[e.start:e.end])
+        raise SourceError([Diagnostic(f"the source is not UTF-8 text (byte {bad}: {e.reason})",
+                                      Span(line, col, line, col), filename)], text) from None

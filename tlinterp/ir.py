@@ -89,15 +89,10 @@ class Alloca:
     attributes: Attributes = field(default_factory=dict, kw_only=True)  # v0.4 {alignment=...}
 
 
-ARITH_BINARY_OPS = ("add", "sub", "mul", "div", "rem", "shl", "shr", "and", "or", "xor")
-ARITH_UNARY_OPS = ("neg", "not")
-COMPARE_CONDS = ("eq", "ne", "gt", "ge", "lt", "le")
-
-
 @dataclass
 class Arith:
     result: Value
-    op: str  # one of ARITH_BINARY_OPS
+    op: str  # one of ops.names(ops.BINARY) (tlinterp/ops.py declares them)
     lhs: Operand
     rhs: Operand
     type: ScalarType
@@ -107,7 +102,7 @@ class Arith:
 @dataclass
 class ArithUnary:
     result: Value
-    op: str  # one of ARITH_UNARY_OPS
+    op: str  # one of ops.names(ops.UNARY)
     operand: Operand
     type: ScalarType
     span: Optional[Span] = _span()
@@ -125,7 +120,7 @@ class Cast:
 @dataclass
 class Compare:
     result: Value
-    cond: str  # one of COMPARE_CONDS
+    cond: str  # one of ops.names(ops.COMPARE)
     lhs: Operand
     rhs: Operand
     type: ScalarType

@@ -182,7 +182,15 @@ class _ToV04:
             return rep(inst, operand=v(inst.operand, inst.type))
         if isinstance(inst, ir.Compare):
             self.check_type(inst.type, inst.span)
-            return rep(inst, lhs=v(inst.lhs, inst.type), rhs=v(inst.rhs, inst.type))
+            lhs, rhs = v(inst.lhs, inst.type), v(inst.rhs, inst.type)
+            if inst.type is ScalarType.i1 and inst.cond in ("eq", "ne"):
+                # v0.4 compares numbers only: bool (in)equality is xor (and not)
+                if inst.cond == "ne":
+                    return ir.Arith(inst.result, "xor", lhs, rhs, inst.type, inst.span)
+                d = self.fresh("b")
+                self.pre.append(ir.Arith(d, "xor", lhs, rhs, inst.type, inst.span))
+                return ir.ArithUnary(inst.result, "not", d, inst.type, inst.span)
+            return rep(inst, lhs=lhs, rhs=rhs)
         if isinstance(inst, ir.Cast):
             if inst.to_type is ScalarType.i1:
                 self.error("a cast to i1 (v0.4's bool is not a number)", inst.span)

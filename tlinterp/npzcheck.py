@@ -25,7 +25,7 @@ import numpy as np
 import numpy.lib.format as npy
 
 from . import ir
-from .diagnostics import ArgumentError
+from .diagnostics import ArgumentError, Diagnostic
 from .memlimit import check_allocation
 from .types import GroupType, MemrefType
 
@@ -140,29 +140,57 @@ def _read_headers(path: str) -> tuple[zipfile.ZipFile, dict[str, Header]]:
         if len(infos) > MAX_MEMBERS:
             raise ArgumentError(f"{path}: {len(infos)} members, more than {MAX_MEMBERS}")
         headers: dict[str, Header] = {}
+        problems: list[Diagnostic] = []  # every bad member, in one report
         for info in infos:
-            h = _header(path, z, info)
+            try:
+                h = _header(path, z, info)
+            except ArgumentError as e:
+                problems += e.diagnostics
+                continue
             if h.key in headers:
-                raise ArgumentError(f"{path}: member '{info.filename}' appears twice")
+                problems.append(Diagnostic(f"{path}: member '{info.filename}' appears twice"))
+                continue
             headers[h.key] = h
+        if problems:
+            raise ArgumentError(problems)
         return z, headers
     except BaseException:
         z.close()
         raise
 
 
-def _expect_memref(key: str, t: MemrefType, shape: tuple, dtype: np.dtype) -> None:
+def _memref_problem(t: MemrefType, shape: tuple, dtype: np.dtype) -> Optional[tuple[str, str]]:
+    """What is wrong with an array of `shape` and `dtype` for a memref of type `t`, as (verb,
+    rest) so that one entry and several read alike; None when nothing is."""
     if t.element.is_bool:
-        return  # bind explains that i1 memrefs have no storage type
+        return None  # bind explains that i1 memrefs have no storage type
     if dtype != t.element.dtype:
-        raise ArgumentError(f"argument '{key}' has element type {t.element}: expected dtype "
-                            f"{t.element.dtype}, got {dtype}")
+        return "has", f"element type {t.element}: expected dtype {t.element.dtype}, got {dtype}"
     if len(shape) != t.order:
-        raise ArgumentError(f"argument '{key}' is {t}: expected {t.order} dimensions, "
-                            f"got shape {shape}")
+        return "is", f"{t}: expected {t.order} dimensions, got shape {shape}"
     for k, (want, got) in enumerate(zip(t.shape, shape)):
         if want is not None and want != got:
-            raise ArgumentError(f"argument '{key}' is {t}: mode {k} must be {want}, got {got}")
+            return "is", f"{t}: mode {k} must be {want}, got {got}"
+    return None
+
+
+_PLURAL = {"has": "have", "is": "are"}
+SHOWN_KEYS = 3  # entries named in a line about several; the rest are counted
+
+
+def _problem_lines(problems: dict[tuple[str, str, str], list[str]]) -> list[Diagnostic]:
+    """One line per (group, problem): a problem shared by the members of a group (one per
+    work-group, say) is one line with a count, not one line per member."""
+    lines = []
+    for (group, verb, rest), keys in problems.items():
+        if len(keys) == 1:
+            lines.append(Diagnostic(f"argument '{keys[0]}' {verb} {rest}"))
+            continue
+        named = ", ".join(f"'{k}'" for k in keys[:SHOWN_KEYS])
+        more = f" and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else ""
+        lines.append(Diagnostic(f"arguments {named}{more} ({len(keys)} members of group "
+                                f"'{group}') {_PLURAL[verb]} {rest}"))
+    return lines
 
 
 def _known(function: ir.Function, key: str) -> bool:
@@ -182,46 +210,72 @@ def _known(function: ir.Function, key: str) -> bool:
     return False
 
 
+def _member_number(rest: str) -> bool:
+    return rest.isdigit() and rest.isascii()  # '²'.isdigit() too, but int() refuses it
+
+
 def preflight(function: ir.Function, headers: Mapping[str, Header]) -> None:
     """Check the keys and the declared shapes of memref and group entries against
     `function` (the rules `bind` applies to the loaded data), so that a wrong entry is
-    refused before anything is loaded."""
+    refused before anything is loaded. Every problem is reported at once."""
+    errors: list[Diagnostic] = []
     unknown = sorted(k for k in headers if not _known(function, k))
     if unknown:
         takes = ", ".join(f"'{a.value.name}'" for a in function.args) or "none"
-        raise ArgumentError(f"unexpected entries {', '.join(repr(u) for u in unknown[:10])}"
-                            f"{' ...' if len(unknown) > 10 else ''} (@{function.name} takes "
-                            f"{takes})")
+        errors.append(Diagnostic(
+            f"unexpected entries {', '.join(repr(u) for u in unknown[:10])}"
+            f"{' ...' if len(unknown) > 10 else ''} (@{function.name} takes {takes})"))
+    problems: dict[tuple[str, str, str], list[str]] = {}  # (group, verb, rest) -> keys
+
+    def check(key: str, group: str, t: MemrefType, shape: tuple, dtype: np.dtype) -> None:
+        problem = _memref_problem(t, shape, dtype)
+        if problem is not None:
+            problems.setdefault((group, *problem), []).append(key)
+
     for a in function.args:
         name, t = a.value.name, a.type
         if isinstance(t, MemrefType) and name in headers:
             h = headers[name]
-            _expect_memref(name, t, h.shape, h.dtype)
+            check(name, name, t, h.shape, h.dtype)
         elif isinstance(t, GroupType):
             if name in headers:
                 h = headers[name]
                 if len(h.shape) != t.memref.order + 1:
-                    raise ArgumentError(
+                    errors.append(Diagnostic(
                         f"argument '{name}' is {t}: expected an array of shape (members, ...) "
-                        f"with {t.memref.order + 1} dimensions, got {h.shape}")
-                _expect_memref(name, t.memref, h.shape[1:], h.dtype)
-            for key, h in headers.items():
-                rest = key[len(name) + 1:] if key.startswith(name + ".") else ""
-                if rest.isdigit():
-                    _expect_memref(key, t.memref, h.shape, h.dtype)
+                        f"with {t.memref.order + 1} dimensions, got {h.shape}"))
+                else:
+                    check(name, name, t.memref, h.shape[1:], h.dtype)
+            members = [(key, h) for key, h in headers.items()
+                       if key.startswith(name + ".") and _member_number(key[len(name) + 1:])]
+            for key, h in sorted(members, key=lambda m: int(m[0][len(name) + 1:])):
+                check(key, name, t.memref, h.shape, h.dtype)
+    errors += _problem_lines(problems)
+    if errors:
+        raise ArgumentError(errors)
 
 
 def load_npz(path: str, function: Optional[ir.Function] = None,
-             factor: int = 1) -> dict[str, np.ndarray]:
+             factor: int = 1, limit: Optional[int] = None) -> dict[str, np.ndarray]:
     """Read an arguments file; any failure is an ArgumentError (exit 2). With `function`,
     declared shapes are checked against its arguments first; `factor` times the declared
-    size must fit in free memory (the caller's copies of the data counted)."""
+    size must fit in free memory (the caller's copies of the data counted). `limit`: the
+    most bytes all members may declare (an implementation's output is bounded by the
+    outputs it can have), so that a small archive inflating to gigabytes is refused from
+    its headers alone."""
 
     z, headers = read_headers(path)
     with z:
         if function is not None:
             preflight(function, headers)
         total = sum(h.nbytes for h in headers.values())
+        if limit is not None and total > limit:
+            big = max(headers.values(), key=lambda h: h.nbytes)
+            raise ArgumentError(
+                f"{path}: declares {_fmt_bytes(total)} of arrays ({len(headers)} member(s), "
+                f"the largest '{big.info.filename}' of shape {big.shape} {big.dtype}, "
+                f"{big.info.compress_size} bytes compressed), more than the "
+                f"{_fmt_bytes(limit)} the outputs can take; nothing was inflated")
         check_allocation(total * max(factor, 1), f"{path} (declared array sizes)")
         out: dict[str, np.ndarray] = {}
         for key, h in headers.items():

@@ -76,6 +76,51 @@ def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
         raise
 
 
+def write_text(path: str, text: str, option: str = "--out") -> None:
+    """Write `text` (UTF-8) to exactly `path`, atomically, like `save_npz`: a full disk or an
+    I/O error (also one that only fsync reports) or a signal while writing leaves neither a
+    partial file nor a temporary one; failures are ArgumentErrors naming `option`."""
+    write_bytes(path, text.encode("utf-8"), option)
+
+
+def write_bytes(path: str, data: bytes, option: str = "--out") -> None:
+    """`write_text` for bytes."""
+    shown, path = path, os.path.realpath(path)
+    if _special(path):  # a FIFO, /dev/null, /dev/full, a terminal: written in place
+        try:
+            with open(path, "wb") as f:
+                f.write(data)
+        except OSError as e:
+            raise ArgumentError(f"{option} {shown}: cannot write ({e.strerror or e})") from None
+        return
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
+                                   suffix=".tmp", dir=os.path.dirname(path))
+    except OSError as e:
+        raise ArgumentError(f"{option} {shown}: cannot write ({e.strerror or e})") from None
+    try:
+        try:
+            view = memoryview(data)
+            while view:  # os.write may write less than asked
+                view = view[os.write(fd, view):]
+            os.fsync(fd)  # a full or failing disk may only say so here
+        finally:
+            os.close(fd)
+        try:  # keep the mode of a file being replaced
+            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        except FileNotFoundError:
+            os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise ArgumentError(f"{option} {shown}: cannot write ({e.strerror or e})") from None
+        raise
+
+
 def _special(path: str) -> bool:
     """An existing target that is not a regular file or a directory."""
     try:

@@ -26,7 +26,7 @@ from parsimonious.exceptions import ParseError, ParsimoniousError
 from parsimonious.expressions import Literal, OneOf, Quantifier, Regex, Sequence
 from parsimonious.grammar import Grammar
 
-from . import ir
+from . import ir, ops
 from .diagnostics import Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .types import (
@@ -40,7 +40,30 @@ from .types import (
 )
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.peg")
-GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8"))
+_TRAILING = r"(?![A-Za-z0-9_])[ \t\r\n]*(?:;[^\n]*[ \t\r\n]*)*"  # keyword end, space, comments
+
+# The operation tokens, generated from the table of scalar operations: (rule, family, what
+# precedes the name, only the names that v0.2 spells bare).
+_OP_TOKENS = (("arith_binary_type", ops.BINARY, ".", False),
+              ("arith_unary_type", ops.UNARY, ".", False),
+              ("comparison_type", ops.COMPARE, ".", False),
+              ("binary_op", ops.BINARY, "", True),
+              ("unary_op", ops.UNARY, "", True))
+
+
+def _op_names(family: str, v02: bool) -> list[str]:
+    return [o.name for o in ops.OPS if o.family == family and (o.v02 or not v02)]
+
+
+def grammar_text() -> str:
+    """grammar.peg with the rules of the operation tokens appended. The keyword end
+    (?![A-Za-z0-9_]) makes the alternatives' order irrelevant (`or` never matches in `ord`)."""
+    rules = [f'{rule} = ~r"{re.escape(lead)}({"|".join(_op_names(family, v02))}){_TRAILING}"'
+             for rule, family, lead, v02 in _OP_TOKENS]
+    return GRAMMAR_PATH.read_text(encoding="utf-8") + "\n" + "\n".join(rules) + "\n"
+
+
+GRAMMAR = Grammar(grammar_text())
 
 
 def _use_stdlib_re(grammar: Grammar) -> None:
@@ -66,6 +89,7 @@ INT_MAX = 2**63 - 1  # integer constants lie in [-INT_MAX, INT_MAX] (spec)
 _FUNCTION = GRAMMAR["function_definition"]
 _SKIP = GRAMMAR["_"]
 _WS_OR_COMMENT = re.compile(r"[ \t\r\n;]")
+_ECHO = 40  # characters of an unexpected token echoed in a syntax error
 _LEXEME = re.compile(r"[%@+-]?[A-Za-z0-9_.]+|->|\S")
 _BRACES = re.compile(r";[^\n]*|[{}]")
 
@@ -196,10 +220,8 @@ _WORDS: dict[str, list[str]] = {
     "void_type": ["'void'"],
     "scalar_type": ["a scalar type"],
     "integer_type": ["an integer type"],
-    "arith_binary_type": [f"'.{o}'" for o in ir.ARITH_BINARY_OPS],
-    "arith_unary_type": [f"'.{o}'" for o in ir.ARITH_UNARY_OPS],
-    "binary_op": ["'add'", "'sub'", "'mul'", "'div'", "'rem'"],
-    "comparison_type": [f"'.{c}'" for c in ir.COMPARE_CONDS],
+    **{rule: [f"'{lead}{n}'" for n in _op_names(family, v02)]
+       for rule, family, lead, v02 in _OP_TOKENS},
     "transpose": ["'.n'", "'.t'"],
     "local_identifier": ["a local identifier (%name)"],
     "global_identifier": ["a global identifier (@name)"],
@@ -390,11 +412,38 @@ class _Builder:
             return SourceError([Diagnostic(f"{message}, found end of input",
                                            Span(line, col, line, col), self.filename)],
                                self.text)
+        special = self._unexpected_character(where)
+        if special is not None:
+            return special
         tok = _LEXEME.match(self.text, where)
         end = tok.end() if tok else where + 1
         found = self.text[where:end]
-        return SourceError([Diagnostic(f"{message}, found {found!r}", self.span(where, end),
+        if len(found) > _ECHO:  # a megabyte-long token is not echoed whole
+            found = f"{found[:_ECHO]}... ({len(found)} characters)"
+            shown = repr(found[:_ECHO + 3]) + found[_ECHO + 3:]
+        else:
+            shown = repr(found)
+        return SourceError([Diagnostic(f"{message}, found {shown}", self.span(where, end),
                                        self.filename)], self.text)
+
+    def _unexpected_character(self, where: int) -> Optional[SourceError]:
+        """A syntax error at a character no token can hold says what the character is: a byte
+        order mark, or a non-ASCII letter where an identifier goes (after `%` or `@`)."""
+        at = where + 1 if self.text[where] in "%@" and where + 1 < len(self.text) else where
+        ch = self.text[at]
+        if ch == "\ufeff":
+            message = ("byte order mark (U+FEFF): tensor-language source is UTF-8 without one; "
+                       "remove it (e.g. save the file as 'UTF-8', not 'UTF-8 with BOM')")
+        elif ord(ch) > 127 and at > where:
+            message = (f"identifiers are ASCII letters, digits and '_': found {ch!r} "
+                       f"(U+{ord(ch):04X})")
+        elif ord(ch) > 127:
+            message = (f"unexpected character {ch!r} (U+{ord(ch):04X}): "
+                       "the language's tokens are ASCII")
+        else:
+            return None
+        return SourceError([Diagnostic(message, self.span(at, at + 1), self.filename)],
+                           self.text)
 
     # terminals ------------------------------------------------------------------------------
 
@@ -567,9 +616,9 @@ class _Builder:
         return ir.Arith(r, op.match.group(1), self.operand(a), self.operand(b),
                         self.scalar(ty), s)
 
-    def neg(self, n, r, s):
-        _, a, _, ty = n.children
-        return ir.ArithUnary(r, "neg", self.operand(a), self.scalar(ty), s)
+    def unary_op(self, n, r, s):
+        op, a, _, ty = n.children
+        return ir.ArithUnary(r, op.match.group(1), self.operand(a), self.scalar(ty), s)
 
     def subview(self, n, r, s):
         _, lid, _, lst, _, _, ty = n.children
@@ -742,7 +791,7 @@ _VALUE_BUILDERS: dict[str, Callable] = {GRAMMAR[k].name: f for k, f in {
     "group_size_instruction": _Builder.group_size,
     "size_instruction": _Builder.size,
     "binary_op_instruction": _Builder.binary_op,
-    "neg_instruction": _Builder.neg,
+    "unary_op_instruction": _Builder.unary_op,
 }.items()}
 _OTHER_BUILDERS: dict[str, Callable] = {GRAMMAR[k].name: f for k, f in {
     "multi_value_instruction": _Builder.multi_value,

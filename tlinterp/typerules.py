@@ -12,9 +12,9 @@ from __future__ import annotations
 from math import prod
 from typing import Optional
 
-from . import ir
+from . import ir, ops
 from .ir import Const, Span, Value
-from .types import BOOL, INDEX, Dyn, GroupType, MemrefType, ScalarType, Type
+from .types import INDEX, Dyn, GroupType, MemrefType, ScalarType, Type
 
 
 class TypeRuleError(Exception):
@@ -152,12 +152,19 @@ def alloca_type(inst: ir.Alloca) -> MemrefType:
     return inst.type
 
 
+def _op_result(family: str, name: str, t: ScalarType) -> ScalarType:
+    op = ops.find(family, name)
+    if op is None:  # the checker reports it
+        raise TypeRuleError(f"unknown operation '{name}'", None)
+    return op.result_type(t)
+
+
 _RULES = {
     ir.Alloca: lambda i: (alloca_type(i),),
-    ir.Arith: lambda i: (i.type,),
-    ir.ArithUnary: lambda i: (i.type,),
+    ir.Arith: lambda i: (_op_result(ops.BINARY, i.op, i.type),),
+    ir.ArithUnary: lambda i: (_op_result(ops.UNARY, i.op, i.type),),
     ir.Cast: lambda i: (i.to_type,),
-    ir.Compare: lambda i: (BOOL,),
+    ir.Compare: lambda i: (_op_result(ops.COMPARE, i.cond, i.type),),
     ir.Expand: lambda i: (expand_type(i),),
     ir.Fuse: lambda i: (fuse_type(i),),
     ir.GroupId: lambda i: (INDEX,),

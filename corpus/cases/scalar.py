@@ -7,6 +7,8 @@ arithmetic in the operand's own float type (each instruction rounded in its type
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .model import ValidCase
@@ -122,6 +124,58 @@ def arith_case(t: str) -> ValidCase:
                      tags(names + ["foreach", "load", "store"], t, "canonical"))
 
 
+def opencl_fmin(x: float, y: float) -> float:
+    """OpenCL C's fmin as its specification words it: y if y < x, else x; NaN gives the other."""
+    if math.isnan(x):
+        return y
+    if math.isnan(y):
+        return x
+    return y if y < x else x
+
+
+def opencl_fmax(x: float, y: float) -> float:
+    if math.isnan(x):
+        return y
+    if math.isnan(y):
+        return x
+    return y if y > x else x
+
+
+def minmax_case(t: str) -> ValidCase:
+    """arith.min and arith.max (v0.4's min/max, an extension of v0.3): integers at their
+    edges (unsigned ones with the top bit set, where a signed comparison would differ), floats
+    with NaN operands, infinities and zeros of both signs (ties give the first operand)."""
+    name = f"minmax_{t}"
+    if t in FLOATS:
+        nan, inf = math.nan, math.inf
+        a = [1.5, -2.0, nan, 3.0, nan, -0.0, 0.0, -inf, 2.0, -1.0]
+        b = [2.5, -3.0, 1.0, nan, nan, 0.0, -0.0, 5.0, inf, -1.0]
+        ref_min = [opencl_fmin(x, y) for x, y in zip(a, b)]
+        ref_max = [opencl_fmax(x, y) for x, y in zip(a, b)]
+    else:
+        b_ = bits(t)
+        lo, hi = (0, (1 << b_) - 1) if t in UNSIGNED else (-(1 << (b_ - 1)), (1 << (b_ - 1)) - 1)
+        rng = rng_for(name)
+        a = [lo, hi, 0, -1 if lo else 1, 5, lo + 1, hi] + \
+            [int(x) for x in rng.integers(max(lo, -100), min(hi, 100), 3)]
+        b = [hi, lo, 0, 3, 5, lo, 2] + [int(x) for x in rng.integers(max(lo, -100), 100, 3)]
+        ref_min = [min(x, y) for x, y in zip(a, b)]
+        ref_max = [max(x, y) for x, y in zip(a, b)]
+    n = len(a)
+    mt, ot = memref(t, (n,)), memref(t, (n, 2))
+    text = "\n".join([
+        f"func @minmax(%a: {mt}, %b: {mt}, %r: {ot}) {{", f"  foreach %i = 0, {n} {{",
+        f"    %x = load %a[%i] : {mt}", f"    %y = load %b[%i] : {mt}",
+        f"    %lo = arith.min %x, %y : {t}", f"    %hi = arith.max %x, %y : {t}",
+        f"    store %lo, %r[%i, 0] : {ot}", f"    store %hi, %r[%i, 1] : {ot}", "  }", "}"]) + "\n"
+    dt = dtype(t)
+    args = {"a": np.array(a, dt), "b": np.array(b, dt), "r": np.zeros((n, 2), dt)}
+    result = np.array([ref_min, ref_max], dtype=dt).T.copy()
+    return ValidCase("scalar", name, text, args, outputs(args, (), r=result),
+                     tags(["arith.min", "arith.max", "foreach", "load", "store"], t,
+                          "canonical"))
+
+
 def cast_reference(x: np.ndarray, src: str, dst: str) -> np.ndarray:
     if dst == "i1":
         return (x != 0).astype(np.int32)
@@ -213,31 +267,43 @@ def cmp_case(t: str) -> ValidCase:
                      tags([f"cmp.{c}" for c in CONDS] + ["if", "yield"], t, "canonical"))
 
 
-def bool_case() -> ValidCase:
-    """i1 values: comparisons combined with and/or/xor/not, selected with if."""
+def _i1_case(name: str, func: str, exprs: list[str], reference, tagged: list[str]) -> ValidCase:
+    """i1 values %p = x > 0 and %q = x < 3, combined by each of `exprs` (i1 results), each
+    result selected to 1 or 0 with if and stored; `reference(p, q)` gives the columns."""
     n = N
-    mt, ot = memref("i32", (n,)), memref("i32", (n, 4))
-    ops = [("and", "%p, %q"), ("or", "%p, %q"), ("xor", "%p, %q"), ("not", "%p")]
-    lines = [f"func @bools(%a: {mt}, %r: {ot}) {{", f"  foreach %i = 0, {n} {{",
+    mt, ot = memref("i32", (n,)), memref("i32", (n, len(exprs)))
+    lines = [f"func @{func}(%a: {mt}, %r: {ot}) {{", f"  foreach %i = 0, {n} {{",
              f"    %x = load %a[%i] : {mt}", "    %p = cmp.gt %x, 0 : i32",
              "    %q = cmp.lt %x, 3 : i32"]
-    for k, (op, operands) in enumerate(ops):
-        lines += [f"    %b{k} = arith.{op} {operands} : i1",
+    for k, expr in enumerate(exprs):
+        lines += [f"    %b{k} = {expr} : i1",
                   f"    %v{k} = if %b{k} -> (i32) {{", "      yield 1 : i32", "    } else {",
                   "      yield 0 : i32", "    }", f"    store %v{k}, %r[%i, {k}] : {ot}"]
     lines += ["  }", "}"]
     a = np.arange(-2, n - 2, dtype=np.int32)
-    p, q = a > 0, a < 3
-    result = np.stack([p & q, p | q, p ^ q, ~p], axis=1).astype(np.int32)
-    args = {"a": a, "r": np.zeros((n, 4), np.int32)}
-    return ValidCase("scalar", "bool_ops", "\n".join(lines) + "\n", args,
-                     outputs(args, (), r=result),
-                     tags(["arith.and", "arith.or", "arith.xor", "arith.not", "cmp.gt",
-                           "cmp.lt", "if"], "i1", "canonical"))
+    result = np.stack(reference(a > 0, a < 3), axis=1).astype(np.int32)
+    args = {"a": a, "r": np.zeros((n, len(exprs)), np.int32)}
+    return ValidCase("scalar", name, "\n".join(lines) + "\n", args,
+                     outputs(args, (), r=result), tags(tagged + ["if"], "i1", "canonical"))
+
+
+def bool_case() -> ValidCase:
+    """i1 values: comparisons combined with and/or/xor/not, selected with if."""
+    return _i1_case("bool_ops", "bools", ["arith.and %p, %q", "arith.or %p, %q",
+                                          "arith.xor %p, %q", "arith.not %p"],
+                    lambda p, q: [p & q, p | q, p ^ q, ~p],
+                    ["arith.and", "arith.or", "arith.xor", "arith.not", "cmp.gt", "cmp.lt"])
+
+
+def bool_compare_case() -> ValidCase:
+    """cmp.eq and cmp.ne on i1 (the only comparisons defined there)."""
+    return _i1_case("bool_cmp", "bool_cmp", ["cmp.eq %p, %q", "cmp.ne %p, %q"],
+                    lambda p, q: [p == q, p != q], ["cmp.eq", "cmp.ne", "cmp.gt", "cmp.lt"])
 
 
 def cases() -> list[ValidCase]:
     types = ("i8", "i16", "i32", "i64", "index", "u8", "u16", "u32", "u64", "f32", "f64")
     return ([arith_case(t) for t in types] + [cast_case(s, d) for s, d in CASTS]
             + [cmp_case(t) for t in ("i8", "i32", "i64", "index", "u32", "f32", "f64")]
-            + [bool_case()])
+            + [bool_case(), bool_compare_case()]
+            + [minmax_case(t) for t in ("i8", "i32", "i64", "index", "u8", "u64", "f32", "f64")])

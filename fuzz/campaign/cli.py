@@ -1,7 +1,7 @@
 """`tlfuzz`: a differential fuzzing campaign, interpreter against the OpenCL backend.
 
-    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [--jobs CORES] [--seed S]
-           [--out corpus/findings] [--batch 8] [--shrink-time 60] [--frontend]
+    tlfuzz [--time 10m] [--impl NAME] [--device pocl] [-j CORES] [--seed S]
+           [--out DIR] [--batch 8] [--shrink-time 60] [--frontend] [-v] [-q]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
            [--profile all|tinytc-0.3.1|FILE.json|list]
            [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
@@ -22,8 +22,12 @@ At start, the saved findings in --out are re-run first (one still failing makes 
 status 1), then the Hypothesis example database (--out/hypothesis-db, given to every search)
 is replayed. A live view shows cases/s, instruction
 coverage and findings; Ctrl-C or the time limit ends the campaign with a summary table.
-Exit status: 0 no findings, 1 findings, 2 bad command line, 3 internal error of the fuzzer,
-130 interrupted by Ctrl-C with no findings.
+--out defaults to the per-user cache directory (tlinterp.cliconv.default_findings_dir); the
+campaign ends with the line `tlfuzz: wrote DIR (N new findings)`. Exit statuses: EXIT_STATUSES
+below (`tlfuzz --help` lists them).
+--time is the whole campaign: searching, shrinking (at most --shrink-time per finding),
+triage (at most --triage-time, else what is left) and every implementation run (its timeout
+capped by what is left) end by then; a run the end cuts short is neither a case nor a finding.
 """
 
 from __future__ import annotations
@@ -41,10 +45,27 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from tlinterp import ir
-from tlinterp.impl.flags import add_impl_flags
+from tlinterp.cliconv import (
+    add_impl_choice,
+    add_jobs,
+    add_verbosity,
+    default_findings_dir,
+    print_impls,
+    tool_parser,
+    wrote,
+)
+from tlinterp.foreigntext import for_rich
+from tlinterp.impl.flags import add_impl_flags, whole_number
 
+from . import sharedb
 from .hunt import HuntOptions, hunt
-from .options import check_device, check_out_dir, keep_hypothesis_under, positive_seconds
+from .options import (
+    check_device,
+    check_out_dir,
+    chosen_device,
+    keep_hypothesis_under,
+    positive_seconds,
+)
 
 # the generator writes v0.3 programs: the v0.4-only instructions are not among its kinds
 ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__
@@ -68,57 +89,91 @@ def round_seed(seed: int, job: int, k: int) -> int:
 
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
+    from tlinterp.diagnostics import TLError
+
+    from ..shutdown import stop_on_sigterm
     from .harness import save_finding
     from .rejections import REJECTED, save_rejection
     from .sandbox import Sandbox, quiet_child
 
     # SIGINT is the parent's to handle; compiler chatter from triage's reruns would cross the
-    # live view (a job's errors reach the parent through q, not stderr)
+    # live view (a job's errors reach the parent through q, not stderr); SIGTERM from the
+    # parent ends the job in order (a finding being saved is saved whole or not at all)
     quiet_child()
+    stop_on_sigterm()
 
     sandbox = None if opts.frontend else Sandbox(opts.device, opts.timeout, opts.mutation,
                                                  opts.impl)
+    if sandbox is not None:
+        sandbox.deadline = deadline  # no run lasts past the campaign's end
 
     def progress(n: int, cov: set) -> None:
         q.put(("progress", job, n, sorted(cov)))
 
     def report(findings) -> None:
         for f in findings:
-            if f.kind == REJECTED:  # saved once per construct; later cases only counted
-                base, first = save_rejection(f, out)
-                if not first:
-                    continue
-            else:
-                base = save_finding(f, out)
-            q.put(("finding", job, f.kind, base, f.message.splitlines()[0][:120]))
+            first_line = f.message.splitlines()[0][:120] if f.message else ""
+            try:
+                if f.kind == REJECTED:  # saved once per construct; later cases only counted
+                    base, first = save_rejection(f, out)
+                    if not first:
+                        continue
+                else:
+                    base = save_finding(f, out)
+            except (TLError, OSError) as e:  # a full disk: said, never a silent 0 findings
+                why = e.diagnostics[0].message if isinstance(e, TLError) else str(e)
+                q.put(("unsaved", job, f.kind, first_line, why))
+                continue
+            q.put(("finding", job, f.kind, base, first_line))
             if opts.triage_time > 0 and f.kind == "mismatch":
                 from .triage_saved import triage_saved
 
-                q.put(("triage", base, triage_saved(f, base, opts.triage_time, opts.mutation)))
+                # triage counts inside --time: what is left of it, at most --triage-time
+                budget = min(opts.triage_time, deadline - time.time())
+                if budget < 1:
+                    # `tlfuzz triage NAME.tl` does it later (docs/fuzzing.md)
+                    q.put(("triage", base, "not triaged: --time was up"))
+                    continue
+                q.put(("triage", base, triage_saved(f, base, budget, opts.mutation)))
 
+    stopped = False
     try:
         _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
                 report)
+    except KeyboardInterrupt:  # fuzz.shutdown.Stopped: the parent ends the campaign
+        stopped = True
     except Exception as e:  # noqa: BLE001 - reported as an internal error of the campaign
         import traceback
 
         q.put(("error", job, f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
     finally:
         if sandbox is not None:
-            sandbox.close()
+            sandbox.close(0.0 if stopped else 5.0)
         q.put(("done", job))
 
 
 def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
             report) -> None:
+    from . import sharedb
+
+    told = False
+
+    def tell_if_lost() -> None:  # the parent says it once for the campaign
+        nonlocal told
+        if not told and sharedb.lost():
+            q.put(("database-lost", job, sharedb.lost()))
+            told = True
+
     if replay:
         report(_replay_saved(out, sandbox, opts, q))
         if opts.database and (os.path.isdir(opts.database) or "://" in opts.database):
             report(hunt(opts, seed, 1, progress, replay_only=True, sandbox=sandbox))
+            tell_if_lost()
     k = 0
     while time.time() < deadline:
         report(hunt(opts, round_seed(seed, job, k), rounds_batches, progress,
                     stop_at=deadline, sandbox=sandbox))
+        tell_if_lost()
         k += 1
 
 
@@ -169,8 +224,12 @@ class Tally:
     replays: list = field(default_factory=list)
     done: set = field(default_factory=set)
     errors: list = field(default_factory=list)  # internal errors of jobs
+    unsaved: list = field(default_factory=list)  # (kind, first line, why) not written
     triage: dict = field(default_factory=dict)  # finding path -> triage class
+    again: int = 0  # findings found a second time (same saved files)
     jobs: int = 1
+    database_lost: Optional[str] = None  # why the shared example database stopped answering
+    database_lost_at: float = 0.0
 
     def rate(self) -> float:
         return self.cases / max(time.time() - self.start, 1e-9)
@@ -178,7 +237,7 @@ class Tally:
     def table(self, title: str):
         from rich.table import Table
 
-        t = Table(title=title)
+        t = Table(title=for_rich(title))  # the implementation's and device's names in it
         t.add_column("measure")
         t.add_column("value", overflow="fold")
         el = time.time() - self.start
@@ -192,7 +251,12 @@ class Tally:
         kinds: dict[str, int] = {}
         for k, _, _ in self.findings:
             kinds[k] = kinds.get(k, 0) + 1
-        t.add_row("findings", ", ".join(f"{k}: {n}" for k, n in sorted(kinds.items())) or "0")
+        t.add_row("findings", (", ".join(f"{k}: {n}" for k, n in sorted(kinds.items()))
+                               or ("0 saved" if self.unsaved else "0"))
+                  + (f" ({self.again} found again, saved once)" if self.again else ""))
+        if self.unsaved:
+            t.add_row("NOT SAVED", f"{len(self.unsaved)} finding(s) could not be written: "
+                      f"{self.unsaved[-1][2]}")
         if self.triage:
             classes: dict[str, int] = {}
             for c in self.triage.values():
@@ -200,9 +264,13 @@ class Tally:
             t.add_row("triage", ", ".join(f"{c}: {n}" for c, n in sorted(classes.items())))
         for k, path, line in self.findings[-5:]:
             cls = f" ({self.triage[path]})" if path in self.triage else ""
-            t.add_row(f"  {k}{cls}", f"{path}.tl — {line}")
+            # a finding's first line is the implementation's message: foreign text
+            t.add_row(for_rich(f"  {k}{cls}"), for_rich(f"{path}.tl — {line}"))
         for path, status in self.replays:
-            t.add_row("  replayed", f"{path}: {status}")
+            t.add_row("  replayed", for_rich(f"{path}: {status}"))
+        if self.database_lost:
+            t.add_row("example database", f"shared one lost after "
+                      f"{self.database_lost_at - self.start:.0f} s, local since")
         return t
 
 
@@ -217,7 +285,12 @@ def _drain(q, tally: Tally, timeout: float) -> None:
             tally.cases += msg[2]
             tally.coverage |= set(msg[3])
         elif kind == "finding":
-            tally.findings.append((msg[2], msg[3], msg[4]))
+            if any(path == msg[3] for _, path, _ in tally.findings):
+                # the same program and arguments again (another job or search shrank to it):
+                # saved once under its hash, so counted once
+                tally.again += 1
+            else:
+                tally.findings.append((msg[2], msg[3], msg[4]))
         elif kind == "triage":
             tally.triage[msg[1]] = msg[2]
         elif kind == "replay":
@@ -226,6 +299,10 @@ def _drain(q, tally: Tally, timeout: float) -> None:
             tally.done.add(msg[1])
         elif kind == "error":
             tally.errors.append(msg[2])
+        elif kind == "database-lost" and tally.database_lost is None:
+            tally.database_lost, tally.database_lost_at = msg[2], time.time()
+        elif kind == "unsaved":
+            tally.unsaved.append((msg[2], msg[3], msg[4]))
         try:
             msg = q.get_nowait()
         except queue_mod.Empty:
@@ -243,6 +320,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
                        database=ns.database or os.path.join(ns.out, "hypothesis-db"),
                        mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time,
                        params={"profile": getattr(ns, "profile_ref", None)}, out=ns.out)
+    # one budget: the search, shrinking, triage and the replays all end by `deadline`; the
+    # jobs are stopped STOP_GRACE seconds after it whatever they are doing
     deadline = time.time() + ns.time
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
@@ -252,75 +331,197 @@ def run_campaign(ns: argparse.Namespace) -> int:
     for p in procs:
         p.start()
     tally = Tally(jobs=ns.jobs)
-    interrupted = False
-    target = ns.impl_ref[0] if ns.impl_ref else ns.backend
+    interrupted: Optional[BaseException] = None
+    target = ns.impl_ref[0] if ns.impl_ref else "opencl"
+    # the device as given: the line above the table names the one it picked (device_label)
     title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
+    shown = 0  # findings already printed (-v)
+    announced = False
+
+    def news(say) -> None:
+        """What the campaign says as it goes: each finding with -v, and once, that the
+        shared example database stopped answering."""
+        nonlocal shown, announced
+        if ns.verbose:
+            for kind, path, line in tally.findings[shown:]:
+                say(f"{kind}: {path}.tl — {line}")
+            shown = len(tally.findings)
+        if tally.database_lost and not announced:
+            announced = True
+            say(f"tlfuzz: the shared example database {ns.database} stopped answering "
+                f"({tally.database_lost}); the campaign goes on with the local one, "
+                f"{os.path.join(ns.out, 'hypothesis-db')}")
+
+    def say(text: str) -> None:
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
+
     try:
-        with Live(tally.table(title), console=console, refresh_per_second=2,
-                  transient=False) as live:
+        with (_NoLive() if ns.quiet else
+              Live(tally.table(title), console=console, refresh_per_second=2,
+                   transient=False)) as live:
             while len(tally.done) < len(procs):
                 _drain(q, tally, 0.5)
+                news(say)
                 live.update(tally.table(title))
-                if time.time() > deadline + ns.shrink_time + 120:
-                    break  # a job is stuck past every allowance: stop waiting
+                if time.time() > deadline + STOP_GRACE:
+                    break  # a job is past the budget: stopped below
                 if all(not p.is_alive() for p in procs):
                     _drain(q, tally, 0.1)
                     break
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM (fuzz.shutdown.Stopped)
+        interrupted = e
     finally:
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-            p.join(5)
+        _stop_jobs(procs)
     _drain(q, tally, 0.1)
-    console.print(tally.table(title + (" — interrupted" if interrupted else " — summary")))
+    news(say)
+    state = (f" — {interrupted}" if interrupted and str(interrupted) else
+             " — interrupted" if interrupted else " — summary")
+    console.print(tally.table(title + state))
     for e in tally.errors:
-        console.print(f"[red]internal error in a job (please report):[/red] {e}")
+        console.print(f"[red]internal error in a job (please report):[/red] {for_rich(e)}")
+    for kind, line, why in tally.unsaved:
+        console.print(f"tlfuzz: a {kind} finding could not be saved: {why}\n  ({line})",
+                      highlight=False, markup=False)
+    n = len(tally.findings)
+    wrote("tlfuzz", ns.out, f"{n} new finding{'s' if n != 1 else ''}")
     if tally.errors:
         return 3
+    if tally.unsaved:
+        return EXIT_UNSAVED
     if tally.findings or any(s == "still failing" for _, s in tally.replays):
         return 1
-    return 130 if interrupted else 0
+    if interrupted is not None:
+        from ..shutdown import exit_status_of
+
+        return exit_status_of(interrupted)
+    if tally.cases == 0:
+        console.print(f"tlfuzz: no case ran to its end within --time {ns.time:g} s: nothing "
+                      "was tested (does the implementation answer at all? `tlrun --impl "
+                      "SPEC KERNEL.tl --args ARGS.npz` runs one case)", highlight=False,
+                      markup=False)
+        return EXIT_NOTHING_RAN
+    return 0
+
+
+STOP_GRACE = 5.0  # seconds past --time before the jobs are stopped
+EXIT_NOTHING_RAN = 4
+EXIT_UNSAVED = 5
+
+
+def _stop_jobs(procs) -> None:
+    """Stop the jobs in order (SIGTERM: a finding being written is written whole or not at
+    all), then kill whatever is left below us: jobs, their sandboxes, the implementations'
+    processes (orphans come back to us, fuzz.shutdown.adopt_orphans)."""
+    import signal
+
+    from ..shutdown import kill_children, kill_tree
+
+    for p in procs:
+        if p.is_alive():
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    end = time.time() + 2.0
+    for p in procs:
+        p.join(max(end - time.time(), 0.0))
+    for p in procs:
+        kill_tree(p.pid, root_too=p.is_alive())
+        p.join(1)
+    # multiprocessing's resource tracker is ours to keep: it cleans up after the queue
+    from multiprocessing import resource_tracker
+
+    tracker = getattr(resource_tracker._resource_tracker, "_pid", None)
+    kill_children(frozenset({tracker}) if tracker else frozenset())
+
+
+class _NoLive:
+    """-q: no live view (the summary table still prints)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def update(self, _renderable) -> None:
+        pass
+
+
+PURPOSE = ("A differential fuzzing campaign: generated kernels on the reference interpreter "
+           "against an implementation.")
+EXAMPLES = (
+    ("tlfuzz --time 10m", "our OpenCL lowering on PoCL, one job per core"),
+    ("tlfuzz --impl 'mytool {kernel} --args {args} --out {out}' --time 1h -j 4 --out f/",
+     "another compiler"),
+    ("tlfuzz --seed 1000 --database redis://db:6379 --out /shared/findings",
+     "one machine of several (docs/fuzzing.md)"),
+    ("tlfuzz reproduce f/mismatch-0123abcd4567", "rerun a finding (exit 1 while it differs)"),
+    ("tlfuzz triage f/mismatch-0123abcd4567", "classify a finding, reduce its code"),
+)
+EXIT_STATUSES = (
+    (0, "no findings"),
+    (1, "findings (or a saved finding in --out still fails)"),
+    (2, "a bad command line (a usage error)"),
+    (3, "an internal error of the fuzzer (please report it)"),
+    (4, "no case ran to its end within --time: nothing was tested"),
+    (5, "a finding could not be saved (--out full or failing)"),
+    (130, "interrupted (Ctrl-C) with no findings"),
+    (143, "stopped by SIGTERM with no findings"),
+)
+NOTES = """\
+subcommands (each has its own --help):
+  tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl NAME   rerun one case
+  tlfuzz triage FINDING                                              classify a finding
+
+Findings go to --out, by default the per-user cache directory:
+  DEFAULT_OUT
+The campaign ends by saying where it saved them. See docs/fuzzing.md."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tlfuzz", description=__doc__.split("\n\n")[0])
-    p.add_argument("--time", type=parse_time, default=parse_time("10m"),
-                   help="campaign length: 90, 30s, 10m, 1h (default 10m)")
-    p.add_argument("--backend", choices=["opencl"], default="opencl",
-                   help="this package's OpenCL lowering (the default of --impl)")
-    p.add_argument("--impl", default=None, metavar="NAME",
-                   help="implementation under test: opencl (default), opencl-c:'COMMAND {tl}', "
-                        "python:MODULE:FUNCTION, a command template, ... (tlrun --list-impls)")
-    add_impl_flags(p, device_default="pocl", help={
+    notes = NOTES.replace("DEFAULT_OUT", default_findings_dir())
+    p, g = tool_parser("tlfuzz", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=notes,
+                       usage="tlfuzz [options]\n       tlfuzz reproduce ...\n"
+                             "       tlfuzz triage ...")
+    add_impl_choice(g.implementation, default=None, first="opencl (default: our lowering)")
+    add_impl_flags(g.implementation, device_default="pocl", help={
         "lowering": "opencl: fuzz one fixed lowering config (repeatable KEY=VALUE; `tlrun "
                     "--help` lists the keys) instead of random ones; runs one kernel per job"})
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                   help="parallel searches (processes), each with its own seed stream; "
-                        "default: the number of cores")
-    p.add_argument("--seed", type=int, default=0, help="campaign seed (deterministic replay)")
-    p.add_argument("--out", default="corpus/findings", help="findings directory")
-    p.add_argument("--database", default=None,
-                   help="Hypothesis example database: a directory or redis://HOST:PORT "
-                        "(default OUT/hypothesis-db); share it between machines")
-    p.add_argument("--batch", type=int, default=8, help="kernels per OpenCL build")
+    g.run.add_argument("--time", type=parse_time, default=parse_time("10m"), metavar="T",
+                       help="campaign length: 90, 30s, 10m, 1h (default 10m)")
+    add_jobs(g.run, default=os.cpu_count() or 1,
+             help="parallel searches (processes), each with its own seed stream; default: "
+                  "the number of cores")
+    g.run.add_argument("--seed", type=whole_number(0), default=0, metavar="S",
+                       help="campaign seed (deterministic replay)")
+    g.run.add_argument("--database", default=None, metavar="DIR|redis://HOST:PORT",
+                       help="Hypothesis example database: a directory or redis://HOST:PORT "
+                            "(default OUT/hypothesis-db); share it between machines")
+    g.run.add_argument("--batch", type=whole_number(1), default=8, metavar="N",
+                       help="kernels per OpenCL build")
     # long searches: Hypothesis starts every search with its simplest (near-empty) examples
-    p.add_argument("--rounds", type=int, default=50, help="batches per seeded search")
-    p.add_argument("--shrink-time", type=positive_seconds, default=60.0,
-                   help="seconds per shrink")
-    p.add_argument("--frontend", action="store_true",
-                   help="front-end mode: mutated programs must only produce diagnostics")
-    p.add_argument("--mutation", default=None,
-                   help="self-test: plant a known bug in the OpenCL lowering "
-                        "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
-    p.add_argument("--profile", default="all", metavar="NAME",
-                   help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
-                        "constructs are generated, written in its spellings (default: all)")
-    p.add_argument("--triage-time", type=float, default=120.0,
-                   help="triage every mismatch; seconds to reduce a device-compiler suspect "
-                        "(0: no triage)")
+    g.run.add_argument("--rounds", type=whole_number(1), default=50, metavar="N",
+                       help="batches per seeded search")
+    g.run.add_argument("--shrink-time", type=positive_seconds, default=60.0, metavar="S",
+                       help="seconds per shrink")
+    g.run.add_argument("--frontend", action="store_true",
+                       help="front-end mode: mutated programs must only produce diagnostics")
+    g.run.add_argument("--mutation", default=None, metavar="NAME",
+                       help="self-test: plant a known bug in the OpenCL lowering "
+                            "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
+    g.run.add_argument("--profile", default="all", metavar="NAME",
+                       help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
+                            "constructs are generated, written in its spellings (default: all)")
+    g.run.add_argument("--triage-time", type=float, default=120.0, metavar="S",
+                       help="triage every mismatch; seconds to reduce a device-compiler "
+                            "suspect (0: no triage)")
+    g.output.add_argument("--out", default=None, metavar="DIR",
+                          help="findings directory (default: the per-user cache directory "
+                               "below)")
+    add_verbosity(g.output, verbose="print each finding as it is saved",
+                  quiet="no live view, only the summary")
     return p
 
 
@@ -365,12 +566,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         ns = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    if ns.jobs < 1 or ns.batch < 1 or ns.rounds < 1 or ns.seed < 0 \
-            or not (0 <= ns.triage_time < float("inf")):  # also rejects nan
-        print("tlfuzz: --jobs, --batch and --rounds must be positive, --seed >= 0, "
-              "--triage-time not negative",
-              file=sys.stderr)
+    if ns.list_impls:
+        return print_impls()
+    if not (0 <= ns.triage_time < float("inf")):  # also rejects nan
+        print(f"tlfuzz: --triage-time must be a finite number of seconds >= 0, got "
+              f"{ns.triage_time}", file=sys.stderr)
         return 2
+    if ns.out is None:  # never the current directory: a campaign started anywhere
+        ns.out = default_findings_dir()
     if ns.profile == "list":
         from ..profiles import describe
 
@@ -389,18 +592,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ValueError as e:
         print(f"tlfuzz: {e}", file=sys.stderr)
         return 2
-    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
-    if problem:
-        print(f"tlfuzz: {problem}", file=sys.stderr)
-        return 2
-    keep_hypothesis_under(ns.out)
-    if ns.database and ns.database.startswith(("redis://", "rediss://")):
-        try:
-            import redis  # noqa: F401 - only checked for, hunt.example_database uses it
-        except ImportError:
-            print("tlfuzz: --database redis://... needs the 'redis' package "
-                  "(pip install redis)", file=sys.stderr)
-            return 2
+    # the jobs' working directories are scratch directories: every path the user gave is
+    # made absolute now
+    ns.out = os.path.abspath(ns.out)
+    if ns.database and "://" not in ns.database:
+        ns.database = os.path.abspath(ns.database)
     if ns.mutation is not None:
         from .mutations import known
 
@@ -408,10 +604,34 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "
                   f"{', '.join(known())})", file=sys.stderr)
             return 2
-    try:
-        return run_campaign(ns)
-    except KeyboardInterrupt:
-        return 130
+    if ns.database and sharedb.is_url(ns.database):
+        # up front: a server that does not answer now is a usage error, one that goes away
+        # later leaves the campaign on its local database (sharedb)
+        problem = sharedb.check_reachable(ns.database)
+        if problem:
+            print(f"tlfuzz: --database {ns.database}: {problem}", file=sys.stderr)
+            return 2
+    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
+    if problem:
+        print(f"tlfuzz: {problem}", file=sys.stderr)
+        return 2
+    if not ns.frontend:  # which of several matching devices --device picked (docs/devices.md)
+        ns.device_label = chosen_device(ns.device)
+        print(f"tlfuzz: device {ns.device_label}", file=sys.stderr)
+    keep_hypothesis_under(ns.out)
+    from ..shutdown import adopt_orphans, exit_status_of, scratch_dir, stop_on_signals
+
+    # SIGTERM and Ctrl-C end the campaign in order (the summary, no process and no scratch
+    # directory left behind: every temporary file of the jobs lives below scratch_dir)
+    adopt_orphans()
+    with stop_on_signals(), scratch_dir("tlfuzz-"):
+        try:
+            return run_campaign(ns)
+        except KeyboardInterrupt as e:  # before the jobs started or after the summary
+            from ..shutdown import kill_children
+
+            kill_children()
+            return exit_status_of(e)
 
 
 if __name__ == "__main__":

@@ -12,11 +12,12 @@ from typing import Optional
 import numpy as np
 
 from tlinterp.args import save_npz
+from tlinterp.outfile import write_text
 
 from ..strategies import FuzzCase
 
-__all__ = ["Finding", "save_finding", "reproduce_command", "config_overrides", "finding_impl",
-           "tlrun_line"]
+__all__ = ["Finding", "save_finding", "save_files", "reproduce_command", "config_overrides",
+           "finding_impl", "tlrun_line"]
 
 
 @dataclass
@@ -92,22 +93,45 @@ def save_finding(finding: Finding, out_dir: str) -> str:
         h.update(k.encode())
         h.update(np.ascontiguousarray(finding.case.args[k]).tobytes())
     base = os.path.join(out_dir, f"{finding.kind}-{h.hexdigest()[:12]}")
-    with open(base + ".tl", "w") as f:
-        f.write(finding.case.source)
-    save_npz(base + ".npz", finding.case.args)
-    with open(base + ".txt", "w") as f:
-        f.write(reproduce_command(base + ".tl", base + ".npz", finding) + "\n")
-        if finding.kind != "generator":
-            f.write(f"run it alone: {tlrun_line(base + '.tl', base + '.npz', finding)}\n")
-        direct = _direct_command(finding, base)
-        if direct:
-            f.write(f"the command alone: {direct}\n")
-        f.write("\n")
-        if finding.kind == "red-zone":
-            f.write("(tlrun and tlfuzz reproduce do not guard buffers: `tlfuzz --out DIR` "
-                    "replays this finding with red zones)\n\n")
-        f.write(finding.message + "\n")
+    lines = [reproduce_command(base + ".tl", base + ".npz", finding) + "\n"]
+    if finding.kind != "generator":
+        lines.append(f"run it alone: {tlrun_line(base + '.tl', base + '.npz', finding)}\n")
+    direct = _direct_command(finding, base)
+    if direct:
+        lines.append(f"the command alone: {direct}\n")
+    lines.append("\n")
+    if finding.kind == "red-zone":
+        lines.append("(tlrun and tlfuzz reproduce do not guard buffers: `tlfuzz --out DIR` "
+                     "replays this finding with red zones)\n\n")
+    lines.append(finding.message + "\n")
+    save_files(base, [(".tl", finding.case.source), (".npz", finding.case.args),
+                      (".txt", "".join(lines))])
     return base
+
+
+def save_files(base: str, parts: list) -> None:
+    """Write BASE+SUFFIX for each (suffix, text or arrays), each file atomically; when one
+    cannot be written (a full disk, an I/O error, a signal), the files this call created are
+    removed again, so a finding is saved whole or not at all. Write failures raise
+    tlinterp's ArgumentError naming the file and the reason."""
+    created: list[str] = []
+    try:
+        for suffix, content in parts:
+            path = base + suffix
+            existed = os.path.exists(path)
+            if isinstance(content, str):
+                write_text(path, content)
+            else:
+                save_npz(path, content)
+            if not existed:
+                created.append(path)
+    except BaseException:
+        for path in created:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        raise
 
 
 def _direct_command(finding: Finding, base: str) -> Optional[str]:

@@ -14,6 +14,7 @@ from tlgpu.runtime.oclgrind import OclgrindReport
 from tlinterp import ir
 from tlinterp.args import red_zones
 from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
+from tlinterp.foreigntext import shown
 
 from ..oracle.compare import compare_outputs
 from ..strategies import FuzzCase
@@ -62,12 +63,15 @@ def _interp(case: FuzzCase):
 
 
 def differential(cases: list[FuzzCase], config=None, device: Optional[str] = None,
-                 backend: str = "opencl", impl=None, timeout: Optional[float] = None
+                 backend: str = "opencl", impl=None, timeout: Optional[float] = None,
+                 deadline: Optional[float] = None, done: Optional[list] = None
                  ) -> list[Finding]:
     """Run every case on both sides; the findings (empty when all agree). `impl`: an
-    implementation from the registry to test instead of this package's OpenCL lowering."""
+    implementation from the registry to test instead of this package's OpenCL lowering,
+    each case's run bounded by `timeout` and by the campaign's end `deadline` (time.time());
+    `done[0]` is set to the number of cases that ran to their end."""
     if impl is not None:
-        return differential_impl(cases, impl, timeout)
+        return differential_impl(cases, impl, timeout, deadline, done)
     import tlgpu
 
     program = combine(cases)
@@ -134,29 +138,49 @@ def _overlap_thread() -> ThreadPoolExecutor:
     return _OVERLAP
 
 
-def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = None
+def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = None,
+                      deadline: Optional[float] = None, done: Optional[list] = None
                       ) -> list[Finding]:
-    """The reference against any implementation, one case at a time (each is its own job)."""
+    """The reference against any implementation, one case at a time (each is its own job).
+    A case's run is bounded by `timeout` and by what is left until `deadline`; a case the
+    deadline cuts short ends the batch without a finding (`done[0]`: the cases run)."""
+    import time
+
     from tlinterp.impl import Job
 
     from .rejections import rejected
 
     findings: list[Finding] = []
+    if done is not None:
+        done[:] = [0]
     # an implementation that works in other processes runs while the interpreter computes
     # the expected outputs here (its thread only waits for the compiler and the worker)
     overlap = getattr(impl, "runs_elsewhere", False)
     for case in cases:
+        limit, cut = timeout, False
+        if deadline is not None:
+            left = deadline - time.time()
+            if left <= 0:
+                break
+            if limit is None or left < limit:
+                limit, cut = left, True
         job = Job(case.source, case.args, func=case.func, groups=case.groups,
                   filename=f"{case.func}.tl", program=case.program)
-        running = _overlap_thread().submit(impl.run, job, timeout) if overlap else None
+        running = _overlap_thread().submit(impl.run, job, limit) if overlap else None
         expected, problem = _interp(case)
         if problem is not None:
             if running is not None:
                 running.result()  # one job at a time: let it end before the next
             findings.append(problem)
+            if done is not None:
+                done[0] += 1
             continue
-        o = running.result() if running is not None else impl.run(job, timeout)
-        said = o.message.strip() or "(no message)"
+        o = running.result() if running is not None else impl.run(job, limit)
+        if o.status == "timeout" and cut:
+            break  # the campaign's end, not the implementation's fault
+        if done is not None:
+            done[0] += 1
+        said = shown(o.message.strip()) or "(no message)"  # into finding files: no escapes
         if o.status == "ok":
             mism = compare_outputs(case.program, case.func, case.args, expected,
                                    o.outputs or {}, groups=case.groups)

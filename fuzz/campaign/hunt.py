@@ -3,14 +3,17 @@
 `hunt(...)` runs one seeded Hypothesis search of `max_batches` batches and returns the findings
 of the shrunk failing batch (empty when nothing failed). Shrinking re-runs both backends; it
 stops after `shrink_time` seconds and keeps the smallest failing batch found so far. The
-example database (a directory) makes known failures replay first in later searches.
+example database (a directory, or Redis shared with other machines: sharedb) makes known
+failures replay first in later searches.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
 import time
+import unittest
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
@@ -19,7 +22,6 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import core as hcore
 from hypothesis import seed as hseed
 from hypothesis import strategies as st
-from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import HypothesisException
 from hypothesis.internal.conjecture import engine
 
@@ -28,6 +30,7 @@ from .frontend import frontend_problem, mutants
 from .harness import Finding
 from .rejections import drop_known
 from .sandbox import Sandbox
+from .sharedb import example_database
 
 __all__ = ["HuntOptions", "hunt", "batches", "example_database"]
 
@@ -46,7 +49,7 @@ class HuntOptions:
     batch: int = 8
     shrink_time: float = 60.0
     frontend: bool = False
-    database: Optional[str] = None  # Hypothesis example database: directory or redis:// URL
+    database: Optional[str] = None  # example database: directory or redis:// URL (sharedb)
     inflight: Optional[str] = None  # file holding the batch being run (crash forensics)
     params: dict = field(default_factory=dict)  # GenParams overrides
     random_configs: bool = True
@@ -58,19 +61,13 @@ class HuntOptions:
     out: Optional[str] = None  # the findings directory (rejected constructs known there)
 
 
-def example_database(spec: str):
-    """A directory (shared filesystems work: several machines may use one) or a redis:// URL
-    (Hypothesis' Redis backend; needs the `redis` package)."""
-    if spec.startswith(("redis://", "rediss://")):
-        from hypothesis.extra.redis import RedisExampleDatabase
-        from redis import Redis
-
-        return RedisExampleDatabase(Redis.from_url(spec))
-    return DirectoryBasedExampleDatabase(spec)
-
-
 class _Found(AssertionError):
     pass
+
+
+class _OutOfTime(BaseException):
+    """Ends a search at once: Hypothesis lets exceptions that are no Exception through
+    without treating them as a failure to shrink."""
 
 
 def hunt(opts: HuntOptions, seed: int, max_batches: int,
@@ -91,15 +88,21 @@ def hunt(opts: HuntOptions, seed: int, max_batches: int,
 
 def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> list[Finding]:
     state: dict = {"first": None, "failing": {}, "last": []}
-    db = example_database(opts.database) if opts.database else None
+    # a shared Redis database is mirrored in the findings directory, which goes on alone when
+    # the server goes away (sharedb)
+    db = example_database(opts.database, opts.out and os.path.join(opts.out, "hypothesis-db")) \
+        if opts.database else None
     # known failures replay once (replay_only, at campaign start); exploring searches only
     # add to the database, or every round would stop at the same old failure
     phases = [Phase.reuse, Phase.shrink] if replay_only else [Phase.generate, Phase.shrink]
 
     def check(key, run: Callable[[], list[Finding]]) -> None:
         now = time.time()
-        if state["first"] is None and stop_at is not None and now > stop_at:
-            return  # out of time: let Hypothesis finish its remaining examples quickly
+        if stop_at is not None and now > stop_at:
+            # out of time, also while shrinking (--time includes it): the search ends now,
+            # with the smallest failure found so far, instead of drawing its remaining
+            # examples (each costs a generated kernel)
+            raise _OutOfTime
         if state["first"] is not None and now > state["first"] + opts.shrink_time:
             if key in state["failing"]:  # keep replays of known failures deterministic
                 state["last"] = state["failing"][key]
@@ -147,11 +150,13 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
                     with open(opts.inflight, "wb") as f:
                         pickle.dump((cases, config), f)
                 found = sandbox.run(cases, config)
-                if progress:
+                # the campaign's end may cut a batch short (a stand-in may not count)
+                ran = cases[:getattr(sandbox, "completed", len(cases))]
+                if progress and ran:
                     cov: set = set()
-                    for c in cases:
+                    for c in ran:
                         cov |= coverage_of(c.program)
-                    progress(len(cases), cov)
+                    progress(len(ran), cov)
                 return found
 
             check((tuple(c.source for c in cases), repr(config)), run)
@@ -172,10 +177,14 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
     else:
         search = hseed(seed)(search)
     saved = engine.MAX_SHRINKING_SECONDS
-    engine.MAX_SHRINKING_SECONDS = max(1, int(opts.shrink_time))  # Hypothesis' own cap
+    shrink = opts.shrink_time if stop_at is None else min(opts.shrink_time,
+                                                          stop_at - time.time())
+    engine.MAX_SHRINKING_SECONDS = max(1, int(shrink))  # Hypothesis' own cap
     try:
         search()
-    except (_Found, HypothesisException):
+    except (_Found, HypothesisException, _OutOfTime):
+        pass
+    except unittest.SkipTest:  # a replay of an empty database: nothing to run, no failure
         pass
     finally:
         engine.MAX_SHRINKING_SECONDS = saved

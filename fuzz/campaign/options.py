@@ -8,7 +8,8 @@ from typing import Optional
 
 from tlinterp.impl.flags import positive_seconds  # noqa: F401 - one argparse type for seconds
 
-__all__ = ["positive_seconds", "check_out_dir", "check_device", "keep_hypothesis_under"]
+__all__ = ["positive_seconds", "check_out_dir", "check_device", "chosen_device",
+           "keep_hypothesis_under"]
 
 
 def check_out_dir(path: str) -> Optional[str]:
@@ -38,6 +39,13 @@ def check_device(device: str) -> Optional[str]:
     except ImportError as e:  # pragma: no cover - pyopencl is a dependency
         return f"the OpenCL backend is not available ({e})"
     return None
+
+
+def chosen_device(device: Optional[str]) -> str:
+    """The device a device string picks, as every tool prints it (after check_device)."""
+    from tlgpu.runtime.devices import find_device, label
+
+    return label(find_device(device))
 
 
 def keep_hypothesis_under(out: str) -> None:

@@ -18,13 +18,12 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tlinterp import ir
-from tlinterp.args import save_npz
 from tlinterp.impl.base import mentioned_diagnostics
 from tlinterp.printer import mnemonic
 from tlinterp.types import ScalarType
 
 from ..strategies import FuzzCase
-from .findings import Finding, reproduce_command
+from .findings import Finding, reproduce_command, save_files
 
 __all__ = ["REJECTED", "RejectedConstruct", "rejected", "construct_of", "save_rejection",
            "drop_known", "count"]
@@ -134,14 +133,20 @@ def save_rejection(finding: RejectedConstruct, out_dir: str) -> tuple[str, bool]
         first = False
     else:
         first = True
-        with os.fdopen(fd, "w") as f:
-            f.write(finding.case.source)
-        save_npz(base + ".npz", finding.case.args)
-        with open(base + ".txt", "w") as f:
-            f.write(reproduce_command(base + ".tl", base + ".npz", finding) + "\n\n")
-            f.write(f"construct: {finding.construct}\n(the first case; {base}.cases counts "
-                    "every case rejected at this construct, one line each)\n\n")
-            f.write(finding.message + "\n")
+        os.close(fd)  # the claim; its content comes last, atomically, over it
+        text = (reproduce_command(base + ".tl", base + ".npz", finding) + "\n\n"
+                f"construct: {finding.construct}\n(the first case; {base}.cases counts "
+                "every case rejected at this construct, one line each)\n\n"
+                + finding.message + "\n")
+        try:
+            save_files(base, [(".npz", finding.case.args), (".txt", text),
+                              (".tl", finding.case.source)])
+        except BaseException:  # saved whole or not at all: the claim goes too
+            try:
+                os.unlink(base + ".tl")
+            except OSError:
+                pass
+            raise
     _count(finding, base)
     return base, first
 

@@ -10,10 +10,8 @@ flags come from the first line of NAME.txt (flags given here override them). The
 interpreter and the implementation run the kernel on the arguments; their outputs are compared
 within the fuzzer's error bounds (fuzz.oracle.compare).
 
-Exit status: 0 the implementation agrees with the reference; 1 its result differs (the finding
-reproduces); 2 usage error, unreadable files, or a kernel that is no test (the reference rejects
-it or reports undefined behaviour); 3 internal error; 4 the implementation rejected the
-program or failed at run time (its exit 2 or 1); 5 it crashed or timed out; 130 Ctrl-C.
+Exit statuses: EXIT_STATUSES below (`tlfuzz reproduce --help` lists them): 0 agrees, 1 differs,
+2 usage error or no test, 3 internal error, 4 rejected or failed, 5 crashed or timed out, 130.
 A reducer (creduce, cvise) keeps a candidate when this exits 1: `...; test $? = 1`.
 """
 
@@ -26,6 +24,8 @@ import shlex
 import sys
 from dataclasses import dataclass
 from typing import Optional
+
+from tlinterp.foreigntext import shown
 
 from .options import positive_seconds
 
@@ -56,21 +56,48 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+PURPOSE = "Rerun a kernel on the reference and on an implementation, as an interestingness test."
+EXAMPLES = (
+    ("tlfuzz reproduce f/mismatch-0123abcd4567", "the implementation and flags of NAME.txt"),
+    ("tlfuzz reproduce k.tl --args k.npz --impl opencl --device pocl", "any kernel"),
+    ("tlfuzz reproduce k.tl --args k.npz --impl 'cc {kernel}'; test $? = 1",
+     "as a reducer's test"),
+)
+EXIT_STATUSES = (
+    (AGREES, "the implementation agrees with the reference"),
+    (DIFFERS, "its result differs (the finding reproduces)"),
+    (USAGE, "a usage error, unreadable files, or a kernel that is no test (the reference "
+            "rejects it or reports undefined behaviour)"),
+    (INTERNAL, "an internal error (please report it)"),
+    (SAID_NO, "the implementation rejected the program or failed at run time (its exit 2 "
+              "or 1)"),
+    (CRASHED, "it crashed or timed out"),
+    (130, "interrupted (Ctrl-C)"),
+)
+NOTES = """\
+FINDING is NAME, NAME.tl or NAME.txt of a finding saved by tlfuzz: the implementation and its
+flags come from the first line of NAME.txt (flags given here override them). Outputs are
+compared within the fuzzer's error bounds (fuzz.oracle.compare). See docs/triage.md."""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from tlinterp.cliconv import add_impl_choice, tool_parser
     from tlinterp.impl.flags import add_impl_flags
 
-    p = _Parser(prog="tlfuzz reproduce", description=__doc__.split("\n\n")[0])
-    p.add_argument("kernel", help="NAME, NAME.tl or NAME.txt of a saved finding, or a .tl file "
-                   "(then with --args and --impl)")
-    p.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
+    p, g = tool_parser("tlfuzz reproduce", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES,
+                       parser_class=_Parser)
     # --backend: the spelling of tlrun lines saved before this command existed
-    p.add_argument("--impl", "--backend", dest="impl", metavar="SPEC",
-                   help="implementation under test (tlrun --list-impls)")
-    p.add_argument("--func", help="function to run (optional when the file has one)")
-    p.add_argument("--groups", type=int, help="number of work-groups")
-    add_impl_flags(p)  # --device --lowering --work-group-size --build-options --reject-status
-    p.add_argument("--timeout", type=positive_seconds, default=None,
-                   help=f"seconds per run of the implementation (default {DEFAULT_TIMEOUT:g})")
+    add_impl_choice(g.implementation, default=None, first="opencl (our lowering)",
+                    list_impls=False)
+    add_impl_flags(g.implementation)  # --device --lowering --work-group-size ...
+    g.run.add_argument("kernel", help="NAME, NAME.tl or NAME.txt of a saved finding, or a .tl "
+                       "file (then with --args and --impl)")
+    g.run.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
+    g.run.add_argument("--func", help="function to run (optional when the file has one)")
+    g.run.add_argument("--groups", type=int, metavar="N", help="number of work-groups")
+    g.run.add_argument("--timeout", type=positive_seconds, default=None, metavar="S",
+                       help=f"seconds per run of the implementation (default "
+                            f"{DEFAULT_TIMEOUT:g})")
     return p
 
 
@@ -144,6 +171,10 @@ def request(argv: list[str]) -> Request:
         problem = check_device(options.device)
         if problem:
             raise UsageError(problem)
+    if ns.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv"):
+        from .options import chosen_device
+
+        print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)
     return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout)
 
 
@@ -157,15 +188,13 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
     """The kernel and its arguments as a FuzzCase; TLError/OSError when they do not load."""
     import tlinterp
     from tlinterp.args import bind, load_npz
+    from tlinterp.diagnostics import decode_source
 
     from ..strategies import FuzzCase
 
     with open(tl, "rb") as f:
         data = f.read()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise OSError(f"{tl} is not UTF-8 text") from None
+    text = decode_source(data, tl)  # a SourceError at the bad byte's line and column
     program = tlinterp.check(tlinterp.parse(text, tl))
     func = func or program.functions[0].name
     args = load_npz(npz)
@@ -198,7 +227,7 @@ def judge(case, expected: dict, outcome) -> Verdict:
     """Compare an implementation's outcome with the reference's outputs."""
     from ..oracle.compare import compare_outputs
 
-    said = (outcome.message or "").strip() or "(no message)"
+    said = shown((outcome.message or "").strip()) or "(no message)"
     if outcome.status in ("rejected", "failed"):
         return Verdict(SAID_NO, f"the implementation {outcome.status} the program:\n{said}")
     if outcome.status != "ok":
@@ -243,7 +272,6 @@ def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if any(a in ("-h", "--help") for a in argv):
         build_parser().print_help()
-        print("\n" + __doc__.split("\n\n", 2)[2].strip())
         return 0
     try:
         req = request(argv)

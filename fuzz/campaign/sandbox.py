@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import shutil
 import signal
 import tempfile
+import time
 import warnings
 from typing import Optional
 
@@ -47,22 +49,36 @@ def serve(conn, handle) -> None:
 
 def _child(conn, mutation: Optional[str], impl=None) -> None:
     quiet_child()
-    # some drivers drop debug files (pocl: broken.dot) into the working directory
-    os.chdir(tempfile.mkdtemp(prefix="tlfuzz-sandbox-"))
+    # some drivers drop debug files (pocl: broken.dot) into the working directory; it goes
+    # with the child (and under a campaign's scratch directory, fuzz.shutdown, if killed)
+    if impl is not None:  # (spec, ImplOptions): resolved here, where it runs, before the
+        # chdir (a python: plug-in is imported from the working directory)
+        from tlinterp.impl import resolve
+
+        impl = resolve(*impl)
+    scratch = tempfile.mkdtemp(prefix="tlfuzz-sandbox-")
+    os.chdir(scratch)
+    try:
+        _serve_batches(conn, mutation, impl)
+    finally:
+        os.chdir(os.path.dirname(scratch))
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _serve_batches(conn, mutation: Optional[str], impl) -> None:
     hits = [0]
     if mutation:
         from .mutations import HITS, apply
 
         apply(mutation)
         hits = HITS
-    if impl is not None:  # (spec, ImplOptions): resolved here, where it runs
-        from tlinterp.impl import resolve
 
-        impl = resolve(*impl)
     def batch(msg):
-        cases, config, device, timeout = msg
-        return (differential(cases, config=config, device=device, impl=impl,
-                             timeout=timeout), hits[0])
+        cases, config, device, timeout, deadline = msg
+        done = [len(cases)]
+        found = differential(cases, config=config, device=device, impl=impl, timeout=timeout,
+                             deadline=deadline, done=done)
+        return found, hits[0], done[0]
 
     serve(conn, batch)
 
@@ -81,6 +97,11 @@ class Sandbox:
         self.conn = None
         self.restarts = 0
         self.mutation_hits = 0  # how often the planted mutation applied (bench: applicable?)
+        # the campaign's end (time.time()): no run may last past it, and a run it cuts short
+        # is neither a finding nor a case (`completed` counts the cases of the last run that
+        # ran to their end)
+        self.deadline: Optional[float] = None
+        self.completed = 0
 
     def _start(self) -> None:
         parent, child = self.ctx.Pipe()
@@ -92,8 +113,10 @@ class Sandbox:
 
     def _kill(self) -> None:
         if self.proc is not None:
-            if self.proc.is_alive():
-                self.proc.kill()
+            from ..shutdown import kill_tree
+
+            # with the processes it started (an implementation's, in sessions of their own)
+            kill_tree(self.proc.pid)
             self.proc.join(5)
         self.proc = self.conn = None
         self.restarts += 1
@@ -102,6 +125,11 @@ class Sandbox:
         result = self._attempt(cases, config)
         if not isinstance(result, str):
             return result
+        found = self._narrow(cases, config, result)
+        self.completed = len(cases)  # a crash or a hang is this batch's result
+        return found
+
+    def _narrow(self, cases: list[FuzzCase], config, result: str) -> list[Finding]:
         if len(cases) == 1:
             return [_crash(cases, config, self.device, result, self.impl)]
         # a batch is one build but many launches, and the finding keeps one kernel's
@@ -120,35 +148,66 @@ class Sandbox:
 
     def _attempt(self, cases: list[FuzzCase], config) -> list[Finding] | str:
         """The batch's findings, or what went wrong with the child (it is then restarted)."""
+        self.completed = 0
+        if self.deadline is not None and time.time() >= self.deadline:
+            return []  # out of time: nothing runs
         if self.proc is None or not self.proc.is_alive():
             self._start()
         # another implementation runs the batch's cases one by one, each bounded by the
         # timeout itself (its compiler, its worker): wait for all of them, so that a case that
         # times out is reported as that case's timeout rather than as a hung batch
         wait = self.timeout if self.impl is None else self.timeout * len(cases) + 30
+        cut = self.deadline is not None and time.time() + wait > self.deadline
+        if cut:  # the campaign ends first: wait until then (the child caps each case too)
+            wait = max(self.deadline - time.time(), 0.0) + 2.0
         try:
-            self.conn.send((cases, config, self.device, self.timeout))
+            self.conn.send((cases, config, self.device, self.timeout, self.deadline))
             if self.conn.poll(wait):
-                found, hits = self.conn.recv()
+                found, hits, self.completed = self.conn.recv()
                 self.mutation_hits = max(self.mutation_hits, hits)
                 return found
+            if cut:  # the campaign's end, not a hang: no finding, no case
+                self._kill()
+                return []
             problem = f"no answer within {wait:.0f} s (hang)"
         except (EOFError, ConnectionError, OSError):
             problem = None
         self.proc.join(1)
         code = self.proc.exitcode
         self._kill()
-        return problem or f"the OpenCL side died (exit code {code})"
+        return problem or self._death(code)
 
-    def close(self) -> None:
+    def _death(self, code: Optional[int]) -> str:
+        """What ended the child, naming the side that runs there (a plug-in of this process
+        crashes the child with it) and the signal."""
+        if self.impl is None:
+            side = "the OpenCL side (our lowering on the device)"
+        else:
+            side = f"the implementation {self.impl[0]}"
+            if self.impl[0].startswith("python:"):
+                side += " (a plug-in running in the campaign's child process)"
+        if code is not None and code < 0:
+            try:
+                how = f"killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        else:
+            how = f"exit status {code}"
+        return f"{side} died: {how}"
+
+    def close(self, wait: float = 5.0) -> None:
+        """End the child: asked to stop, killed with its processes after `wait` seconds."""
         if self.proc is not None and self.proc.is_alive():
             try:
                 self.conn.send(None)
-                self.proc.join(5)
+                self.proc.join(wait)
             except (OSError, ConnectionError):
                 pass
             if self.proc.is_alive():
-                self.proc.kill()
+                from ..shutdown import kill_tree
+
+                kill_tree(self.proc.pid)
+                self.proc.join(1)
         self.proc = None
 
     def __enter__(self) -> Sandbox:

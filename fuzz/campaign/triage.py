@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
 
+from tlinterp.outfile import write_text
+
 from .clexec import OPT_DISABLE, Outcome, Prepared, Target, count, differing, run_source
 
 LOWERING = "our lowering"
@@ -228,8 +230,7 @@ def investigate(case, config, target: Target, base: str, reduce_seconds: float =
     if result.verdict == DEVICE:
         notes.append(reduce_and_write(case, prepare(case, target, config), target, base,
                                       reduce_seconds, result, tuple(BUILD_OPTIONS), progress))
-    with open(base + ".triage.txt", "w") as f:
-        f.write("\n".join(notes) + "\n")
+    write_text(base + ".triage.txt", "\n".join(notes) + "\n")  # whole or not at all
     return result
 
 

@@ -9,8 +9,7 @@ FINDING is NAME, NAME.tl or NAME.txt of a finding saved by tlfuzz (NAME.tl, NAME
 NAME.txt whose first line is the `tlfuzz reproduce` command, or the `tlrun` command of older
 campaigns): the implementation and its flags come from there (--impl, --device override them).
 Writes NAME.triage.txt, and NAME.repro/ for a device-compiler suspect of our lowering. Exit
-status: 0 flaky (it did not reproduce), 1 the finding is confirmed (any other class), 2
-unreadable finding or bad command line, 3 internal error, 130 Ctrl-C.
+statuses: EXIT_STATUSES below (`tlfuzz triage --help` lists them).
 """
 
 from __future__ import annotations
@@ -23,18 +22,41 @@ from typing import Optional
 
 from .options import positive_seconds
 
+PURPOSE = "Triage a saved finding: rerun it, classify it, reduce a device-compiler suspect."
+EXAMPLES = (
+    ("tlfuzz triage f/mismatch-0123abcd4567", "against the implementation in NAME.txt"),
+    ("tlfuzz triage f/mismatch-0123abcd4567 --device nvidia", "on another device"),
+)
+EXIT_STATUSES = (
+    (0, "flaky: the finding did not reproduce"),
+    (1, "the finding is confirmed (any other class)"),
+    (2, "an unreadable finding, a device that does not exist, or a bad command line"),
+    (3, "an internal error (please report it)"),
+    (130, "interrupted (Ctrl-C)"),
+)
+NOTES = """\
+FINDING is NAME, NAME.tl or NAME.txt of a finding saved by tlfuzz: the implementation and its
+flags come from the first line of NAME.txt (--impl and --device override them). Writes
+NAME.triage.txt, and NAME.repro/ for a device-compiler suspect. See docs/triage.md."""
+
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tlfuzz triage", description=__doc__.split("\n\n")[0])
-    p.add_argument("finding", help="NAME, NAME.tl or NAME.txt of a saved finding")
-    p.add_argument("--device", help="device of the finding (default: the one in NAME.txt)")
-    p.add_argument("--impl", metavar="SPEC",
-                   help="implementation to triage against (default: the one in NAME.txt; "
-                        "opencl: our lowering)")
-    p.add_argument("--reduce-time", type=positive_seconds, default=120.0,
-                   help="seconds for the OpenCL C reduction (default 120)")
-    p.add_argument("--mutation", default=None,
-                   help="self-test: plant a known lowering bug first (see tlfuzz --mutation)")
+    from tlinterp.cliconv import add_impl_choice, tool_parser
+    from tlinterp.impl.flags import add_impl_flags
+
+    p, g = tool_parser("tlfuzz triage", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES)
+    add_impl_choice(g.implementation, default=None,
+                    first="the one in NAME.txt (default), opencl (our lowering)",
+                    list_impls=False)
+    add_impl_flags(g.implementation, names=("device",),
+                   help={"device": "OpenCL device of the finding (default: the one in "
+                                   "NAME.txt)"})
+    g.run.add_argument("finding", help="NAME, NAME.tl or NAME.txt of a saved finding")
+    g.run.add_argument("--reduce-time", type=positive_seconds, default=120.0, metavar="S",
+                       help="seconds for the OpenCL C reduction (default 120)")
+    g.run.add_argument("--mutation", default=None, metavar="NAME",
+                       help="self-test: plant a known lowering bug first (see tlfuzz "
+                            "--mutation)")
     return p
 
 
@@ -86,6 +108,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     if problem:
         print(f"tlfuzz triage: {problem}", file=sys.stderr)
         return 2
+    from .options import chosen_device
+
+    print(f"tlfuzz triage: device {chosen_device(device)}", file=sys.stderr)
     base = finding_base(ns.finding)
     t0 = time.time()
 
@@ -108,6 +133,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     except TLError as e:
         print(f"tlfuzz triage: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001 - a bug of ours: exit 3 as documented, no traceback
+        print(f"tlfuzz triage: internal error (please report): {type(e).__name__}: {e}",
+              file=sys.stderr)
+        return 3
     print(open(base + ".triage.txt").read(), end="")
     return 0 if result.verdict == FLAKY else 1
 

@@ -23,6 +23,9 @@ import shlex
 from collections.abc import Callable
 from typing import Optional
 
+from tlinterp.foreigntext import shown
+from tlinterp.outfile import write_text
+
 from .clexec import OPT_DISABLE, Isolated, Prepared, Size, Target, count, differing
 from .clexec import Outcome as RunOutcome
 from .triage import (
@@ -79,7 +82,7 @@ def _as_run_outcome(o) -> RunOutcome:
     """An implementation's Outcome in the shape triage judges (clexec.Outcome)."""
     if o.status == "ok":
         return RunOutcome(o.outputs)
-    first = (o.message or "").strip().splitlines()[:1]
+    first = shown((o.message or "").strip()).splitlines()[:1]
     return RunOutcome(None, f"{o.status}: {first[0] if first else '(no message)'}")
 
 
@@ -216,6 +219,5 @@ def investigate_impl(case, spec: str, options, base: str, reduce_seconds: float 
         notes.append(reduce_and_write(case, result.code, Target(options.device or "pocl"),
                                       base, reduce_seconds, result, build_options(options),
                                       progress))
-    with open(base + ".triage.txt", "w") as f:
-        f.write("\n".join(notes) + "\n")
+    write_text(base + ".triage.txt", "\n".join(notes) + "\n")  # whole or not at all
     return result

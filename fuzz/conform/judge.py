@@ -15,7 +15,7 @@ undefined: the reference must report the recorded kind (exit 1); for any other
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from tlinterp.impl import Implementation, Outcome
@@ -40,6 +40,7 @@ class Verdict:
     diagnostic_range: str = ""  # the range of the diagnostic that decided it ("": none)
     warning_match: str = ""  # valid cases expecting a warning: "yes" | "no"
     reproduce: str = ""  # the command that reruns the implementation on this case
+    mismatches: list[str] = field(default_factory=list)  # valid cases: the first differences
 
 
 def _did(o: Outcome) -> str:
@@ -49,9 +50,13 @@ def _did(o: Outcome) -> str:
             "timeout": f"gave {first}" if first else "timed out"}.get(o.status, o.status)
 
 
-def judge_valid(case: Case, o: Outcome) -> tuple[str, str]:
+SHOWN_MISMATCHES = 5  # differences a failed valid case keeps (tlconform -v shows them)
+
+
+def judge_valid(case: Case, o: Outcome) -> tuple[str, str, list[str]]:
+    """(status, detail, the first differences of the outputs)."""
     if o.status != "ok":
-        return FAIL, _did(o)
+        return FAIL, _did(o), []
     import tlinterp
 
     try:
@@ -59,11 +64,11 @@ def judge_valid(case: Case, o: Outcome) -> tuple[str, str]:
         mismatches = compare_outputs(program, case.func, case.args(), case.expected(), o.outputs,
                              groups=case.groups)
     except Exception as e:  # noqa: BLE001 - e.g. outputs of the wrong shape or dtype
-        return FAIL, f"outputs cannot be compared: {type(e).__name__}: {e}"
+        return FAIL, f"outputs cannot be compared: {type(e).__name__}: {e}", []
     if mismatches:
         more = f" (+{len(mismatches) - 1} more)" if len(mismatches) > 1 else ""
-        return FAIL, f"{mismatches[0]}{more}"
-    return PASS, "outputs agree"
+        return FAIL, f"{mismatches[0]}{more}", [str(m) for m in mismatches[:SHOWN_MISMATCHES]]
+    return PASS, "outputs agree", []
 
 
 _RANGE = re.compile(r"(\d+)\.(\d+)(?:-(?:(\d+)\.)?(\d+))?")
@@ -159,12 +164,12 @@ def warning_matches(case: Case, o: Outcome) -> str:
 
 def judge(case: Case, o: Outcome, impl: Implementation) -> Verdict:
     if case.kind == "valid":
-        status, detail = judge_valid(case, o)
+        status, detail, mismatches = judge_valid(case, o)
         match = warning_matches(case, o)
         if match and o.status == "ok":
             detail += "; expected warning reported" if match == "yes" else \
                 "; expected warning not reported (not a failure)"
-        return Verdict(case, status, detail, o, warning_match=match)
+        return Verdict(case, status, detail, o, warning_match=match, mismatches=mismatches)
     if case.kind == "invalid":
         status, detail, match, diag, where = judge_invalid(case, o, impl.options.reject_status,
                                                           impl.reference)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Optional
 
 from rich.console import Console
 from rich.table import Table
+
+from tlinterp.foreigntext import for_rich, shown
+from tlinterp.outfile import write_bytes, write_text
 
 from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
 
@@ -25,7 +30,7 @@ def counts_by(verdicts: Sequence[Verdict], key) -> dict[str, dict[str, int]]:
 
 
 def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
-    t = Table(title=title, title_justify="left")
+    t = Table(title=for_rich(title), title_justify="left")
     t.add_column(title.split()[-1] if " " in title else "group")
     t.add_column("pass", justify="right", style="green")
     t.add_column("fail", justify="right", style="red")
@@ -37,11 +42,11 @@ def _table(title: str, rows: dict[str, dict[str, int]], extra=None) -> Table:
         t.add_column(extra[0], justify="right")
     for name in sorted(rows):
         r = rows[name]
-        cells = [name, str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
+        cells = [for_rich(name), str(r[PASS]), str(r[FAIL]) if r[FAIL] else "", str(r[INFO] or "")]
         if skips:
             cells.append(str(r[SKIP] or ""))
         if extra:
-            cells.append(extra[1].get(name, ""))
+            cells.append(for_rich(extra[1].get(name, "")))
         t.add_row(*cells)
     return t
 
@@ -91,30 +96,57 @@ def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
     return tables
 
 
+OUTPUT_TAIL = 12  # lines of an implementation's output -v shows under a failure
+
+
+def failure_lines(v: Verdict) -> list[str]:
+    """What `tlconform -v` shows under a failure: the first differences of the outputs, then
+    the end of the implementation's output (its diagnostics, its stderr)."""
+    lines = [f"differs: {m}" for m in v.mismatches]
+    said = v.outcome.message.strip().splitlines()
+    if said:
+        cut = len(said) - OUTPUT_TAIL
+        lines.append("its output" + (f" (last {OUTPUT_TAIL} of {len(said)} lines)" if cut > 0
+                                     else "") + ":")
+        lines += [f"| {line}" for line in said[max(cut, 0):]]
+    return [shown(line) for line in lines]
+
+
 def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
-                  max_failures: int = 20) -> None:
+                  max_failures: int = 20, verbose: bool = False, not_run: int = 0,
+                  stop_after: Optional[int] = None) -> None:
+    """The tables, the failures (with -v their output inline) and the one-line total;
+    `not_run` cases were left out when the run stopped after `stop_after` failures."""
     for t in summary_tables(verdicts):
         console.print(t)
     failures = [v for v in verdicts if v.status == FAIL]
     for v in failures[:max_failures]:
-        console.print(f"[red]FAIL[/red] {v.case.id}: {v.detail}", highlight=False)
-        console.print(f"     reproduce: {v.reproduce or v.case.reproduce()}", highlight=False,
-                      style="dim")
+        console.print(f"[red]FAIL[/red] {for_rich(v.case.id)}: {for_rich(v.detail)}",
+                      highlight=False)
+        if verbose:
+            for line in failure_lines(v):
+                console.print(f"     {line}", highlight=False, markup=False)
+        console.print(f"     reproduce: {shown(v.reproduce or v.case.reproduce())}",
+                      highlight=False, style="dim", markup=False)
     if len(failures) > max_failures:
         console.print(f"... and {len(failures) - max_failures} more failures (see --log)")
     # passes, but a compiler blaming the wrong text is worth seeing
     elsewhere = [v for v in verdicts if v.status == PASS and v.diagnostic_match == NO]
     for v in elsewhere[:max_failures]:
-        console.print(f"[yellow]ELSEWHERE[/yellow] {v.case.id}: {v.detail}", highlight=False)
+        console.print(f"[yellow]ELSEWHERE[/yellow] {for_rich(v.case.id)}: "
+                      f"{for_rich(v.detail)}", highlight=False)
     if len(elsewhere) > max_failures:
         console.print(f"... and {len(elsewhere) - max_failures} more rejections elsewhere "
                       "(see --log)")
     n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     colour = "red" if n[FAIL] else "green"
     skipped = f", {n[SKIP]} skipped (outside the profile)" if n[SKIP] else ""
-    console.print(f"[{colour}]{impl_name}: {n[PASS]} passed, {n[FAIL]} failed, "
-                  f"{n[INFO]} informational{skipped}, of {len(verdicts)} cases[/{colour}]",
-                  highlight=False)
+    stopped = (f"; stopped early after {stop_after} failure{'s' if stop_after != 1 else ''} "
+               f"(-x/--max-failures), {not_run} case{'s' if not_run != 1 else ''} not run"
+               if stop_after is not None and not_run else "")
+    console.print(f"[{colour}]{for_rich(impl_name)}: {n[PASS]} passed, {n[FAIL]} failed, "
+                  f"{n[INFO]} informational{skipped}, of {len(verdicts)} cases{stopped}"
+                  f"[/{colour}]", highlight=False)
 
 
 def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
@@ -139,7 +171,8 @@ def log_lines(verdicts: Sequence[Verdict], impl_name: str) -> list[str]:
 
 
 def write_log(path: Path, verdicts: Sequence[Verdict], impl_name: str) -> None:
-    Path(path).write_text("\n".join(log_lines(verdicts, impl_name)) + "\n")
+    """Atomically (a full disk leaves no truncated log); an ArgumentError when it cannot."""
+    write_text(str(path), shown("\n".join(log_lines(verdicts, impl_name))) + "\n", "--log")
 
 
 def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
@@ -157,16 +190,20 @@ def junit_xml(verdicts: Sequence[Verdict], impl_name: str) -> ET.ElementTree:
             tc = ET.SubElement(suite, "testcase", classname=classname, name=v.case.name,
                                time=f"{v.seconds:.3f}")
             if v.status == SKIP:
-                ET.SubElement(tc, "skipped", message=v.detail[:500])
+                ET.SubElement(tc, "skipped", message=shown(v.detail[:500]))
             if v.status == FAIL:
-                f = ET.SubElement(tc, "failure", message=v.detail[:500])
-                f.text = f"{v.outcome.message}\nreproduce: {v.reproduce or v.case.reproduce()}"
+                # an implementation's control characters would make the XML unreadable
+                f = ET.SubElement(tc, "failure", message=shown(v.detail[:500]))
+                f.text = shown(f"{v.outcome.message}\nreproduce: "
+                               f"{v.reproduce or v.case.reproduce()}")
             out = ET.SubElement(tc, "system-out")
-            out.text = f"{v.detail}\nreproduce: {v.reproduce or v.case.reproduce()}"
+            out.text = shown(f"{v.detail}\nreproduce: {v.reproduce or v.case.reproduce()}")
     return ET.ElementTree(root)
 
 
 def write_junit(path: Path, verdicts: Sequence[Verdict], impl_name: str) -> None:
     tree = junit_xml(verdicts, impl_name)
     ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    data = io.BytesIO()
+    tree.write(data, encoding="utf-8", xml_declaration=True)
+    write_bytes(str(path), data.getvalue(), "--junit-xml")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tlinterp import ir, typerules
+from tlinterp import ir, ops, typerules
 from tlinterp.ir import Const, Slice, Value
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
@@ -81,7 +81,7 @@ class BodyGenerator(CoreGenerator):
             v = self.gen_cmp(2)  # a compare of any type, observed directly
         elif t.is_int and not t.is_bool and self.flip(60):
             # one operation of any kind on edge-rich operands, observed directly
-            v = self.gen_binary(t, 2, self.pick(ir.ARITH_BINARY_OPS))
+            v = self.gen_binary(t, 2, self.pick(self.op_names(ops.BINARY, t)))
         else:
             v = self.gen_scalar(t, 3)
         self.witness(v)
@@ -519,16 +519,16 @@ class BodyGenerator(CoreGenerator):
         which = self.pick(["a", "b", "both"])
         trans_a = True if which != "b" else self.flip(40)
         trans_b = False if which != "a" else self.flip(40)
-        ops = []
+        operands = []
         for name, (r, c) in (("a", _op_dims(m, k, trans_a)), ("b", _op_dims(k, n, trans_b))):
             if which in (name, "both"):
-                ops.append(self.streamed_operand(r, c))
+                operands.append(self.streamed_operand(r, c))
                 continue
             try:
-                ops.append(self.input_view(ScalarType.f64, [r, c], out))
+                operands.append(self.input_view(ScalarType.f64, [r, c], out))
             except Unavailable:
-                ops.append(self.streamed_operand(r, c))
-        return (k, trans_a, trans_b, *ops)
+                operands.append(self.streamed_operand(r, c))
+        return (k, trans_a, trans_b, *operands)
 
     def note_rows(self, kind: str, c: View) -> None:
         if c.type.order and c.type.shape[0] is not None:

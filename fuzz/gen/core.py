@@ -31,7 +31,7 @@ from typing import Optional
 
 from hypothesis import strategies as st
 
-from tlinterp import ir, typerules
+from tlinterp import ir, ops, typerules
 from tlinterp.ir import Const, Slice, Value
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
@@ -44,6 +44,8 @@ from .ranges import (
     cast_range,
     const_range,
     float_binary,
+    float_unary,
+    has_model,
     int_binary,
     int_edges,
     int_unary,
@@ -57,7 +59,11 @@ REUSE_NAMES_PERCENT = 40
 _INTEGERS: dict[tuple[int, int], st.SearchStrategy] = {}
 # the ordered compares first: Hypothesis favours the first entries of a list it picks from
 _CONDS = ("lt", "le", "gt", "ge", "ne", "eq")
-assert set(_CONDS) == set(ir.COMPARE_CONDS)
+assert set(_CONDS) == set(ops.names(ops.COMPARE))
+
+
+# what float scalars may meet in linear mode (`linear_float`)
+_LINEAR = ("add", "sub", "mul", "neg")
 
 
 def _literal_ok(v: int) -> bool:
@@ -275,10 +281,7 @@ class CoreGenerator:
 
     def unary(self, op: str, a: Scal) -> Scal:
         t = a.type
-        if t.is_float:
-            rng = FRange(-a.rng.hi, -a.rng.lo) if a.rng.known else UNKNOWN_F
-        else:
-            rng = int_unary(op, a.rng, t)
+        rng = float_unary(op, a.rng) if t.is_float else int_unary(op, a.rng, t)
         if rng is None:
             raise Unavailable(op)
         r = self.fresh()
@@ -374,25 +377,26 @@ class CoreGenerator:
                 raise Unavailable("float to int in linear mode")
             return self.cast(self.gen_scalar(src, depth - 1), t)
         if kind == "unary":
-            if t.is_float:
-                return self.unary("neg", self.gen_scalar(t, depth - 1))
-            op = "not" if t.is_bool else self.pick(["neg", "not"])
-            return self.unary(op, self.gen_scalar(t, depth - 1))
+            return self.unary(self.pick(self.op_names(ops.UNARY, t)),
+                              self.gen_scalar(t, depth - 1))
         if kind == "if_":
             return self.gen_if_value(t, depth - 1)
         return self.gen_binary(t, depth)
 
+    def op_names(self, family: str, t: ScalarType) -> list[str]:
+        """The operations of a family (tlinterp/ops.py) defined on `t`, with a range model
+        there, allowed by the profile, and (floats in linear mode) linear."""
+        out = [n for n in ops.accepting(family, t) if has_model(family, n, t)]
+        if self.p.profile is not None:
+            gone = self.p.profile.exclude_instructions
+            out = [n for n in out if ops.find(family, n).mnemonic not in gone]
+        if t.is_float and self.linear_float():
+            out = [n for n in out if n in _LINEAR]
+        return out
+
     def gen_binary(self, t: ScalarType, depth: int, op: Optional[str] = None) -> Scal:
-        if op is not None:
-            pass
-        elif t.is_bool:
-            ops = ["and", "or", "xor"]
-        elif t.is_float:
-            ops = ["add", "sub", "mul"] + ([] if self.linear_float() else ["div", "rem"])
-        else:
-            ops = list(ir.ARITH_BINARY_OPS)
         if op is None:
-            op = self.pick(ops)
+            op = self.pick(self.op_names(ops.BINARY, t))
         a = self.gen_scalar(t, depth - 1)
         b = self.gen_scalar(t, depth - 1)
         if t.is_int and t.is_signed and op in ("div", "rem"):

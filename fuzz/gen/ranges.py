@@ -9,9 +9,12 @@ value may be anything (NaN and infinities included); float→int casts need fini
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Optional
 
+from tlinterp import ops
+from tlinterp.ops import BOOL
 from tlinterp.types import ScalarType
 
 
@@ -98,23 +101,29 @@ def int_binary(op: str, a: IRange, b: IRange, t: ScalarType,
     """Result range of `arith.op a, b : t`, or None when it could be undefined or is not
     defined on `t` (the generator then picks something else). `nonzero`: b is known to be
     non-zero although its interval contains 0 (a guarded divisor)."""
-    full = type_range(t)
-    signed = t.is_signed
-    if t.is_bool:
-        return IRange(0, 1) if op in ("and", "or", "xor") else None
-    if op in ("add", "sub", "mul"):
-        if op == "add":
-            r = IRange(a.lo + b.lo, a.hi + b.hi)
-        elif op == "sub":
-            r = IRange(a.lo - b.hi, a.hi - b.lo)
-        else:
-            c = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
-            r = IRange(min(c), max(c))
-        return _fits(r, t) if signed else _wrap(r, t)
-    if op in ("div", "rem"):
+    if t.is_bool:  # any operation defined on i1 gives 0 or 1
+        return IRange(0, 1) if BOOL in ops.find(ops.BINARY, op).accepts else None
+    model = INT_BINARY[op]
+    if model is NO_MODEL:
+        return None
+    return model(a, b, t, nonzero)
+
+
+def _ring(f):
+    """add/sub/mul: the interval of f; signed overflow is undefined, unsigned wraps."""
+    def run(a: IRange, b: IRange, t: ScalarType, nonzero: bool) -> Optional[IRange]:
+        c = [f(a.lo, b.lo), f(a.lo, b.hi), f(a.hi, b.lo), f(a.hi, b.hi)]
+        r = IRange(min(c), max(c))
+        return _fits(r, t) if t.is_signed else _wrap(r, t)
+    return run
+
+
+def _divrem(op: str):
+    def run(a: IRange, b: IRange, t: ScalarType, nonzero: bool) -> Optional[IRange]:
+        signed = t.is_signed
         if b.lo <= 0 <= b.hi and not nonzero:
             return None  # possible division by zero
-        if signed and a.lo == full.lo and b.lo <= -1 <= b.hi:
+        if signed and a.lo == type_range(t).lo and b.lo <= -1 <= b.hi:
             return None  # MIN / -1
         if op == "div":
             return IRange(-a.mag, a.mag) if signed else IRange(0, a.hi)
@@ -122,59 +131,129 @@ def int_binary(op: str, a: IRange, b: IRange, t: ScalarType,
         if not signed:
             return IRange(0, m)
         return IRange(-m if a.lo < 0 else 0, m if a.hi > 0 else 0)
-    if op in ("shl", "shr"):
+    return run
+
+
+def _shift(op: str):
+    def run(a: IRange, b: IRange, t: ScalarType, nonzero: bool) -> Optional[IRange]:
         if b.lo < 0 or b.hi >= t.bits:
             return None
         if op == "shr":
             return IRange(min(a.lo, 0), max(a.hi, 0))
-        if not signed:
+        if not t.is_signed:
             return _wrap(IRange(a.lo << b.lo, a.hi << b.hi), t)
         if a.lo < 0:
             return None  # left shift of a negative value is undefined in C
         return _fits(IRange(a.lo << b.lo, a.hi << b.hi), t)
-    if op in ("and", "or", "xor"):
+    return run
+
+
+def _bits(op: str):
+    def run(a: IRange, b: IRange, t: ScalarType, nonzero: bool) -> Optional[IRange]:
         if a.lo >= 0 and b.lo >= 0:
             if op == "and":
                 return IRange(0, min(a.hi, b.hi))
             return IRange(0, _bits_envelope(max(a.hi, b.hi)))
         if op == "and" and (a.lo >= 0 or b.lo >= 0):
             return IRange(0, a.hi if a.lo >= 0 else b.hi)
-        return full
-    raise ValueError(op)
+        return type_range(t)
+    return run
+
+
+def _select(f):
+    """min/max: one of the operands, so f of the bounds (integer and float ranges)."""
+    def run(a, b, *_):
+        if isinstance(a, FRange) and not (a.known and b.known):
+            return UNKNOWN_F  # a NaN operand gives the other one, which may be infinite
+        return type(a)(f(a.lo, b.lo), f(a.hi, b.hi))
+    return run
 
 
 def int_unary(op: str, a: IRange, t: ScalarType) -> Optional[IRange]:
-    if op == "not":
-        if t.is_bool:
-            return IRange(0, 1)
-        if t.is_signed:
-            return IRange(-a.hi - 1, -a.lo - 1)
-        m = type_range(t).hi
-        return IRange(m - a.hi, m - a.lo)
     if t.is_bool:
-        return None
+        return IRange(0, 1) if BOOL in ops.find(ops.UNARY, op).accepts else None
+    model = INT_UNARY[op]
+    return None if model is NO_MODEL else model(a, t)
+
+
+def _int_not(a: IRange, t: ScalarType) -> IRange:
+    if t.is_signed:
+        return IRange(-a.hi - 1, -a.lo - 1)
+    m = type_range(t).hi
+    return IRange(m - a.hi, m - a.lo)
+
+
+def _int_neg(a: IRange, t: ScalarType) -> Optional[IRange]:
     if t.is_signed:
         return None if a.lo == type_range(t).lo else IRange(-a.hi, -a.lo)
     return IRange(0, 0) if a.hi == 0 else type_range(t)  # unsigned negation wraps
 
 
-def float_binary(op: str, a: FRange, b: FRange) -> FRange:
-    if not (a.known and b.known) or op in ("div",):
-        return UNKNOWN_F
-    if op == "add":
-        r = FRange(a.lo + b.lo, a.hi + b.hi)
-    elif op == "sub":
-        r = FRange(a.lo - b.hi, a.hi - b.lo)
-    elif op == "mul":
-        c = [a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi]
-        r = FRange(min(c), max(c))
-    elif op == "rem":  # fmod: |r| <= |a| when b cannot be 0
-        if b.lo <= 0 <= b.hi:
+def float_binary(op: str, a: FRange, b: FRange) -> Optional[FRange]:
+    """Result range of a float operation (UNKNOWN_F: NaN or infinite possible), or None when
+    the operation has no range model (the generator leaves it out)."""
+    model = FLOAT_BINARY[op]
+    return None if model is NO_MODEL else model(a, b)
+
+
+def _float_ring(f):
+    def run(a: FRange, b: FRange) -> FRange:
+        if not (a.known and b.known):
             return UNKNOWN_F
-        r = FRange(min(a.lo, 0.0), max(a.hi, 0.0))
-    else:
-        raise ValueError(op)
-    return _widen(r)
+        c = [f(a.lo, b.lo), f(a.lo, b.hi), f(a.hi, b.lo), f(a.hi, b.hi)]
+        return _widen(FRange(min(c), max(c)))
+    return run
+
+
+def _float_div(a: FRange, b: FRange) -> FRange:
+    return UNKNOWN_F  # a divisor near 0 gives anything
+
+
+def _float_rem(a: FRange, b: FRange) -> FRange:
+    """fmod: |r| <= |a| when b cannot be 0."""
+    if not (a.known and b.known) or b.lo <= 0 <= b.hi:
+        return UNKNOWN_F
+    return _widen(FRange(min(a.lo, 0.0), max(a.hi, 0.0)))
+
+
+def float_unary(op: str, a: FRange) -> Optional[FRange]:
+    model = FLOAT_UNARY[op]
+    return None if model is NO_MODEL else model(a)
+
+
+def _float_neg(a: FRange) -> FRange:
+    return FRange(-a.hi, -a.lo) if a.known else UNKNOWN_F
+
+
+# "this operation has no range model on this type class": the generator never emits it there
+NO_MODEL = object()
+
+# The value-range tables: operation (tlinterp/ops.py) -> model, per type class (i1 results
+# are always [0, 1]; comparisons give i1).
+INT_BINARY = {
+    "add": _ring(operator.add), "sub": _ring(operator.sub), "mul": _ring(operator.mul),
+    "div": _divrem("div"), "rem": _divrem("rem"), "shl": _shift("shl"), "shr": _shift("shr"),
+    "and": _bits("and"), "or": _bits("or"), "xor": _bits("xor"),
+    "min": _select(min), "max": _select(max),
+}
+FLOAT_BINARY = {
+    "add": _float_ring(operator.add), "sub": _float_ring(operator.sub),
+    "mul": _float_ring(operator.mul), "div": _float_div, "rem": _float_rem,
+    "min": _select(min), "max": _select(max),
+}
+INT_UNARY = {"neg": _int_neg, "not": _int_not}
+FLOAT_UNARY = {"neg": _float_neg}
+
+
+def has_model(family: str, name: str, t: ScalarType) -> bool:
+    """Whether the generator may emit the operation on `t` (i1 and comparisons always)."""
+    if t.is_bool or family == ops.COMPARE:
+        return True
+    return _TABLES[family, t.is_float].get(name, NO_MODEL) is not NO_MODEL
+
+
+_TABLES = {(ops.BINARY, False): INT_BINARY, (ops.BINARY, True): FLOAT_BINARY,
+           (ops.UNARY, False): INT_UNARY, (ops.UNARY, True): FLOAT_UNARY}
 
 
 def _widen(r: FRange) -> FRange:

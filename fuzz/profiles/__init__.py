@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from tlinterp import ops
 from tlinterp.types import ScalarType
 
 __all__ = ["FEATURES", "INSTRUCTIONS", "Profile", "ProfileError", "load", "names",
@@ -47,9 +48,10 @@ FEATURES = {
                                "entry inferred at run time)",
     "expand-dynamic-stride": "expand of a mode whose stride is `?`",
 }
-# the instructions the generator can leave out (others are the language's backbone)
+# the instructions the generator can leave out (others are the language's backbone): also
+# every scalar operation beyond the v0.3 reference (tlinterp/ops.py), such as `arith.min`
 INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",
-                "hadamard_product", "sum")
+                "hadamard_product", "sum", *ops.extensions())
 # types no program of the language can do without
 _NEEDED_TYPES = {"index": "group_id, size and loop variables have it",
                  "i1": "compares give it and if takes it"}

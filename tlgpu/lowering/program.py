@@ -100,8 +100,74 @@ def read_only_arguments(fn: ir.Function) -> frozenset[str]:
                      if isinstance(a.type, MemrefType) and a.value.name not in written)
 
 
+# clang's default -fbracket-depth, which every OpenCL C compiler seen here (pocl, Intel's,
+# NVIDIA's, Oclgrind) inherits and a build option cannot raise portably
+C_BRACKET_DEPTH = 256
+
+
+def bracket_depth(lines: list[str]) -> int:
+    """The deepest nesting of (), [] and {} in generated C (no string literals in it)."""
+    depth = best = 0
+    for line in lines:
+        code = line.split("//", 1)[0]
+        for ch in code:
+            if ch in "([{":
+                depth += 1
+                best = max(best, depth)
+            elif ch in ")]}":
+                depth -= 1
+    return best
+
+
+def _check_bracket_depth(lines: Optional[list[str]], fn: ir.Function,
+                         program: ir.Program) -> None:
+    """A kernel whose C nests brackets deeper than OpenCL C compilers accept is refused here,
+    by name, instead of failing the device build with a message about a temporary file.
+    `lines` None: before lowering, from the region nesting alone (each level is a block)."""
+    from tlinterp.deepstack import nesting
+
+    levels = nesting(fn.body)
+    depth = levels + 1 if lines is None else bracket_depth(lines)
+    if depth > C_BRACKET_DEPTH - 2:  # the kernel's own braces and a margin
+        deepest = _opening(fn.body, C_BRACKET_DEPTH - 3) if lines is None else None
+        raise BackendError([Diagnostic(
+            f"@{fn.name} nests regions {levels} levels deep; its OpenCL C would nest "
+            f"brackets {depth}{'+' if lines is None else ''} deep and OpenCL C compilers "
+            f"accept at most {C_BRACKET_DEPTH}: nest fewer regions (the interpreter runs it)",
+            deepest.span if deepest is not None else fn.span, program.filename)],
+            program.source)
+
+
+def _opening(body: ir.Region, level: int):
+    """The first instruction whose region is nested `level` levels deep (the body is level
+    1): where a nest becomes too deep for the C compilers; without recursion."""
+    stack = [(body, 1)]
+    while stack:
+        region, d = stack.pop()
+        for inst in region.instructions:
+            inner = ir.regions_of(inst)
+            if inner and d + 1 >= level:
+                return inst
+            stack.extend((r, d + 1) for r in inner)
+    return None
+
+
 def lower_program(program: ir.Program, func: Optional[str] = None,
                   config: Optional[LoweringConfig] = None) -> Lowered:
+    """OpenCL C for `func` (every function when None). The lowering walks regions
+    recursively; programs nested deeper than a few dozen levels (the parser accepts
+    parser.MAX_NESTING) are lowered on a deep stack, like the interpreter runs them."""
+    from tlinterp.deepstack import call_deep, nesting
+
+    fns = program.functions if func is None else (program.function(func),)
+    for fn in fns:  # before a lowering that takes long on very deep nests
+        _check_bracket_depth(None, fn, program)
+    depth = max((nesting(fn.body) for fn in fns), default=0)
+    return call_deep(lambda: _lower(program, func, config), depth)
+
+
+def _lower(program: ir.Program, func: Optional[str], config: Optional[LoweringConfig]
+           ) -> Lowered:
     config = (config or LoweringConfig()).for_device(gpu=True)  # no-op for a device's config
     fns = program.functions if func is None else (program.function(func),)
     helpers: dict[str, str] = {}
@@ -113,6 +179,7 @@ def lower_program(program: ir.Program, func: Optional[str] = None,
         read_only = read_only_arguments(fn) if config.restrict_read_only else frozenset()
         lowerer = FunctionLowerer(program, fn, config, geo, helpers, read_only)
         body = lowerer.lower()
+        _check_bracket_depth(body.lines, fn, program)
         missed = read_only & lowerer.written
         if missed:  # the walk and the lowering disagree: never hand out a written const pointer
             raise BackendError([Diagnostic(

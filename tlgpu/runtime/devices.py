@@ -1,9 +1,17 @@
-"""OpenCL device choice (`--device pocl|nvidia|oclgrind|intel|PLATFORM:DEVICE`, PYOPENCL_CTX) and
-the context/queue cache."""
+"""OpenCL device choice (`--device pocl|nvidia|oclgrind|intel|PLATFORM:DEVICE|NAME@VERSION`,
+PYOPENCL_CTX) and the context/queue cache.
+
+When several devices match a name (Debian's pocl beside the one the pyopencl[pocl] wheel
+brings, say), the choice never depends on the order the OpenCL loader lists platforms in,
+which differs between processes: `rank` orders the matches by the rule in docs/devices.md
+(the wheel's pocl first, then the newest driver version, then names), and the first wins.
+"""
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -19,13 +27,21 @@ def _is_intel_cpu(platform, device) -> bool:
             and bool(device.type & cl.device_type.CPU))
 
 
-def _platform_named(*words: str):
-    return lambda platform, device: any(w in platform.name.lower() for w in words)
+def _named(*words: str):
+    return lambda platform_name: any(w in platform_name.lower() for w in words)
 
 
-_ALIASES = {"pocl": _platform_named("portable computing language", "pocl"),
-            "nvidia": _platform_named("nvidia"), "oclgrind": _platform_named("oclgrind"),
+_ALIASES_BY_NAME = {"pocl": _named("portable computing language", "pocl"),
+                    "nvidia": _named("nvidia"), "oclgrind": _named("oclgrind")}
+
+
+def _on_platform(named):
+    return lambda platform, device: named(platform.name)
+
+
+_ALIASES = {**{a: _on_platform(f) for a, f in _ALIASES_BY_NAME.items()},
             "intel": _is_intel_cpu}
+ALIASES = tuple(_ALIASES)  # the short names --device takes
 
 
 @dataclass
@@ -80,7 +96,66 @@ def _all_devices():
 
 
 def _describe(devs) -> str:
-    return "; ".join(f"{p.name}: {d.name}" for p, d in devs) or "none"
+    return "; ".join(label(d) for _, d in devs) or "none"
+
+
+def label(device) -> str:
+    """How every tool names the device it chose: 'PLATFORM DRIVER-VERSION: DEVICE'."""
+    p = device.platform
+    return f"{p.name.strip()} {device.driver_version.strip()}: {device.name.strip()}"
+
+
+def version_key(text: str) -> tuple[int, ...]:
+    """The first dotted number of a driver version ('3.1+debian' -> (3, 1), 'Oclgrind 21.10'
+    -> (21, 10)); () if none."""
+    m = re.search(r"\d+(?:\.\d+)*", text)
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def _wheel_pocl_version() -> Optional[tuple[int, ...]]:
+    """The release of pocl that pyopencl's wheel brings (the pocl-binary-distribution
+    distribution, the `pocl` extra of pyopencl), or None when it is not installed."""
+    try:
+        return version_key(importlib.metadata.version("pocl-binary-distribution")) or None
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def from_wheel(platform_name: str, driver_version: str,
+               wheel: Optional[tuple[int, ...]]) -> bool:
+    """Whether a platform is the pocl of pyopencl's wheel: a pocl of the wheel's release (the
+    OpenCL API tells no library path; a system pocl of the very same release ranks equal, and
+    the names decide)."""
+    return (wheel is not None and _ALIASES_BY_NAME["pocl"](platform_name)
+            and version_key(driver_version)[:len(wheel)] == wheel)
+
+
+def rank(devs: list, wheel: Optional[tuple[int, ...]] = None) -> list:
+    """`devs` ((platform, device) pairs, pyopencl's or any objects with the same `name`,
+    `driver_version` attributes) in the order of preference, the same in every process:
+    the pyopencl wheel's pocl, then the highest driver version, then platform and device
+    names."""
+    def key(pd):
+        p, d = pd
+        v = version_key(d.driver_version)
+        return (not from_wheel(p.name, d.driver_version, wheel), not v, tuple(-x for x in v),
+                p.name.strip(), d.name.strip(), d.driver_version.strip())
+    return sorted(devs, key=key)
+
+
+def _matches(spec: str, devs: list) -> list:
+    """The (platform, device) pairs that a device string names, in no particular order."""
+    low = spec.lower()
+    name, at, version = low.rpartition("@") if "@" in low else (low, "", "")
+    if at:  # NAME@VERSION: among what NAME matches, the driver versions starting VERSION
+        return [(p, d) for p, d in _matches(name, devs)
+                if d.driver_version.strip().lower().startswith(version)]
+    if low in _ALIASES:
+        return [(p, d) for p, d in devs if _ALIASES[low](p, d)]
+    if ":" in low:
+        plat, _, dev = low.partition(":")
+        return [(p, d) for p, d in devs if plat in p.name.lower() and dev in d.name.lower()]
+    return [(p, d) for p, d in devs if low in p.name.lower() or low in d.name.lower()]
 
 
 def find_device(spec: Optional[str] = None):
@@ -97,22 +172,11 @@ def find_device(spec: Optional[str] = None):
                                f"device ({e}); available: {_describe(devs)}") from None
         return ctx.devices[0]
     spec = spec or "pocl"
-    low = spec.lower()
-    if low in _ALIASES:
-        for p, d in devs:
-            if _ALIASES[low](p, d):
-                return d
-        if low == "intel":
-            raise BackendError(_no_intel(devs))
-    elif ":" in spec:
-        plat, _, dev = low.partition(":")
-        for p, d in devs:
-            if plat in p.name.lower() and dev in d.name.lower():
-                return d
-    else:
-        for p, d in devs:
-            if low in p.name.lower() or low in d.name.lower():
-                return d
+    found = rank(_matches(spec, devs), _wheel_pocl_version())
+    if found:
+        return found[0][1]
+    if spec.lower() == "intel":
+        raise BackendError(_no_intel(devs))
     raise BackendError(f"no OpenCL device matches '{spec}'; available: {_describe(devs)}")
 
 
@@ -146,3 +210,48 @@ def handle(spec: Optional[str] = None) -> DeviceHandle:
                                     properties=cl.command_queue_properties.PROFILING_ENABLE)
         _CACHE[cache_key] = DeviceHandle(dev, ctx, queue)
     return _CACHE[cache_key]
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One row of `tlrun --list-devices`."""
+    platform: str
+    version: str  # the driver version
+    device: str
+    kind: str  # CPU, GPU, ...
+    select: str  # a --device string that picks exactly this device
+    default_for: tuple[str, ...]  # the aliases (pocl, nvidia, ...) that pick it
+
+
+def _kind(device) -> str:
+    import pyopencl as cl
+
+    return " ".join(n for n in ("CPU", "GPU", "ACCELERATOR")
+                    if device.type & getattr(cl.device_type, n)) or "other"
+
+
+def inventory(devs: Optional[list] = None, wheel: Optional[tuple[int, ...]] = None,
+              kind=None) -> list[Listed]:
+    """Every device the loader shows, with the string that selects it and the aliases whose
+    choice it is; `devs`/`wheel`/`kind` default to this machine's (fakes in tests)."""
+    if devs is None:
+        try:
+            devs = _all_devices()
+        except BackendError:  # no platform at all: an empty table, not an error
+            devs = []
+        wheel = _wheel_pocl_version()
+    kind = kind or _kind
+    chosen = {a: rank(_matches(a, devs), wheel)[:1] for a in ALIASES}
+    rows = []
+    for p, d in rank(devs, wheel):
+        ver = d.driver_version.strip()
+        full = f"{p.name.strip()}:{d.name.strip()}"
+        aliases = tuple(a for a, c in chosen.items() if c and c[0][1] is d)
+        mine = [a for a in ALIASES if (p, d) in _matches(a, devs)]
+        for spec in (*aliases, *(f"{a}@{ver}" for a in mine), full, f"{full}@{ver}"):
+            if rank(_matches(spec, devs), wheel)[0][1] is d:
+                break
+        else:
+            spec = f"{full}@{ver}"  # twins: the same names and version; either is this one
+        rows.append(Listed(p.name.strip(), ver, d.name.strip(), kind(d), spec, aliases))
+    return rows

@@ -419,6 +419,12 @@ def _close_all() -> None:
         w.close()
 
 
+def close_workers() -> None:
+    """End every kept worker now (a tool called in-process whose scratch directory, the
+    workers' working directory, is about to go; later jobs start new ones)."""
+    _close_all()
+
+
 if __name__ == "__main__":
     # the module's own classes, not __main__'s copies, so that the parent can unpickle them
     from tlgpu.runtime.foreign import _serve as serve

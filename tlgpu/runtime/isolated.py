@@ -3,7 +3,7 @@ device cannot take the caller down or corrupt the results it reports.
 
     result = run_isolated(program, args, func=None, groups=None, device="pocl", repeat=1)
     result.outputs        # the .npz convention, like tlgpu.run
-    result.device         # "PLATFORM: DEVICE"
+    result.device         # "PLATFORM DRIVER-VERSION: DEVICE" (devices.label)
     result.build_seconds  # lowering + OpenCL build (the driver may serve it from its cache)
     result.kernel_seconds # one profiled duration per launch
     result.log            # compiler warnings and whatever the driver printed
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -36,9 +37,14 @@ import numpy as np
 from tlgpu.lowering.config import LoweringConfig
 from tlinterp import diagnostics as _diagnostics
 from tlinterp import ir
+from tlinterp.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frames, nesting
 from tlinterp.diagnostics import ExecutionError, TLError
+from tlinterp.parser import MAX_NESTING
 
 __all__ = ["IsolatedResult", "run_isolated"]
+
+# frames for unpickling any program the parser accepts (a few per nesting level)
+_UNPICKLE_FRAMES = FRAMES_PER_LEVEL * (MAX_NESTING + 10)
 
 
 @dataclass
@@ -67,7 +73,9 @@ def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> 
     guard = "oclgrind" not in d.platform.name.lower()
     times = run_bound(program, function, bound, n, device=device, config=config, repeat=repeat,
                       guard=guard)
-    return {"outputs": unbind(bound), "device": f"{d.platform.name.strip()}: {d.name.strip()}",
+    from tlgpu.runtime.devices import label
+
+    return {"outputs": unbind(bound), "device": label(d),
             "build_seconds": build, "kernel_seconds": times}
 
 
@@ -90,7 +98,8 @@ def _serve() -> None:
     log = tempfile.TemporaryFile()
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
-    job = pickle.load(sys.stdin.buffer)
+    # a deeply nested program pickles recursively: unpickled on a deep stack
+    job = call_with_frames(lambda: pickle.load(sys.stdin.buffer), _UNPICKLE_FRAMES)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -141,16 +150,28 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
     KeyboardInterrupt the child is killed before the interrupt propagates."""
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
-    job = pickle.dumps((program, dict(args), func, groups, device, config, repeat),
-                       protocol=pickle.HIGHEST_PROTOCOL)
+    depth = (max((nesting(f.body) for f in program.functions), default=0)
+             if isinstance(program, ir.Program) else 0)
+    # pickling walks the IR recursively: a program as deep as the parser accepts needs room
+    job = call_deep(lambda: pickle.dumps((program, dict(args), func, groups, device, config,
+                                          repeat), protocol=pickle.HIGHEST_PROTOCOL), depth)
     env = dict(os.environ)  # the child imports this very tlgpu
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     env["PYOPENCL_COMPILER_OUTPUT"] = "1"  # the build log itself goes to `log`, not a hint
+    # a working directory of its own, removed after it: pocl writes files (k.dot, broken.dot)
+    # into the current directory when its work-group compiler fails, and the caller's is not
+    # ours to litter
+    scratch = tempfile.mkdtemp(prefix="tl-isolated-")
     # a session of its own: a terminal's Ctrl-C reaches only us, and we kill the child
-    proc = subprocess.Popen([sys.executable, "-m", "tlgpu.runtime.isolated"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "tlgpu.runtime.isolated"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=env, cwd=scratch,
+                                start_new_session=True)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
     try:
         try:
             data, _ = proc.communicate(job, timeout=timeout)
@@ -161,6 +182,7 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     try:
         reply, log = pickle.loads(data)
     except Exception:  # noqa: BLE001 - no (complete) answer: the child died

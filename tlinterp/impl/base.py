@@ -137,6 +137,16 @@ class Implementation(ABC):
         """Generated code (`tlrun --emit`), for implementations that have any."""
         return None
 
+    def device(self) -> Optional[str]:
+        """The device this implementation runs on, as every tool names it in one line
+        ('PLATFORM VERSION: DEVICE'); None when it runs on no device of its own choice."""
+        return None
+
+    def devices(self) -> Optional[list]:
+        """Every device it could run on (`tlrun --list-devices`): objects with the fields of
+        tlgpu.runtime.devices.Listed; None when it chooses none."""
+        return None
+
     def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
                   groups: Optional[int]) -> str:
         """A shell command that reruns THIS implementation on these files."""
@@ -145,7 +155,7 @@ class Implementation(ABC):
 
 def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[str],
                   func: Optional[str], groups: Optional[int]) -> str:
-    """`tlrun ... --backend SPEC ...`: reruns the implementation `spec` names."""
+    """`tlrun ... --impl SPEC ...`: reruns the implementation `spec` names."""
     cmd = ["tlrun", kernel]
     if args is not None:
         cmd += ["--args", args]
@@ -154,7 +164,7 @@ def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[s
     if groups is not None:
         cmd += ["--groups", str(groups)]
     if spec not in ("interp", "tlinterp"):
-        cmd += ["--backend", spec]
+        cmd += ["--impl", spec]
         cmd += option_words(options)
     return shlex.join(cmd)
 

@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
+from ..foreigntext import printable
 from .base import Outcome, SpecError, mentioned_diagnostics
 
 _OPTIONAL = re.compile(r"\[([^\[\]]*)\]")
@@ -79,7 +80,8 @@ def expand_template(template: str, values: dict[str, Optional[str]]) -> list[str
 
 
 def _decode(data: Optional[bytes]) -> str:
-    return (data or b"").decode("utf-8", errors="replace")
+    # the one place a command's output becomes text: no terminal escapes get past it
+    return printable((data or b"").decode("utf-8", errors="replace"))
 
 
 # Output read back per stream: a command that prints without end must not exhaust memory.

@@ -16,7 +16,7 @@ from typing import Optional
 
 from .base import ImplOptions, SpecError, parse_work_group_size
 
-__all__ = ["FLAGS", "add_impl_flags", "impl_options", "lowering_needs_opencl",
+__all__ = ["FLAGS", "add_impl_flags", "impl_options", "lowering_needs_opencl", "whole_number",
            "parse_reject_status", "positive_seconds"]
 
 # dest names, in the order the flags are declared; a tool may take a subset (tlfuzz triage)
@@ -24,7 +24,8 @@ FLAGS = ("device", "lowering", "work_group_size", "build_options", "reject_statu
 
 _HELP = {
     "device": "OpenCL device: pocl, nvidia, oclgrind, intel (the intel extra), PLATFORM:DEVICE "
-              "(a substring match)",
+              "(a substring match), any of these @VERSION (pocl@3.1); of several matches the "
+              "pyopencl wheel's pocl, then the newest (tlrun --list-devices, docs/devices.md)",
     "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists the "
                 "keys)",
     "work_group_size": "opencl-c: work-group size of kernels without reqd_work_group_size",
@@ -65,6 +66,21 @@ def positive_seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"'{text}' must be a finite number of seconds > 0")
     return value
+
+
+def whole_number(minimum: int):
+    """argparse type: a whole number >= `minimum`; argparse's message names the flag
+    ("argument --jobs: must be a whole number >= 1, got '0'")."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got '{text}'")
+        return value
+    parse.__name__ = f"whole number >= {minimum}"  # what argparse calls the type
+    return parse
 
 
 def _work_group_size(text: str) -> str:

@@ -12,11 +12,13 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import Optional
 
 import numpy as np
 
 from ..diagnostics import TLError
+from ..foreigntext import printable
 from .base import (
     DEFAULT_OPTIONS,
     Implementation,
@@ -47,6 +49,10 @@ class InProcess(Implementation):
         return result[0] if result else Outcome("crashed", message="ended without an answer")
 
     def _call(self, job: Job) -> Outcome:
+        with _standard_streams_kept():
+            return self._call_guarded(job)
+
+    def _call_guarded(self, job: Job) -> Outcome:
         try:
             out = self.fn(job)
         except TLError as e:
@@ -60,7 +66,7 @@ class InProcess(Implementation):
             if isinstance(e, KeyboardInterrupt) and \
                     threading.current_thread() is threading.main_thread():
                 raise
-            tb = traceback.format_exception_only(type(e), e)[-1].strip()
+            tb = printable(traceback.format_exception_only(type(e), e)[-1].strip())
             return Outcome("crashed", message=f"raised {tb}")
         if not isinstance(out, dict):
             return Outcome("crashed", message=f"returned {type(out).__name__}, not a dict")
@@ -69,6 +75,40 @@ class InProcess(Implementation):
         except Exception as e:  # noqa: BLE001 - e.g. ragged lists
             return Outcome("crashed", message=f"returned values that are no arrays ({e})")
         return Outcome("ok", outputs=outputs)
+
+
+_SAVED_FDS: dict[int, int] = {}
+_FD_LOCK = threading.Lock()
+
+
+def _identity(fd: int) -> Optional[tuple[int, int]]:
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+@contextmanager
+def _standard_streams_kept():
+    """A plug-in shares this process's file descriptors: one that closes or redirects fd 0,
+    1 or 2 (os.close(1), a C library's freopen) would take the tool's report with it. Each is
+    kept as a duplicate made before the first plug-in runs and put back after every call if
+    it changed."""
+    with _FD_LOCK:
+        for fd in (0, 1, 2):
+            if fd not in _SAVED_FDS and _identity(fd) is not None:
+                _SAVED_FDS[fd] = os.dup(fd)  # inheritable=False: no child gets it
+    try:
+        yield
+    finally:
+        with _FD_LOCK:
+            for fd, saved in _SAVED_FDS.items():
+                if _identity(fd) != _identity(saved):
+                    try:
+                        os.dup2(saved, fd)
+                    except OSError:
+                        pass
 
 
 def _interp(job: Job) -> dict:

@@ -42,6 +42,13 @@ def write_inputs(job: Job, directory: str) -> tuple[str, str]:
     return write_kernel(job, directory), args
 
 
+def output_limit(args) -> int:
+    """The most bytes an implementation's output file may declare: the outputs are the job's
+    memref and group arguments again (twice over for echoed or extra entries), plus room for
+    small extras; anything larger is no output of this job (a zip bomb, a runaway writer)."""
+    return 2 * sum(int(getattr(a, "nbytes", 0)) for a in args.values()) + 2**20
+
+
 class Template(Implementation):
     def __init__(self, template: str, options: ImplOptions = DEFAULT_OPTIONS):
         check_template(template, FIELDS, ("kernel",))
@@ -71,7 +78,7 @@ class Template(Implementation):
                     return Outcome("crashed", message="exit 0 but no output file\n"
                                    + done.text, command=command)
                 try:
-                    outputs = load_npz(out)
+                    outputs = load_npz(out, limit=output_limit(job.args))
                 except TLError as e:
                     return Outcome("crashed", message=f"unreadable output: {e.format()}",
                                    command=command)

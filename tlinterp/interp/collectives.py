@@ -175,6 +175,13 @@ def _run_part(inst, views, in_names, out_name, alpha, beta, lanes, check, col):
     ct_type = usual_type(inst.alpha_type, inst.beta_type, *(views[k].elem for k in in_names),
                          out.elem)
     ct = ct_type.dtype
+    if _in_slices(inst, views, fps, in_names, out_name):
+        with np.errstate(all="ignore"):
+            _axpby_sliced(inst, views[in_names[0]], fps[in_names[0]], out, fps[out_name],
+                          alpha, beta, beta_zero, ct_type, lanes, check, col)
+        if check:
+            mem.mark_init(out, fps[out_name])
+        return
     with np.errstate(all="ignore"):
         ins = [fps[k].take(views[k].buf.data).astype(ct, copy=False) for k in in_names]
         prod = _compute(inst, ins, ct)
@@ -197,6 +204,47 @@ def _run_part(inst, views, in_names, out_name, alpha, beta, lanes, check, col):
             fp_out.put(out.buf.data, _convert(res, ct_type, out.elem, lanes, check, col, span))
     if check:
         mem.mark_init(out, fp_out)
+
+
+# Elements of an axpby's operand above which it is computed slice by slice: its temporaries
+# in the compute type (an i8 axpby computes in i32, four times the data) then stay bounded
+# instead of growing with the operand.
+SLICE_ELEMENTS = 1 << 18
+
+
+def _in_slices(inst, views, fps, in_names, out_name) -> bool:
+    fp_out = fps[out_name]
+    return (isinstance(inst, ir.Axpby) and not inst.atomic
+            and len(fp_out.shape) >= 1 and fp_out.shape[0] > 1
+            and fp_out.n * int(np.prod(fp_out.shape)) > SLICE_ELEMENTS
+            and all(isinstance(fps[k], mem.StridedFP) for k in (*in_names, out_name))
+            # distinct memory: slices of one buffer could read what an earlier slice wrote
+            and all(views[k].buf is not views[out_name].buf for k in in_names))
+
+
+def _axpby_sliced(inst: ir.Axpby, a_view: View, fp_a, out: View, fp_out, alpha, beta,
+                  beta_zero, ct_type: ScalarType, lanes: Lanes, check: bool, col) -> None:
+    """The same results as the whole-operand path, along the output's first mode in slices
+    of about SLICE_ELEMENTS elements."""
+    n, ct, span = lanes.n, ct_type.dtype, inst.span
+    src = fp_a.take(a_view.buf.data)  # strided views on the buffers: no copies
+    dst = fp_out.take(out.buf.data)
+    k_out = len(fp_out.shape)
+    per_row = n * int(np.prod(fp_out.shape[1:]))
+    step = max(1, SLICE_ELEMENTS // max(per_row, 1))
+    transposed = inst.trans and src.ndim == 3
+    for lo in range(0, dst.shape[1], step):
+        rows = slice(lo, lo + step)
+        part = (src[:, :, rows] if transposed else src[:, rows]).astype(ct, copy=False)
+        contrib = _scaled(alpha, _axpby(inst, [part], ct), ct, n, k_out)
+        target = dst[:, rows]
+        if beta_zero.all():
+            res = contrib
+        else:
+            res = contrib + _scaled(beta, target.astype(ct, copy=False), ct, n, k_out)
+            if beta_zero.any():
+                res = np.where(_lanes_col(beta_zero, n, k_out), contrib, res)
+        target[...] = _convert(res, ct_type, out.elem, lanes, check, col, span)
 
 
 def _convert(res, ct_type: ScalarType, elem: ScalarType, lanes, check, col, span):

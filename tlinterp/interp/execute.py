@@ -105,8 +105,11 @@ class Executor:
                     self.step_budget_exceeded(inst)
                 # Handlers raise their reports before their memory effects; what is left
                 # here (scalar faults, view checks) only guards SSA values.
-                with self.collector().checks() as col:
-                    out = self.dispatch(inst, env, lanes, col)
+                try:
+                    with self.collector().checks() as col:
+                        out = self.dispatch(inst, env, lanes, col)
+                except MemoryError:
+                    raise self.out_of_memory(inst, lanes) from None
                 if is_yield:
                     result = out
                     break
@@ -116,6 +119,24 @@ class Executor:
             for buf in allocas:  # region end: allocas die
                 buf.alive[:] = False
         return result
+
+    def out_of_memory(self, inst, lanes: Lanes) -> ExecutionError:
+        """A MemoryError of one instruction as a message that names it (an alloca: its type
+        and bytes) and suggests fewer work-groups only when there are several."""
+        per = "" if not self.check else (f", plus {mem.SHADOW_BYTES} bytes per element of "
+                                         "checking state (--no-check drops it)")
+        if isinstance(inst, ir.Alloca):
+            t = inst.type
+            nbytes = max(mem.extent(tuple(t.shape), tuple(t.stride)), 1) * t.element.dtype.itemsize
+            what = (f"out of memory at alloca %{inst.result.name} ({t}: {nbytes} bytes for "
+                    f"each of {lanes.n} work-group(s){per})")
+        else:
+            name = type(inst).__name__.lower()
+            what = f"out of memory at this {name}, running {lanes.n} lane(s){per}"
+        if self.n_groups > 1:
+            what += f"; try fewer work-groups than {self.n_groups}"
+        return ExecutionError([Diagnostic(what, inst.span, self.program.filename)],
+                              self.program.source)
 
     def dispatch(self, inst, env: Env, lanes: Lanes, col: Collector):
         """Run one instruction with its handler (the fast path hands instructions back here)."""

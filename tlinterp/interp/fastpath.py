@@ -24,6 +24,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .. import ir
+from ..ops import BOOL, FLOAT, INT, type_class
 from ..types import INDEX, ScalarType
 from . import memory as mem
 from . import scalar
@@ -65,68 +66,121 @@ def _wrap(x: int, t: ScalarType) -> int:
     return x - (1 << bits) if t.is_signed and x >> (bits - 1) else x
 
 
-_RING = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
-
-
 def binary(op: str, t: ScalarType, a, b):
     """`scalar.binary` where it is defined and cheap, else _BAIL."""
-    if t.is_float:
-        if op in _RING:
-            r = _RING[op](a, b)
-        elif b == 0 or not math.isfinite(a) or not math.isfinite(b):
-            return _BAIL
-        elif op == "div":
-            r = a / b
-        else:
-            r = math.fmod(a, b)
-        if t is ScalarType.f32:  # exact: f64 holds an f32 operation's result before rounding
-            r = _f32(r)
-            if r is _BAIL:
-                return r
-        return r if math.isfinite(r) else _BAIL
-    if t.is_bool:
-        if op in ("add", "sub", "xor"):
-            return a ^ b
-        if op in ("mul", "and"):
-            return a & b
-        return a | b if op == "or" else _BAIL
-    lo, hi = _range(t)
-    if op in _RING:
-        r = _RING[op](a, b)
-    elif op in ("and", "or", "xor"):
-        return a & b if op == "and" else (a | b if op == "or" else a ^ b)
-    elif op in ("div", "rem"):
-        if b == 0 or (a == lo and b == -1 and t.is_signed):
+    return BINARY[type_class(t)][op](t, a, b)
+
+
+def unary(op: str, t: ScalarType, a):
+    return UNARY[type_class(t)][op](t, a)
+
+
+def _general(t, *operands):
+    """Not done here: the executor runs it."""
+    return _BAIL
+
+
+# --- integers: exact in Python ints; signed overflow goes to the general path -----------------
+
+
+def _int_ring(f):
+    def run(t, a, b):
+        r = f(a, b)
+        lo, hi = _range(t)
+        if lo <= r <= hi:
+            return r
+        return _BAIL if t.is_signed else r & hi  # unsigned wraps
+    return run
+
+
+def _int_divrem(op: str):
+    def run(t, a, b):
+        if b == 0 or (t.is_signed and a == _range(t)[0] and b == -1):
             return _BAIL
         q = abs(a) // abs(b)
         if (a < 0) != (b < 0):
             q = -q  # C: truncate toward zero
         return q if op == "div" else a - q * b
-    elif op in ("shl", "shr"):
-        if b < 0 or b >= t.bits:
-            return _BAIL
-        if op == "shr":
-            return a >> b  # arithmetic for signed values, logical for unsigned (non-negative)
-        r = a << b
-    else:
+    return run
+
+
+def _shr(t, a, b):
+    if b < 0 or b >= t.bits:
         return _BAIL
-    if lo <= r <= hi:
-        return r
-    return _BAIL if t.is_signed else r & hi  # unsigned wraps; signed overflow: general path
+    return a >> b  # arithmetic for signed values, logical for unsigned (non-negative)
 
 
-def unary(op: str, t: ScalarType, a):
-    if t.is_bool:
-        return a if op == "neg" else (not a)
-    if op == "not":
-        return _wrap(~a, t) if t.is_int else _BAIL
-    if t.is_float:
-        return -a
-    r = -a
+_shifted = _int_ring(operator.lshift)
+
+
+def _shl(t, a, b):
+    return _BAIL if b < 0 or b >= t.bits else _shifted(t, a, b)
+
+
+def _int_neg(t, a):
     lo, hi = _range(t)
-    if lo <= r <= hi:
-        return r
-    return _BAIL if t.is_signed else r & hi
+    if lo <= -a <= hi:
+        return -a
+    return _BAIL if t.is_signed else -a & hi
+
+
+# --- floats: computed in f64, rounded once to f32; non-finite results go to the general path --
+
+
+def _float(f):
+    def run(t, a, b):
+        r = f(a, b)
+        if r is _BAIL:
+            return r
+        if t is ScalarType.f32:  # exact: f64 holds an f32 operation's result before rounding
+            r = _f32(r)
+            if r is _BAIL:
+                return r
+        return r if math.isfinite(r) else _BAIL
+    return run
+
+
+def _finite_divisor(f):
+    return lambda a, b: _BAIL if b == 0 or not math.isfinite(a) or not math.isfinite(b) \
+        else f(a, b)
+
+
+def _fmin(a, b):
+    """OpenCL C fmin: b if b < a, else a; a NaN operand gives the other one."""
+    return b if a != a or b < a else a
+
+
+def _fmax(a, b):
+    return b if a != a or b > a else a
+
+
+def _exact(f):
+    return lambda t, *operands: f(*operands)
+
+
+# The fast path's tables: type class -> operation (tlinterp/ops.py) -> (t, operands) -> a
+# Python scalar or _BAIL.
+BINARY = {
+    INT: {"add": _int_ring(operator.add), "sub": _int_ring(operator.sub),
+          "mul": _int_ring(operator.mul), "div": _int_divrem("div"), "rem": _int_divrem("rem"),
+          "shl": _shl, "shr": _shr, "and": _exact(operator.and_), "or": _exact(operator.or_),
+          "xor": _exact(operator.xor), "min": _exact(min), "max": _exact(max)},
+    FLOAT: {"add": _float(operator.add), "sub": _float(operator.sub),
+            "mul": _float(operator.mul), "div": _float(_finite_divisor(operator.truediv)),
+            "rem": _float(_finite_divisor(math.fmod)), "min": _float(_fmin),
+            "max": _float(_fmax)},
+    BOOL: {"add": _exact(operator.xor), "sub": _exact(operator.xor), "xor": _exact(operator.xor),
+           "mul": _exact(operator.and_), "and": _exact(operator.and_),
+           "or": _exact(operator.or_), "div": _general, "rem": _general, "shl": _general,
+           "shr": _general},
+}
+UNARY = {
+    INT: {"neg": _int_neg, "not": lambda t, a: _wrap(~a, t)},
+    FLOAT: {"neg": _exact(operator.neg)},
+    BOOL: {"neg": lambda t, a: a, "not": _exact(operator.not_)},
+}
+COMPARE = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
+           "lt": operator.lt, "le": operator.le}
 
 
 def cast(src: ScalarType, dst: ScalarType, a):
@@ -154,7 +208,7 @@ _INF = math.inf
 def binary_fn(op: str, t: ScalarType):
     """`binary` specialised for one operation and type (the common ones written out)."""
     if op in ("add", "sub", "mul") and not t.is_bool:
-        f = _RING[op]
+        f = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}[op]
         if t is ScalarType.f64:
             def run(a, b):
                 r = f(a, b)
@@ -168,11 +222,7 @@ def binary_fn(op: str, t: ScalarType):
                     return r if lo <= r <= hi else _BAIL
                 return run
             return lambda a, b: f(a, b) & hi
-    return partial(binary, op, t)
-
-
-_CMP = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
-        "lt": operator.lt, "le": operator.le}
+    return partial(BINARY[type_class(t)][op], t)
 
 
 def _int1(x) -> int:
@@ -340,7 +390,7 @@ class FastRunner:
         return self._simple(inst.result.name, dst.dtype, lambda: cast(src, dst, g()))
 
     def _compare(self, inst: ir.Compare):
-        f, t = _CMP[inst.cond], inst.type
+        f, t = COMPARE[inst.cond], inst.type
         ga, gb = self.getter(inst.lhs, t), self.getter(inst.rhs, t)
         return self._simple(inst.result.name, np.dtype(bool), lambda: bool(f(ga(), gb())))
 

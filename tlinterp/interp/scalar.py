@@ -1,4 +1,4 @@
-"""THE scalar-semantics table: (op, ScalarType) -> vectorised NumPy implementation + UB checks.
+"""THE scalar-semantics tables: (type class, op) -> vectorised NumPy implementation + UB checks.
 
 Values are NumPy arrays of the type's dtype, 0-d (uniform) or 1-d (one entry per lane).
 Each operation returns `(result, faults)` where `faults` lists `(kind, mask, what)` for lanes
@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Const
+from ..ops import BOOL, FLOAT, INT, type_class
 from ..types import ScalarType
 
 Fault = tuple[str, np.ndarray, str]
@@ -48,120 +49,152 @@ def binary(op: str, t: ScalarType, a: np.ndarray, b: np.ndarray):
     """`arith.<op> a, b : t`."""
     with np.errstate(all="ignore"):
         if t.is_bool:
-            return _bool_binary(op, a, b)
-        if t.is_float:
-            return _arr(_FLOAT[op](a, b), t), []
-        return _int_binary(op, t, a, b)
-
-
-_FLOAT = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "rem": np.fmod,
-}
-
-
-def _bool_binary(op, a, b):
-    a, b = np.asarray(a, bool), np.asarray(b, bool)
-    faults: list[Fault] = []
-    if op in ("add", "sub", "xor"):
-        r = a ^ b
-    elif op in ("mul", "and"):
-        r = a & b
-    elif op == "or":
-        r = a | b
-    elif op in ("div", "rem"):
-        faults.append(("division-by-zero", ~b, "division by zero"))
-        r = a & b if op == "div" else np.zeros(np.broadcast(a, b).shape, bool)
-    else:  # shl/shr: only an amount of 0 is in range for a 1-bit type
-        faults.append(("shift-out-of-range", b.copy(), "shift amount 1 outside [0, 1)"))
-        r = np.broadcast_to(a, np.broadcast(a, b).shape).copy()
-    return np.asarray(r, bool), faults
-
-
-def _int_binary(op, t, a, b):
-    dt = t.dtype
-    a, b = _arr(a, t), _arr(b, t)
-    faults: list[Fault] = []
-    signed = t.is_signed
-    if op == "add":
-        r = _arr(a + b, t)
-        if signed:
-            faults.append(("signed-overflow", ((a ^ r) & (b ^ r)) < 0, "signed overflow in add"))
-    elif op == "sub":
-        r = _arr(a - b, t)
-        if signed:
-            faults.append(("signed-overflow", ((a ^ b) & (a ^ r)) < 0, "signed overflow in sub"))
-    elif op == "mul":
-        r = _arr(a * b, t)
-        if signed:
-            if t.bits <= 32:
-                wide = a.astype(np.int64) * b.astype(np.int64)
-                bad = wide != r
-            else:
-                safe_a = np.where(a == 0, 1, a)
-                q = r // safe_a
-                bad = (a != 0) & ((q != b) | ((a == -1) & (b == _min(t))))
-            faults.append(("signed-overflow", bad, "signed overflow in mul"))
-    elif op in ("div", "rem"):
-        zero = b == 0
-        faults.append(("division-by-zero", zero, f"{'division' if op == 'div' else 'remainder'} "
-                                                 "by zero"))
-        bad_b = zero
-        if signed:
-            ovf = (a == _min(t)) & (b == -1)
-            faults.append(("division-overflow", ovf, f"{op} of the minimum {t} by -1"))
-            bad_b = bad_b | ovf
-        safe_b = np.where(bad_b, np.ones((), dt), b)
-        if op == "rem":
-            r = _arr(np.fmod(a, safe_b), t)  # C remainder: the dividend's sign
-        else:
-            q = a // safe_b
-            fix = (q * safe_b != a) & ((a < 0) != (safe_b < 0)) if signed else False
-            r = _arr(q + fix, t)  # truncate toward zero
-    elif op in ("shl", "shr"):
-        bits = t.bits
-        out = (b < 0) | (b >= bits) if signed else (b >= bits)
-        faults.append(("shift-out-of-range", out, f"shift amount outside [0, {bits})"))
-        sb = np.where(out, np.zeros((), dt), b)
-        if op == "shl":
-            r = _arr(np.left_shift(a, sb), t)
-            if signed:
-                faults.append(("signed-overflow", (np.right_shift(r, sb) != a) & ~out,
-                               "signed overflow in shl"))
-        else:
-            r = _arr(np.right_shift(a, sb), t)  # arithmetic for signed dtypes, logical unsigned
-    elif op == "and":
-        r = _arr(a & b, t)
-    elif op == "or":
-        r = _arr(a | b, t)
-    elif op == "xor":
-        r = _arr(a ^ b, t)
-    else:  # pragma: no cover - the IR only has the ops above
-        raise ValueError(op)
-    return r, faults
+            r, faults = BINARY[BOOL][op](t, np.asarray(a, bool), np.asarray(b, bool))
+            return np.asarray(r, bool), faults
+        r, faults = BINARY[type_class(t)][op](t, _arr(a, t), _arr(b, t))
+        return _arr(r, t), faults
 
 
 def unary(op: str, t: ScalarType, a: np.ndarray):
     """`arith.neg` / `arith.not`."""
     with np.errstate(all="ignore"):
         if t.is_bool:
-            a = np.asarray(a, bool)
-            return (a.copy() if op == "neg" else ~a), []
-        a = _arr(a, t)
-        if op == "not":
-            return _arr(~a, t), []
-        r = _arr(-a, t)
-        if t.is_signed and t.is_int:
-            return r, [("signed-overflow", a == _min(t), f"negation of the minimum {t}")]
-        return r, []
+            r, faults = UNARY[BOOL][op](t, np.asarray(a, bool))
+            return np.asarray(r, bool), faults
+        r, faults = UNARY[type_class(t)][op](t, _arr(a, t))
+        return _arr(r, t), faults
 
 
 def compare(cond: str, t: ScalarType, a: np.ndarray, b: np.ndarray):
     a, b = _arr(a, t), _arr(b, t)
-    return np.asarray(_CMP[cond](a, b), bool), []
+    return np.asarray(COMPARE[cond](a, b), bool), []
 
 
-_CMP = {"eq": np.equal, "ne": np.not_equal, "gt": np.greater, "ge": np.greater_equal,
-        "lt": np.less, "le": np.less_equal}
+def _exact(f):
+    """An operation that is defined everywhere: (t, a, b) -> (f(a, b), no faults)."""
+    return lambda t, *operands: (f(*operands), [])
+
+
+# --- integers: two's complement, wrapping in the type; UB checks ride on the arrays ---------
+
+
+def _add(t, a, b):
+    r = _arr(a + b, t)
+    return r, [("signed-overflow", ((a ^ r) & (b ^ r)) < 0, "signed overflow in add")] \
+        if t.is_signed else []
+
+
+def _sub(t, a, b):
+    r = _arr(a - b, t)
+    return r, [("signed-overflow", ((a ^ b) & (a ^ r)) < 0, "signed overflow in sub")] \
+        if t.is_signed else []
+
+
+def _mul(t, a, b):
+    r = _arr(a * b, t)
+    if not t.is_signed:
+        return r, []
+    if t.bits <= 32:
+        bad = a.astype(np.int64) * b.astype(np.int64) != r
+    else:
+        safe_a = np.where(a == 0, 1, a)
+        q = r // safe_a
+        bad = (a != 0) & ((q != b) | ((a == -1) & (b == _min(t))))
+    return r, [("signed-overflow", bad, "signed overflow in mul")]
+
+
+def _divrem(op: str):
+    def run(t, a, b):
+        zero = b == 0
+        faults: list[Fault] = [("division-by-zero", zero,
+                                f"{'division' if op == 'div' else 'remainder'} by zero")]
+        bad_b = zero
+        if t.is_signed:
+            ovf = (a == _min(t)) & (b == -1)
+            faults.append(("division-overflow", ovf, f"{op} of the minimum {t} by -1"))
+            bad_b = bad_b | ovf
+        safe_b = np.where(bad_b, np.ones((), t.dtype), b)
+        if op == "rem":
+            return _arr(np.fmod(a, safe_b), t), faults  # C remainder: the dividend's sign
+        q = a // safe_b
+        fix = (q * safe_b != a) & ((a < 0) != (safe_b < 0)) if t.is_signed else False
+        return _arr(q + fix, t), faults  # truncate toward zero
+    return run
+
+
+def _shift(op: str):
+    def run(t, a, b):
+        bits = t.bits
+        out = (b < 0) | (b >= bits) if t.is_signed else (b >= bits)
+        faults: list[Fault] = [("shift-out-of-range", out, f"shift amount outside [0, {bits})")]
+        sb = np.where(out, np.zeros((), t.dtype), b)
+        if op == "shr":  # arithmetic for signed dtypes, logical for unsigned ones
+            return _arr(np.right_shift(a, sb), t), faults
+        r = _arr(np.left_shift(a, sb), t)
+        if t.is_signed:
+            faults.append(("signed-overflow", (np.right_shift(r, sb) != a) & ~out,
+                           "signed overflow in shl"))
+        return r, faults
+    return run
+
+
+def _neg(t, a):
+    r = _arr(-a, t)
+    return r, [("signed-overflow", a == _min(t), f"negation of the minimum {t}")] \
+        if t.is_signed else []
+
+
+# --- floats: IEEE in the type, no faults ------------------------------------------------------
+
+
+def _fmin(a, b):
+    """OpenCL C fmin: b if b < a, else a; a NaN operand gives the other one."""
+    return np.where(np.isnan(a) | (b < a), b, a)
+
+
+def _fmax(a, b):
+    return np.where(np.isnan(a) | (b > a), b, a)
+
+
+# --- i1: C's bool, an unsigned 1-bit type ----------------------------------------------------
+
+
+def _bool_divrem(op: str):
+    def run(t, a, b):
+        r = a & b if op == "div" else np.zeros(np.broadcast(a, b).shape, bool)
+        return r, [("division-by-zero", ~b, "division by zero")]
+    return run
+
+
+def _bool_shift(t, a, b):  # only an amount of 0 is in range for a 1-bit type
+    return np.broadcast_to(a, np.broadcast(a, b).shape).copy(), [
+        ("shift-out-of-range", b.copy(), "shift amount 1 outside [0, 1)")]
+
+
+# THE semantics tables: type class -> operation (tlinterp/ops.py) -> (t, operands) ->
+# (result, faults). i1 has entries beyond the checker's rule: docs/semantics.md gives every
+# operation a meaning on C's bool.
+BINARY = {
+    INT: {"add": _add, "sub": _sub, "mul": _mul, "div": _divrem("div"), "rem": _divrem("rem"),
+          "shl": _shift("shl"), "shr": _shift("shr"), "and": _exact(np.bitwise_and),
+          "or": _exact(np.bitwise_or), "xor": _exact(np.bitwise_xor),
+          "min": _exact(np.minimum), "max": _exact(np.maximum)},
+    FLOAT: {"add": _exact(np.add), "sub": _exact(np.subtract), "mul": _exact(np.multiply),
+            "div": _exact(np.divide), "rem": _exact(np.fmod), "min": _exact(_fmin),
+            "max": _exact(_fmax)},
+    BOOL: {"add": _exact(np.logical_xor), "sub": _exact(np.logical_xor),
+           "xor": _exact(np.logical_xor), "mul": _exact(np.logical_and),
+           "and": _exact(np.logical_and), "or": _exact(np.logical_or),
+           "div": _bool_divrem("div"), "rem": _bool_divrem("rem"), "shl": _bool_shift,
+           "shr": _bool_shift},
+}
+UNARY = {
+    INT: {"neg": _neg, "not": _exact(np.invert)},
+    FLOAT: {"neg": _exact(np.negative)},
+    BOOL: {"neg": _exact(np.copy), "not": _exact(np.logical_not)},
+}
+COMPARE = {"eq": np.equal, "ne": np.not_equal, "gt": np.greater, "ge": np.greater_equal,
+           "lt": np.less, "le": np.less_equal}
 
 
 def cast(src: ScalarType, dst: ScalarType, a: np.ndarray):

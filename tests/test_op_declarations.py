@@ -1,0 +1,223 @@
+"""Every scalar operation declared in tlinterp/ops.py is handled by every pass.
+
+The static passes derive from the table (grammar, parser words, checker rule, result type,
+generator lists, profiles); the semantics live in one table per pass keyed by the same names
+and type classes. `missing()` names, for each declared (operation, type class), the passes
+without an entry: NumPy semantics, the fast path, OpenCL C, value ranges, the generator, a
+corpus case with an independent reference, and the row of docs/semantics.md. The planted rows
+at the end show that it reports exactly the passes that lack one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tlinterp
+from fuzz.conform.corpus import default_corpus, load_corpus
+from fuzz.gen import core as gen_core
+from fuzz.gen import ranges
+from fuzz.gen.params import GenParams
+from fuzz.profiles import load as load_profile
+from fuzz.profiles import names as profile_names
+from tlgpu.lowering import scalar as lower_scalar
+from tlinterp import ops, typerules
+from tlinterp.diagnostics import SourceError
+from tlinterp.interp import fastpath
+from tlinterp.interp import scalar as interp_scalar
+from tlinterp.ops import BINARY, BOOL, COMPARE, FLOAT, INT, UNARY, ScalarOp
+from tlinterp.printer import format_program
+from tlinterp.types import ScalarType
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = {INT: ScalarType.i32, FLOAT: ScalarType.f32, BOOL: ScalarType.i1}
+WORDS = {INT: "integer", FLOAT: "float", BOOL: "i1"}
+
+
+def _semantics(module) -> Callable[[ScalarOp, str], bool]:
+    """A pass whose tables are BINARY/UNARY[type class][name] and COMPARE[name]."""
+    def has(o: ScalarOp, cls: str) -> bool:
+        if o.family == COMPARE:
+            return o.name in module.COMPARE
+        return o.name in getattr(module, o.family.upper()).get(cls, {})
+    return has
+
+
+def _ranges(o: ScalarOp, cls: str) -> bool:
+    if o.family == COMPARE or cls == BOOL:
+        return True  # results in [0, 1]
+    return o.name in _range_table(o, cls)
+
+
+def _range_table(o: ScalarOp, cls: str) -> dict:
+    return {(BINARY, INT): ranges.INT_BINARY, (BINARY, FLOAT): ranges.FLOAT_BINARY,
+            (UNARY, INT): ranges.INT_UNARY, (UNARY, FLOAT): ranges.FLOAT_UNARY}[o.family, cls]
+
+
+def _generator(o: ScalarOp, cls: str) -> bool:
+    """Generated on the class, or explicitly without a range model there (then never)."""
+    if o.family == COMPARE:
+        return o.name in gen_core._CONDS
+    if cls != BOOL and _range_table(o, cls).get(o.name) is ranges.NO_MODEL:
+        return True
+    g = gen_core.CoreGenerator(random.Random(0), GenParams(), "k")
+    return o.name in g.op_names(o.family, EXAMPLE[cls])
+
+
+@cache
+def _corpus_coverage() -> frozenset:
+    """(mnemonic, type class) of every valid corpus case's tags."""
+    out = set()
+    for case in load_corpus(default_corpus()):
+        if case.kind != "valid":
+            continue
+        classes = {ops.type_class(ScalarType(t)) for t in case.tags["type"]}
+        out.update(itertools.product(case.tags["instruction"], classes))
+    return frozenset(out)
+
+
+def _corpus(o: ScalarOp, cls: str) -> bool:
+    return (o.mnemonic, cls) in _corpus_coverage()
+
+
+def doc_rows() -> dict[str, tuple[set, set]]:
+    """docs/semantics.md's table of scalar operations: mnemonic -> (type words, UB kinds)."""
+    text = (ROOT / "docs" / "semantics.md").read_text(encoding="utf-8")
+    rows = {}
+    for m in re.finditer(r"^\| `((?:arith|cmp)\.\w+)` \| ([^|]+) \| ([^|]+) \|$", text, re.M):
+        kinds = {k.strip() for k in m.group(3).split(",")} - {"—"}
+        rows[m.group(1)] = ({w.strip() for w in m.group(2).split(",")}, kinds)
+    return rows
+
+
+def _docs(o: ScalarOp, cls: str) -> bool:
+    return doc_rows().get(o.mnemonic) == ({WORDS[c] for c in o.accepts}, set(o.ub))
+
+
+PASSES: dict[str, Callable[[ScalarOp, str], bool]] = {
+    "numpy": _semantics(interp_scalar),
+    "fast path": _semantics(fastpath),
+    "OpenCL C": _semantics(lower_scalar),
+    "value ranges": _ranges,
+    "generator": _generator,
+    "corpus": _corpus,
+    "docs": _docs,
+}
+
+
+def missing() -> dict[tuple[str, str], list[str]]:
+    """(mnemonic, type class) -> the passes without an entry for it."""
+    out = {}
+    for o in ops.OPS:
+        for cls in sorted(o.accepts):
+            gone = [name for name, has in PASSES.items() if not has(o, cls)]
+            if gone:
+                out[o.mnemonic, cls] = gone
+    return out
+
+
+def test_every_declared_operation_has_an_entry_in_every_pass():
+    assert missing() == {}
+
+
+def test_a_planted_operation_is_missing_in_exactly_the_passes_without_its_entries(monkeypatch):
+    fake = ScalarOp(BINARY, "fake", frozenset({INT}))
+    monkeypatch.setattr(ops, "OPS", ops.OPS + (fake,))
+    assert missing() == {("arith.fake", INT): list(PASSES)}
+
+
+def test_a_removed_entry_is_reported_for_its_pass_and_class_only(monkeypatch):
+    monkeypatch.delitem(fastpath.BINARY[FLOAT], "min")
+    monkeypatch.delitem(ranges.INT_UNARY, "not")
+    assert missing() == {("arith.min", FLOAT): ["fast path"],
+                         ("arith.not", INT): ["value ranges", "generator"]}
+
+
+def test_no_range_model_is_an_explicit_entry_the_generator_respects(monkeypatch):
+    monkeypatch.setitem(ranges.INT_BINARY, "max", ranges.NO_MODEL)
+    g = gen_core.CoreGenerator(random.Random(0), GenParams(), "k")
+    assert "max" not in g.op_names(BINARY, ScalarType.i64)
+    assert "min" in g.op_names(BINARY, ScalarType.i64)
+    assert missing() == {}
+
+
+def _kernel(o: ScalarOp, t: ScalarType) -> str:
+    operands = ", ".join(["%a"] * o.arity)
+    return f"func @k(%a: {t}) {{\n  %r = {o.mnemonic} {operands} : {t}\n}}\n"
+
+
+@pytest.mark.parametrize("o", ops.OPS, ids=lambda o: o.mnemonic)
+def test_the_static_passes_follow_the_row(o):
+    """Parsed, printed back and checked on every type: accepted exactly on the declared type
+    classes, otherwise rejected with the row's message; the result type is the row's."""
+    for t in ScalarType:
+        text = _kernel(o, t)
+        program = tlinterp.parse(text)
+        assert format_program(program) == text
+        cls = ops.type_class(t)
+        if cls in o.accepts:
+            tlinterp.check(program)
+            assert typerules.result_types(program.functions[0].body.instructions[0]) \
+                == (ScalarType.i1 if o.family == COMPARE else t,)
+        else:
+            with pytest.raises(SourceError) as e:
+                tlinterp.check(program)
+            assert [d.message for d in e.value.diagnostics] == [ops.type_error(o, t)]
+
+
+def _edges(t: ScalarType) -> list:
+    lo, hi = ranges.type_range(t).lo, ranges.type_range(t).hi
+    return sorted({lo, lo + 1, -1 if lo else 2, 0, 1, 3, t.bits, t.bits - 1, hi - 1, hi})
+
+
+@pytest.mark.parametrize("o", [o for o in ops.OPS if o.family != COMPARE],
+                         ids=lambda o: o.mnemonic)
+def test_the_declared_undefined_behaviour_is_what_the_semantics_reports(o):
+    """Over the edge values of every integer type, the NumPy semantics reports exactly the
+    row's kinds (each one somewhere, no other); floats report none."""
+    seen = set()
+    for t in ScalarType:
+        if t.is_bool or ops.type_class(t) not in o.accepts:
+            continue
+        vals = np.array([0.0, -0.0, 1.5, -2.0, np.inf, np.nan], t.dtype) if t.is_float \
+            else np.array(_edges(t), dtype=object).astype(t.dtype)
+        a, b = (np.array(p, t.dtype) for p in zip(*itertools.product(vals, repeat=2)))
+        _, faults = interp_scalar.binary(o.name, t, a, b) if o.family == BINARY \
+            else interp_scalar.unary(o.name, t, vals)
+        kinds = {k for k, mask, _ in faults if np.any(mask)}
+        assert not (t.is_float and kinds), (t, kinds)
+        seen |= kinds
+    assert seen == set(o.ub)
+
+
+def test_extensions_are_excludable_and_excluded_for_tinytc_0_3_1():
+    assert set(ops.extensions()) == {"arith.min", "arith.max"}
+    tinytc = [n for n in profile_names() if n.startswith("tinytc-0.3.1")]
+    assert tinytc
+    for name in tinytc:
+        profile = load_profile(name)
+        assert set(ops.extensions()) <= profile.exclude_instructions, name
+        g = gen_core.CoreGenerator(random.Random(0), profile.restrict(GenParams()), "k")
+        for t in (ScalarType.i32, ScalarType.f64):
+            assert not {"min", "max"} & set(g.op_names(BINARY, t)), (name, t)
+    g = gen_core.CoreGenerator(random.Random(0), load_profile("all").restrict(GenParams()), "k")
+    assert {"min", "max"} <= set(g.op_names(BINARY, ScalarType.f64))
+
+
+def test_type_error_messages_name_what_the_row_accepts():
+    only_i1 = ScalarOp(BINARY, "x", frozenset({BOOL}))
+    only_float = ScalarOp(UNARY, "y", frozenset({FLOAT}))
+    assert ops.type_error(only_i1, ScalarType.i32) == "'arith.x' needs i1, got i32"
+    assert ops.type_error(only_float, ScalarType.u8) == "'arith.y' needs a floating-point " \
+                                                        "type, got u8"
+    assert ops.type_error(ops.find(BINARY, "min"), ScalarType.i1) == (
+        "'arith.min' is not defined on i1 (no arithmetic on booleans; and, or, xor and not are)")
+    assert ops.type_error(ops.find(COMPARE, "lt"), ScalarType.i1) == (
+        "'cmp.lt' is not defined on i1 (booleans have no order; use cmp.eq or cmp.ne)")

@@ -1,0 +1,38 @@
+"""Text from another program (an implementation's messages and output, its name, a device's
+name) made safe to show: control characters (terminal escape codes among them) spelled as
+`\\x1b`, so a report never moves the cursor, recolours or clears a terminal, and never holds
+characters an XML report cannot; and, for rich, its markup brackets escaped, so `[/]` or
+`[/usr/include/foo]` is shown as written instead of ending the report in a MarkupError.
+Every report of the three tools passes foreign text through `shown` (plain text) or
+`for_rich` (a rich string) - one place for the rule."""
+
+from __future__ import annotations
+
+import re
+
+# C0 controls but tab and newline, DEL, C1 controls (U+0080-U+009F: 8-bit CSI and friends)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def shown(text: object) -> str:
+    """`text` (str() of it) with every control character but tab and newline as `\\xNN`."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def for_rich(text: object) -> str:
+    """`shown(text)` with rich's markup escaped: safe inside a string rich renders."""
+    from rich.markup import escape
+
+    return escape(shown(text))
+
+
+# terminal control sequences (colours, titles, cursor moves: CSI, OSC and two-byte escapes)
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def printable(text: str) -> str:
+    """An implementation's captured output as it may appear in a report, a log or a terminal:
+    colour and other terminal control sequences removed (a coloured `FILE:LINE.COL-COL:
+    message` still reads as one), every other control character but tab and newline shown as
+    `\\xNN` (`shown`)."""
+    return shown(_ESCAPES.sub("", text.replace("\r\n", "\n")))
