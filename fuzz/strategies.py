@@ -106,7 +106,7 @@ def to_program(functions: list[ir.Function], filename: str = "<fuzz>",
     from tlinterp.printer import format_program
 
     text = format_program(ir.Program(tuple(functions), filename), spellings)
-    program = tlinterp.parse(text, filename)
+    program = tlinterp.parse(text, filename, lang="v0.3")  # the printer writes v0.3
     tlinterp.check(program)
     return program
 

@@ -139,7 +139,7 @@ def test_foreign_opencl_c_gets_its_arguments_in_the_interleaved_order(tmp_path):
 def _dynamic(case) -> bool:
     """Whether a case's function has an argument with a `?` size, stride or offset."""
     try:
-        program = tlinterp.check(tlinterp.parse(case.source()))
+        program = tlinterp.check(tlinterp.parse(case.source(), lang=case.lang))
     except tlinterp.TLError:
         return False
     for fn in program.functions:

@@ -192,7 +192,7 @@ def ignores_strides(source, args, func=None, groups=None):
 
 
 def _uses_matrix_transpose(case) -> bool:
-    for inst in walk(tlinterp.parse(case.source()).function(case.func).body):
+    for inst in walk(tlinterp.parse(case.source(), lang=case.lang).function(case.func).body):
         if isinstance(inst, BLAS):
             flags = [(getattr(inst, "trans", False) or getattr(inst, "trans_a", False),
                       inst.a_type),
@@ -203,7 +203,7 @@ def _uses_matrix_transpose(case) -> bool:
 
 
 def _strided_arguments(case) -> bool:
-    function = tlinterp.parse(case.source()).function(case.func)
+    function = tlinterp.parse(case.source(), lang=case.lang).function(case.func)
     return bool(_non_canonical_args(function, case.args()))
 
 

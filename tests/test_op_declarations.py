@@ -157,9 +157,9 @@ def _kernel(o: ScalarOp, t: ScalarType) -> str:
 def test_the_static_passes_follow_the_row(o):
     """Parsed, printed back and checked on every type: accepted exactly on the declared type
     classes, otherwise rejected with the row's message; the result type is the row's."""
-    for t in V03_SCALARS:
+    for t in V03_SCALARS:  # the v0.3 spellings (v0.4 types: tests/test_parser_v04.py)
         text = _kernel(o, t)
-        program = tlinterp.parse(text)
+        program = tlinterp.parse(text, lang="v0.3")
         assert format_program(program) == text
         cls = ops.type_class(t)
         if cls in o.accepts:
@@ -183,7 +183,7 @@ def test_the_declared_undefined_behaviour_is_what_the_semantics_reports(o):
     """Over the edge values of every integer type, the NumPy semantics reports exactly the
     row's kinds (each one somewhere, no other); floats report none."""
     seen = set()
-    for t in V03_SCALARS:
+    for t in V03_SCALARS:  # the v0.3 spellings (v0.4 types: tests/test_parser_v04.py)
         if t.is_bool or ops.type_class(t) not in o.accepts:
             continue
         vals = np.array([0.0, -0.0, 1.5, -2.0, np.inf, np.nan], t.dtype) if t.is_float \

@@ -41,7 +41,7 @@ def lowered_dir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("lowered")
     for case in load_corpus(default_corpus()):
         try:
-            program = tlinterp.check(tlinterp.parse(case.source()))
+            program = tlinterp.check(tlinterp.parse(case.source(), lang=case.lang))
         except tlinterp.TLError:
             continue
         digest = hashlib.sha1(case.kernel.read_bytes()).hexdigest()

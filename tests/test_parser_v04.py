@@ -376,3 +376,40 @@ def test_a_v04_program_with_v03_equivalents_runs(tmp_path):
            "        store %b, %y[%i]\n    }\n}\n")
     out = run(src, {"x": np.arange(16, dtype=np.float32), "y": np.zeros(16, np.float32)})
     np.testing.assert_array_equal(out["y"], 2 * np.arange(16, dtype=np.float32))
+
+
+def test_a_mixed_file_without_lang_is_one_error_at_the_foreign_construct():
+    src = V04.replace("%x = load %a[%c0] : f32", "%x = load %a[%c0] : f32\n"
+                      "    %y = cmp.lt %x, %x : f32")
+    with pytest.raises(SourceError) as e:
+        parse(src, "mixed.tl")  # the first marker (constant) makes it v0.4
+    [d] = e.value.diagnostics
+    assert str(d.span) == "4.10-15" and "v0.3 syntax" in d.message
+
+
+# --- corpus/v04 (the v0.4 test kernels) ------------------------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+V04_CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "v04"
+
+
+@pytest.mark.parametrize("path", sorted((V04_CORPUS / "valid").glob("*.tl")), ids=lambda p: p.name)
+def test_corpus_v04_valid_kernels_check(path):
+    from tlinterp import check
+
+    check(parse(path.read_text(encoding="utf-8"), str(path), lang="v0.4"))
+
+
+@pytest.mark.parametrize("path", sorted((V04_CORPUS / "invalid").glob("*.tl")),
+                         ids=lambda p: p.name)
+def test_corpus_v04_invalid_kernels_fail_on_their_first_expected_line(path):
+    import re
+
+    from tlinterp import check
+
+    text = path.read_text(encoding="utf-8")
+    lines = {int(m) for m in re.findall(r"^; expect: (\d+)\.", text, re.M)}
+    with pytest.raises(SourceError) as e:
+        check(parse(text, str(path), lang="v0.4"))
+    assert lines and {d.span.line for d in e.value.diagnostics if d.span} & lines

@@ -241,7 +241,8 @@ def corpus_programs() -> list[tuple[str, ir.Program]]:
     out = []
     for case in load_corpus(default_corpus()):
         try:
-            out.append((case.id, tlinterp.check(tlinterp.parse(case.source()))))
+            out.append((case.id, tlinterp.check(tlinterp.parse(case.source(),
+                                                                 lang=case.lang))))
         except tlinterp.TLError:
             continue
     return out

@@ -39,11 +39,15 @@ def _config(options: ImplOptions):
 
 
 def _program(job: Job):
+    from tlinterp.frontend import executable
+
     if job.program is not None:
-        return job.program
+        return executable(job.program)
     import tlinterp
 
-    return tlinterp.check(tlinterp.parse(job.source, filename=job.filename))
+    # a v0.4 program runs in its v0.3 form, or is refused as not yet executable
+    return executable(tlinterp.check(tlinterp.parse(job.source, filename=job.filename,
+                                                    lang=job.lang)))
 
 
 class _OnADevice:

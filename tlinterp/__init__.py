@@ -24,8 +24,6 @@ def parse(text: str, filename: str = "<input>", lang=None):
     from .frontend import parse as _parse
 
     expect("parse", "filename", filename, str, "a file name (str)", optional=False)
-    if lang not in (None, "v0.3", "v0.4"):
-        raise TypeError(f"parse(): lang must be None, 'v0.3' or 'v0.4', got {lang!r}")
     return _parse(text, filename=filename, lang=lang)
 
 

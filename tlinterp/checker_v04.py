@@ -119,7 +119,7 @@ def _component(t: Type) -> Optional[ScalarType]:
 
 def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> ir.Program:
     """Return `program` if it obeys v0.4's rules, else raise `SourceError` with every error."""
-    errors: list[tuple[str, Optional[Span]]] = []
+    errors: list[tuple[str, Optional[Span]]] = list(program.pending)
     seen: set[str] = set()
     for f in program.functions:
         if f.name in seen:

@@ -14,12 +14,12 @@
 command template, or one another package registers.
 
 Warnings go to stderr and leave the exit status alone; `--werror` makes them errors (exit 2).
-Exit statuses: EXIT_STATUSES below (`tlrun --help` lists them). Code (--emit) goes to stdout;
-diagnostics, the run summary and the line saying what --out wrote go to stderr.
 `--lang` names the input's tensor-language version (else it is detected from markers, or the
 error asks for it); with `--emit ir` it names the OUTPUT version and `--from` the input's.
 A v0.4 program using a construct the interpreter does not execute yet is refused with
 "not yet executable: CONSTRUCT at L.C-C" and exit status 2 (`--check`/`--emit ir` work).
+Exit statuses: EXIT_STATUSES below (`tlrun --help` lists them). Code (--emit) goes to stdout;
+diagnostics, the run summary and the line saying what --out wrote go to stderr.
 """
 
 from __future__ import annotations
@@ -68,9 +68,8 @@ EXAMPLES = (
 EXIT_STATUSES = (
     (0, "success"),
     (1, "undefined behaviour or a run-time failure (step budget, memory, timeout)"),
-    (2, "the source, the arguments or the implementation setup was rejected, or a usage "
-        "error (also: a v0.4 construct not yet executable, or with no equivalent in --emit's "
-        "version)"),
+    (2, "the source, the arguments or the implementation setup was rejected, or a usage error; "
+        "also a v0.4 construct not yet executable, or without equivalent in --emit's version"),
     (3, "an internal error (a bug: please report it)"),
     (130, "interrupted (Ctrl-C)"),
 )
@@ -143,11 +142,11 @@ def _parser() -> argparse.ArgumentParser:
                             "(--lowering applies on top); the search goes to stderr")
     g.output.add_argument("--emit", choices=["ir", "opencl"],
                           help="print canonical IR or OpenCL C (stdout)")
-    g.run.add_argument("--lang", choices=["v0.3", "v0.4"],
-                       help="tensor-language version of the input (with --emit ir: of the "
-                            "output; default: the input's)")
-    g.run.add_argument("--from", dest="from_lang", choices=["v0.3", "v0.4"],
-                       help="with --emit ir: version of the input (default: detected)")
+    g.output.add_argument("--lang", choices=["v0.3", "v0.4"],
+                          help="tensor-language version of the input (with --emit ir: of the "
+                               "output; default: the input's)")
+    g.output.add_argument("--from", dest="from_lang", choices=["v0.3", "v0.4"],
+                          help="with --emit ir: version of the input (default: detected)")
     g.output.add_argument("--out", metavar="OUT.npz",
                           help="write memref/group arguments after the run (says so on stderr)")
     add_verbosity(g.output, verbose="opencl: also show compiler warnings and driver output",

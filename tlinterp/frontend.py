@@ -67,28 +67,37 @@ def _parse(text: str, filename: str, lang: str) -> ir.Program:
     if lang == "v0.3":
         from .parser import parse as parse03
 
-        parse_one = parse03
-    else:
-        from .parser_v04 import parse as parse04
+        try:
+            return parse03(text, filename)
+        except SourceError as e:
+            raise _explained(e, text, filename, lang) from None
+    from .parser_v04 import parse as parse04
 
-        parse_one = parse04
-        if _PREPROCESSOR.search(blank_comments(text)):
-            text = _preprocess(text, filename)
-    try:
-        return parse_one(text, filename)
-    except SourceError as e:
-        raise _explained(e, text, filename, lang) from None
+    if not _PREPROCESSOR.search(blank_comments(text)):
+        try:
+            return parse04(text, filename)
+        except SourceError as e:
+            raise _explained(e, text, filename, lang) from None
+    return _parse_preprocessed(text, filename, parse04)
 
 
-def _preprocess(text: str, filename: str) -> str:
-    try:  # by name: the preprocessor is a separate module (another branch), maybe absent here
-        pre = importlib.import_module("tlinterp.preprocess")
+def _parse_preprocessed(text: str, filename: str, parse04) -> ir.Program:
+    """v0.4 text with `$name` definitions or `!calc`: expanded first; a parse error in the
+    expansion is reported at the original text's range (the program keeps the expanded text
+    as its source, so later diagnostics quote what was checked)."""
+    try:  # by name: no import edge back into the package's front door
+        pre_mod = importlib.import_module("tlinterp.preprocess")
     except ImportError:
         raise SourceError([Diagnostic("this v0.4 file uses the preprocessor ($name "
                                       "definitions, !calc), which this build lacks", None,
                                       filename)]) from None
-    out = pre.preprocess(text)
-    return out[0] if isinstance(out, tuple) else out
+    pre = pre_mod.preprocess(text, filename=filename)
+    try:
+        return parse04(pre.text, filename)
+    except SourceError as e:
+        diags = [Diagnostic(d.message, pre.original_span(d.span) if d.span else None,
+                            d.filename, d.severity) for d in e.diagnostics]
+        raise SourceError(diags, text) from None
 
 
 def _explained(e: SourceError, text: str, filename: str, lang: str) -> SourceError:

@@ -768,6 +768,9 @@ class Program:
     filename: str = field(default="<input>", compare=False)
     source: str = field(default="", compare=False, repr=False)
     lang: Optional[str] = field(default=None, compare=False)  # "v0.3"/"v0.4": as parsed
+    # v0.4: (message, span) of the result-type rules the parser checked, reported by the
+    # checker with its other errors
+    pending: list = field(default_factory=list, compare=False, repr=False)
 
     def function(self, name: Optional[str] = None) -> Function:
         """The named function (without '@'), or the only one when `name` is None."""

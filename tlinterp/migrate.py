@@ -183,19 +183,19 @@ class _ToV04:
         if isinstance(inst, ir.Compare):
             self.check_type(inst.type, inst.span)
             lhs, rhs = v(inst.lhs, inst.type), v(inst.rhs, inst.type)
-            if inst.type is ScalarType.i1:
-                # v0.4 compares numbers only: p != q is p xor q, p == q is not (p xor q)
+            if inst.type is ScalarType.i1 and inst.cond in ("eq", "ne"):
+                # v0.4 compares numbers only: bool (in)equality is xor (and not)
                 if inst.cond == "ne":
                     return ir.Arith(inst.result, "xor", lhs, rhs, inst.type, inst.span)
-                x = self.fresh("b")
-                self.pre.append(ir.Arith(x, "xor", lhs, rhs, inst.type, inst.span))
-                return ir.ArithUnary(inst.result, "not", x, inst.type, inst.span)
+                d = self.fresh("b")
+                self.pre.append(ir.Arith(d, "xor", lhs, rhs, inst.type, inst.span))
+                return ir.ArithUnary(inst.result, "not", d, inst.type, inst.span)
             return rep(inst, lhs=lhs, rhs=rhs)
         if isinstance(inst, ir.Cast):
             if inst.to_type is ScalarType.i1:
                 self.error("a cast to i1 (v0.4's bool is not a number)", inst.span)
-            if inst.from_type is ScalarType.i1:
-                self.error("a cast from i1 (v0.4's bool is not a number)", inst.span)
+            elif inst.from_type is ScalarType.i1:
+                return self.select(inst)
             self.check_type(inst.to_type, inst.span)
             self.check_type(inst.from_type, inst.span)
             return rep(inst, operand=v(inst.operand, inst.from_type))
@@ -238,6 +238,21 @@ class _ToV04:
         if isinstance(inst, ir.V04_REGION_INSTRUCTIONS):
             return rep(inst, body=self.region(inst.body))
         return inst  # GroupId, GroupSize, Size, Barrier and the v0.4 instructions
+
+    def select(self, inst: ir.Cast) -> ir.If:
+        """`cast %b : i1 -> T` (v0.4's bool has no casts) as
+        `if %b -> (T) { yield (1) } else { yield (0) }` with constants of type T."""
+        self.check_type(inst.to_type, inst.span)
+        t = inst.to_type
+        regions = []
+        for value in (1, 0):
+            c = self.fresh()
+            lit = Const(float(value), True, inst.span) if t.is_float or t.is_complex \
+                else Const(value, False, inst.span)
+            regions.append(ir.Region([ir.Constant(c, lit, t, inst.span),
+                                      ir.Yield((c,), (t,), inst.span)], inst.span))
+        return ir.If((inst.result,), self.value(inst.operand, ScalarType.i1), (t,), regions[0],
+                     regions[1], inst.span)
 
     def view(self, inst):
         """v0.3 slices -> offset:size; the result type (local when the operand is)."""

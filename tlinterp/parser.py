@@ -148,7 +148,8 @@ def _parse_functions(text: str, filename: str, builder_class: type) -> ir.Progra
         pos = node.end
     if builder.diags:
         raise SourceError(builder.diags, text)
-    return ir.Program(tuple(functions), filename=filename, source=text, lang=builder.LANG)
+    return builder.finish(ir.Program(tuple(functions), filename=filename, source=text,
+                                     lang=builder.LANG))
 
 
 def _parse_deep(text: str, filename: str, depth: int, builder: type) -> ir.Program:
@@ -362,6 +363,10 @@ class _Builder:
 
     def expected(self, names: list[str], extra: list[str]) -> str:
         return expected_message(names, extra)
+
+    def finish(self, program: ir.Program) -> ir.Program:
+        """The parsed program (a subclass may attach what it found for the checker)."""
+        return program
 
     def __init__(self, text: str, filename: str):
         self.text = text

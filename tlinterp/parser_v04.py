@@ -91,6 +91,7 @@ class _Builder04(_Builder):
         # integer `constant` values by name: a view's derived type uses them as static sizes
         # (as tinytc does), so `subview %A[%c0:%c16]` has a static mode of 16
         self.known: dict[str, Const] = {}
+        self.late: list[tuple[str, Optional[Span]]] = []  # result-type errors: the checker's
 
     def expected(self, names_: list[str], extra: list[str]) -> str:
         return expected_message(names_, extra, GRAMMAR, _V04_COLLAPSES, _V04_WORDS)
@@ -118,11 +119,15 @@ class _Builder04(_Builder):
         if UNKNOWN in (written, want) or written == want or _weakens(written, want):
             if isinstance(written, MemrefType) and isinstance(want, MemrefType) \
                     and written.space != want.space:
-                self.error(f"{what} has address space {want.space}, written "
-                           f"{written.space}", span)
+                self.late.append((f"{what} has address space {want.space}, written "
+                                  f"{written.space}", span))
             return
-        self.error(f"result type {written} does not match {want}, the type {what} gives",
-                   span)
+        self.late.append((f"result type {written} does not match {want}, the type {what} "
+                          "gives", span))
+
+    def finish(self, program: ir.Program) -> ir.Program:
+        program.pending = [(names.v04_words(m), s) for m, s in self.late]
+        return program
 
     # terminals ------------------------------------------------------------------------------
 
@@ -308,7 +313,7 @@ class _Builder04(_Builder):
         try:
             want = typerules.result_types(self.folded(inst))[0]
         except (typerules.TypeRuleError, AttributeError, TypeError, IndexError) as e:
-            self.error(str(getattr(e, "message", e)), inst.span)
+            self.late.append((str(getattr(e, "message", e)), inst.span))
             return
         if isinstance(want, MemrefType) and isinstance(inst.type, MemrefType):
             want = MemrefType(want.element, want.shape, want.stride, inst.type.space)

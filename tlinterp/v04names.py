@@ -4,8 +4,9 @@ printer, checker and migration read.
 v0.4 writes its scalar operations without the v0.3 prefixes (`add`, not `arith.add`; `equal`,
 not `cmp.eq`) and adds operations v0.3 lacks (`min`, `max`, `abs`, `conj`, `re`, `im`, the math
 functions).  All are op names of the existing classes ir.Arith / ir.ArithUnary / ir.Compare;
-the sets below are what v0.4 adds to the operations of tlinterp/ops.py.  They are kept here,
-in one place, so that they fold into one declaration table of the scalar operations.
+the sets below are v0.4's spellings; the operations tlinterp/ops.py does not declare yet (the
+v0.4-only unary and math operations) are what the interpreter cannot run and v0.3 cannot
+print.  They are kept here, in one place, to fold into ops.py's table.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ COMPARE = {"equal": "eq", "not_equal": "ne", "greater_than": "gt", "greater_than
            "less_than": "lt", "less_than_equal": "le"}
 COMPARE_SPELLING = {v: k for k, v in COMPARE.items()}
 
-# IR op names v0.3 has no spelling for
-V04_ONLY_BINARY = frozenset(ARITH_BINARY) - {o.name for o in ops.OPS if o.family == ops.BINARY}
-V04_ONLY_UNARY = frozenset(UNARY) - {o.name for o in ops.OPS if o.family == ops.UNARY}
+# IR op names the scalar-operation table (tlinterp/ops.py) does not declare: no v0.3 spelling
+# (not even as an extension) and no interpreter semantics yet
+V04_ONLY_BINARY = frozenset(ARITH_BINARY) - frozenset(ops.names(ops.BINARY))
+V04_ONLY_UNARY = frozenset(UNARY) - frozenset(ops.names(ops.UNARY))
 
 BUILTINS_XYZ = ("group_id", "num_groups", "num_subgroups", "subgroup_id")
 BUILTINS_PLAIN = ("subgroup_size", "subgroup_linear_id", "subgroup_local_id")

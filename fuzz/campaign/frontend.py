@@ -60,7 +60,7 @@ def frontend_problem(text: str, args: dict, groups: int, max_steps: int = 20000
     from tlinterp.interp import run
 
     try:
-        program = tlinterp.parse(text, "<mutant>")
+        program = tlinterp.parse(text, "<mutant>", lang="v0.3")  # mutants of v0.3 text
         tlinterp.check(program)
         if len(program.functions) == 1:
             run(program, args, groups=groups, max_steps=max_steps)

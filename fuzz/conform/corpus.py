@@ -53,6 +53,12 @@ class Case:
         return self.meta.get("groups")
 
     @property
+    def lang(self) -> str:
+        """The tensor-language version of the kernel: the case's "lang", else v0.3 (the corpus
+        was written in v0.3; a kernel such as `%a: f16` is a v0.3 error, not a v0.4 program)."""
+        return self.meta.get("lang", "v0.3")
+
+    @property
     def tags(self) -> dict[str, list[str]]:
         return self.meta.get("tags") or {}
 
@@ -223,7 +229,7 @@ def apply_profile(cases: list[Case], profile) -> tuple[list[Case], list[tuple[Ca
     skipped: list[tuple[Case, str]] = []
     for case in cases:
         try:
-            program = parse(case.source(), filename=case.kernel.name)
+            program = parse(case.source(), filename=case.kernel.name, lang=case.lang)
         except TLError:
             run.append(case)
             continue

@@ -16,7 +16,7 @@ def case_job(case: Case) -> Job:
     """The case as a job; the implementation gets the text and arrays, never the corpus's
     own files (external tools receive fresh copies)."""
     return Job(case.source(), case.args(), func=case.func, groups=case.groups,
-               filename=case.kernel.name)
+               filename=case.kernel.name, lang=case.lang)
 
 
 def outcome_of(impl: Implementation, case: Case, timeout: Optional[float]) -> Outcome:
@@ -33,7 +33,8 @@ def front_end_warnings(case: Case) -> list[tuple[str, str]]:
     import tlinterp
 
     found: list = []
-    tlinterp.check(tlinterp.parse(case.source(), filename=str(case.kernel)), found)
+    tlinterp.check(tlinterp.parse(case.source(), filename=str(case.kernel), lang=case.lang),
+                   found)
     return [(str(d.span), d.message) for d in found]
 
 

@@ -60,7 +60,7 @@ def judge_valid(case: Case, o: Outcome) -> tuple[str, str, list[str]]:
     import tlinterp
 
     try:
-        program = tlinterp.parse(case.source(), filename=str(case.kernel))
+        program = tlinterp.parse(case.source(), filename=str(case.kernel), lang=case.lang)
         mismatches = compare_outputs(program, case.func, case.args(), case.expected(), o.outputs,
                              groups=case.groups)
     except Exception as e:  # noqa: BLE001 - e.g. outputs of the wrong shape or dtype

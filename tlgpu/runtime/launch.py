@@ -41,11 +41,13 @@ _LOWERED: dict[tuple[int, str, LoweringConfig], tuple[weakref.ref, Lowered]] = {
 
 
 def _as_program(program: Union[ir.Program, str]) -> ir.Program:
+    from tlinterp.frontend import executable
+
     if isinstance(program, str):
         import tlinterp
 
-        return tlinterp.check(tlinterp.parse(program))
-    return program
+        return executable(tlinterp.check(tlinterp.parse(program)))
+    return executable(program)
 
 
 def fp64_mma_rows(device) -> int:

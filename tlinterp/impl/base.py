@@ -71,6 +71,7 @@ class Job:
     groups: Optional[int] = None
     filename: str = "kernel.tl"
     program: Optional[ir.Program] = None
+    lang: Optional[str] = None  # "v0.3"/"v0.4"; None: detected (tlinterp.frontend)
 
 
 @dataclass

@@ -121,7 +121,7 @@ def _interp(job: Job) -> dict:
 def _parse(job: Job):
     from .. import check, parse
 
-    return check(parse(job.source, filename=job.filename))
+    return check(parse(job.source, filename=job.filename, lang=job.lang))
 
 
 def interp_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
