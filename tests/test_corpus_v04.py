@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tlinterp.diagnostics import SourceError
+import tlinterp
+from tlinterp.diagnostics import SourceError, TLError
 from tlinterp.preprocess import preprocess
 
 V04 = Path(__file__).resolve().parents[1] / "corpus" / "v04"
 VALID = sorted((V04 / "valid").glob("*.tl"))
 INVALID = sorted((V04 / "invalid").glob("*.tl"))
-EXPECT = re.compile(r"^; expect: (\d+)\.(\d+)-(\d+) (\S.*)$", re.M)
+# L.C-C on one line, L.C-L2.C2 across lines (as diagnostics print their ranges)
+EXPECT = re.compile(r"^; expect: (\d+)\.(\d+)-(?:(\d+)\.)?(\d+) (\S.*)$", re.M)
 
 # The instruction names and types of v0.4 (docs/language.md "v0.4 syntax by example").
 INSTRUCTIONS = """
@@ -66,9 +68,12 @@ def test_invalid_programs_say_what_to_expect(path: Path) -> None:
     expects = EXPECT.findall(text)
     assert expects, "no '; expect: LINE.COL-COL FRAGMENT' line"
     assert len(expects) == text.count("; expect:")
-    for line, col, end, _ in expects:
+    for line, col, end_line, end, _ in expects:
         line, col, end = int(line), int(col), int(end)
-        assert 1 <= line <= len(lines) and 1 <= col <= end <= len(lines[line - 1])
+        end_line = int(end_line or line)
+        assert 1 <= line <= end_line <= len(lines)
+        assert 1 <= col <= len(lines[line - 1]) and 1 <= end <= len(lines[end_line - 1])
+        assert line < end_line or col <= end
         assert not lines[line - 1].lstrip().startswith(";"), "the range blames a comment"
 
 
@@ -83,9 +88,13 @@ def test_preprocessor_errors_are_where_the_corpus_expects(path: Path) -> None:
     except SourceError as e:
         assert path.parent.name == "invalid", str(e)
         (diag,) = e.diagnostics
-        ranges = {f"{line}.{col}-{end}": frag for line, col, end, frag in expects}
+        ranges = {_range(*e[:4]): e[4] for e in expects}
         assert str(diag.span) in ranges, str(e)
         assert ranges[str(diag.span)].lower() in diag.message.lower()
+
+
+def _range(line: str, col: str, end_line: str, end: str) -> str:
+    return f"{line}.{col}-{end_line + '.' if end_line else ''}{end}"
 
 
 def test_preprocessor_rejects_what_it_should_among_the_invalid() -> None:
@@ -97,3 +106,24 @@ def test_preprocessor_rejects_what_it_should_among_the_invalid() -> None:
             rejected.add(p.stem)
     assert rejected == {"def_undefined", "def_redefined", "def_complex_part",
                         "calc_bad_operator"}
+
+
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.stem)
+def test_the_front_end_accepts_every_valid_program(path: Path) -> None:
+    program = tlinterp.parse(path.read_text(), str(path), lang="v0.4")
+    tlinterp.check(program)
+    assert program.lang == "v0.4"
+
+
+@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
+def test_the_front_end_reports_exactly_the_expected_errors(path: Path) -> None:
+    """Every expected diagnostic, in order, at its range, and no other (independent errors
+    are all reported)."""
+    text = path.read_text()
+    with pytest.raises(TLError) as e:
+        tlinterp.check(tlinterp.parse(text, str(path), lang="v0.4"))
+    got = [(str(d.span), d.message) for d in e.value.diagnostics]
+    want = [(_range(*x[:4]), x[4]) for x in EXPECT.findall(text)]
+    assert [r for r, _ in got] == [r for r, _ in want], e.value.format()
+    for (_, message), (_, fragment) in zip(got, want):
+        assert fragment.lower() in message.lower(), e.value.format()
