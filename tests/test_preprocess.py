@@ -272,3 +272,36 @@ def test_defines_come_before_the_text() -> None:
         preprocess("", defines={"n": "1.5x"})
     with pytest.raises(SourceError, match=r"1\.1-2: \$n is already defined by -D"):
         preprocess("$n = 2\n", defines={"n": "1"})
+
+
+DEFINED = """func @k(%A: memref<$dt x $n>) {
+  %c = constant 1.0 : $dt
+  %z = constant 0 : index
+  %m = constant $n : index
+  foreach (%i) = (%z), (%m) {
+    store %c, %A[%i]
+  }
+}
+"""
+
+
+def test_definitions_reach_the_front_end_from_the_api_and_tlrun(tmp_path, capsys):
+    import numpy as np
+
+    import tlinterp
+    from tlinterp.cli import main as tlrun
+
+    program = tlinterp.parse(DEFINED, defines={"dt": "f64", "n": "4"})
+    assert str(program.functions[0].args[0].type) == "memref<f64x4>"
+    with pytest.raises(ValueError, match="v0.4"):
+        tlinterp.parse(DEFINED, lang="v0.3", defines={"n": "4"})
+    kernel, args, out = tmp_path / "k.tl", tmp_path / "a.npz", tmp_path / "o.npz"
+    kernel.write_text(DEFINED)
+    np.savez(args, A=np.zeros(8, np.float32))
+    assert tlrun([str(kernel), "--args", str(args), "--out", str(out), "-q",
+                  "-D", "dt=f32", "-D", "n=8"]) == 0
+    np.testing.assert_array_equal(np.load(out)["A"], np.ones(8, np.float32))
+    capsys.readouterr()
+    assert tlrun([str(kernel), "--check", "-D", "dt=f32"]) == 2  # $n undefined, at its use
+    assert "1.26-27: undefined identifier $n" in capsys.readouterr().err
+    assert tlrun([str(kernel), "--check", "--lang", "v0.3", "-D", "n=8"]) == 2

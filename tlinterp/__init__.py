@@ -16,15 +16,16 @@ from .diagnostics import (
 )
 
 
-def parse(text: str, filename: str = "<input>", lang=None):
+def parse(text: str, filename: str = "<input>", lang=None, defines=None):
     """Parse tensor-language source into an `ir.Program`; raises `SourceError`. `lang` is
     "v0.3" or "v0.4"; None detects it from markers (tlinterp/frontend.py) and asks for it
-    (an error) when the file reads as both versions with different meanings."""
+    (an error) when the file reads as both versions with different meanings. `defines`
+    ({NAME: VALUE}) are v0.4 preprocessor definitions made before the text."""
     from .apitypes import expect
     from .frontend import parse as _parse
 
     expect("parse", "filename", filename, str, "a file name (str)", optional=False)
-    return _parse(text, filename=filename, lang=lang)
+    return _parse(text, filename=filename, lang=lang, defines=defines)
 
 
 def check(program, warnings=None):

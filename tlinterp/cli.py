@@ -47,6 +47,7 @@ from .diagnostics import (
 from .foreigntext import for_rich, shown
 from .impl.flags import add_impl_flags, positive_seconds
 from .outfile import check_target
+from .preprocess import parse_define_flag
 
 MAX_SOURCE_BYTES = 4 * 2**20  # far beyond any real kernel; parsing 4 MiB takes ~15 s, ~1 GB
 EXIT_INTERNAL = 3
@@ -145,6 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     g.output.add_argument("--lang", choices=["v0.3", "v0.4"],
                           help="tensor-language version of the input (with --emit ir: of the "
                                "output; default: the input's)")
+    g.run.add_argument("-D", dest="defines", action="append", type=parse_define_flag,
+                       metavar="NAME=VALUE",
+                       help="v0.4 preprocessor: define $NAME before the file (repeatable)")
     g.output.add_argument("--from", dest="from_lang", choices=["v0.3", "v0.4"],
                           help="with --emit ir: version of the input (default: detected)")
     g.output.add_argument("--out", metavar="OUT.npz",
@@ -280,7 +284,10 @@ def _run(ns) -> int:
     if ns.from_lang is not None and ns.emit != "ir":
         raise ArgumentError("--from names the input version for --emit ir; use --lang")
     in_lang = ns.from_lang if ns.emit == "ir" else ns.lang
-    program = check(parse(text, filename=ns.kernel, lang=in_lang), warnings)
+    if ns.defines and in_lang == "v0.3":
+        raise ArgumentError("-D defines for the v0.4 preprocessor; the input is read as v0.3")
+    program = check(parse(text, filename=ns.kernel, lang=in_lang,
+                          defines=dict(ns.defines or ())), warnings)
     if warnings and ns.werror:
         raise SourceError([Diagnostic(d.message, d.span, d.filename, ERROR) for d in warnings],
                           text)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import re
 from bisect import bisect_right
+from collections.abc import Mapping
 from typing import Optional
 
 from . import ir
@@ -24,10 +25,18 @@ from .langdetect import VERSIONS, ask_for_lang, blank_comments, detect, foreign_
 _PREPROCESSOR = re.compile(r"\$[A-Za-z0-9_]|!calc\b")
 
 
-def parse(text: str, filename: str = "<input>", lang: Optional[str] = None) -> ir.Program:
-    """Parse `text` as tensor language `lang` (None: detect it); raises `SourceError`."""
+def parse(text: str, filename: str = "<input>", lang: Optional[str] = None,
+          defines: Optional[Mapping[str, str]] = None) -> ir.Program:
+    """Parse `text` as tensor language `lang` (None: detect it); raises `SourceError`.
+    `defines` are v0.4 preprocessor definitions made before the text (`tlrun -D`); they make
+    the text v0.4."""
     if lang is not None and lang not in VERSIONS:
         raise ValueError(f"lang must be one of {', '.join(VERSIONS)} or None, got {lang!r}")
+    if defines:
+        if lang == "v0.3":
+            raise ValueError("preprocessor definitions (-D) are tensor language v0.4; "
+                             "the input is read as v0.3")
+        return _parse_preprocessed(text, filename, _parser_v04(), defines)
     if not isinstance(text, str):
         raise TypeError(f"parse() needs str, got {type(text).__name__}")
     lang = lang or detect(text)
@@ -71,8 +80,7 @@ def _parse(text: str, filename: str, lang: str) -> ir.Program:
             return parse03(text, filename)
         except SourceError as e:
             raise _explained(e, text, filename, lang) from None
-    from .parser_v04 import parse as parse04
-
+    parse04 = _parser_v04()
     if not _PREPROCESSOR.search(blank_comments(text)):
         try:
             return parse04(text, filename)
@@ -81,7 +89,14 @@ def _parse(text: str, filename: str, lang: str) -> ir.Program:
     return _parse_preprocessed(text, filename, parse04)
 
 
-def _parse_preprocessed(text: str, filename: str, parse04) -> ir.Program:
+def _parser_v04():
+    from .parser_v04 import parse
+
+    return parse
+
+
+def _parse_preprocessed(text: str, filename: str, parse04,
+                        defines: Optional[Mapping[str, str]] = None) -> ir.Program:
     """v0.4 text with `$name` definitions or `!calc`: expanded first; a parse error in the
     expansion is reported at the original text's range (the program keeps the expanded text
     as its source, so later diagnostics quote what was checked)."""
@@ -91,7 +106,7 @@ def _parse_preprocessed(text: str, filename: str, parse04) -> ir.Program:
         raise SourceError([Diagnostic("this v0.4 file uses the preprocessor ($name "
                                       "definitions, !calc), which this build lacks", None,
                                       filename)]) from None
-    pre = pre_mod.preprocess(text, filename=filename)
+    pre = pre_mod.preprocess(text, filename=filename, defines=defines)
     try:
         return parse04(pre.text, filename)
     except SourceError as e:
