@@ -1,0 +1,345 @@
+"""v0.4 scalar and collective (non-SPMD) instructions on the interpreter, each against an
+independent reference: Python's own arithmetic (math, cmath, fractions, struct rounding) or a
+NumPy formula written differently from tlinterp/interp (loops instead of cumsum, ...)."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tlinterp.diagnostics import NotExecutable, UndefinedBehaviour
+from tlinterp.interp import run
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _run(text: str, args: dict, **kw) -> dict:
+    return run(text, args, **kw)
+
+
+def _f16(x: float) -> float:
+    """x rounded to binary16 by struct's 'e' format (not NumPy's conversion)."""
+    return struct.unpack("e", struct.pack("e", x))[0]
+
+
+def _bf16(x: float) -> float:
+    """x (an f32 value) rounded to bfloat16 by hand: round to nearest even on the bits."""
+    (bits,) = struct.unpack("I", struct.pack("f", x))
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return struct.unpack("f", struct.pack("I", bits & 0xFFFFFFFF))[0]
+
+
+def test_f16_bf16_arithmetic_rounds_once():
+    text = """func @k(%A: memref<f16 x 8>, %B: memref<bf16 x 8>) {
+        %c0 = constant 0 : index
+        %n = constant 8 : index
+        %h = constant 0.1 : f16
+        %b = constant 0.1 : bf16
+        foreach (%i) = (%c0), (%n) {
+            %x = load %A[%i] : f16
+            %y = mul %x, %h : f16
+            %z = div %y, %x : f16
+            store %z, %A[%i]
+            %u = load %B[%i] : bf16
+            %v = add %u, %b : bf16
+            store %v, %B[%i]
+        }
+    }"""
+    xs = [1.0, 3.0, 7.0, 0.333, 1000.0, 65000.0, -2.5, 5e-5]
+    out = _run(text, {"A": np.array(xs, np.float16), "B": np.array(xs, BF16)})
+    h = _f16(0.1)
+    for k, x in enumerate(xs):
+        x16 = _f16(x)
+        y = _f16(x16 * h)
+        want = _f16(y / x16)
+        assert float(out["A"][k]) == want or (math.isinf(y) and math.isnan(float(out["A"][k])))
+        xb = _bf16(x)
+        assert float(out["B"][k]) == _bf16(xb + _bf16(0.1)), k
+
+
+def test_complex_arithmetic_and_parts():
+    text = """func @k(%A: memref<c32 x 4>, %R: memref<f32 x 4>, %I: memref<f32 x 4>,
+                      %M: memref<f32 x 4>) {
+        %c0 = constant 0 : index
+        %n = constant 4 : index
+        %z = constant [1.0, -2.0] : c32
+        foreach (%i) = (%c0), (%n) {
+            %a = load %A[%i] : c32
+            %b = mul %a, %z : c32
+            %c = conj %b : c32
+            %r = re %c : f32
+            %m = im %c : f32
+            %s = abs %c : f32
+            store %c, %A[%i]
+            store %r, %R[%i]
+            store %m, %I[%i]
+            store %s, %M[%i]
+        }
+    }"""
+    vals = [complex(1, 1), complex(0, 3), complex(-2, 0.5), complex(3, 4)]
+    z = np.zeros(4, np.float32)
+    out = _run(text, {"A": np.array(vals, np.complex64), "R": z, "I": z.copy(), "M": z.copy()})
+    for k, v in enumerate(vals):
+        prod = complex(v.real * 1 + v.imag * 2, v.imag * 1 - v.real * 2)  # v * (1-2i)
+        conj = complex(prod.real, -prod.imag)
+        assert complex(out["A"][k]) == pytest.approx(conj, rel=1e-6)
+        assert float(out["R"][k]) == pytest.approx(conj.real, rel=1e-6)
+        assert float(out["I"][k]) == pytest.approx(conj.imag, rel=1e-6)
+        assert float(out["M"][k]) == pytest.approx(math.hypot(conj.real, conj.imag), rel=1e-6)
+
+
+def test_constants_inf_nan_and_compare_returns_bool():
+    text = """func @k(%A: memref<f32 x 4>, %B: memref<i32 x 4>) {
+        %c0 = constant 0 : index
+        %n = constant 4 : index
+        %inf = constant inf : f32
+        %one = constant 1 : i32
+        %zero = constant 0 : i32
+        foreach (%i) = (%c0), (%n) {
+            %a = load %A[%i] : f32
+            %lt = less_than %a, %inf : bool
+            %r = if %lt -> (i32) { yield (%one) } else { yield (%zero) }
+            store %r, %B[%i]
+        }
+    }"""
+    a = np.array([1.0, np.inf, np.nan, -np.inf], np.float32)
+    out = _run(text, {"A": a, "B": np.zeros(4, np.int32)})
+    assert out["B"].tolist() == [int(x < math.inf) for x in a.tolist()]
+
+
+@pytest.mark.parametrize("op", ["cos", "sin", "exp", "exp2", "log", "log2", "native_cos",
+                                "native_exp", "native_log2"])
+def test_math_functions_f64_within_a_few_ulps(op):
+    text = f"""func @k(%A: memref<f64 x 5>) {{
+        %c0 = constant 0 : index
+        %n = constant 5 : index
+        foreach (%i) = (%c0), (%n) {{
+            %a = load %A[%i] : f64
+            %b = {op} %a : f64
+            store %b, %A[%i]
+        }}
+    }}"""
+    xs = [0.5, 1.0, 2.25, 3.0, 10.0]
+    out = _run(text, {"A": np.array(xs)})
+    ref = {"cos": math.cos, "sin": math.sin, "exp": math.exp, "exp2": lambda x: 2.0 ** x,
+           "log": math.log, "log2": math.log2}[op.removeprefix("native_")]
+    for k, x in enumerate(xs):
+        assert abs(float(out["A"][k]) - ref(x)) <= 4 * math.ulp(ref(x))
+
+
+def test_math_f16_is_f32_then_rounded():
+    text = """func @k(%A: memref<f16 x 3>) {
+        %c0 = constant 0 : index
+        %n = constant 3 : index
+        foreach (%i) = (%c0), (%n) {
+            %a = load %A[%i] : f16
+            %b = exp %a : f16
+            store %b, %A[%i]
+        }
+    }"""
+    xs = [0.5, 1.0, 2.0]
+    out = _run(text, {"A": np.array(xs, np.float16)})
+    assert [float(v) for v in out["A"]] == [_f16(math.exp(x)) for x in xs]
+
+
+def test_casts_v04_table_and_invalid_cast_is_ub():
+    text = """func @k(%A: memref<f16 x 3>, %B: memref<i32 x 3>, %C: memref<c64 x 3>) {
+        %c0 = constant 0 : index
+        %n = constant 3 : index
+        foreach (%i) = (%c0), (%n) {
+            %a = load %A[%i] : f16
+            %b = cast %a : i32
+            store %b, %B[%i]
+            %c = cast %a : c64
+            store %c, %C[%i]
+        }
+    }"""
+    a = np.array([2.75, -3.5, 1000.0], np.float16)
+    out = _run(text, {"A": a, "B": np.zeros(3, np.int32), "C": np.zeros(3, np.complex128)})
+    assert out["B"].tolist() == [int(x) for x in a.tolist()]  # truncation toward zero
+    assert out["C"].tolist() == [complex(x) for x in a.tolist()]
+    bad = np.array([1.0, np.inf, 0.0], np.float16)
+    with pytest.raises(UndefinedBehaviour, match="invalid cast"):
+        _run(text, {"A": bad, "B": np.zeros(3, np.int32), "C": np.zeros(3, np.complex128)})
+
+
+def test_abs_of_integer_minimum_is_ub_and_twin_is_not():
+    text = """func @k(%A: memref<i32 x 2>) {
+        %c0 = constant 0 : index
+        %n = constant 2 : index
+        foreach (%i) = (%c0), (%n) {
+            %a = load %A[%i] : i32
+            %b = abs %a : i32
+            store %b, %A[%i]
+        }
+    }"""
+    out = _run(text, {"A": np.array([-5, 2**31 - 1], np.int32)})
+    assert out["A"].tolist() == [5, 2**31 - 1]
+    with pytest.raises(UndefinedBehaviour, match="signed overflow"):
+        _run(text, {"A": np.array([-5, -2**31], np.int32)})
+
+
+def test_for_loop_carried_values_with_divergent_trip_counts():
+    text = """func @k(%A: memref<f64 x ?>, %N: memref<index x 3>, %S: memref<f64 x 3>,
+                      %K: memref<index x 3>) {
+        %c0 = constant 0 : index
+        %c1 = constant 1 : index
+        %c3 = constant 3 : index
+        %z = constant 0.0 : f64
+        foreach (%g) = (%c0), (%c3) {
+            %n = load %N[%g] : index
+            %sum, %cnt = for %i = %c0, %n init(%acc = %z, %k = %c0) -> (f64, index) {
+                %v = load %A[%i] : f64
+                %acc1 = add %acc, %v : f64
+                %k1 = add %k, %c1 : index
+                yield (%acc1, %k1)
+            }
+            store %sum, %S[%g]
+            store %cnt, %K[%g]
+        }
+    }"""
+    a = np.array([0.5, 1.25, 2.0, 4.0])
+    ns = [0, 2, 4]
+    out = _run(text, {"A": a, "N": np.array(ns, np.int64), "S": np.zeros(3),
+                      "K": np.zeros(3, np.int64)})
+    assert out["S"].tolist() == [sum(a.tolist()[:n]) for n in ns]
+    assert out["K"].tolist() == ns
+
+
+def test_multidimensional_foreach_covers_the_box_once():
+    text = """func @k(%B: memref<i32 x 3 x 4 x 2>) {
+        %c0 = constant 0 : index
+        %c1 = constant 1 : index
+        %m = constant 3 : index
+        %n = constant 4 : index
+        %p = constant 2 : index
+        %one = constant 1 : i32
+        foreach (%i, %j, %k) = (%c1, %c0, %c0), (%m, %n, %p) {
+            %v = load %B[%i, %j, %k] : i32
+            %w = add %v, %one : i32
+            store %w, %B[%i, %j, %k]
+        }
+    }"""
+    out = _run(text, {"B": np.zeros((3, 4, 2), np.int32, order="F")})
+    want = [[[0 if i == 0 else 1 for _ in range(2)] for _ in range(4)] for i in range(3)]
+    assert out["B"].tolist() == want
+
+
+def test_grid_builtins_x_fastest():
+    text = """func @k(%G: memref<index x 3 x 24>) {
+        %c0 = constant 0 : index
+        %c1 = constant 1 : index
+        %c2 = constant 2 : index
+        %x = group_id.x : index
+        %y = group_id.y : index
+        %z = group_id.z : index
+        %nx = num_groups.x : index
+        %ny = num_groups.y : index
+        %t = mul %ny, %z : index
+        %u = add %t, %y : index
+        %v = mul %u, %nx : index
+        %lin = add %v, %x : index
+        store %x, %G[%c0, %lin]
+        store %y, %G[%c1, %lin]
+        store %z, %G[%c2, %lin]
+    }"""
+    out = _run(text, {"G": np.full((3, 24), -1, np.int64)}, groups=(2, 3, 4))
+    lin = 0
+    for z in range(4):
+        for y in range(3):
+            for x in range(2):
+                assert out["G"][:, lin].tolist() == [x, y, z]
+                lin += 1
+
+
+def test_atomics_return_old_value_in_lane_order():
+    text = """func @k(%A: memref<i32 x 1>, %O: memref<i32 x 5>, %L: memref<i32 x 1>) {
+        %c0 = constant 0 : index
+        %n = constant 5 : index
+        foreach (%i) = (%c0), (%n) {
+            %ii = cast %i : i32
+            %old = atomic_add.device.relaxed %ii, %A[%c0] : i32
+            store %old, %O[%i]
+            %m = atomic_max %ii, %L[%c0] : i32
+        }
+        %v = atomic_load %A[%c0] : i32
+        atomic_store.work_group.release %v, %L[%c0]
+    }"""
+    out = _run(text, {"A": np.array([10], np.int32), "O": np.zeros(5, np.int32),
+                      "L": np.array([2], np.int32)})
+    running, olds = 10, []
+    for i in range(5):
+        olds.append(running)
+        running += i
+    assert out["O"].tolist() == olds
+    assert out["A"].tolist() == [running] and out["L"].tolist() == [running]
+
+
+def test_cumsum_inclusive_along_mode_with_alpha_beta():
+    text = """func @k(%A: memref<f64 x 3 x 4>, %B: memref<f64 x 3 x 4>) {
+        %alpha = constant 2.0 : f64
+        %beta = constant 0.5 : f64
+        cumsum %alpha, %A, 1, %beta, %B
+    }"""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    out = _run(text, {"A": a, "B": b})
+    for i in range(3):
+        for j in range(4):
+            s = 0.0
+            for k in range(j + 1):
+                s += a[i, k]
+            assert out["B"][i, j] == pytest.approx(2.0 * s + 0.5 * b[i, j], rel=1e-12)
+
+
+def test_cumsum_integer_overflow_is_ub_and_twin_is_not():
+    text = """func @k(%A: memref<i32 x 3>, %B: memref<i32 x 3>) {
+        %one = constant 1 : i32
+        %zero = constant 0 : i32
+        cumsum %one, %A, 0, %zero, %B
+    }"""
+    ok = _run(text, {"A": np.array([2**30, 2**29, 5], np.int32), "B": np.zeros(3, np.int32)})
+    assert ok["B"].tolist() == [2**30, 2**30 + 2**29, 2**30 + 2**29 + 5]
+    with pytest.raises(UndefinedBehaviour, match="signed overflow"):
+        _run(text, {"A": np.array([2**30, 2**30, 5], np.int32), "B": np.zeros(3, np.int32)})
+
+
+def test_associated_is_true_for_arguments():
+    text = """func @k(%A: memref<i32 x 1>) {
+        %c0 = constant 0 : index
+        %a = associated %A : bool
+        %one = constant 1 : i32
+        %zero = constant 0 : i32
+        %r = if %a -> (i32) { yield (%one) } else { yield (%zero) }
+        store %r, %A[%c0]
+    }"""
+    assert _run(text, {"A": np.zeros(1, np.int32)})["A"].tolist() == [1]
+
+
+def test_bf16_arguments_as_bit_patterns_and_bad_dtype_refused():
+    text = """func @k(%A: memref<bf16 x 2>) {
+        %c0 = constant 0 : index
+        %x = load %A[%c0] : bf16
+        %y = add %x, %x : bf16
+        store %y, %A[%c0]
+    }"""
+    bits = np.array([0x3FC0, 0x4000], np.uint16)  # 1.5, 2.0
+    out = _run(text, {"A": bits})
+    assert out["A"].dtype == BF16 and [float(v) for v in out["A"]] == [3.0, 2.0]
+    from tlinterp.diagnostics import ArgumentError
+    with pytest.raises(ArgumentError, match="bf16"):
+        _run(text, {"A": np.array([1.5, 2.0], np.float32)})
+
+
+def test_spmd_constructs_still_refused():
+    text = """func @k(%A: memref<i32 x 4>) attributes{subgroup_size=16} {
+        parallel {
+            %s = subgroup_size : i32
+        }
+    }"""
+    with pytest.raises(NotExecutable, match="not yet executable"):
+        _run(text, {"A": np.zeros(4, np.int32)})
