@@ -343,3 +343,88 @@ def test_spmd_constructs_still_refused():
     }"""
     with pytest.raises(NotExecutable, match="not yet executable"):
         _run(text, {"A": np.zeros(4, np.int32)})
+
+
+GRID = """func @k(%G: memref<index x 2 x 6>) {
+    %c0 = constant 0 : index
+    %c1 = constant 1 : index
+    %x = group_id.x : index
+    %y = group_id.y : index
+    %nx = num_groups.x : index
+    %v = mul %y, %nx : index
+    %lin = add %v, %x : index
+    store %x, %G[%c0, %lin]
+    store %y, %G[%c1, %lin]
+}
+"""
+
+
+def test_tlrun_groups_grid_and_its_errors(tmp_path, capsys):
+    from tlinterp import cli
+
+    k, a, o = tmp_path / "k.tl", tmp_path / "a.npz", tmp_path / "o.npz"
+    k.write_text(GRID)
+    np.savez(a, G=np.zeros((2, 6), np.int64, order="F"))
+    assert cli.main([str(k), "--args", str(a), "--groups", "2,3", "--out", str(o), "-q"]) == 0
+    g = np.load(o)["G"]
+    assert g.tolist() == [[lin % 2 for lin in range(6)], [lin // 2 for lin in range(6)]]
+    capsys.readouterr()
+    assert cli.main([str(k), "--args", str(a), "--groups", "2,x"]) == 2
+    assert "X,Y[,Z]" in capsys.readouterr().err
+
+
+def test_tlrun_bf16_npz_round_trip_as_bit_patterns(tmp_path):
+    from tlinterp import cli
+
+    k, a, o = tmp_path / "k.tl", tmp_path / "a.npz", tmp_path / "o.npz"
+    k.write_text("""func @k(%A: memref<bf16 x 2>) {
+        %c0 = constant 0 : index
+        %x = load %A[%c0] : bf16
+        %y = mul %x, %x : bf16
+        store %y, %A[%c0]
+    }""")
+    np.savez(a, A=np.array([0x3FC0, 0x4000], np.uint16))  # 1.5, 2.0
+    assert cli.main([str(k), "--args", str(a), "--out", str(o), "-q"]) == 0
+    out = np.load(o)["A"]
+    assert out.dtype == np.uint16 and out.tolist() == [0x4010, 0x4000]  # 2.25, 2.0
+    np.savez(a, A=np.array([1.5, 2.0], np.float32))
+    assert cli.main([str(k), "--args", str(a), "-q"]) == 2  # wrong dtype: an argument error
+
+
+RUNNABLE = ["arith_binary", "arith_unary", "associated_alloca", "casts", "compare_bool",
+            "expand_fuse", "for_yield", "foreach_multi", "if_yield", "math_ops",
+            "nested_regions", "param_attributes", "scalar_types", "subview_slices"]
+
+
+@pytest.mark.parametrize("name", RUNNABLE)
+def test_corpus_v04_kernels_of_this_scope_run(name):
+    """Our v0.4 corpus kernels that use no SPMD construct run to the end (values: the tests
+    above check each instruction against its reference)."""
+    from pathlib import Path
+
+    from tlinterp import parse
+    from tlinterp.types import GroupType, MemrefType
+
+    path = Path(__file__).parent.parent / "corpus" / "v04" / "valid" / f"{name}.tl"
+    program = parse(path.read_text(), str(path))
+    rng = np.random.default_rng(0)
+    for fn in program.functions:
+        args = {}
+        for arg in fn.args:
+            t = arg.type
+            if isinstance(t, GroupType):
+                m = t.memref
+                shape = (t.size or 2,) + tuple(4 if s is None else s for s in m.shape)
+                args[arg.value.name] = np.zeros(shape, m.element.dtype)
+                if t.offset is None:
+                    args[arg.value.name + ".offset"] = np.int64(0)
+            elif isinstance(t, MemrefType):
+                shape = tuple(4 if s is None else s for s in t.shape)
+                data = rng.uniform(0.5, 2.0, shape) if not t.element.is_int else \
+                    rng.integers(0, 3, shape)
+                args[arg.value.name] = np.array(np.asarray(data).astype(t.element.dtype),
+                                                order="F")
+            else:
+                v = 1 if t.is_int or t.is_bool else 0.75
+                args[arg.value.name] = np.asarray(v).astype(t.dtype)
+        run(program, args, func=fn.name)
