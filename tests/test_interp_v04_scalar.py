@@ -428,3 +428,42 @@ def test_corpus_v04_kernels_of_this_scope_run(name):
                 v = 1 if t.is_int or t.is_bool else 0.75
                 args[arg.value.name] = np.asarray(v).astype(t.dtype)
         run(program, args, func=fn.name)
+
+
+RACE = """func @k(%A: memref<i32 x 1>) attributes{work_group_size=[1, 1]} {
+    %c0 = constant 0 : index
+    %one = constant 1 : i32
+    %g = group_id.x : index
+    %first = equal %g, %c0 : bool
+    if %first {
+        %PLAIN
+    }
+    %old = atomic_add %one, %A[%c0] : i32
+}
+"""
+
+
+def test_plain_access_racing_with_an_atomic_is_ub_and_atomic_twin_is_not():
+    plain = RACE.replace("%PLAIN", "store %one, %A[%c0]")
+    with pytest.raises(UndefinedBehaviour, match="race"):
+        _run(plain, {"A": np.zeros(1, np.int32)}, groups=3)
+    atomic = RACE.replace("%PLAIN", "atomic_store %one, %A[%c0]")
+    assert _run(atomic, {"A": np.zeros(1, np.int32)}, groups=3)["A"].tolist() == [4]
+
+
+def test_atomic_add_outside_spmd_adds_once_per_work_item():
+    """tinytc v0.4.0 on Intel's CPU runtime: a kernel of 16 work-items with `atomic_add 5`
+    outside any parallel region turns 10 into 90."""
+    text = """func @k(%D: memref<i32 x 2>) attributes{work_group_size=[16, 1], subgroup_size=16} {
+        %c0 = constant 0 : index
+        %c1 = constant 1 : index
+        %five = constant 5 : i32
+        %o = atomic_add %five, %D[%c0] : i32
+        store %o, %D[%c1]
+    }"""
+    out = _run(text, {"D": np.array([10, 0], np.int32)})
+    assert out["D"].tolist() == [10 + 16 * 5, 10]  # the old value the first work-item sees
+    no_size = text.replace(" attributes{work_group_size=[16, 1], subgroup_size=16}", "")
+    from tlinterp.diagnostics import ExecutionError
+    with pytest.raises(ExecutionError, match="work_group_size"):
+        _run(no_size, {"D": np.array([10, 0], np.int32)})

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .. import ir
-from ..diagnostics import ExecutionError
+from ..diagnostics import Diagnostic, ExecutionError
 from ..memlimit import check_allocation
 from ..types import ScalarType
 from . import collectives, scalar
@@ -81,8 +81,14 @@ def _associated(ex, inst: ir.Associated, env, lanes, col) -> None:
 
 
 def _atomic_addr(ex, inst, env, lanes, col):
+    """The element per lane, after the bounds and lifetime checks; the access is recorded as
+    atomic: atomics never race with each other, but with plain reads and writes of other
+    lanes they do (docs/semantics.md "Atomics")."""
     view = env.get(inst.operand.name)
     addr, fp = ex._element(inst, view, inst.indices, env, lanes, col, "touches atomically")
+    if ex.check:
+        with col.checks():
+            mem.record(view, fp, lanes, "a", col, inst.span)
     return view, np.broadcast_to(np.asarray(addr, np.int64), (lanes.n,)), fp
 
 
@@ -112,19 +118,40 @@ def _atomic_update(ex, inst: ir.AtomicUpdate, env, lanes, col) -> None:
         with col.checks():
             mem.check_init(view, fp, lanes, col, inst.span)
     value = np.broadcast_to(ex.val(inst.value, t, env), (lanes.n,))
+    repeat = 1 if inst.op != "add" or _in_spmd(lanes) else _items(ex, inst)
     data = view.buf.data
     old = np.empty(lanes.n, t.dtype)
     uniq, first, counts = np.unique(addr, return_index=True, return_counts=True)
     if (counts == 1).all():  # distinct elements: one vectorised update
         old[:] = data[addr]
-        data[addr] = _combine(inst.op, t, old, value)
+        new = old
+        for _ in range(repeat):
+            new = _combine(inst.op, t, new, value)
+        data[addr] = new
     else:
         for lane in range(lanes.n):  # shared elements: in lane order
             a = addr[lane]
-            o = data[a]
-            old[lane] = o
-            data[a] = _combine(inst.op, t, np.asarray(o), np.asarray(value[lane]))
+            old[lane] = data[a]
+            for _ in range(repeat):
+                data[a] = _combine(inst.op, t, np.asarray(data[a]), np.asarray(value[lane]))
     env.set(inst.result.name, old if lanes.n > 1 else np.array(old[0]))
+
+
+def _in_spmd(lanes: Lanes) -> bool:
+    """Inside an SPMD region (a foreach iteration, or a region whose lanes are work-items)."""
+    return lanes.has_act or bool(getattr(lanes, "spmd", False))
+
+
+def _items(ex, inst) -> int:
+    """Work-items per work-group: an atomic_add in a collective region runs on every one of
+    them (as v0.4's mixed instructions do; tinytc v0.4.0 adds the value that many times)."""
+    wgs = getattr(getattr(ex, "function", None), "work_group_size", None)
+    if wgs is None:
+        raise ExecutionError([Diagnostic(
+            "atomic_add outside an SPMD region runs once per work-item: the function needs a "
+            "work_group_size attribute to say how many", inst.span, ex.program.filename)],
+            ex.program.source)
+    return int(np.prod(wgs))
 
 
 def _combine(op: str, t: ScalarType, a, b):
