@@ -467,3 +467,29 @@ def test_atomic_add_outside_spmd_adds_once_per_work_item():
     from tlinterp.diagnostics import ExecutionError
     with pytest.raises(ExecutionError, match="work_group_size"):
         _run(no_size, {"D": np.array([10, 0], np.int32)})
+
+
+def test_gemm_f16_and_hadamard_c32_matrices():
+    text = """func @k(%A: memref<f16 x 3 x 2>, %B: memref<f16 x 2 x 4>, %C: memref<f16 x 3 x 4>,
+                      %X: memref<c32 x 2 x 2>, %Y: memref<c32 x 2 x 2>, %Z: memref<c32 x 2 x 2>) {
+        %one = constant 1.0 : f16
+        %zero = constant 0.0 : f16
+        gemm.n.n %one, %A, %B, %zero, %C
+        %cone = constant [1.0, 0.0] : c32
+        %czero = constant [0.0, 0.0] : c32
+        hadamard %cone, %X, %Y, %czero, %Z
+    }"""
+    rng = np.random.default_rng(3)
+    a = rng.integers(-4, 5, (3, 2)).astype(np.float16)
+    b = rng.integers(-4, 5, (2, 4)).astype(np.float16)
+    x = (rng.integers(-3, 4, (2, 2)) + 1j * rng.integers(-3, 4, (2, 2))).astype(np.complex64)
+    y = (rng.integers(-3, 4, (2, 2)) + 1j * rng.integers(-3, 4, (2, 2))).astype(np.complex64)
+    out = _run(text, {"A": a, "B": b, "C": np.zeros((3, 4), np.float16), "X": x, "Y": y,
+                      "Z": np.zeros((2, 2), np.complex64)})
+    for i in range(3):
+        for j in range(4):
+            s = sum(float(a[i, k]) * float(b[k, j]) for k in range(2))  # exact: small integers
+            assert float(out["C"][i, j]) == s
+    for i in range(2):
+        for j in range(2):
+            assert complex(out["Z"][i, j]) == complex(x[i, j]) * complex(y[i, j])
