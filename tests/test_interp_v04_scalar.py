@@ -493,3 +493,23 @@ def test_gemm_f16_and_hadamard_c32_matrices():
     for i in range(2):
         for j in range(2):
             assert complex(out["Z"][i, j]) == complex(x[i, j]) * complex(y[i, j])
+
+
+def test_one_lane_f16_loop_rounds_every_step():
+    """A scalar loop in one work-group (the fast path's case) still rounds each f16 add."""
+    text = """func @k(%A: memref<f16 x 1>) {
+        %c0 = constant 0 : index
+        %c1 = constant 1 : index
+        %n = constant 3000 : index
+        %inc = constant 1.0 : f16
+        for %i = %c0, %n {
+            %a = load %A[%c0] : f16
+            %b = add %a, %inc : f16
+            store %b, %A[%c0]
+        }
+    }"""
+    out = _run(text, {"A": np.zeros(1, np.float16)})
+    acc = 0.0
+    for _ in range(3000):
+        acc = _f16(acc + 1.0)
+    assert float(out["A"][0]) == acc == 2048.0  # 2048 + 1 rounds back to 2048 in f16
