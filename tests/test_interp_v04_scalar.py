@@ -513,3 +513,11 @@ def test_one_lane_f16_loop_rounds_every_step():
     for _ in range(3000):
         acc = _f16(acc + 1.0)
     assert float(out["A"][0]) == acc == 2048.0  # 2048 + 1 rounds back to 2048 in f16
+
+
+@pytest.mark.parametrize("grid", [(2, None), (2, -1), (1, 2, 3, 4), (2, 2.5), (2**20, 2**20)])
+def test_bad_grids_are_argument_errors(grid):
+    from tlinterp.diagnostics import ArgumentError
+
+    with pytest.raises(ArgumentError, match="groups|work-groups"):
+        _run(GRID, {"G": np.zeros((2, 6), np.int64)}, groups=grid)

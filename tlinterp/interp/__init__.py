@@ -9,7 +9,7 @@ from typing import Optional, Union
 import numpy as np
 
 from .. import ir
-from ..args import BoundArgs, GroupArg, MemrefArg, bind, unbind
+from ..args import BoundArgs, GroupArg, MemrefArg, bind, check_groups, unbind
 from ..deepstack import call_deep, nesting
 from ..diagnostics import ArgumentError
 from ..effects import written_arguments
@@ -50,7 +50,7 @@ def run(program_or_text, args, func: Optional[str] = None,
     program = _program(program_or_text)
     function = select_function(program, func)
     bound = bind(function, args)
-    if groups is not None and not isinstance(groups, (int, np.integer)):
+    if isinstance(groups, (tuple, list)):
         grid = grid_of(groups)  # a grid: its product is the work-group count
         bound.num_groups(grid[0] * grid[1] * grid[2])
     else:
@@ -87,12 +87,13 @@ def _arg_value(name: str, t, v):
 
 def grid_of(groups: Union[int, tuple[int, ...]]) -> tuple[int, int, int]:
     """A work-group count or a v0.4 grid (x[, y[, z]]) as (x, y, z)."""
-    g = (groups,) if isinstance(groups, (int, np.integer)) else tuple(groups)
+    g = tuple(groups) if isinstance(groups, (tuple, list)) else (groups,)
     if not 1 <= len(g) <= 3:
-        raise ArgumentError(f"a grid has 1 to 3 dimensions, got {len(g)}")
-    g = tuple(int(x) for x in g) + (1,) * (3 - len(g))
-    if any(x < 0 for x in g):
-        raise ArgumentError(f"grid sizes must be >= 0, got {g}")
+        raise ArgumentError(f"groups: a grid has 1 to 3 dimensions, got {len(g)}")
+    if any(x is None for x in g):
+        raise ArgumentError(f"groups: every grid size must be an integer, got {g!r}"[:200])
+    g = tuple(check_groups(x) for x in g) + (1,) * (3 - len(g))  # integers in range
+    check_groups(g[0] * g[1] * g[2])  # and so is their product
     return g  # type: ignore[return-value]
 
 
