@@ -393,7 +393,8 @@ def test_tlrun_bf16_npz_round_trip_as_bit_patterns(tmp_path):
 
 RUNNABLE = ["arith_binary", "arith_unary", "associated_alloca", "casts", "compare_bool",
             "expand_fuse", "for_yield", "foreach_multi", "if_yield", "math_ops",
-            "nested_regions", "param_attributes", "scalar_types", "subview_slices"]
+            "nested_regions", "param_attributes", "preprocessor", "scalar_types",
+            "subview_slices"]
 
 
 @pytest.mark.parametrize("name", RUNNABLE)

@@ -90,7 +90,9 @@ def _preprocess(text: str, filename: str) -> str:
                                       "definitions, !calc), which this build lacks", None,
                                       filename)]) from None
     out = pre.preprocess(text)
-    return out[0] if isinstance(out, tuple) else out
+    if isinstance(out, tuple):
+        return out[0]
+    return out if isinstance(out, str) else out.text  # a Preprocessed: its expanded text
 
 
 def _explained(e: SourceError, text: str, filename: str, lang: str) -> SourceError:
