@@ -522,3 +522,29 @@ def test_bad_grids_are_argument_errors(grid):
 
     with pytest.raises(ArgumentError, match="groups|work-groups"):
         _run(GRID, {"G": np.zeros((2, 6), np.int64)}, groups=grid)
+
+
+def test_cumsum_atomic_adds_every_work_groups_contribution():
+    text = """func @k(%A: memref<f64 x 4 x ?>, %B: memref<f64 x 4>) {
+        %g = group_id.x : index
+        %a = subview %A[0:4, %g] : memref<f64 x 4>
+        %one = constant 1.0 : f64
+        cumsum.atomic %one, %a, 0, %one, %B
+    }"""
+    a = np.array([[1.0, 10.0, 100.0], [2.0, 20.0, 200.0], [3.0, 30.0, 300.0],
+                  [4.0, 40.0, 400.0]])
+    out = _run(text, {"A": a, "B": np.full(4, 0.5)}, groups=3)
+    want = [0.5 + sum(sum(a[k][g] for k in range(i + 1)) for g in range(3)) for i in range(4)]
+    assert out["B"].tolist() == want
+
+
+def test_atomic_add_f16_rounds_each_update():
+    text = """func @k(%A: memref<f16 x 1>) {
+        %c0 = constant 0 : index
+        %n = constant 3000 : index
+        %one = constant 1.0 : f16
+        foreach (%i) = (%c0), (%n) {
+            %o = atomic_add %one, %A[%c0] : f16
+        }
+    }"""
+    assert float(_run(text, {"A": np.zeros(1, np.float16)})["A"][0]) == 2048.0
