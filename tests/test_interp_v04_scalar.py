@@ -548,3 +548,36 @@ def test_atomic_add_f16_rounds_each_update():
         }
     }"""
     assert float(_run(text, {"A": np.zeros(1, np.float16)})["A"][0]) == 2048.0
+
+
+def test_cumsum_over_work_groups_of_different_shapes():
+    text = """func @k(%A: group<memref<i32 x ?> x ?>, %B: group<memref<i32 x ?> x ?>) {
+        %g = group_id.x : index
+        %a = load %A[%g] : memref<i32 x ?>
+        %b = load %B[%g] : memref<i32 x ?>
+        %one = constant 1 : i32
+        %zero = constant 0 : i32
+        cumsum %one, %a, 0, %zero, %b
+    }"""
+    a = [np.array([1, 2, 3], np.int32), np.array([5, 7], np.int32)]
+    args = {"A.0": a[0], "A.1": a[1], "B.0": np.zeros(3, np.int32), "B.1": np.zeros(2, np.int32)}
+    out = _run(text, args)
+    for k in range(2):
+        running, want = 0, []
+        for v in a[k].tolist():
+            running += v
+            want.append(running)
+        assert out[f"B.{k}"].tolist() == want
+    args["A.1"] = np.array([2**31 - 1, 1], np.int32)
+    with pytest.raises(UndefinedBehaviour, match="work-group 1: a partial sum"):
+        _run(text, args)
+
+
+def test_hand_built_subgroup_builtin_is_refused_not_guessed():
+    from tlinterp import ir
+    from tlinterp.interp import exec_v04
+    from tlinterp.types import ScalarType
+
+    inst = ir.Builtin(ir.Value("s"), "subgroup_size", None, ScalarType.i32)
+    with pytest.raises(NotExecutable, match="subgroup_size"):
+        exec_v04._builtin(None, inst, None, None, None)

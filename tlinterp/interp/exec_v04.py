@@ -12,7 +12,8 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .. import ir
-from ..diagnostics import Diagnostic, ExecutionError
+from ..v04names import GRID_BUILTINS
+from ..diagnostics import Diagnostic, ExecutionError, not_yet
 from ..memlimit import check_allocation
 from ..types import ScalarType
 from . import collectives, scalar
@@ -29,6 +30,8 @@ def grid_ids(gid: np.ndarray, grid: tuple[int, int, int]) -> dict[str, np.ndarra
 
 
 def _builtin(ex, inst: ir.Builtin, env, lanes: Lanes, col) -> None:
+    if inst.name not in GRID_BUILTINS:  # sub-group builtins need the SPMD lane model
+        raise not_yet(inst)
     comp = inst.comp or "x"
     if inst.name == "group_id":
         v = grid_ids(lanes.gid, ex.grid)[comp]
@@ -219,7 +222,10 @@ def _cumsum(ex, inst: ir.Cumsum, env, lanes, col) -> None:
                    inst.span)
     alpha, beta = ex.val(inst.alpha, alpha_t, env), ex.val(inst.beta, beta_t, env)
     if ex.check and elem.is_int:
-        _cumsum_overflow(ex, inst, a, lanes, col)
+        for sel in collectives._partition([a, b], lanes.n):  # lanes of one shape each
+            part = (a, lanes) if sel is None else (
+                collectives._fixed_shape(a.select(sel)), lanes.select(sel))
+            _cumsum_overflow(ex, inst, *part, col)
     collectives.execute(op, {"a": a, "b": b}, alpha, beta, lanes, ex.check, col)
 
 
