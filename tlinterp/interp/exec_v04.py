@@ -12,10 +12,10 @@ from typing import Any, ClassVar, Optional
 import numpy as np
 
 from .. import ir
-from ..v04names import GRID_BUILTINS
 from ..diagnostics import Diagnostic, ExecutionError, not_yet
 from ..memlimit import check_allocation
 from ..types import ScalarType
+from ..v04names import GRID_BUILTINS
 from . import collectives, scalar
 from . import memory as mem
 from .values import Lanes
