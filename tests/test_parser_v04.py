@@ -360,9 +360,14 @@ def test_tlrun_checks_converts_and_refuses_what_it_cannot_run_yet(tmp_path, caps
     cs = tmp_path / "cs.tl"
     cs.write_text("func @f(%A: memref<f32x8x8>, %B: memref<f32x8x8>) {\n"
                   "    %one = constant 1.0 : f32\n    cumsum %one, %A, 0, %one, %B\n}\n")
-    assert cli.main([str(cs), "--args", str(tmp_path / "a.npz")]) == NotExecutable.exit_status
+    assert cli.main([str(cs), "--args", str(tmp_path / "a.npz")]) == 0  # cumsum runs now
+    capsys.readouterr()
+    sg = tmp_path / "sg.tl"  # SPMD constructs: the interpreter refuses them before a run
+    sg.write_text("func @f(%A: memref<f32x8x8>, %B: memref<f32x8x8>) {\n"
+                  "    parallel {\n        %s = subgroup_size : i32\n    }\n}\n")
+    assert cli.main([str(sg), "--args", str(tmp_path / "a.npz")]) == NotExecutable.exit_status
     err = capsys.readouterr().err
-    assert "not yet executable: cumsum at 3.5-32" in err and "Traceback" not in err
+    assert "not yet executable: parallel at 2.5" in err and "Traceback" not in err
 
 
 def test_a_v04_program_with_v03_equivalents_runs(tmp_path):

@@ -79,6 +79,19 @@ def _scalar(name: str, t: ScalarType, a: Any) -> np.generic:
         raise ArgumentError(f"argument '{name}' is a scalar {t}: expected a 0-d array, "
                             f"got shape {arr.shape}")
     kind = arr.dtype.kind
+    if t.is_bool and kind in "bui" or t.is_int and kind in "iub":
+        pass
+    elif t is ScalarType.bf16 and arr.dtype in t.storage_dtypes:
+        return arr.reshape(1).view(t.dtype)[0]  # bfloat16 itself or its bit pattern
+    elif t.is_complex:
+        if kind != "c":
+            raise ArgumentError(f"argument '{name}' is {t}: expected complex data, got "
+                                f"{arr.dtype}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            v = t.dtype.type(arr)
+        if np.isfinite(arr) and not np.isfinite(v):
+            raise ArgumentError(f"argument '{name}': {arr.item()} does not fit in {t}")
+        return v
     if t.is_float:
         if kind not in "f":
             raise ArgumentError(f"argument '{name}' is {t}: expected float data, got {arr.dtype}")
@@ -154,9 +167,10 @@ def _layout(name: str, t: MemrefType, arr: np.ndarray, strides: Any):
     """Validate one memref's data against its type; returns (shape, strides)."""
     if t.element.is_bool:
         raise ArgumentError(f"argument '{name}': memrefs of i1 have no storage type")
-    if arr.dtype != t.element.dtype:
+    if arr.dtype not in t.element.storage_dtypes:
+        want = " or ".join(str(d) for d in t.element.storage_dtypes)
         raise ArgumentError(f"argument '{name}' has element type {t.element}: expected dtype "
-                            f"{t.element.dtype}, got {arr.dtype}")
+                            f"{want}, got {arr.dtype}")
     if arr.ndim != t.order:
         raise ArgumentError(f"argument '{name}' is {t}: expected {t.order} dimensions, "
                             f"got shape {arr.shape}")
@@ -226,6 +240,9 @@ def _pack(names, t: MemrefType, datas, strides_list, offset: int) -> list[Memref
     """Place several memrefs in ONE buffer, each `offset` elements after its slot's start.
     Group members share a buffer so backends can address them arithmetically."""
     arrs = [np.asarray(d) for d in datas]
+    if t.element is ScalarType.bf16:  # bit patterns (uint16, V2) read as the bf16 they encode
+        arrs = [a.view(t.element.dtype) if a.dtype in t.element.storage_dtypes else a
+                for a in arrs]
     layouts = [_layout(n, t, a, s) for n, a, s in zip(names, arrs, strides_list)]
     slots = [offset + extent(sh, st) for sh, st in layouts]
     total = sum(slots)

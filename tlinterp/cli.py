@@ -124,7 +124,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="treat warnings as errors (exit status 2)")
     g.run.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
     g.run.add_argument("--func", help="function to run (optional when the file has one)")
-    g.run.add_argument("--groups", type=int, metavar="N", help="number of work-groups")
+    g.run.add_argument("--groups", type=_grid_arg, metavar="X[,Y[,Z]]",
+                       help="number of work-groups, or a v0.4 grid X,Y,Z (interpreter only; "
+                            "group_id.x runs fastest)")
     g.run.add_argument("--no-check", action="store_true",
                        help="turn undefined-behaviour detection off (faster)")
     g.run.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
@@ -243,6 +245,23 @@ def _describe(v: np.ndarray) -> str:
     return f"{v.dtype}{list(v.shape)}" if v.ndim else f"{v.dtype} = {v.item()}"
 
 
+def _grid_arg(text: str):
+    """`--groups N` (an int) or `--groups X,Y[,Z]` (a tuple of 3); argparse reports errors."""
+    parts = text.split(",")
+    if not 1 <= len(parts) <= 3:
+        raise argparse.ArgumentTypeError(f"expected N or X,Y[,Z], got {text!r}"[:200])
+    try:
+        nums = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers N or X,Y[,Z], got {text!r}"[:200]) \
+            from None
+    if len(nums) == 1:
+        return nums[0]
+    if any(n < 0 for n in nums):
+        raise argparse.ArgumentTypeError(f"grid sizes must be >= 0, got {text!r}"[:200])
+    return nums + (1,) * (3 - len(nums))
+
+
 def _summary(console, function, backend, groups, args, out, timing, check) -> None:
     from rich.table import Table
 
@@ -296,6 +315,11 @@ def _run(ns) -> int:
     if ns.check and ns.emit is None:  # with --emit, the checked program is still printed
         return 0
     func_name = ns.func
+    grid = ns.groups if isinstance(ns.groups, tuple) else None
+    if grid is not None:  # X,Y,Z: the work-group count is the product
+        ns.groups = grid[0] * grid[1] * grid[2]
+        if grid[1:] == (1, 1):
+            grid = None
     check_groups(ns.groups)
     if ns.out is not None:
         check_target(ns.out)  # before the run, not after it
@@ -316,6 +340,9 @@ def _run(ns) -> int:
     from .interp import select_function
 
     impl = _implementation(ns, ns.impl)  # a bad name is reported before the arguments
+    if grid is not None and impl.spec != "interp":
+        raise ArgumentError(f"--groups {','.join(map(str, grid))}: a grid with Y or Z > 1 "
+                            "runs on the interpreter only (--impl interp)")
     function = select_function(program, func_name)
     if ns.args_file is None:
         if function.args:
@@ -342,7 +369,7 @@ def _run(ns) -> int:
 
         bound = bind(function, args)
         groups = bound.num_groups(ns.groups)
-        run_bound(program, function, bound, groups, check=not ns.no_check,
+        run_bound(program, function, bound, grid or groups, check=not ns.no_check,
                   max_steps=ns.max_steps or None)
         out = unbind(bound)
     seconds = time.perf_counter() - start

@@ -81,6 +81,11 @@ _EFFECTS: dict[type, Callable[[ir.Instruction], Effect]] = {
         ir.Alloca, ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize,
         ir.Size, ir.Barrier, ir.LifetimeStop, ir.If, ir.For, ir.Foreach)},
     **{cls: _v04 for cls in ir.V04_INSTRUCTIONS},
+    # v0.4 instructions the interpreter runs (non-SPMD)
+    **{cls: lambda i: NONE for cls in (ir.Constant, ir.Builtin, ir.Associated, ir.AtomicLoad,
+                                       ir.ForeachNd)},
+    ir.AtomicStore: _store, ir.AtomicUpdate: _store,
+    ir.Cumsum: lambda i: Effect(writes=i.b),
 }
 
 

@@ -12,9 +12,11 @@ definitions, `!calc`) goes through tlinterp/preprocess.py first.
 from __future__ import annotations
 
 import importlib
+import math
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
+from dataclasses import fields
 from typing import Optional
 
 from . import ir
@@ -144,7 +146,40 @@ def executable(program: ir.Program) -> ir.Program:
 
     converted = to_v03(program, "run")
     converted.lang = "v0.3"
+    if _v04_left(converted):  # v0.4 types or instructions the interpreter runs as they are
+        return converted  # (checked by the v0.4 rules already; v0.3's would refuse them)
     return check(converted)
+
+
+def _v04_left(program: ir.Program) -> bool:
+    from .types import V04_ONLY_SCALARS
+    from .v04names import V04_ONLY_BINARY, V04_ONLY_UNARY
+
+    def v04_type(t) -> bool:
+        t = getattr(t, "memref", t)
+        return getattr(t, "element", t) in V04_ONLY_SCALARS
+
+    def nonfinite(x) -> bool:  # v0.4 constants inf/nan: literals v0.3 cannot write
+        return isinstance(x, ir.Const) and x.is_float and not isinstance(x.value, complex) \
+            and not math.isfinite(float(x.value))
+
+    for fn in program.functions:
+        if any(v04_type(a.type) for a in fn.args):
+            return True
+        for inst in ir.walk(fn.body):
+            if any(nonfinite(getattr(inst, f.name, None)) for f in fields(inst)):
+                return True
+            if isinstance(inst, ir.V04_INSTRUCTIONS) or getattr(inst, "inits", ()) or \
+                    getattr(inst, "op", None) in V04_ONLY_BINARY | V04_ONLY_UNARY:
+                return True
+            for f in ("type", "from_type", "to_type", "result_types"):
+                ts = getattr(inst, f, None)
+                if any(v04_type(t) for t in (ts if isinstance(ts, tuple) else (ts,))):
+                    return True
+            if isinstance(inst, ir.Blas) and any(
+                    v04_type(inst.memref_type(f)) for f in (*inst.inputs(), inst.output())):
+                return True
+    return False
 
 
 __all__ = ["parse", "executable"]

@@ -361,8 +361,8 @@ class _ToV03:
             return
         if isinstance(s, MemrefType):
             s = s.element
-        if isinstance(s, ScalarType) and s in V04_ONLY_SCALARS:
-            self.lacks(f"the type {s.value}", span)
+        if isinstance(s, ScalarType) and s in V04_ONLY_SCALARS and not self.run:
+            self.lacks(f"the type {s.value}", span)  # the interpreter runs them all
 
     def sub(self, op):
         """A use of a `constant` value becomes the literal again."""
@@ -372,6 +372,24 @@ class _ToV03:
                     c = scope[op.name]
                     return Const(c.value, c.is_float, op.span)
         return op
+
+    def kept(self, inst):
+        """A v0.4 instruction the interpreter runs, as it is: uses of constants become
+        literals, its regions are converted too."""
+        return dataclasses.replace(inst, **{
+            f.name: self.kept_field(f.name, getattr(inst, f.name))
+            for f in dataclasses.fields(inst) if f.init})
+
+    def kept_field(self, name: str, x):
+        if name in ("result", "results", "var", "vars", "span"):  # definitions stay
+            return x
+        if isinstance(x, ir.Region):
+            return self.region(x)
+        if isinstance(x, Value):
+            return self.sub(x)
+        if isinstance(x, tuple):
+            return tuple(self.kept_field(name, y) for y in x)
+        return x
 
     def function(self, fn: ir.Function) -> ir.Function:
         if not self.run:
@@ -398,13 +416,16 @@ class _ToV03:
         rep = dataclasses.replace
         s = self.sub
         if isinstance(inst, ir.Constant):
-            if isinstance(inst.type, CoopMatrixType) or isinstance(inst.value.value, complex):
+            if isinstance(inst.type, CoopMatrixType) or (
+                    isinstance(inst.value.value, complex) and not self.run):
                 self.check_type(inst.type, inst.span)
                 return None
             self.check_type(inst.type, inst.span)
             self.consts[-1][inst.result.name] = inst.value
             return None
         if isinstance(inst, ir.V04_INSTRUCTIONS):
+            if self.run and names.executable(inst):
+                return self.kept(inst)
             self.lacks(names.construct(inst), inst.span)
             return None
         if isinstance(inst, ir.Barrier):
@@ -413,12 +434,12 @@ class _ToV03:
             return rep(inst, fences=ir.BARRIER_FENCES)
         if isinstance(inst, ir.Arith):
             self.check_type(inst.type, inst.span)
-            if inst.op in names.V04_ONLY_BINARY:
+            if inst.op in names.V04_ONLY_BINARY and not self.run:
                 self.lacks(inst.op, inst.span)
             return rep(inst, lhs=s(inst.lhs), rhs=s(inst.rhs))
         if isinstance(inst, ir.ArithUnary):
             self.check_type(inst.type, inst.span)
-            if inst.op in names.V04_ONLY_UNARY:
+            if inst.op in names.V04_ONLY_UNARY and not self.run:
                 self.lacks(inst.op, inst.span)
             return rep(inst, operand=s(inst.operand))
         if isinstance(inst, ir.Compare):
@@ -455,13 +476,14 @@ class _ToV03:
         if isinstance(inst, ir.Yield):
             return rep(inst, values=tuple(s(x) for x in inst.values))
         if isinstance(inst, ir.For):
-            if inst.inits or inst.results:
+            if (inst.inits or inst.results) and not self.run:
                 self.lacks("a for loop with loop-carried values (init)", inst.span)
             if inst.attributes and not self.run:
                 self.lacks("for attributes", inst.span)
             return rep(inst, start=s(inst.start), stop=s(inst.stop),
                        step=s(inst.step) if inst.step is not None else None,
-                       body=self.region(inst.body), attributes={})
+                       body=self.region(inst.body), attributes={},
+                       inits=tuple((v, s(x)) for v, x in inst.inits))
         if isinstance(inst, ir.Foreach):
             return rep(inst, start=s(inst.start), stop=s(inst.stop),
                        body=self.region(inst.body))

@@ -164,8 +164,9 @@ def _memref_problem(t: MemrefType, shape: tuple, dtype: np.dtype) -> Optional[tu
     rest) so that one entry and several read alike; None when nothing is."""
     if t.element.is_bool:
         return None  # bind explains that i1 memrefs have no storage type
-    if dtype != t.element.dtype:
-        return "has", f"element type {t.element}: expected dtype {t.element.dtype}, got {dtype}"
+    if dtype not in t.element.storage_dtypes:
+        want = " or ".join(str(d) for d in t.element.storage_dtypes)
+        return "has", f"element type {t.element}: expected dtype {want}, got {dtype}"
     if len(shape) != t.order:
         return "is", f"{t}: expected {t.order} dimensions, got shape {shape}"
     for k, (want, got) in enumerate(zip(t.shape, shape)):

@@ -16,6 +16,7 @@ import stat
 import tempfile
 from collections.abc import Mapping
 
+import ml_dtypes
 import numpy as np
 
 from .diagnostics import ArgumentError
@@ -38,9 +39,15 @@ def check_target(path: str, option: str = "--out") -> None:
         raise ArgumentError(f"{path}: cannot write (no permission to create files in {parent})")
 
 
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
 def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
     """Write `arrays` to exactly `path`, atomically; failures are ArgumentErrors."""
     check_target(path)
+    # .npy cannot name bfloat16: such arrays are written as their uint16 bit patterns
+    # (docs/language.md "Arguments")
+    arrays = {k: a.view(np.uint16) if a.dtype == _BF16 else a for k, a in arrays.items()}
     shown, path = path, os.path.realpath(path)
     if _special(path):
         data = io.BytesIO()  # zipfile seeks, and /dev/null's positions are not a file's

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Optional, Union
 
+import ml_dtypes
 import numpy as np
 
 Dyn = Optional[int]  # a static integer or None for '?'
@@ -70,6 +71,15 @@ class ScalarType(Enum):
         """NumPy dtype used for values and storage (i1 is bool; it has no memref storage)."""
         return np.dtype(_DTYPES[self])
 
+    @property
+    def storage_dtypes(self) -> tuple[np.dtype, ...]:
+        """dtypes an argument array of this type may arrive in: its own; for bf16 also uint16
+        bit patterns and 2-byte void (what an .npy file of an ml_dtypes bfloat16 array holds),
+        since the .npy format cannot name bfloat16 (docs/language.md "Arguments")."""
+        if self is ScalarType.bf16:
+            return (self.dtype, np.dtype(np.uint16), np.dtype("V2"))
+        return (self.dtype,)
+
     def __str__(self) -> str:
         return self.value
 
@@ -88,9 +98,8 @@ _DTYPES = {
     ScalarType.f32: np.float32,
     ScalarType.f64: np.float64,
     ScalarType.f16: np.float16,
-    # bfloat16 has no NumPy dtype; float32 holds every bf16 value exactly (the interpreter does
-    # not execute bf16 yet: tlinterp/migrate.py rejects it before a run)
-    ScalarType.bf16: np.float32,
+    # bfloat16 has no NumPy dtype: ml_dtypes' (tlinterp/interp/lowp.py computes with it)
+    ScalarType.bf16: ml_dtypes.bfloat16,
     ScalarType.c32: np.complex64,
     ScalarType.c64: np.complex128,
 }

@@ -61,6 +61,20 @@ MNEMONICS: dict[type, str] = {
 }
 
 
+# v0.4-only instruction classes the interpreter executes (tlinterp/migrate.py lets them through
+# a run; the rest are "not yet executable").  Builtins: only the grid ones (SPMD ones need lanes).
+EXECUTABLE: tuple[type, ...] = (ir.Associated, ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate,
+                                ir.Cumsum, ir.ForeachNd, ir.Builtin)
+GRID_BUILTINS = frozenset({"group_id", "num_groups"})
+
+
+def executable(inst: ir.Instruction) -> bool:
+    """The interpreter runs this v0.4-only instruction."""
+    if isinstance(inst, ir.Builtin):
+        return inst.name in GRID_BUILTINS
+    return isinstance(inst, EXECUTABLE)
+
+
 def v04_words(message: str) -> str:
     """A message in v0.4's words: the IR's i1 is spelled `bool` (types print as in the IR)."""
     return re.sub(r"(?<![\w%])i1(?!\w)", "bool", message)
@@ -84,4 +98,5 @@ def construct(inst: ir.Instruction) -> str:
 __all__ = ["ARITH_BINARY", "ARITH_UNARY", "MATH_UNARY", "UNARY", "COMPARE", "COMPARE_SPELLING",
            "V04_ONLY_BINARY", "V04_ONLY_UNARY", "BUILTINS_XYZ", "BUILTINS_PLAIN",
            "SPMD_BUILTINS", "SUBGROUP_OPS", "MEMORY_SCOPES", "MEMORY_SEMANTICS",
-           "CHECKED_FLAGS", "MNEMONICS", "construct", "v04_words"]
+           "CHECKED_FLAGS", "MNEMONICS", "EXECUTABLE", "GRID_BUILTINS", "executable",
+           "construct", "v04_words"]

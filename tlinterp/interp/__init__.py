@@ -9,7 +9,7 @@ from typing import Optional, Union
 import numpy as np
 
 from .. import ir
-from ..args import BoundArgs, GroupArg, MemrefArg, bind, unbind
+from ..args import BoundArgs, GroupArg, MemrefArg, bind, check_groups, unbind
 from ..deepstack import call_deep, nesting
 from ..diagnostics import ArgumentError
 from ..effects import written_arguments
@@ -20,7 +20,7 @@ from .ub import KINDS, UBReport
 from .values import Lanes
 from .views import GroupValue
 
-__all__ = ["run", "run_bound", "select_function", "UBReport", "KINDS"]
+__all__ = ["run", "run_bound", "grid_of", "select_function", "UBReport", "KINDS"]
 
 
 def _program(program_or_text: Union[str, ir.Program]) -> ir.Program:
@@ -42,14 +42,20 @@ def select_function(program: ir.Program, func: Optional[str]) -> ir.Function:
         raise ArgumentError(f"{e.args[0]} (functions in {program.filename}: {names})") from None
 
 
-def run(program_or_text, args, func: Optional[str] = None, groups: Optional[int] = None,
+def run(program_or_text, args, func: Optional[str] = None,
+        groups: Union[None, int, tuple[int, ...]] = None,
         check: bool = True, max_steps: Optional[int] = None) -> dict[str, np.ndarray]:
     """Run `func` of a program (IR or source text) on `args` (the .npz convention); returns
     every memref and group argument after the run in the same keys and layout."""
     program = _program(program_or_text)
     function = select_function(program, func)
     bound = bind(function, args)
-    run_bound(program, function, bound, bound.num_groups(groups), check=check,
+    if isinstance(groups, (tuple, list)):
+        grid = grid_of(groups)  # a grid: its product is the work-group count
+        bound.num_groups(grid[0] * grid[1] * grid[2])
+    else:
+        grid = bound.num_groups(groups)
+    run_bound(program, function, bound, grid, check=check,
               max_steps=max_steps)
     return unbind(bound)
 
@@ -79,9 +85,25 @@ def _arg_value(name: str, t, v):
     return np.asarray(v)
 
 
-def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
-              check: bool = True, max_steps: Optional[int] = None) -> None:
-    """Run `function` with `groups` work-groups on bound arguments, writing their buffers."""
+def grid_of(groups: Union[int, tuple[int, ...]]) -> tuple[int, int, int]:
+    """A work-group count or a v0.4 grid (x[, y[, z]]) as (x, y, z)."""
+    g = tuple(groups) if isinstance(groups, (tuple, list)) else (groups,)
+    if not 1 <= len(g) <= 3:
+        raise ArgumentError(f"groups: a grid has 1 to 3 dimensions, got {len(g)}")
+    if any(x is None for x in g):
+        raise ArgumentError(f"groups: every grid size must be an integer, got {g!r}"[:200])
+    g = tuple(check_groups(x) for x in g) + (1,) * (3 - len(g))  # integers in range
+    check_groups(g[0] * g[1] * g[2])  # and so is their product
+    return g  # type: ignore[return-value]
+
+
+def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs,
+              groups: Union[int, tuple[int, ...]], check: bool = True,
+              max_steps: Optional[int] = None) -> None:
+    """Run `function` with `groups` work-groups (or a v0.4 grid (x, y, z), linearised x
+    fastest) on bound arguments, writing their buffers."""
+    grid = grid_of(groups)
+    groups = grid[0] * grid[1] * grid[2]
     env = Env()
     written = written_arguments(function)
     for a in function.args:
@@ -92,6 +114,8 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
     if groups <= 0:
         return
     ex = Executor(program, groups, check, max_steps)
+    ex.grid = grid
+    ex.function = function  # its attributes (work_group_size) matter to v0.4 instructions
     lanes = Lanes(np.arange(groups, dtype=np.int64))
     # the walker recurses per nesting level: deep programs get a deep stack
     call_deep(lambda: ex.run_region(function.body, env, lanes), nesting(function.body))

@@ -17,7 +17,7 @@ from .. import ir
 from ..diagnostics import Diagnostic, ExecutionError, not_yet
 from ..memlimit import check_allocation
 from ..types import INDEX, ScalarType
-from . import collectives, fastpath, scalar
+from . import collectives, exec_v04, fastpath, scalar
 from . import memory as mem
 from . import views as vw
 from .memory import AllocaBuffer, View
@@ -62,6 +62,7 @@ class Executor:
     def __init__(self, program: ir.Program, n_groups: int, check: bool,
                  max_steps: Optional[int]):
         self.program, self.n_groups, self.check = program, n_groups, check
+        self.grid = (n_groups, 1, 1)  # v0.4's 3-D grid (x, y, z); run_bound sets it
         self.max_steps, self.steps = max_steps, 0
         self.next_actor = n_groups + 1
         self._pure_cache: dict[int, bool] = {}
@@ -170,11 +171,12 @@ class Executor:
                               self.val(inst.rhs, inst.type, env))
         env.set(inst.result.name, r)
 
-    def _group_id(self, inst, env, lanes, col):
-        env.set(inst.result.name, lanes.gid)
+    def _group_id(self, inst, env, lanes, col):  # group_id.x: x runs fastest in the grid
+        x = self.grid[0]
+        env.set(inst.result.name, lanes.gid if x == self.n_groups else lanes.gid % x)
 
     def _group_size(self, inst, env, lanes, col):
-        env.set(inst.result.name, np.array(self.n_groups, np.int64))
+        env.set(inst.result.name, np.array(self.grid[0], np.int64))
 
     # --- memory ---------------------------------------------------------------------------
 
@@ -370,19 +372,26 @@ class Executor:
                 "for loop with a step <= 0 over a non-empty range never terminates", inst.span,
                 self.program.filename)], self.program.source)
         live = np.asarray(i < stop)
+        # v0.4 loop-carried values: one array per value over these lanes (or uniform)
+        carried = [self.val(x, rt, env) for (_, x), rt in zip(inst.inits, inst.result_types)]
         while True:
             if live.ndim == 0 or live.all():
                 if not live.all():
-                    return
+                    break
                 sub, sel, iv = lanes, None, i
             else:
                 if not live.any():
-                    return
+                    break
                 sel = np.flatnonzero(live)
                 sub, iv = lanes.select(sel), (i[sel] if np.ndim(i) else i)
             body = Env(env, sel)
             body.set(inst.var.name, iv)
-            self.run_region(inst.body, body, sub)
+            for (v, _), c in zip(inst.inits, carried):
+                body.set(v.name, c if sel is None or np.ndim(c) == 0 else c[sel])
+            out = self.run_region(inst.body, body, sub)
+            if inst.inits:
+                carried = [_merge(c, o, sel, lanes.n, rt)
+                           for c, o, rt in zip(carried, out, inst.result_types)]
             nxt, faults = scalar.binary("add", t, i, step)
             if self.check:
                 with self.collector().checks() as c:
@@ -390,6 +399,8 @@ class Executor:
                                  for k, m, w in faults], lanes, c, inst.span)
             i = np.where(live, nxt, i).astype(t.dtype) if np.ndim(i) else nxt
             live = live & np.asarray(i < stop)
+        for r, c in zip(inst.results, carried):
+            env.set(r.name, c)
 
     def _foreach(self, inst: ir.Foreach, env, lanes, col):
         t = inst.type
@@ -431,6 +442,15 @@ class Executor:
         collectives.execute(inst, views, alpha, beta, lanes, self.check, col)
 
 
+def _merge(old, new, sel, n: int, t) -> np.ndarray:
+    """A loop-carried value after an iteration that ran on the lanes `sel` (None: all)."""
+    if sel is None:
+        return new
+    full = np.array(np.broadcast_to(old, (n,)), dtype=t.dtype)
+    full[sel] = new
+    return full
+
+
 def _not_yet(ex, inst, env, lanes, col):
     """v0.4-only instructions: tlinterp/migrate.py rejects them before a run; this is the
     backstop for IR built by hand."""
@@ -451,4 +471,5 @@ DISPATCH: dict[type, Callable[..., Any]] = {
     ir.Foreach: Executor._foreach,
     **{cls: Executor._blas for cls in ir.BLAS},
     **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
+    **exec_v04.HANDLERS,
 }

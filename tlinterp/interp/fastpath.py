@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import ir
 from ..ops import BOOL, FLOAT, INT, type_class
-from ..types import INDEX, ScalarType
+from ..types import INDEX, V04_ONLY_SCALARS, ScalarType
 from . import memory as mem
 from . import scalar
 
@@ -37,13 +37,31 @@ _BAIL = object()  # "let the executor run this instruction"
 _INELIGIBLE = (ir.Foreach, ir.Alloca, *ir.BLAS)
 
 
+def _v04(inst: ir.For) -> bool:
+    """v0.4 constructs (loop-carried values, its instructions, types and operations) run on
+    the general path: the Python-scalar tables here cover v0.3's only."""
+    if inst.inits:
+        return True
+    for i in ir.walk(inst.body):
+        if isinstance(i, ir.V04_INSTRUCTIONS) or getattr(i, "inits", ()):
+            return True
+        if getattr(i, "op", "") in scalar._V04_UNARY or getattr(i, "op", "") in ("min", "max"):
+            return True
+        for f in ("type", "from_type", "to_type"):
+            t = getattr(i, f, None)
+            t = getattr(t, "element", t)
+            if t in V04_ONLY_SCALARS:
+                return True
+    return False
+
+
 def eligible(inst: ir.For, cache: dict) -> bool:
     """The loop's body (at any depth) has nothing that needs the general path."""
     key = id(inst)
     ok = cache.get(key)
     if ok is None:
         ok = cache[key] = not inst.type.is_bool and not any(
-            isinstance(i, _INELIGIBLE) for i in ir.walk(inst.body))
+            isinstance(i, _INELIGIBLE) for i in ir.walk(inst.body)) and not _v04(inst)
     return ok
 
 

@@ -17,7 +17,13 @@ import numpy as np
 
 from ..ir import Const
 from ..ops import BOOL, FLOAT, INT, type_class
-from ..types import ScalarType
+from ..types import V04_ONLY_SCALARS, ScalarType
+from . import scalar_v04
+
+# operations scalar_v04.py computes on every type (v0.3's types have no entry for them here)
+_V04_UNARY = frozenset({"abs", "conj", "re", "im", "cos", "sin", "exp", "exp2", "log", "log2",
+                        "native_cos", "native_sin", "native_exp", "native_exp2", "native_log",
+                        "native_log2"})
 
 Fault = tuple[str, np.ndarray, str]
 
@@ -25,6 +31,8 @@ Fault = tuple[str, np.ndarray, str]
 def const(c: Const, t: ScalarType) -> np.ndarray:
     """A literal as a 0-d array of type `t` (floats rounded once, integers wrapped)."""
     v = c.value
+    if t in V04_ONLY_SCALARS:
+        return scalar_v04.const(v, t)
     if t.is_bool:
         return np.array(bool(v))
     if t.is_float:
@@ -47,6 +55,8 @@ def _min(t: ScalarType):
 
 def binary(op: str, t: ScalarType, a: np.ndarray, b: np.ndarray):
     """`arith.<op> a, b : t`."""
+    if t in V04_ONLY_SCALARS:
+        return scalar_v04.binary(op, t, a, b)
     with np.errstate(all="ignore"):
         if t.is_bool:
             r, faults = BINARY[BOOL][op](t, np.asarray(a, bool), np.asarray(b, bool))
@@ -56,7 +66,9 @@ def binary(op: str, t: ScalarType, a: np.ndarray, b: np.ndarray):
 
 
 def unary(op: str, t: ScalarType, a: np.ndarray):
-    """`arith.neg` / `arith.not`."""
+    """`arith.neg` / `arith.not` (and v0.4's unary operations, in scalar_v04.py)."""
+    if t in V04_ONLY_SCALARS or op in _V04_UNARY:
+        return scalar_v04.unary(op, t, a)
     with np.errstate(all="ignore"):
         if t.is_bool:
             r, faults = UNARY[BOOL][op](t, np.asarray(a, bool))
@@ -66,6 +78,8 @@ def unary(op: str, t: ScalarType, a: np.ndarray):
 
 
 def compare(cond: str, t: ScalarType, a: np.ndarray, b: np.ndarray):
+    if t in V04_ONLY_SCALARS:
+        return scalar_v04.compare(cond, t, a, b), []
     a, b = _arr(a, t), _arr(b, t)
     return np.asarray(COMPARE[cond](a, b), bool), []
 
@@ -201,6 +215,8 @@ def cast(src: ScalarType, dst: ScalarType, a: np.ndarray):
     """C conversions (docs/semantics.md "Scalars"): anything->i1 is x != 0; float->int
     truncates (UB out of range or NaN); int->int wraps/extends by the source's signedness;
     rounding to nearest even."""
+    if src in V04_ONLY_SCALARS or dst in V04_ONLY_SCALARS:
+        return scalar_v04.cast(src, dst, a)
     a = _arr(a, src)
     with np.errstate(all="ignore"):
         if dst.is_bool:
@@ -219,7 +235,15 @@ def cast(src: ScalarType, dst: ScalarType, a: np.ndarray):
 
 
 def usual_type(*types: ScalarType) -> ScalarType:
-    """C's usual arithmetic conversions (integer promotion to at least 32 bits)."""
+    """C's usual arithmetic conversions (integer promotion to at least 32 bits). v0.4's
+    types: complex operands compute in c64 when any operand is c64 or f64, else in c32;
+    f16/bf16 compute in f32 (docs/semantics.md "v0.4 types and rounding")."""
+    if any(t.is_complex for t in types):
+        wide = any(t in (ScalarType.c64, ScalarType.f64, ScalarType.i64, ScalarType.index)
+                   for t in types)
+        return ScalarType.c64 if wide else ScalarType.c32
+    if any(t in (ScalarType.f16, ScalarType.bf16) for t in types):
+        return ScalarType.f64 if ScalarType.f64 in types else ScalarType.f32
     if ScalarType.f64 in types:
         return ScalarType.f64
     if ScalarType.f32 in types:
