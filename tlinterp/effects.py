@@ -81,6 +81,12 @@ _EFFECTS: dict[type, Callable[[ir.Instruction], Effect]] = {
         ir.Alloca, ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.GroupId, ir.GroupSize,
         ir.Size, ir.Barrier, ir.LifetimeStop, ir.If, ir.For, ir.Foreach)},
     **{cls: _v04 for cls in ir.V04_INSTRUCTIONS},
+    # v0.4 SPMD (interp/spmd_exec.py): a coopmatrix store writes; the rest are register values
+    ir.CoopStore: _store, ir.CoopAtomicUpdate: _store,
+    **{cls: lambda i: NONE for cls in (
+        ir.Parallel, ir.ForeachTile, ir.Builtin, ir.SubgroupBroadcast, ir.SubgroupOp, ir.Constant,
+        ir.CoopConstruct, ir.CoopLoad, ir.CoopPrefetch, ir.CoopMulAdd, ir.CoopScale,
+        ir.CoopReduce, ir.CoopExtract, ir.CoopInsert, ir.CoopApply)},
 }
 
 

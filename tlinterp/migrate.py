@@ -342,8 +342,10 @@ class _ToV03:
                 self.lacks(f"a group of static size {s.size}", span)
             s = s.memref
         if isinstance(s, CoopMatrixType):
-            self.lacks("the coopmatrix type", span)
-            return
+            if not self.run:  # the interpreter runs coopmatrices (interp/spmd_exec.py)
+                self.lacks("the coopmatrix type", span)
+                return
+            s = s.component
         if isinstance(s, MemrefType):
             s = s.element
         if isinstance(s, ScalarType) and s in V04_ONLY_SCALARS:
@@ -379,16 +381,39 @@ class _ToV03:
         self.consts.pop()
         return ir.Region(out, region.span)
 
+    def kept(self, inst):
+        """A v0.4 instruction kept for a run: constant operands become literals, regions are
+        converted."""
+        changes = {}
+        for f in dataclasses.fields(inst):
+            v = getattr(inst, f.name)
+            if f.name == "result":
+                continue
+            if isinstance(v, ir.Region):
+                changes[f.name] = self.region(v)
+            elif isinstance(v, Value):
+                changes[f.name] = self.sub(v)
+            elif isinstance(v, tuple) and any(isinstance(x, Value) for x in v):
+                changes[f.name] = tuple(self.sub(x) for x in v)
+            elif isinstance(v, (CoopMatrixType, ScalarType)):
+                self.check_type(v, inst.span)
+        return dataclasses.replace(inst, **changes)
+
     def instruction(self, inst: ir.Instruction) -> Optional[ir.Instruction]:
         rep = dataclasses.replace
         s = self.sub
         if isinstance(inst, ir.Constant):
+            if self.run and isinstance(inst.type, CoopMatrixType):
+                self.check_type(inst.type, inst.span)
+                return inst
             if isinstance(inst.type, CoopMatrixType) or isinstance(inst.value.value, complex):
                 self.check_type(inst.type, inst.span)
                 return None
             self.check_type(inst.type, inst.span)
             self.consts[-1][inst.result.name] = inst.value
             return None
+        if self.run and _spmd(inst):
+            return self.kept(inst)
         if isinstance(inst, ir.V04_INSTRUCTIONS):
             self.lacks(names.construct(inst), inst.span)
             return None
@@ -455,6 +480,18 @@ class _ToV03:
                 self.check_type(inst.memref_type(f), inst.span)
             return rep(inst, alpha=s(inst.alpha), beta=s(inst.beta))
         return inst
+
+
+# v0.4 instructions the interpreter runs as they are (tlinterp/interp/spmd_exec.py)
+_SPMD = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp, ir.CoopConstruct,
+         ir.CoopLoad, ir.CoopStore, ir.CoopPrefetch, ir.CoopMulAdd, ir.CoopScale, ir.CoopReduce,
+         ir.CoopExtract, ir.CoopInsert, ir.CoopApply, ir.CoopAtomicUpdate)
+_SPMD_BUILTINS = frozenset({*names.SPMD_BUILTINS, "subgroup_size", "num_subgroups"})
+
+
+def _spmd(inst) -> bool:
+    return isinstance(inst, _SPMD) or (isinstance(inst, ir.Builtin)
+                                       and inst.name in _SPMD_BUILTINS)
 
 
 def _static(e):

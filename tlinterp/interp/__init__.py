@@ -92,6 +92,7 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
     if groups <= 0:
         return
     ex = Executor(program, groups, check, max_steps)
+    ex.function = function  # its work-group and sub-group sizes (interp/spmd_exec.py)
     lanes = Lanes(np.arange(groups, dtype=np.int64))
     # the walker recurses per nesting level: deep programs get a deep stack
     call_deep(lambda: ex.run_region(function.body, env, lanes), nesting(function.body))
