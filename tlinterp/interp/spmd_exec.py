@@ -307,8 +307,11 @@ class CoopValue:
         return CoopValue(self.comps[sel], self.layout)
 
 
-def _layout(st: Region, t: CoopMatrixType) -> cm.Layout:
-    return cm.Layout(t.rows, t.cols, _ty(t.component), t.use, st.wg.subgroup_size)
+def _layout(st: Region, t: CoopMatrixType, ex=None, inst=None) -> cm.Layout:
+    try:
+        return cm.Layout(t.rows, t.cols, _ty(t.component), t.use, st.wg.subgroup_size)
+    except ValueError as e:  # a shape the layout document does not define
+        raise ExecutionError([Diagnostic(f"{t}: {e}", getattr(inst, "span", None))]) from None
 
 
 def _padded(ex, st, lanes, v: CoopValue, inst, col):
