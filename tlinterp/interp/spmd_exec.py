@@ -367,7 +367,10 @@ def _construct(ex, inst: ir.CoopConstruct, env, lanes, col):
     x = ex.val(inst.value, inst.type.component, env)
     if np.ndim(x) == 0:
         comps = np.full((lanes.n, layout.V), x, x.dtype)
-    else:  # every component of a lane is its own value (the lane's, not the sub-group's)
+    else:  # must be uniform per sub-group (reported otherwise); then the lanes agree
+        full, present = _full(st, lanes, x)
+        ok = _subgroups_present(ex, st, lanes, present, inst, col, _name(inst))
+        _uniform(ex, st, lanes, x, inst, col, "the cooperative_matrix_construct value", ok)
         comps = np.repeat(np.asarray(x)[:, None], layout.V, axis=1)
     env.set(inst.result.name, CoopValue(comps, layout))
 
