@@ -296,15 +296,25 @@ def barrier(ex, inst: ir.Barrier, env, lanes, col):
 # --- cooperative matrices ----------------------------------------------------------------------
 
 
-@dataclass
 class CoopValue:
-    """A coopmatrix value: each lane's components, (n, V)."""
+    """A coopmatrix value in one of two forms: `padded`, (P, n_subgroups, M, J), for the
+    parallel region's full lane set (the common case: operations need no data movement), or
+    `comps`, (n, V) components per running lane (once a divergent branch selected lanes)."""
 
-    comps: np.ndarray
-    layout: cm.Layout
+    def __init__(self, layout: cm.Layout, comps=None, padded=None):
+        self.layout, self.comps, self.padded = layout, comps, padded
+
+    def components(self) -> np.ndarray:
+        if self.comps is None:
+            self.comps = cm.to_components(self.layout, self.padded).reshape(-1, self.layout.V)
+        return self.comps
 
     def select(self, sel) -> CoopValue:
-        return CoopValue(self.comps[sel], self.layout)
+        return CoopValue(self.layout, comps=self.components()[sel])
+
+
+def _is_full(st: Region, lanes: Lanes) -> bool:
+    return lanes.n == st.P * st.wg.n_items
 
 
 def _layout(st: Region, t: CoopMatrixType, ex=None, inst=None) -> cm.Layout:
@@ -316,15 +326,19 @@ def _layout(st: Region, t: CoopMatrixType, ex=None, inst=None) -> cm.Layout:
 
 def _padded(ex, st, lanes, v: CoopValue, inst, col):
     """(P, n_subgroups, M, J) padded matrices and the (P, n_subgroups) running mask."""
-    full, present = _full(st, lanes, v.comps)
+    if v.padded is not None and _is_full(st, lanes):
+        return v.padded, np.ones((st.P, st.wg.n_subgroups), bool)
+    full, present = _full(st, lanes, v.components())
     ok = _subgroups_present(ex, st, lanes, present, inst, col, _name(inst))
     comps = full.reshape(st.P, st.wg.n_subgroups, st.wg.subgroup_size, -1)
     return cm.from_components(v.layout, comps), ok
 
 
 def _coop_out(st, lanes, layout: cm.Layout, padded) -> CoopValue:
+    if _is_full(st, lanes):
+        return CoopValue(layout, padded=padded)
     comps = cm.to_components(layout, padded).reshape(st.P * st.wg.n_items, layout.V)
-    return CoopValue(_back(st, lanes, comps), layout)
+    return CoopValue(layout, comps=comps[lanes.it])
 
 
 def _name(inst) -> str:
@@ -351,28 +365,24 @@ def _constant(ex, inst: ir.Constant, env, lanes, col):
         raise not_yet(inst)  # scalar constants become literals (tlinterp/migrate.py)
     st = _state(ex, inst)
     layout = _layout(st, inst.type)
-    value = scalar.const(inst.value, inst.type.component)
-    padded = cm.construct(layout, value)
-    comps = np.broadcast_to(cm.to_components(layout, padded), (st.wg.n_subgroups,
-                                                               layout.S, layout.V))
-    env.set(inst.result.name, CoopValue(
-        _back(st, lanes, np.broadcast_to(comps.reshape(1, -1, layout.V),
-                                         (st.P, st.wg.n_items, layout.V))
-              .reshape(-1, layout.V)).copy(), layout))
+    padded = cm.construct(layout, scalar.const(inst.value, inst.type.component))
+    env.set(inst.result.name, _coop_out(st, lanes, layout, np.broadcast_to(
+        padded, (st.P, st.wg.n_subgroups) + padded.shape)))
 
 
 def _construct(ex, inst: ir.CoopConstruct, env, lanes, col):
     st = _state(ex, inst)
     layout = _layout(st, inst.type)
     x = ex.val(inst.value, inst.type.component, env)
+    shape = (st.P, st.wg.n_subgroups, layout.M, layout.J)
     if np.ndim(x) == 0:
-        comps = np.full((lanes.n, layout.V), x, x.dtype)
-    else:  # must be uniform per sub-group (reported otherwise); then the lanes agree
-        full, present = _full(st, lanes, x)
+        padded = np.broadcast_to(cm.construct(layout, x), shape)
+    else:  # must be uniform per sub-group (reported otherwise)
+        _, present = _full(st, lanes, x)
         ok = _subgroups_present(ex, st, lanes, present, inst, col, _name(inst))
-        _uniform(ex, st, lanes, x, inst, col, "the cooperative_matrix_construct value", ok)
-        comps = np.repeat(np.asarray(x)[:, None], layout.V, axis=1)
-    env.set(inst.result.name, CoopValue(comps, layout))
+        u = _uniform(ex, st, lanes, x, inst, col, "the cooperative_matrix_construct value", ok)
+        padded = np.broadcast_to(u[:, :, None, None].astype(x.dtype), shape)
+    env.set(inst.result.name, _coop_out(st, lanes, layout, padded))
 
 
 def _view_meta(ex, st, lanes, view, inst, col, ok):
@@ -386,11 +396,15 @@ def _view_meta(ex, st, lanes, view, inst, col, ok):
     return off, shape, strides
 
 
-def _access(ex, inst, env, lanes, col, layout, trans, checked):
+def _access(ex, inst, env, lanes, col, layout, trans, checked, fast: bool = True):
+    """(view, good, addr, ok): the entries of a coopmatrix load/store that really touch memory
+    ((P, nsg, M, J) bool, or None: all matrix entries, columns < N), their element addresses,
+    and the running sub-groups; out-of-bounds entries are reported first."""
     st = ex.spmd
     view = env.get(inst.operand.name)
-    ok = np.ones((st.P, st.wg.n_subgroups), bool) if lanes.n == st.P * st.wg.n_items else None
-    if ok is None:
+    full = _is_full(st, lanes)
+    ok = np.ones((st.P, st.wg.n_subgroups), bool)
+    if not full:
         _, present = _full(st, lanes, np.zeros(lanes.n))
         ok = _subgroups_present(ex, st, lanes, present, inst, col, _name(inst))
     x = _uniform(ex, st, lanes, ex.val(inst.x, INDEX, env), inst, col,
@@ -398,6 +412,18 @@ def _access(ex, inst, env, lanes, col, layout, trans, checked):
     y = _uniform(ex, st, lanes, ex.val(inst.y, INDEX, env), inst, col,
                  "the column offset of " + _name(inst), ok)
     off, shape, strides = _view_meta(ex, st, lanes, view, inst, col, ok)
+    base = off + x * strides[0] + y * strides[1]
+    M, N = layout.M, layout.N
+    n0, n1 = (N, M) if trans else (M, N)  # extents in memref modes 0 and 1
+    inside = (x >= 0) & (x + n0 <= shape[0]) & (y >= 0) & (y + n1 <= shape[1])
+    uniform_strides = all((s == s.flat[0]).all() for s in strides)
+    if fast and full and uniform_strides and inside.all():
+        # the common case: one address pattern, shifted per sub-group, nothing masked
+        s0, s1 = int(strides[0].flat[0]), int(strides[1].flat[0])
+        i = np.arange(M)[:, None]
+        j = np.arange(N)[None, :]
+        pattern = j * s0 + i * s1 if trans else i * s0 + j * s1
+        return view, None, base[:, :, None, None] + pattern, ok
     acc = cm.access(layout, x, y, shape, trans, checked or "")
     take = acc.take & ok[:, :, None, None]
     oob = acc.oob & ok[:, :, None, None]
@@ -408,16 +434,22 @@ def _access(ex, inst, env, lanes, col, layout, trans, checked):
     good = take & ~oob
     addr = (off[:, :, None, None] + acc.i0 * strides[0][:, :, None, None]
             + acc.i1 * strides[1][:, :, None, None])
-    return st, view, good, np.where(good, addr, 0), ok
+    return view, good, np.where(good, addr, 0), ok
 
 
 def _coop_load(ex, inst: ir.CoopLoad, env, lanes, col):
     st = _state(ex, inst)
     layout = _layout(st, inst.type)
-    st, view, good, addr, ok = _access(ex, inst, env, lanes, col, layout, inst.trans,
-                                       inst.checked)
+    view, good, addr, ok = _access(ex, inst, env, lanes, col, layout, inst.trans,
+                                   inst.checked)
     data = view.buf.data
-    vals = np.where(good, data[addr], 0).astype(data.dtype, copy=False)
+    if good is None:
+        vals = data[addr]
+        if layout.J > layout.N:
+            vals = np.concatenate([vals, np.zeros(vals.shape[:-1] + (layout.J - layout.N,),
+                                                  vals.dtype)], axis=-1)
+    else:
+        vals = np.where(good, data[addr], 0).astype(data.dtype, copy=False)
     env.set(inst.result.name, _coop_out(st, lanes, layout, vals))
 
 
@@ -425,16 +457,27 @@ def _coop_store(ex, inst: ir.CoopStore, env, lanes, col):
     st = _state(ex, inst)
     v = env.get(inst.value.name)
     padded, _ = _padded(ex, st, lanes, v, inst, col)
-    st, view, good, addr, ok = _access(ex, inst, env, lanes, col, v.layout, inst.trans,
-                                       inst.checked)
+    view, good, addr, ok = _access(ex, inst, env, lanes, col, v.layout, inst.trans,
+                                   inst.checked)
+    data = view.buf.data
+    if good is None:
+        addr, vals = addr.reshape(-1), padded[..., :v.layout.N].reshape(-1)
+    else:
+        addr, vals = addr[good], padded[good]
     # sub-groups in work-group-major order: the last writer of an element wins
-    view.buf.data[addr[good]] = padded[good].astype(view.buf.data.dtype, copy=False)
+    data[addr] = vals.astype(data.dtype, copy=False)
     if ex.check and hasattr(view.buf, "init"):
-        view.buf.init[addr[good]] = True
+        view.buf.init[addr] = True
 
 
 def _prefetch(ex, inst, env, lanes, col):
     _state(ex, inst)  # a hint: no effect on the result
+
+
+# mul_add accumulating in f32 from these types runs as exact products summed in f64 and rounded
+# once (docs/semantics.md): within the bound of coopmatrix.mul_add's sequential order, and a
+# BLAS call instead of K NumPy steps
+_WIDE_F32 = frozenset({"f16", "bf16", "f32"})
 
 
 def _mul_add(ex, inst: ir.CoopMulAdd, env, lanes, col):
@@ -445,8 +488,15 @@ def _mul_add(ex, inst: ir.CoopMulAdd, env, lanes, col):
     pc, _ = _padded(ex, st, lanes, c, inst, col)
     layout = _layout(st, inst.type)
     K = a.layout.N
-    d = cm.mul_add(pa[..., :K], pb[..., :K, :], pc, a.layout.ty, b.layout.ty, c.layout.ty,
-                   layout.ty)
+    ta, tb, tc = a.layout.ty, b.layout.ty, c.layout.ty
+    if tc == layout.ty == "f32" and ta in _WIDE_F32 and tb in _WIDE_F32:
+        N = c.layout.N
+        d = pc.astype(np.float64)  # padding columns: C's, as in coopmatrix.mul_add
+        d[..., :N] += np.matmul(pa[..., :K].astype(np.float64),
+                                pb[..., :K, :N].astype(np.float64))
+        d = d.astype(np.float32)
+    else:
+        d = cm.mul_add(pa[..., :K], pb[..., :K, :], pc, ta, tb, tc, layout.ty)
     env.set(inst.result.name, _coop_out(st, lanes, layout, d))
 
 
@@ -470,42 +520,76 @@ def _reduce(ex, inst: ir.CoopReduce, env, lanes, col):
 
 
 def _extract(ex, inst: ir.CoopExtract, env, lanes, col):
+    st = _state(ex, inst)
     m = env.get(inst.operand.name)
-    env.set(inst.result.name, np.array(m.comps[:, inst.index]))
+    if m.padded is not None and _is_full(st, lanes):
+        rows, cols = m.layout.positions
+        v = m.padded[..., rows[:, inst.index], cols[:, inst.index]]  # (P, nsg, S)
+        env.set(inst.result.name, v.reshape(-1))
+        return
+    env.set(inst.result.name, np.array(m.components()[:, inst.index]))
 
 
 def _insert(ex, inst: ir.CoopInsert, env, lanes, col):
+    st = _state(ex, inst)
     m = env.get(inst.operand.name)
     x = ex.val(inst.value, inst.type.component, env)
-    comps = m.comps.copy()
+    if m.padded is not None and _is_full(st, lanes):
+        rows, cols = m.layout.positions
+        p = m.padded.copy()
+        p[..., rows[:, inst.index], cols[:, inst.index]] = np.broadcast_to(
+            x, (lanes.n,)).reshape(p.shape[:2] + (-1,))
+        env.set(inst.result.name, CoopValue(m.layout, padded=p))
+        return
+    comps = m.components().copy()
     comps[:, inst.index] = x
-    env.set(inst.result.name, CoopValue(comps, m.layout))
+    env.set(inst.result.name, CoopValue(m.layout, comps=comps))
 
 
 def _apply(ex, inst: ir.CoopApply, env, lanes, col):
-    """The region runs once per (lane, component), as lanes of their own (a foreach-like
-    expansion), with (%i, %j) the entry's position; padding components run masked (their
-    faults do not count) and come out 0 (coopmatrix.apply_result)."""
+    """The region runs once per matrix entry (padding excluded), as lanes of their own (a
+    foreach-like expansion of the work-item holding the entry), with (%i, %j) its position;
+    padding comes out 0 (coopmatrix.apply_result)."""
     st = _state(ex, inst)
     m = env.get(inst.operand.name)
     layout = _layout(st, inst.type)
-    n, V = lanes.n, layout.V
-    p = lanes.it % st.wg.n_items % layout.S
-    rows, cols = layout.positions  # (S, V)
-    parent = np.repeat(np.arange(n), V)
-    i = rows[p].reshape(-1).astype(np.int32)
-    j = cols[p].reshape(-1).astype(np.int32)
-    real = j < layout.N
-    sub = Lanes(marker=lanes.marker, parent=lanes, sel=parent, n=n * V,
-                live=None if real.all() else real)
+    src = m.layout
+    M, N, S = src.M, src.N, src.S
+    if _is_full(st, lanes):
+        p, _ = _padded(ex, st, lanes, m, inst, col)
+        rows, cols = src.positions
+        owner = np.zeros((M, src.J), np.int64)
+        owner[rows, cols] = np.arange(S)[:, None]
+        G = st.P * st.wg.n_subgroups
+        parent = (np.arange(G)[:, None, None] * S + owner[None, :, :N]).reshape(-1)
+        i = np.broadcast_to(np.arange(M, dtype=np.int32)[:, None], (G, M, N)).reshape(-1)
+        j = np.broadcast_to(np.arange(N, dtype=np.int32)[None, :], (G, M, N)).reshape(-1)
+        vals = p[..., :N].reshape(-1)
+        real = None
+    else:
+        n, V = lanes.n, src.V
+        q = lanes.it % st.wg.n_items % S
+        rows, cols = src.positions  # (S, V)
+        parent = np.repeat(np.arange(n), V)
+        i = rows[q].reshape(-1).astype(np.int32)
+        j = cols[q].reshape(-1).astype(np.int32)
+        vals = m.components().reshape(-1)
+        real = j < N
+    sub = Lanes(marker=lanes.marker, parent=lanes, sel=parent, n=len(parent),
+                live=None if real is None or real.all() else real)
     body = type(env)(env, parent)
     body.set(inst.row.name, i)
     body.set(inst.col.name, j)
-    body.set(inst.val.name, m.comps.reshape(-1))
+    body.set(inst.val.name, vals)
     out = ex.run_region(inst.body, body, sub)
-    v = np.broadcast_to(np.asarray(out[0]), (n * V,))
-    v = np.where(real, v, 0).astype(inst.type.component.dtype)
-    env.set(inst.result.name, CoopValue(v.reshape(n, V), layout))
+    v = np.broadcast_to(np.asarray(out[0]), (len(parent),)).astype(inst.type.component.dtype)
+    if real is not None:
+        v = np.where(real, v, v.dtype.type(0))
+        env.set(inst.result.name, CoopValue(layout, comps=v.reshape(lanes.n, -1)))
+        return
+    res = np.zeros((st.P, st.wg.n_subgroups, M, layout.J), v.dtype)
+    res[..., :N] = v.reshape(st.P, st.wg.n_subgroups, M, N)
+    env.set(inst.result.name, CoopValue(layout, padded=res))
 
 
 _ATOMIC = {"add": np.add, "max": np.fmax, "min": np.fmin}
@@ -517,8 +601,8 @@ def _atomic_update(ex, inst: ir.CoopAtomicUpdate, env, lanes, col):
     st = _state(ex, inst)
     v = env.get(inst.value.name)
     padded, _ = _padded(ex, st, lanes, v, inst, col)
-    st, view, good, addr, ok = _access(ex, inst, env, lanes, col, v.layout, inst.trans,
-                                       inst.checked)
+    view, good, addr, ok = _access(ex, inst, env, lanes, col, v.layout, inst.trans,
+                                   inst.checked, fast=False)
     data = view.buf.data
     a = addr[good]
     x = padded[good].astype(data.dtype, copy=False)
@@ -548,20 +632,31 @@ def componentwise(handler):
             return handler(ex, inst, env, lanes, col)
         st = _state(ex, inst)
         layout = _layout(st, t)
-        entry = layout.positions[1] < layout.N  # (S, V): which components are entries
-        real = entry[lanes.it % st.wg.n_items % layout.S]
+        names = [inst.lhs.name, inst.rhs.name] if isinstance(inst, ir.Arith) else \
+            [inst.operand.name]
+        ops = [env.get(n) for n in names]
+        padded = _is_full(st, lanes) and all(o.padded is not None for o in ops)
+        xs = [o.padded if padded else o.components() for o in ops]
         if isinstance(inst, ir.Arith):
-            a, b = env.get(inst.lhs.name), env.get(inst.rhs.name)
-            r, faults = scalar.binary(inst.op, t.component, a.comps, b.comps)
+            r, faults = scalar.binary(inst.op, t.component, *xs)
         elif isinstance(inst, ir.ArithUnary):
-            r, faults = scalar.unary(inst.op, t.component, env.get(inst.operand.name).comps)
+            r, faults = scalar.unary(inst.op, t.component, *xs)
         else:
-            src = env.get(inst.operand.name)
-            cm.cast_use(src.layout.use, t.use)
-            r, faults = scalar.cast(inst.from_type.component, t.component, src.comps)
-        ex.faults([(k, (np.asarray(m) & real).any(axis=1), w) for k, m, w in faults],
-                  lanes, col, inst.span)
-        env.set(inst.result.name, CoopValue(np.asarray(r), layout))
+            cm.cast_use(ops[0].layout.use, t.use)
+            r, faults = scalar.cast(inst.from_type.component, t.component, *xs)
+        if faults:
+            entry = layout.positions[1] < layout.N  # (S, V): which components are entries
+            real = entry[lanes.it % st.wg.n_items % layout.S]
+            per_lane = []
+            for k, m, w in faults:
+                m = np.broadcast_to(np.asarray(m, bool), np.shape(xs[0]))
+                if padded:
+                    m = cm.to_components(layout, m).reshape(lanes.n, -1)
+                per_lane.append((k, (m & real).any(axis=1), w))
+            ex.faults(per_lane, lanes, col, inst.span)
+        r = np.asarray(r)
+        env.set(inst.result.name, CoopValue(layout, padded=r) if padded else
+                CoopValue(layout, comps=r))
 
     return run
 
