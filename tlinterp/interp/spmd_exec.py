@@ -398,8 +398,9 @@ def _view_meta(ex, st, lanes, view, inst, col, ok):
 
 def _access(ex, inst, env, lanes, col, layout, trans, checked, fast: bool = True):
     """(view, good, addr, ok): the entries of a coopmatrix load/store that really touch memory
-    ((P, nsg, M, J) bool, or None: all matrix entries, columns < N), their element addresses,
-    and the running sub-groups; out-of-bounds entries are reported first."""
+    ((P, nsg, M, J) bool, and their element addresses; or None: all matrix entries, columns
+    < N, at addresses base[g, s] + pattern[i, j], addr = (base, pattern)), and the running
+    sub-groups; out-of-bounds entries are reported first."""
     st = ex.spmd
     view = env.get(inst.operand.name)
     full = _is_full(st, lanes)
@@ -423,7 +424,7 @@ def _access(ex, inst, env, lanes, col, layout, trans, checked, fast: bool = True
         i = np.arange(M)[:, None]
         j = np.arange(N)[None, :]
         pattern = j * s0 + i * s1 if trans else i * s0 + j * s1
-        return view, None, base[:, :, None, None] + pattern, ok
+        return view, None, (base, pattern), ok  # addresses base[g, s] + pattern
     acc = cm.access(layout, x, y, shape, trans, checked or "")
     take = acc.take & ok[:, :, None, None]
     oob = acc.oob & ok[:, :, None, None]
@@ -444,7 +445,11 @@ def _coop_load(ex, inst: ir.CoopLoad, env, lanes, col):
                                    inst.checked)
     data = view.buf.data
     if good is None:
-        vals = data[addr]
+        # sub-groups loading the same block (e.g. every query block of one head loading one
+        # key block) share one gather
+        base, pattern = addr
+        ub, inv = np.unique(base.reshape(-1), return_inverse=True)
+        vals = data[ub[:, None, None] + pattern][inv.reshape(base.shape)]
         if layout.J > layout.N:
             vals = np.concatenate([vals, np.zeros(vals.shape[:-1] + (layout.J - layout.N,),
                                                   vals.dtype)], axis=-1)
@@ -461,7 +466,9 @@ def _coop_store(ex, inst: ir.CoopStore, env, lanes, col):
                                    inst.checked)
     data = view.buf.data
     if good is None:
-        addr, vals = addr.reshape(-1), padded[..., :v.layout.N].reshape(-1)
+        base, pattern = addr
+        addr = (base[:, :, None, None] + pattern).reshape(-1)
+        vals = padded[..., :v.layout.N].reshape(-1)
     else:
         addr, vals = addr[good], padded[good]
     # sub-groups in work-group-major order: the last writer of an element wins
