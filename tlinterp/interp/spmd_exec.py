@@ -481,10 +481,10 @@ def _prefetch(ex, inst, env, lanes, col):
     _state(ex, inst)  # a hint: no effect on the result
 
 
-# mul_add accumulating in f32 from these types runs as exact products summed in f64 and rounded
-# once (docs/semantics.md): within the bound of coopmatrix.mul_add's sequential order, and a
-# BLAS call instead of K NumPy steps
-_WIDE_F32 = frozenset({"f16", "bf16", "f32"})
+# mul_add accumulating in f32 from these types (converted to f32 exactly) runs as one f32 BLAS
+# product plus C, like v0.3's gemm (collectives.py): a reassociated sum within the bound of
+# coopmatrix.mul_add's sequential order (docs/semantics.md), instead of K NumPy steps
+_F32_SOURCES = frozenset({"f16", "bf16", "f32"})
 
 
 def _mul_add(ex, inst: ir.CoopMulAdd, env, lanes, col):
@@ -496,12 +496,11 @@ def _mul_add(ex, inst: ir.CoopMulAdd, env, lanes, col):
     layout = _layout(st, inst.type)
     K = a.layout.N
     ta, tb, tc = a.layout.ty, b.layout.ty, c.layout.ty
-    if tc == layout.ty == "f32" and ta in _WIDE_F32 and tb in _WIDE_F32:
+    if tc == layout.ty == "f32" and ta in _F32_SOURCES and tb in _F32_SOURCES:
         N = c.layout.N
-        d = pc.astype(np.float64)  # padding columns: C's, as in coopmatrix.mul_add
-        d[..., :N] += np.matmul(pa[..., :K].astype(np.float64),
-                                pb[..., :K, :N].astype(np.float64))
-        d = d.astype(np.float32)
+        d = np.array(pc, np.float32)  # padding columns: C's, as in coopmatrix.mul_add
+        d[..., :N] += np.matmul(pa[..., :K].astype(np.float32, copy=False),
+                                pb[..., :K, :N].astype(np.float32, copy=False))
     else:
         d = cm.mul_add(pa[..., :K], pb[..., :K, :], pc, ta, tb, tc, layout.ty)
     env.set(inst.result.name, _coop_out(st, lanes, layout, d))
