@@ -552,6 +552,27 @@ def _insert(ex, inst: ir.CoopInsert, env, lanes, col):
     env.set(inst.result.name, CoopValue(m.layout, comps=comps))
 
 
+def _entry_lanes(ex, layout: cm.Layout, G: int):
+    """For the matrix entries (padding excluded) of G sub-groups, in padded-matrix order: the
+    lane holding each (its work-item in the full lane set) and the entry's (i, j) as i32.
+    Cached per layout and G: loops apply the same shapes every iteration."""
+    cache = ex.__dict__.setdefault("_entry_lanes", {})
+    key = (layout, G)
+    hit = cache.get(key)
+    if hit is None:
+        M, N, S = layout.M, layout.N, layout.S
+        rows, cols = layout.positions
+        owner = np.zeros((M, layout.J), np.int64)
+        owner[rows, cols] = np.arange(S)[:, None]
+        parent = (np.arange(G)[:, None, None] * S + owner[None, :, :N]).reshape(-1)
+        i = np.broadcast_to(np.arange(M, dtype=np.int32)[:, None], (G, M, N)).reshape(-1)
+        j = np.broadcast_to(np.arange(N, dtype=np.int32)[None, :], (G, M, N)).reshape(-1)
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        hit = cache[key] = (parent, i, j)
+    return hit
+
+
 def _apply(ex, inst: ir.CoopApply, env, lanes, col):
     """The region runs once per matrix entry (padding excluded), as lanes of their own (a
     foreach-like expansion of the work-item holding the entry), with (%i, %j) its position;
@@ -563,13 +584,8 @@ def _apply(ex, inst: ir.CoopApply, env, lanes, col):
     M, N, S = src.M, src.N, src.S
     if _is_full(st, lanes):
         p, _ = _padded(ex, st, lanes, m, inst, col)
-        rows, cols = src.positions
-        owner = np.zeros((M, src.J), np.int64)
-        owner[rows, cols] = np.arange(S)[:, None]
         G = st.P * st.wg.n_subgroups
-        parent = (np.arange(G)[:, None, None] * S + owner[None, :, :N]).reshape(-1)
-        i = np.broadcast_to(np.arange(M, dtype=np.int32)[:, None], (G, M, N)).reshape(-1)
-        j = np.broadcast_to(np.arange(N, dtype=np.int32)[None, :], (G, M, N)).reshape(-1)
+        parent, i, j = _entry_lanes(ex, src, G)
         vals = p[..., :N].reshape(-1)
         real = None
     else:
