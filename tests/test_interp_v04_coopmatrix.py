@@ -201,3 +201,52 @@ def test_a_shape_without_layout_is_a_clear_error():
     src = EDGE.replace("CHK", "").replace("8 x 8, matrix_acc", "12 x 8, matrix_acc")
     with pytest.raises(ExecutionError, match="powers of two"):
         _run(src, {"A": np.zeros((12, 8), np.float32), "B": np.zeros((12, 8), np.float32)})
+
+
+LOCAL = """\
+func @k(%A: memref<f32 x 8 x 16>, %B: memref<f32 x 8 x 16>) \
+attributes{subgroup_size=8, work_group_size=[16, 1]} {
+    %L = alloca : memref<f32 x 8 x 16, local>
+    parallel {
+        %c0 = constant 0 : index
+        %s = subgroup_linear_id : i32
+        %c8 = constant 8 : i32
+        %t = mul %s, %c8 : i32
+        %mine = cast %t : index
+        %o = sub %c8, %t : i32
+        %other = cast %o : index
+        %x = cooperative_matrix_load %A[%c0, %mine] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        cooperative_matrix_store %x, %L[%c0, STORE]
+BARRIER
+        %y = cooperative_matrix_load %L[%c0, %other] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        cooperative_matrix_store %y, %B[%c0, %mine]
+    }
+}
+"""
+
+
+def test_coopmatrix_exchange_through_local_memory_needs_a_barrier():
+    a = RNG.standard_normal((8, 16)).astype(np.float32)
+    ok = LOCAL.replace("STORE", "%mine").replace("BARRIER", "        barrier.local")
+    out = _run(ok, {"A": a, "B": np.zeros_like(a)})["B"]
+    assert (out == np.concatenate([a[:, 8:], a[:, :8]], axis=1)).all()
+    msg = _ub(LOCAL.replace("STORE", "%mine").replace("BARRIER\n", ""),
+              {"A": a, "B": np.zeros_like(a)}, "data-race")
+    assert "two work-items in work-group 0" in msg
+
+
+def test_two_sub_groups_storing_one_tile_race():
+    a = RNG.standard_normal((8, 16)).astype(np.float32)
+    src = LOCAL.replace("STORE", "%c0").replace("BARRIER", "        barrier.local")
+    _ub(src, {"A": a, "B": np.zeros_like(a)}, "data-race")
+
+
+def test_coopmatrix_load_of_unwritten_local_memory():
+    a = RNG.standard_normal((8, 16)).astype(np.float32)
+    src = LOCAL.replace("STORE", "%c0").replace("BARRIER", "        barrier.local")
+    src = src.replace("%s = subgroup_linear_id : i32", "%s = constant 0 : i32")
+    # nothing writes %L before this load
+    msg = _ub(src.replace("cooperative_matrix_store %x, %L[%c0, %c0]",
+                          "%z = cooperative_matrix_load %L[%c0, %c0] : coopmatrix<f32 x 8 x 8, "
+                          "matrix_acc>"), {"A": a, "B": np.zeros_like(a)}, "uninitialised-read")
+    assert "before any write" in msg

@@ -24,6 +24,7 @@ from ..diagnostics import Diagnostic, ExecutionError, not_yet
 from ..memlimit import check_allocation
 from ..types import INDEX, CoopMatrixType, ScalarType
 from . import coopmatrix as cm
+from . import memory as mem
 from . import scalar, subgroups
 from .spmd import UBFinding, WorkGroup, nonuniform
 from .values import Lanes, is_var
@@ -438,11 +439,59 @@ def _access(ex, inst, env, lanes, col, layout, trans, checked, fast: bool = True
     return view, good, np.where(good, addr, 0), ok
 
 
+def _footprint(st: Region, lanes: Lanes, layout: cm.Layout, good, addr):
+    """The elements a coopmatrix access touches as a per-work-item footprint (every running
+    lane's components; entries not taken repeat one the lane takes, which changes nothing),
+    and the lanes taking at least one; None when no lane takes any."""
+    if good is None:
+        base, pattern = addr
+        full = base[:, :, None, None] + pattern
+        if layout.J > layout.N:  # padding columns: repeat column 0
+            full = np.concatenate([full, np.repeat(full[..., :1], layout.J - layout.N, -1)],
+                                  axis=-1)
+        valid = np.broadcast_to(layout.logical(), full.shape)
+    else:
+        full, valid = addr, good
+    a = cm.to_components(layout, full).reshape(st.P * st.wg.n_items, layout.V)
+    ok = cm.to_components(layout, valid).reshape(a.shape)
+    if not _is_full(st, lanes):
+        a, ok = a[lanes.it], ok[lanes.it]
+    has = ok.any(axis=1)
+    if not has.any():
+        return None, None
+    first = a[np.arange(len(a)), np.argmax(ok, axis=1)]
+    a = np.where(ok, a, first[:, None])
+    sub = lanes
+    if not has.all():
+        sel = np.flatnonzero(has)
+        sub, a = lanes.select(sel), a[sel]
+    return mem.IndexedFP(np.ascontiguousarray(a), (layout.V,)), sub
+
+
+def _checks(ex, st, lanes, inst, col, view, layout, good, addr, kind: str) -> None:
+    """Races between work-items (and work-groups), uninitialised reads and lifetimes of a
+    coopmatrix access, as for scalar loads and stores (memory.py)."""
+    if not ex.check:
+        return
+    with col.checks():
+        mem.check_lifetime(view, lanes, col, inst.span)
+    fp, sub = _footprint(st, lanes, layout, good, addr)
+    if fp is None:
+        return
+    with col.checks():
+        if kind == "r":
+            mem.check_init(view, fp, sub, col, inst.span)
+        mem.record(view, fp, sub, kind, col, inst.span)
+    if kind != "r":
+        mem.mark_init(view, fp)
+
+
 def _coop_load(ex, inst: ir.CoopLoad, env, lanes, col):
     st = _state(ex, inst)
     layout = _layout(st, inst.type)
     view, good, addr, ok = _access(ex, inst, env, lanes, col, layout, inst.trans,
                                    inst.checked)
+    _checks(ex, st, lanes, inst, col, view, layout, good, addr, "r")
     data = view.buf.data
     if good is None:
         # sub-groups loading the same block (e.g. every query block of one head loading one
@@ -464,6 +513,7 @@ def _coop_store(ex, inst: ir.CoopStore, env, lanes, col):
     padded, _ = _padded(ex, st, lanes, v, inst, col)
     view, good, addr, ok = _access(ex, inst, env, lanes, col, v.layout, inst.trans,
                                    inst.checked)
+    _checks(ex, st, lanes, inst, col, view, v.layout, good, addr, "w")
     data = view.buf.data
     if good is None:
         base, pattern = addr
@@ -473,8 +523,6 @@ def _coop_store(ex, inst: ir.CoopStore, env, lanes, col):
         addr, vals = addr[good], padded[good]
     # sub-groups in work-group-major order: the last writer of an element wins
     data[addr] = vals.astype(data.dtype, copy=False)
-    if ex.check and hasattr(view.buf, "init"):
-        view.buf.init[addr] = True
 
 
 def _prefetch(ex, inst, env, lanes, col):
@@ -625,6 +673,7 @@ def _atomic_update(ex, inst: ir.CoopAtomicUpdate, env, lanes, col):
     padded, _ = _padded(ex, st, lanes, v, inst, col)
     view, good, addr, ok = _access(ex, inst, env, lanes, col, v.layout, inst.trans,
                                    inst.checked, fast=False)
+    _checks(ex, st, lanes, inst, col, view, v.layout, good, addr, "a")
     data = view.buf.data
     a = addr[good]
     x = padded[good].astype(data.dtype, copy=False)
