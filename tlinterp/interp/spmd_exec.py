@@ -473,8 +473,12 @@ def _checks(ex, st, lanes, inst, col, view, layout, good, addr, kind: str) -> No
     coopmatrix access, as for scalar loads and stores (memory.py)."""
     if not ex.check:
         return
-    with col.checks():
-        mem.check_lifetime(view, lanes, col, inst.span)
+    local = isinstance(view.buf, mem.AllocaBuffer)
+    if local:
+        with col.checks():
+            mem.check_lifetime(view, lanes, col, inst.span)
+    if kind == "r" and not local and not view.buf.may_be_written:
+        return  # memory nothing writes: no race, always initialised (memory.record's rule)
     fp, sub = _footprint(st, lanes, layout, good, addr)
     if fp is None:
         return
