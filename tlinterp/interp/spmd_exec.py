@@ -550,9 +550,11 @@ def _mul_add(ex, inst: ir.CoopMulAdd, env, lanes, col):
     ta, tb, tc = a.layout.ty, b.layout.ty, c.layout.ty
     if tc == layout.ty == "f32" and ta in _F32_SOURCES and tb in _F32_SOURCES:
         N = c.layout.N
-        d = np.array(pc, np.float32)  # padding columns: C's, as in coopmatrix.mul_add
-        d[..., :N] += np.matmul(pa[..., :K].astype(np.float32, copy=False),
-                                pb[..., :K, :N].astype(np.float32, copy=False))
+        d = np.matmul(pa[..., :K].astype(np.float32, copy=False),
+                      pb[..., :K, :N].astype(np.float32, copy=False))
+        d += pc[..., :N]
+        if pc.shape[-1] > N:  # padding columns: C's, as in coopmatrix.mul_add
+            d = np.concatenate([d, pc[..., N:].astype(np.float32)], axis=-1)
     else:
         d = cm.mul_add(pa[..., :K], pb[..., :K, :], pc, ta, tb, tc, layout.ty)
     env.set(inst.result.name, _coop_out(st, lanes, layout, d))
