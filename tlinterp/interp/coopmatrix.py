@@ -413,9 +413,10 @@ def reduce(layout: Layout, padded, op: str, mode: str) -> np.ndarray:
     a = np.asarray(padded, dtype=lowp.dtype(layout.ty))
     with np.errstate(all="ignore"):
         if mode == "row":
-            acc = a[..., :, 0]
+            cols = np.moveaxis(a[..., :layout.N], -1, 0).copy()  # contiguous columns
+            acc = cols[0]
             for j in range(1, layout.N):
-                acc = f(acc, a[..., :, j])
+                acc = f(acc, cols[j])
             return acc[..., :, None]
         if mode != "column":
             raise ValueError(f"unknown reduce mode {mode}")
