@@ -250,3 +250,28 @@ def test_coopmatrix_load_of_unwritten_local_memory():
                           "%z = cooperative_matrix_load %L[%c0, %c0] : coopmatrix<f32 x 8 x 8, "
                           "matrix_acc>"), {"A": a, "B": np.zeros_like(a)}, "uninitialised-read")
     assert "before any write" in msg
+
+
+SHARED_B = """\
+func @k(%A: memref<f32 x 16 x 16>, %B: memref<f32 x 16 x 16>, %C: memref<f32 x 16 x 16>) \
+attributes{subgroup_size=8, work_group_size=[16, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %s = subgroup_linear_id : i32
+        %c8 = constant 8 : i32
+        %t = mul %s, %c8 : i32
+        %row = cast %t : index
+        %a = cooperative_matrix_load %A[%row, %c0] : coopmatrix<f32 x 8 x 16, matrix_a>
+        %b = cooperative_matrix_load %B[%c0, %c0] : coopmatrix<f32 x 16 x 16, matrix_b>
+        %c = cooperative_matrix_load %C[%row, %c0] : coopmatrix<f32 x 8 x 16, matrix_acc>
+        %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f32 x 8 x 16, matrix_acc>
+        cooperative_matrix_store %d, %C[%row, %c0]
+    }
+}
+"""
+
+
+def test_mul_add_with_one_b_for_all_sub_groups():
+    a, b, c = (RNG.standard_normal((16, 16)).astype(np.float32) for _ in range(3))
+    out = _run(SHARED_B, {"A": a, "B": b, "C": c})["C"]
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)

@@ -302,8 +302,19 @@ class CoopValue:
     parallel region's full lane set (the common case: operations need no data movement), or
     `comps`, (n, V) components per running lane (once a divergent branch selected lanes)."""
 
-    def __init__(self, layout: cm.Layout, comps=None, padded=None):
-        self.layout, self.comps, self.padded = layout, comps, padded
+    def __init__(self, layout: cm.Layout, comps=None, padded=None, shared=None):
+        self.layout, self.comps, self._padded = layout, comps, padded
+        # a load's compact form: (blocks (U, M, J), which (P, n_subgroups)): sub-group s of
+        # work-group g holds blocks[which[g, s]] (few distinct blocks, e.g. one key block
+        # per head); `padded` materialises it
+        self.shared = shared
+
+    @property
+    def padded(self):
+        if self._padded is None and self.shared is not None:
+            blocks, which = self.shared
+            self._padded = blocks[which]
+        return self._padded
 
     def components(self) -> np.ndarray:
         if self.comps is None:
@@ -502,10 +513,15 @@ def _coop_load(ex, inst: ir.CoopLoad, env, lanes, col):
         # key block) share one gather
         base, pattern = addr
         ub, inv = np.unique(base.reshape(-1), return_inverse=True)
-        vals = data[ub[:, None, None] + pattern][inv.reshape(base.shape)]
+        blocks = data[ub[:, None, None] + pattern]
         if layout.J > layout.N:
-            vals = np.concatenate([vals, np.zeros(vals.shape[:-1] + (layout.J - layout.N,),
-                                                  vals.dtype)], axis=-1)
+            blocks = np.concatenate([blocks, np.zeros(blocks.shape[:-1] + (
+                layout.J - layout.N,), blocks.dtype)], axis=-1)
+        inv = inv.reshape(base.shape)
+        if 2 * len(ub) <= inv.size:
+            env.set(inst.result.name, CoopValue(layout, shared=(blocks, inv)))
+            return
+        vals = blocks[inv]
     else:
         vals = np.where(good, data[addr], 0).astype(data.dtype, copy=False)
     env.set(inst.result.name, _coop_out(st, lanes, layout, vals))
@@ -539,19 +555,41 @@ def _prefetch(ex, inst, env, lanes, col):
 _F32_SOURCES = frozenset({"f16", "bf16", "f32"})
 
 
+def _shared_product(pa, b: CoopValue, K: int, N: int) -> np.ndarray:
+    """A B for a B of few distinct blocks: one f32 BLAS product per block, over all the
+    sub-groups using it (their A rows stacked), instead of one small product per sub-group."""
+    blocks, which = b.shared
+    M = pa.shape[-2]
+    a2 = pa[..., :K].astype(np.float32, copy=False).reshape(-1, M, K)
+    w = which.reshape(-1)
+    out = np.empty((len(w), M, N), np.float32)
+    for u in range(len(blocks)):
+        sel = np.flatnonzero(w == u)
+        bu = blocks[u, :K, :N].astype(np.float32, copy=False)
+        out[sel] = (a2[sel].reshape(-1, K) @ bu).reshape(len(sel), M, N)
+    return out.reshape(pa.shape[:-2] + (M, N))
+
+
 def _mul_add(ex, inst: ir.CoopMulAdd, env, lanes, col):
     st = _state(ex, inst)
     a, b, c = (env.get(v.name) for v in (inst.a, inst.b, inst.c))
-    pa, _ = _padded(ex, st, lanes, a, inst, col)
-    pb, _ = _padded(ex, st, lanes, b, inst, col)
-    pc, _ = _padded(ex, st, lanes, c, inst, col)
     layout = _layout(st, inst.type)
     K = a.layout.N
     ta, tb, tc = a.layout.ty, b.layout.ty, c.layout.ty
-    if tc == layout.ty == "f32" and ta in _F32_SOURCES and tb in _F32_SOURCES:
+    fast = tc == layout.ty == "f32" and ta in _F32_SOURCES and tb in _F32_SOURCES
+    pa, _ = _padded(ex, st, lanes, a, inst, col)
+    if fast and b.shared is not None and _is_full(st, lanes):
+        pb = None
+    else:
+        pb, _ = _padded(ex, st, lanes, b, inst, col)
+    pc, _ = _padded(ex, st, lanes, c, inst, col)
+    if fast:
         N = c.layout.N
-        d = np.matmul(pa[..., :K].astype(np.float32, copy=False),
-                      pb[..., :K, :N].astype(np.float32, copy=False))
+        if pb is None:
+            d = _shared_product(pa, b, K, N)
+        else:
+            d = np.matmul(pa[..., :K].astype(np.float32, copy=False),
+                          pb[..., :K, :N].astype(np.float32, copy=False))
         d += pc[..., :N]
         if pc.shape[-1] > N:  # padding columns: C's, as in coopmatrix.mul_add
             d = np.concatenate([d, pc[..., N:].astype(np.float32)], axis=-1)
