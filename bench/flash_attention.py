@@ -7,7 +7,8 @@ The kernel is ours (bench/flash_attention.tl, v0.4): one sub-group per (16 query
 keys in blocks of 128, online softmax, two cooperative-matrix products per key block. NumPy
 computes softmax(scale Q K^T) V per head with batched matmuls. Both take the best of
 --repeat runs; the table gives the ratio and the largest difference. Target: ratio <= 5 at
-T=2048, H=4 (f32).
+T=2048, H=4 (f32). On a shared machine, OPENBLAS_NUM_THREADS=1 gives steadier numbers (both
+sides then use one core).
 """
 
 from __future__ import annotations
