@@ -275,3 +275,13 @@ def test_mul_add_with_one_b_for_all_sub_groups():
     a, b, c = (RNG.standard_normal((16, 16)).astype(np.float32) for _ in range(3))
     out = _run(SHARED_B, {"A": a, "B": b, "C": c})["C"]
     np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
+
+
+def test_corpus_coopmatrix_atomics_are_exempt_from_races():
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "corpus" / "v04" / "valid" /
+           "coopmatrix_atomics.tl").read_text()
+    c = np.arange(256, dtype=np.float32).reshape(16, 16)
+    out = _run(src, {"C": c})["C"]
+    assert (out == c.T).all()  # the last atomic store: the transposed load's values

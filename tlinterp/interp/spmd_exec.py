@@ -481,7 +481,9 @@ def _footprint(st: Region, lanes: Lanes, layout: cm.Layout, good, addr):
 
 def _checks(ex, st, lanes, inst, col, view, layout, good, addr, kind: str) -> None:
     """Races between work-items (and work-groups), uninitialised reads and lifetimes of a
-    coopmatrix access, as for scalar loads and stores (memory.py)."""
+    coopmatrix access (kind "r", "w", or "a": an atomic update), as for scalar loads and
+    stores (memory.py). Atomic accesses take no part in the race check (v0.4: atomics are
+    exempt), as the scalar atomics do."""
     if not ex.check:
         return
     local = isinstance(view.buf, mem.AllocaBuffer)
@@ -494,9 +496,10 @@ def _checks(ex, st, lanes, inst, col, view, layout, good, addr, kind: str) -> No
     if fp is None:
         return
     with col.checks():
-        if kind == "r":
+        if kind in "ra":
             mem.check_init(view, fp, sub, col, inst.span)
-        mem.record(view, fp, sub, kind, col, inst.span)
+        if kind != "a" and not getattr(inst, "atomic", False):  # atomics are exempt
+            mem.record(view, fp, sub, kind, col, inst.span)
     if kind != "r":
         mem.mark_init(view, fp)
 
