@@ -67,18 +67,18 @@ def files_of(case) -> dict[str, bytes]:
         meta = {"func": case.func, "groups": case.groups, "tags": case.tags}
         if case.warns:
             meta["warning"] = {"range": case.warning_range(), "message": case.warning}
-        out[f"{base}.json"] = json_text(meta).encode()
     elif isinstance(case, InvalidCase):
         meta = {"rule": case.rule, "message": case.message, "range": case.blame_range(),
                 "exit": 2}
         if case.restriction:
             meta["restriction"] = case.restriction
-        out[f"{base}.json"] = json_text(meta).encode()
     else:
         out[f"{base}.args.npz"] = npz_bytes(case.args)
-        out[f"{base}.json"] = json_text({"kind": case.kind, "func": case.func,
-                                         "groups": case.groups, "exit": 1,
-                                         "tags": case.tags}).encode()
+        meta = {"kind": case.kind, "func": case.func, "groups": case.groups, "exit": 1,
+                "tags": case.tags}
+    if case.lang != "v0.3":
+        meta["lang"] = case.lang
+    out[f"{base}.json"] = json_text(meta).encode()
     return out
 
 
@@ -103,7 +103,7 @@ def _parse_check(case, warnings=None):
 
     # the corpus is v0.3 unless a case says otherwise (`%a: f16` is a v0.3 syntax error)
     program = tlinterp.parse(case.source, filename=f"{case.id}.tl",
-                             lang=getattr(case, "lang", "v0.3"))
+                             lang=case.lang)
     return tlinterp.check(program, warnings)
 
 

@@ -335,16 +335,6 @@ def test_bf16_arguments_as_bit_patterns_and_bad_dtype_refused():
         _run(text, {"A": np.array([1.5, 2.0], np.float32)})
 
 
-def test_spmd_constructs_still_refused():
-    text = """func @k(%A: memref<i32 x 4>) attributes{subgroup_size=16} {
-        parallel {
-            %s = subgroup_size : i32
-        }
-    }"""
-    with pytest.raises(NotExecutable, match="not yet executable"):
-        _run(text, {"A": np.zeros(4, np.int32)})
-
-
 GRID = """func @k(%G: memref<index x 2 x 6>) {
     %c0 = constant 0 : index
     %c1 = constant 1 : index

@@ -240,6 +240,8 @@ def test_the_interpreter_tracks_races_only_on_written_arguments(monkeypatch):
 def corpus_programs() -> list[tuple[str, ir.Program]]:
     out = []
     for case in load_corpus(default_corpus()):
+        if case.lang != "v0.3":  # the OpenCL lowering's language (v0.4 SPMD code it refuses)
+            continue
         try:
             out.append((case.id, tlinterp.check(tlinterp.parse(case.source(),
                                                                  lang=case.lang))))

@@ -86,6 +86,12 @@ _EFFECTS: dict[type, Callable[[ir.Instruction], Effect]] = {
                                        ir.ForeachNd)},
     ir.AtomicStore: _store, ir.AtomicUpdate: _store,
     ir.Cumsum: lambda i: Effect(writes=i.b),
+    # v0.4 SPMD (interp/spmd_exec.py): a coopmatrix store writes; the rest are register values
+    ir.CoopStore: _store, ir.CoopAtomicUpdate: _store,
+    **{cls: lambda i: NONE for cls in (
+        ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp,
+        ir.CoopConstruct, ir.CoopLoad, ir.CoopPrefetch, ir.CoopMulAdd, ir.CoopScale,
+        ir.CoopReduce, ir.CoopExtract, ir.CoopInsert, ir.CoopApply)},
 }
 
 

@@ -146,8 +146,11 @@ def executable(program: ir.Program) -> ir.Program:
 
     converted = to_v03(program, "run")
     converted.lang = "v0.3"
-    if _v04_left(converted):  # v0.4 types or instructions the interpreter runs as they are
-        return converted  # (checked by the v0.4 rules already; v0.3's would refuse them)
+    if _v04_left(converted) or any(isinstance(i, ir.V04_INSTRUCTIONS)
+                                   for f in converted.functions for i in ir.walk(f.body)):
+        # v0.4 types or instructions the interpreter runs as they are (checked by the v0.4
+        # rules already; v0.3's would refuse them)
+        return converted
     return check(converted)
 
 

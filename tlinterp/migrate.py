@@ -357,8 +357,10 @@ class _ToV03:
                 self.lacks(f"a group of static size {s.size}", span)
             s = s.memref
         if isinstance(s, CoopMatrixType):
-            self.lacks("the coopmatrix type", span)
-            return
+            if not self.run:  # the interpreter runs coopmatrices (interp/spmd_exec.py)
+                self.lacks("the coopmatrix type", span)
+                return
+            s = s.component
         if isinstance(s, MemrefType):
             s = s.element
         if isinstance(s, ScalarType) and s in V04_ONLY_SCALARS and not self.run:
@@ -416,6 +418,9 @@ class _ToV03:
         rep = dataclasses.replace
         s = self.sub
         if isinstance(inst, ir.Constant):
+            if self.run and isinstance(inst.type, CoopMatrixType):
+                self.check_type(inst.type, inst.span)
+                return inst
             if isinstance(inst.type, CoopMatrixType) or (
                     isinstance(inst.value.value, complex) and not self.run):
                 self.check_type(inst.type, inst.span)
@@ -423,6 +428,8 @@ class _ToV03:
             self.check_type(inst.type, inst.span)
             self.consts[-1][inst.result.name] = inst.value
             return None
+        if self.run and _spmd(inst):
+            return self.kept(inst)
         if isinstance(inst, ir.V04_INSTRUCTIONS):
             if self.run and names.executable(inst):
                 return self.kept(inst)
@@ -492,6 +499,18 @@ class _ToV03:
                 self.check_type(inst.memref_type(f), inst.span)
             return rep(inst, alpha=s(inst.alpha), beta=s(inst.beta))
         return inst
+
+
+# v0.4 instructions the interpreter runs as they are (tlinterp/interp/spmd_exec.py)
+_SPMD = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp, ir.CoopConstruct,
+         ir.CoopLoad, ir.CoopStore, ir.CoopPrefetch, ir.CoopMulAdd, ir.CoopScale, ir.CoopReduce,
+         ir.CoopExtract, ir.CoopInsert, ir.CoopApply, ir.CoopAtomicUpdate)
+_SPMD_BUILTINS = frozenset({*names.SPMD_BUILTINS, "subgroup_size", "num_subgroups"})
+
+
+def _spmd(inst) -> bool:
+    return isinstance(inst, _SPMD) or (isinstance(inst, ir.Builtin)
+                                       and inst.name in _SPMD_BUILTINS)
 
 
 def _static(e):

@@ -24,6 +24,7 @@ class ValidCase:
     warns: str = ""  # source text an expected warning covers; "" for none
     warns_line: int = 1  # its first match at or after this line
     warning: str = ""  # its message, filled in from the checker at generation time
+    lang: str = "v0.3"  # the kernel's tensor-language version ("v0.4": its meta says so)
 
     @property
     def id(self) -> str:
@@ -46,6 +47,7 @@ class InvalidCase:
     occurrence: int = 1  # which match of `blame` from line `line` on
     message: str = ""  # filled in from the checker at generation time, reviewed by eye
     restriction: str = ""  # set when the v0.3 text does not state the rule: why we keep it
+    lang: str = "v0.3"  # the program's tensor-language version ("v0.4": its meta says so)
 
     @property
     def id(self) -> str:
@@ -91,6 +93,7 @@ class UndefinedCase:
     func: Optional[str] = None
     groups: Optional[int] = None
     tags: dict[str, list[str]] = field(default_factory=dict)
+    lang: str = "v0.3"  # the kernel's tensor-language version ("v0.4": its meta says so)
 
     @property
     def id(self) -> str:

@@ -8,8 +8,8 @@ import numpy as np
 from .model import UndefinedCase
 
 
-def _u(name, kind, source, args, groups=None) -> UndefinedCase:
-    return UndefinedCase(name, kind, source, args, groups=groups)
+def _u(name, kind, source, args, groups=None, lang="v0.3") -> UndefinedCase:
+    return UndefinedCase(name, kind, source, args, groups=groups, lang=lang)
 
 
 F8 = "memref<f32x8>"
@@ -148,5 +148,32 @@ def arithmetic() -> list[UndefinedCase]:
     ]
 
 
+_SPMD_HEAD = ("func @k(%a: memref<i32 x 16>) attributes{subgroup_size=8, "
+              "work_group_size=[16, 1]} {\n    parallel {\n"
+              "        %k = subgroup_local_id : i32\n        %ki = cast %k : index\n")
+
+
+def spmd() -> list[UndefinedCase]:
+    """v0.4 work-items and sub-groups (tests/test_interp_v04_spmd.py has the twins)."""
+    a = {"a": np.arange(16, dtype=np.int32)}
+    return [
+        _u("v04_broadcast_index_not_uniform", "non-uniform",
+           _SPMD_HEAD + "        %x = load %a[%ki] : i32\n"
+           "        %b = subgroup_broadcast %x, %k : i32\n    }\n}\n", a, lang="v0.4"),
+        _u("v04_barrier_in_divergent_branch", "barrier-divergence",
+           _SPMD_HEAD + "        %c4 = constant 4 : i32\n        %p = less_than %k, %c4 : bool\n"
+           "        if %p {\n            barrier.local\n        }\n    }\n}\n", a, lang="v0.4"),
+        _u("v04_race_between_sub_groups", "data-race",
+           _SPMD_HEAD + "        %x = load %a[%ki] : i32\n        store %x, %a[%ki]\n"
+           "    }\n}\n", a, lang="v0.4"),
+        _u("v04_coopmatrix_load_unchecked_edge", "out-of-bounds",
+           "func @k(%a: memref<f32 x 5 x 8>) attributes{subgroup_size=8} {\n"
+           "    parallel {\n        %c0 = constant 0 : index\n"
+           "        %x = cooperative_matrix_load %a[%c0, %c0] : "
+           "coopmatrix<f32 x 8 x 8, matrix_acc>\n    }\n}\n",
+           {"a": np.ones((5, 8), np.float32)}, lang="v0.4"),
+    ]
+
+
 def cases() -> list[UndefinedCase]:
-    return [*memory(), *arithmetic()]
+    return [*memory(), *arithmetic(), *spmd()]

@@ -115,7 +115,7 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs,
         return
     ex = Executor(program, groups, check, max_steps)
     ex.grid = grid
-    ex.function = function  # its attributes (work_group_size) matter to v0.4 instructions
+    ex.function = function  # its attributes (work-group and sub-group sizes) matter to v0.4
     lanes = Lanes(np.arange(groups, dtype=np.int64))
     # the walker recurses per nesting level: deep programs get a deep stack
     call_deep(lambda: ex.run_region(function.body, env, lanes), nesting(function.body))

@@ -413,6 +413,10 @@ def reduce(layout: Layout, padded, op: str, mode: str) -> np.ndarray:
     a = np.asarray(padded, dtype=lowp.dtype(layout.ty))
     with np.errstate(all="ignore"):
         if mode == "row":
+            if isinstance(f, np.ufunc) or layout.ty not in ("f16", "bf16"):
+                # ufunc.accumulate is this very left fold (out[j] = out[j-1] ⋄ x[j]), in C
+                u = f if isinstance(f, np.ufunc) else np.add
+                return u.accumulate(a[..., :layout.N], axis=-1)[..., -1:]
             acc = a[..., :, 0]
             for j in range(1, layout.N):
                 acc = f(acc, a[..., :, j])

@@ -17,7 +17,7 @@ from .. import ir
 from ..diagnostics import Diagnostic, ExecutionError, not_yet
 from ..memlimit import check_allocation
 from ..types import INDEX, ScalarType
-from . import collectives, exec_v04, fastpath, scalar
+from . import collectives, exec_v04, fastpath, scalar, spmd_exec
 from . import memory as mem
 from . import views as vw
 from .memory import AllocaBuffer, View
@@ -466,10 +466,13 @@ DISPATCH: dict[type, Callable[..., Any]] = {
     ir.Size: Executor._size, ir.Subview: Executor._subview, ir.Expand: Executor._expand,
     ir.Fuse: Executor._fuse, ir.Alloca: Executor._alloca,
     ir.LifetimeStop: Executor._lifetime_stop,
-    ir.Barrier: lambda ex, inst, env, lanes, col: None,
+    ir.Barrier: spmd_exec.barrier,
     ir.If: Executor._if, ir.Yield: Executor._yield, ir.For: Executor._for,
     ir.Foreach: Executor._foreach,
     **{cls: Executor._blas for cls in ir.BLAS},
     **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
     **exec_v04.HANDLERS,
+    **spmd_exec.HANDLERS,  # v0.4's work-items, sub-groups, coopmatrices (after exec_v04)
 }
+for _cls in (ir.Arith, ir.ArithUnary, ir.Cast):  # component-wise on coopmatrices
+    DISPATCH[_cls] = spmd_exec.componentwise(DISPATCH[_cls])

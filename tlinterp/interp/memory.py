@@ -359,7 +359,14 @@ def lane_text(lanes: Lanes, lane: int) -> str:
     """"work-group G" or "work-group G, iteration I" (inside a foreach) for one lane."""
     text = groups_text([int(lanes.gid[lane])])
     it = lanes.it
+    if it is not None and lanes.items:
+        return f"{text}, work-item {int(it[lane]) % lanes.items}"
     return text if it is None else f"{text}, iteration {int(it[lane])}"
+
+
+def _units(lanes: Lanes) -> str:
+    """What the racing lanes of one work-group are (v0.4 parallel: work-items)."""
+    return "work-items" if lanes.items else "iterations of a foreach"
 
 
 def _report_lanes(col, kind, span, lanes, bad, msg, limit=4):
@@ -558,7 +565,7 @@ def _race_reports(col, span, v, acc, bad, prev, prev_kind, kind, lanes):
             if g0 != g1:
                 groups, who = (g0, g1), f"{groups_text((g0, g1))} both {_plural(kind)}"
             else:
-                groups, who = (g0,), (f"two iterations of a foreach in work-group {g0} both "
+                groups, who = (g0,), (f"two {_units(lanes)} in work-group {g0} both "
                                       f"{_plural(kind)}")
         else:
             pg = int(np.broadcast_to(prev, acc.shape)[p])
@@ -567,7 +574,7 @@ def _race_reports(col, span, v, acc, bad, prev, prev_kind, kind, lanes):
                 who = (f"work-group {cur_g} {_VERB[kind]} and several work-groups "
                        f"{_plural(prev_kind)}")
             elif pg == cur_g:
-                groups, who = (cur_g,), (f"two iterations of a foreach in work-group {cur_g}: "
+                groups, who = (cur_g,), (f"two {_units(lanes)} in work-group {cur_g}: "
                                          f"one {_VERB[prev_kind]}, one {_VERB[kind]}")
             elif prev_kind == kind:
                 groups, who = (pg, cur_g), f"{groups_text((pg, cur_g))} both {_plural(kind)}"

@@ -23,6 +23,7 @@ KINDS = (
     "out-of-bounds", "data-race", "uninitialised-read", "use-after-lifetime", "division-by-zero",
     "division-overflow", "signed-overflow", "shift-out-of-range", "invalid-cast",
     "overlapping-operands", "order-dependent-atomic", "invalid-view", "shape-mismatch",
+    "non-uniform", "barrier-divergence",  # v0.4 work-items and sub-groups
 )
 
 _TITLES = {k: k.replace("-", " ") for k in KINDS}

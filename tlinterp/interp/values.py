@@ -25,6 +25,9 @@ class Lanes:
         self._parent, self._sel = parent, sel
         self.n = len(gid) if gid is not None else int(n)
         self.has_act = act is not None or (parent is not None and parent.has_act)
+        # > 0 inside a v0.4 parallel region: lanes are work-items of groups of this many, and
+        # `it` is the position in the region's (work-group-major) lane set
+        self.items = parent.items if parent is not None else 0
 
     def _from_parent(self, name: str):
         v = getattr(self._parent, name)

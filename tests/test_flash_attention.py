@@ -1,0 +1,43 @@
+"""Our flash-attention kernel (bench/flash_attention.tl, v0.4: parallel, cooperative matrices,
+apply, row reductions, extract, a loop carrying coopmatrices) against NumPy softmax(QK^T)V, at
+sizes that are multiples of the tiles (16 query rows, 128 keys) and sizes that are not."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+# loaded by path: bench/ on sys.path would shadow the fuzz package with bench/fuzz.py
+_SPEC = importlib.util.spec_from_file_location(
+    "flash_attention", Path(__file__).resolve().parents[1] / "bench" / "flash_attention.py")
+fa = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(fa)
+
+from tlinterp.diagnostics import NotExecutable  # noqa: E402
+
+
+@pytest.mark.parametrize("T,H", [(128, 1), (256, 2), (100, 3), (200, 2), (17, 2), (1, 1)])
+def test_flash_attention_matches_numpy(T, H):
+    args = fa.inputs(T, H, seed=T)
+    try:
+        out = fa.run_kernel(args)
+    except NotExecutable as e:  # exp / group_id: the scalar side (branch v04-exec-scalar)
+        pytest.skip(f"needs the v0.4 scalar executors: {e.format()}")
+    ref = fa.numpy_attention(args["Q"], args["K"], args["V"], float(args["scale"]))
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("T,H", [(128, 1), (100, 2)])
+def test_flash_attention_f16_within_its_bound(T, H):
+    args = fa.inputs(T, H, seed=T, f16=True)
+    try:
+        out = fa.run_kernel(args)
+    except NotExecutable as e:
+        pytest.skip(f"needs the v0.4 scalar executors: {e.format()}")
+    ref = fa.numpy_attention(args["Q"], args["K"], args["V"], float(args["scale"]))
+    bound = 2.0**-11 * float(np.abs(args["V"].astype(np.float32)).max()) + 1e-5
+    assert np.abs(out - ref).max() <= bound
+    assert np.abs(out - ref).max() > 0  # the f16 probabilities do round

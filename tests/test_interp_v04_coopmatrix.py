@@ -1,0 +1,287 @@
+"""The interpreter runs v0.4 cooperative matrices (f32 and i32 here; the low-precision types'
+arithmetic belongs to the scalar side): load/store with transposes and checks, mul_add, scale,
+construct, reduce, apply, extract/insert, atomics, component-wise arithmetic; their undefined
+behaviour (out of range without `checked`, non-uniform operands), each with a corrected twin.
+References are plain NumPy, independent of tlinterp/interp/coopmatrix.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tlinterp.diagnostics import UndefinedBehaviour
+from tlinterp.frontend import parse
+from tlinterp.interp import run
+
+
+def _run(src: str, args: dict, **kw) -> dict:
+    return run(parse(src, lang="v0.4"), args, **kw)
+
+
+def _ub(src: str, args: dict, kind: str) -> str:
+    with pytest.raises(UndefinedBehaviour) as e:
+        _run(src, args)
+    assert {r.kind for r in e.value.reports} == {kind}
+    return e.value.format()
+
+
+RNG = np.random.default_rng(11)
+
+# Two sub-groups of 8: sub-group s computes the 16 x 8 tile of C at columns 8 s.
+GEMM = """\
+func @k(%A: memref<f32 x 16 x 16>, %B: memref<f32 x BSHAPE>, %C: memref<f32 x 16 x 16>) \
+attributes{subgroup_size=8, work_group_size=[16, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %s = subgroup_linear_id : i32
+        %c8 = constant 8 : i32
+        %t = mul %s, %c8 : i32
+        %col = cast %t : index
+        %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32 x 16 x 16, matrix_a>
+        %b = cooperative_matrix_loadBT %B[BPOS] : coopmatrix<f32 x 16 x 8, matrix_b>
+        %c = cooperative_matrix_load %C[%c0, %col] : coopmatrix<f32 x 16 x 8, matrix_acc>
+        %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f32 x 16 x 8, matrix_acc>
+        %two = constant 2.0 : f32
+        %e = cooperative_matrix_scale %two, %d : coopmatrix<f32 x 16 x 8, matrix_acc>
+        cooperative_matrix_store %e, %C[%c0, %col]
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("trans", [False, True])
+def test_mul_add_scale_by_sub_group_tiles(trans):
+    a = RNG.standard_normal((16, 16)).astype(np.float32)
+    b = RNG.standard_normal((16, 16)).astype(np.float32)
+    c = RNG.standard_normal((16, 16)).astype(np.float32)
+    src = GEMM.replace("BT", ".t" if trans else "").replace(
+        "BSHAPE", "16 x 16").replace(
+        "BPOS", "%col, %c0" if trans else "%c0, %col")
+    out = _run(src, {"A": a, "B": b.T.copy() if trans else b, "C": c})["C"]
+    ref = 2 * (a.astype(np.float64) @ b + c)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+EDGE = """\
+func @k(%A: memref<f32 x ? x ?>, %B: memref<f32 x ? x ?>) \
+attributes{subgroup_size=8, work_group_size=[8, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %x = cooperative_matrix_loadCHK %A[%c0, %c0] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        cooperative_matrix_storeCHK %x, %B[%c0, %c0]
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("shape,flag", [((5, 8), "rows"), ((8, 3), "cols"), ((5, 3), "both")])
+def test_checked_edges_and_unchecked_twin(shape, flag):
+    a = RNG.standard_normal(shape).astype(np.float32)
+    out = _run(EDGE.replace("CHK", f".{flag}_checked"), {"A": a, "B": np.zeros(shape,
+                                                                                np.float32)})
+    assert (out["B"] == a).all()
+    msg = _ub(EDGE.replace("CHK", ""), {"A": a, "B": np.zeros(shape, np.float32)},
+              "out-of-bounds")
+    assert "outside the memref" in msg
+
+
+def test_checked_load_pads_with_zero_transposed():
+    src = EDGE.replace("loadCHK", "load.t.both_checked").replace("storeCHK", "store")
+    a = RNG.standard_normal((6, 5)).astype(np.float32)
+    out = _run(src, {"A": a, "B": np.full((8, 8), 7, np.float32)})["B"]
+    ref = np.zeros((8, 8), np.float32)
+    ref[:5, :6] = a.T
+    assert (out == ref).all()
+
+
+ELEMENTS = """\
+func @k(%A: memref<f32 x 8 x 4>, %R: memref<f32 x 8 x 1>, %K: memref<f32 x 1 x 4>, \
+%E: memref<f32 x 8>) attributes{subgroup_size=8, work_group_size=[8, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %m = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32 x 8 x 4, matrix_acc>
+        %three = constant 3.0 : f32
+        %t = cooperative_matrix_construct %three : coopmatrix<f32 x 8 x 4, matrix_acc>
+        %p = mul %m, %t : coopmatrix<f32 x 8 x 4, matrix_acc>
+        %q = sub %p, %m : coopmatrix<f32 x 8 x 4, matrix_acc>
+        %n = neg %q : coopmatrix<f32 x 8 x 4, matrix_acc>
+        %w = cooperative_matrix_apply (%i, %j, %v) = %n -> coopmatrix<f32 x 8 x 4, matrix_acc> {
+            %fi = cast %i : f32
+            %ten = constant 10.0 : f32
+            %fj = cast %j : f32
+            %s = mul %fi, %ten : f32
+            %o = add %s, %fj : f32
+            %z = add %v, %o : f32
+            yield (%z)
+        }
+        %ra = cooperative_matrix_reduce_add.row %w : coopmatrix<f32 x 8 x 1, matrix_acc>
+        %rm = cooperative_matrix_reduce_max.column %w : coopmatrix<f32 x 1 x 4, matrix_acc>
+        cooperative_matrix_store %ra, %R[%c0, %c0]
+        cooperative_matrix_store %rm, %K[%c0, %c0]
+        %e = cooperative_matrix_extract %w[2] : f32
+        %k = subgroup_local_id : i32
+        %ki = cast %k : index
+        store %e, %E[%ki]
+        %ins = cooperative_matrix_insert %three, %w[0] : coopmatrix<f32 x 8 x 4, matrix_acc>
+        cooperative_matrix_store %ins, %A[%c0, %c0]
+    }
+}
+"""
+
+
+def test_componentwise_apply_reduce_extract_insert():
+    a = RNG.standard_normal((8, 4)).astype(np.float32)
+    out = _run(ELEMENTS, {"A": a, "R": np.zeros((8, 1), np.float32),
+                          "K": np.zeros((1, 4), np.float32), "E": np.zeros(8, np.float32)})
+    w = -(a * 3 - a) + (10 * np.arange(8)[:, None] + np.arange(4)[None, :])
+    np.testing.assert_allclose(out["R"][:, 0], w.sum(1), rtol=1e-6)
+    np.testing.assert_allclose(out["K"][0], w.max(0), rtol=1e-6)
+    # layout (docs/semantics.md): an 8 x 4 matrix_acc over 8 lanes, lane p holds column v in
+    # component v: row p
+    np.testing.assert_allclose(out["E"], w[:, 2], rtol=1e-6)
+    ins = w.copy()
+    ins[:, 0] = 3
+    np.testing.assert_allclose(out["A"], ins, rtol=1e-6)
+
+
+ATOMIC = """\
+func @k(%A: memref<i32 x 8 x 8>, %C: memref<i32 x 8 x 8>, %O: memref<i32 x 8 x 8>) \
+attributes{subgroup_size=8, work_group_size=[16, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %m = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<i32 x 8 x 8, matrix_acc>
+        %old = cooperative_matrix_atomic_add %m, %C[%c0, %c0] : coopmatrix<i32 x 8 x 8, matrix_acc>
+        %s = subgroup_linear_id : i32
+        %zero = constant 0 : i32
+        %first = equal %s, %zero : bool
+        if %first {
+            cooperative_matrix_store %old, %O[%c0, %c0]
+        }
+    }
+}
+"""
+
+
+def test_atomic_update_from_two_sub_groups():
+    a = RNG.integers(-9, 9, (8, 8)).astype(np.int32)
+    c = RNG.integers(-9, 9, (8, 8)).astype(np.int32)
+    out = _run(ATOMIC, {"A": a, "C": c, "O": np.zeros((8, 8), np.int32)})
+    assert (out["C"] == c + 2 * a).all()
+    assert (out["O"] == c).all()  # sub-group 0 updates first (work-group-major order)
+
+
+NONUNIFORM = """\
+func @k(%A: memref<f32 x 16 x 8>, %B: memref<f32 x 16 x 8>) \
+attributes{subgroup_size=8, work_group_size=[8, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %k = subgroup_local_id : i32
+        %c8 = constant 8 : i32
+        %r = div %k, %c8 : i32
+        %ri = cast OFFSET : index
+        %x = cooperative_matrix_load %A[%ri, %c0] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        cooperative_matrix_store %x, %B[%ri, %c0]
+    }
+}
+"""
+
+
+def test_nonuniform_coopmatrix_offset_and_twin():
+    a = RNG.standard_normal((16, 8)).astype(np.float32)
+    msg = _ub(NONUNIFORM.replace("OFFSET", "%k"), {"A": a, "B": np.zeros_like(a)},
+              "non-uniform")
+    assert "row offset of cooperative_matrix_load is not dynamically uniform" in msg
+    out = _run(NONUNIFORM.replace("OFFSET", "%r"), {"A": a, "B": np.zeros_like(a)})["B"]
+    assert (out[:8] == a[:8]).all() and (out[8:] == 0).all()
+
+
+def test_a_shape_without_layout_is_a_clear_error():
+    from tlinterp.diagnostics import ExecutionError
+
+    src = EDGE.replace("CHK", "").replace("8 x 8, matrix_acc", "12 x 8, matrix_acc")
+    with pytest.raises(ExecutionError, match="powers of two"):
+        _run(src, {"A": np.zeros((12, 8), np.float32), "B": np.zeros((12, 8), np.float32)})
+
+
+LOCAL = """\
+func @k(%A: memref<f32 x 8 x 16>, %B: memref<f32 x 8 x 16>) \
+attributes{subgroup_size=8, work_group_size=[16, 1]} {
+    %L = alloca : memref<f32 x 8 x 16, local>
+    parallel {
+        %c0 = constant 0 : index
+        %s = subgroup_linear_id : i32
+        %c8 = constant 8 : i32
+        %t = mul %s, %c8 : i32
+        %mine = cast %t : index
+        %o = sub %c8, %t : i32
+        %other = cast %o : index
+        %x = cooperative_matrix_load %A[%c0, %mine] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        cooperative_matrix_store %x, %L[%c0, STORE]
+BARRIER
+        %y = cooperative_matrix_load %L[%c0, %other] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        cooperative_matrix_store %y, %B[%c0, %mine]
+    }
+}
+"""
+
+
+def test_coopmatrix_exchange_through_local_memory_needs_a_barrier():
+    a = RNG.standard_normal((8, 16)).astype(np.float32)
+    ok = LOCAL.replace("STORE", "%mine").replace("BARRIER", "        barrier.local")
+    out = _run(ok, {"A": a, "B": np.zeros_like(a)})["B"]
+    assert (out == np.concatenate([a[:, 8:], a[:, :8]], axis=1)).all()
+    msg = _ub(LOCAL.replace("STORE", "%mine").replace("BARRIER\n", ""),
+              {"A": a, "B": np.zeros_like(a)}, "data-race")
+    assert "two work-items in work-group 0" in msg
+
+
+def test_two_sub_groups_storing_one_tile_race():
+    a = RNG.standard_normal((8, 16)).astype(np.float32)
+    src = LOCAL.replace("STORE", "%c0").replace("BARRIER", "        barrier.local")
+    _ub(src, {"A": a, "B": np.zeros_like(a)}, "data-race")
+
+
+def test_coopmatrix_load_of_unwritten_local_memory():
+    a = RNG.standard_normal((8, 16)).astype(np.float32)
+    src = LOCAL.replace("STORE", "%c0").replace("BARRIER", "        barrier.local")
+    src = src.replace("%s = subgroup_linear_id : i32", "%s = constant 0 : i32")
+    # nothing writes %L before this load
+    msg = _ub(src.replace("cooperative_matrix_store %x, %L[%c0, %c0]",
+                          "%z = cooperative_matrix_load %L[%c0, %c0] : coopmatrix<f32 x 8 x 8, "
+                          "matrix_acc>"), {"A": a, "B": np.zeros_like(a)}, "uninitialised-read")
+    assert "before any write" in msg
+
+
+SHARED_B = """\
+func @k(%A: memref<f32 x 16 x 16>, %B: memref<f32 x 16 x 16>, %C: memref<f32 x 16 x 16>) \
+attributes{subgroup_size=8, work_group_size=[16, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %s = subgroup_linear_id : i32
+        %c8 = constant 8 : i32
+        %t = mul %s, %c8 : i32
+        %row = cast %t : index
+        %a = cooperative_matrix_load %A[%row, %c0] : coopmatrix<f32 x 8 x 16, matrix_a>
+        %b = cooperative_matrix_load %B[%c0, %c0] : coopmatrix<f32 x 16 x 16, matrix_b>
+        %c = cooperative_matrix_load %C[%row, %c0] : coopmatrix<f32 x 8 x 16, matrix_acc>
+        %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f32 x 8 x 16, matrix_acc>
+        cooperative_matrix_store %d, %C[%row, %c0]
+    }
+}
+"""
+
+
+def test_mul_add_with_one_b_for_all_sub_groups():
+    a, b, c = (RNG.standard_normal((16, 16)).astype(np.float32) for _ in range(3))
+    out = _run(SHARED_B, {"A": a, "B": b, "C": c})["C"]
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b + c, rtol=1e-5, atol=1e-5)
+
+
+def test_corpus_coopmatrix_atomics_are_exempt_from_races():
+    from pathlib import Path
+
+    src = (Path(__file__).resolve().parents[1] / "corpus" / "v04" / "valid" /
+           "coopmatrix_atomics.tl").read_text()
+    c = np.arange(256, dtype=np.float32).reshape(16, 16)
+    out = _run(src, {"C": c})["C"]
+    assert (out == c.T).all()  # the last atomic store: the transposed load's values
