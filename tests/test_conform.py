@@ -4,6 +4,7 @@ the cases they should."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -399,3 +400,17 @@ def test_a_command_answers_when_it_ends_not_when_its_helpers_do(corpus, tmp_path
     while _running(helper) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _running(helper)
+
+
+def test_lang_selects_the_cases_of_one_version(capsys):
+    """--lang v0.4 runs exactly the cases whose metadata says v0.4; --lang v0.3 none of them."""
+    all_cases = load_corpus(default_corpus(), "undefined/")
+    v04 = {c.id for c in all_cases if c.lang == "v0.4"}
+    assert v04 and len(v04) < len(all_cases)
+    for lang, want in (("v0.4", v04), ("v0.3", {c.id for c in all_cases} - v04)):
+        rc = main(["--impl", "interp", "--filter", "undefined/", "--lang", lang, "-q",
+                   "--json", "-"])
+        out = capsys.readouterr().out
+        assert rc == 0
+        got = {r["id"] for r in json.loads(out)["cases"]}
+        assert got == want

@@ -153,6 +153,9 @@ def _parser() -> argparse.ArgumentParser:
     g.run.add_argument("--filter", default=None, metavar="PATTERN",
                        help="only cases whose id (e.g. valid/blas/gemm_f32_canonical_v0) "
                             "matches: a glob if it has * ? [, else a substring")
+    g.run.add_argument("--lang", choices=["v0.3", "v0.4"], default=None,
+                       help="only the cases written in this tensor-language version (each "
+                            "case's metadata says; default: every case)")
     g.run.add_argument("--profile", default=None, metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): cases "
                             "using a construct outside it are skipped, kernels go to the "
@@ -250,6 +253,8 @@ def _main(opts: argparse.Namespace) -> int:
             err.print(f"tlconform: device {chosen_device(opts.device)}", highlight=False,
                       markup=False)
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
+        if opts.lang is not None:
+            cases = [c for c in cases if c.lang == opts.lang]
         corpus_order = cases
         cases, skipped = apply_profile(cases, profile)
         for report, option in _reports(opts):  # before the run, not after it
@@ -261,7 +266,8 @@ def _main(opts: argparse.Namespace) -> int:
         err.print(f"tlconform: {e}", highlight=False, markup=False)
         return 2
     if not cases and not skipped:
-        err.print(f"tlconform: no case matches --filter {opts.filter!r}", highlight=False,
+        err.print(f"tlconform: no case matches --filter {opts.filter!r}"
+                  + (f" and --lang {opts.lang}" if opts.lang else ""), highlight=False,
                   markup=False)
         return 2
     try:
