@@ -16,7 +16,6 @@ quantities, the common case in DG codes) leaves a last tile column of 1 of 8 col
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -25,7 +24,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from gpu import OpenCLTimer, check, program, torch_time  # noqa: E402
+from gpu import OpenCLTimer, check, config_text, program, torch_time, write_json  # noqa: E402
 
 from tlgpu.lowering.config import LoweringConfig  # noqa: E402
 from tlgpu.tuning.tuner import changes  # noqa: E402
@@ -116,10 +115,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     rows = [measure(s, ns.device, baseline, ns.bytes, ns.reps, torch_ok, rng)
             for s in ns.shapes]
-    show(rows, " ".join(f"{k}={v}" for k, v in changes(baseline).items()), ns.device)
-    if ns.json:
-        with open(ns.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    show(rows, config_text(changes(baseline)), ns.device)
+    write_json(rows, ns.json)
     return 0
 
 

@@ -209,6 +209,18 @@ def part_pocl(quick: bool, config) -> list[dict]:
     return rows
 
 
+def write_json(rows: list[dict], path: str | None) -> None:
+    """--json OUT: the benchmarks' rows as one JSON list (nothing when OUT is not given)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def config_text(changed: dict) -> str:
+    """The lowering settings a run changed, as `KEY=VALUE KEY=VALUE`."""
+    return " ".join(f"{k}={v}" for k, v in changed.items())
+
+
 def show(rows: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -250,9 +262,7 @@ def main(argv=None) -> int:
     if ns.only in (None, "pocl"):
         rows += part_pocl(ns.quick, config)
     show(rows)
-    if ns.json:
-        with open(ns.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_json(rows, ns.json)
     return 0
 
 
