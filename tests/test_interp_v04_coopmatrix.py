@@ -8,22 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from tlinterp.diagnostics import UndefinedBehaviour
-from tlinterp.frontend import parse
-from tlinterp.interp import run
-
-
-def _run(src: str, args: dict, **kw) -> dict:
-    return run(parse(src, lang="v0.4"), args, **kw)
-
-
-def _ub(src: str, args: dict, kind: str) -> str:
-    with pytest.raises(UndefinedBehaviour) as e:
-        _run(src, args)
-    assert {r.kind for r in e.value.reports} == {kind}
-    return e.value.format()
-
+from v04run import run_v04 as _run
+from v04run import ub_v04 as _ub
 
 RNG = np.random.default_rng(11)
 
