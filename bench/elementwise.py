@@ -15,7 +15,6 @@ default became 8.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -24,7 +23,14 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from gpu import OpenCLTimer, check, config_text, program, write_json  # noqa: E402
+from gpu import (  # noqa: E402
+    OpenCLTimer,
+    check,
+    comparison_parser,
+    config_text,
+    program,
+    write_json,
+)
 
 from tlgpu.lowering.config import LoweringConfig  # noqa: E402
 from tlgpu.tuning.tuner import changes  # noqa: E402
@@ -111,14 +117,7 @@ def show(rows: list[dict], baseline: str, device: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="nvidia")
-    ap.add_argument("--baseline", default="load_batch=1", metavar="'K=V K=V'",
-                    help="the config to compare the default with")
-    ap.add_argument("--bytes", type=float, default=4e8, help="operand bytes per case")
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--json", metavar="OUT")
-    ns = ap.parse_args(argv)
+    ns = comparison_parser(__doc__, "load_batch=1", "case").parse_args(argv)
     baseline = LoweringConfig.from_overrides(ns.baseline.split())
     rng = np.random.default_rng(0)
     rows = [measure(c, ns.device, baseline, ns.bytes, ns.reps, rng) for c in CASES]

@@ -209,6 +209,20 @@ def part_pocl(quick: bool, config) -> list[dict]:
     return rows
 
 
+def comparison_parser(doc: str, baseline: str, per: str) -> argparse.ArgumentParser:
+    """The options of a bench that times the default lowering against a --baseline config
+    (`baseline` by default): --device, --baseline, --bytes (operand bytes per `per`), --reps,
+    --json; the bench adds its own after them."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--device", default="nvidia")
+    ap.add_argument("--baseline", default=baseline, metavar="'K=V K=V'",
+                    help="the config to compare the default with")
+    ap.add_argument("--bytes", type=float, default=4e8, help=f"operand bytes per {per}")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--json", metavar="OUT")
+    return ap
+
+
 def write_json(rows: list[dict], path: str | None) -> None:
     """--json OUT: the benchmarks' rows as one JSON list (nothing when OUT is not given)."""
     if path:
