@@ -23,15 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from gpu import (  # noqa: E402
-    OpenCLTimer,
-    check,
-    comparison_parser,
-    config_text,
-    program,
-    torch_time,
-    write_json,
-)
+from gpu import OpenCLTimer, check, comparison_parser, config_text, program, torch_time, write_json  # noqa: E402
 
 from tlgpu.lowering.config import LoweringConfig  # noqa: E402
 from tlgpu.tuning.tuner import changes  # noqa: E402
