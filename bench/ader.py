@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import os
 import sys
@@ -27,7 +26,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from gpu import OpenCLTimer, program, torch_time  # noqa: E402
+from gpu import OpenCLTimer, program, torch_time, write_json  # noqa: E402
 
 from tlgpu.lowering.config import LoweringConfig  # noqa: E402
 from tlgpu.tuning.tuner import describe, table  # noqa: E402
@@ -283,9 +282,7 @@ def main(argv=None) -> int:
                 rows += measure_case(N, ns.P, E, T, ns.device, configs, ns.reps, use_torch,
                                      ns.tune and i == 0, rng)
     show(rows)
-    if ns.json:
-        with open(ns.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_json(rows, ns.json)
     return 0 if all(r["ok"] for r in rows) else 1
 
 

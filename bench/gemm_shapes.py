@@ -15,8 +15,6 @@ quantities, the common case in DG codes) leaves a last tile column of 1 of 8 col
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 
@@ -25,7 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from gpu import OpenCLTimer, check, program, torch_time  # noqa: E402
+from gpu import OpenCLTimer, check, comparison_parser, config_text, program, torch_time, write_json  # noqa: E402
 
 from tlgpu.lowering.config import LoweringConfig  # noqa: E402
 from tlgpu.tuning.tuner import changes  # noqa: E402
@@ -94,15 +92,9 @@ def show(rows: list[dict], baseline: str, device: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default="nvidia")
-    ap.add_argument("--baseline", default="narrow_columns=0", metavar="'K=V K=V'",
-                    help="the config to compare the default with")
+    ap = comparison_parser(__doc__, "narrow_columns=0", "shape")
     ap.add_argument("--shapes", nargs="+", default=list(SHAPES), metavar="MxNxK")
-    ap.add_argument("--bytes", type=float, default=4e8, help="operand bytes per shape")
-    ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("--json", metavar="OUT")
     ns = ap.parse_args(argv)
     baseline = LoweringConfig.from_overrides(ns.baseline.split())
     torch_ok = False
@@ -116,10 +108,8 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     rows = [measure(s, ns.device, baseline, ns.bytes, ns.reps, torch_ok, rng)
             for s in ns.shapes]
-    show(rows, " ".join(f"{k}={v}" for k, v in changes(baseline).items()), ns.device)
-    if ns.json:
-        with open(ns.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    show(rows, config_text(changes(baseline)), ns.device)
+    write_json(rows, ns.json)
     return 0
 
 

@@ -209,6 +209,32 @@ def part_pocl(quick: bool, config) -> list[dict]:
     return rows
 
 
+def comparison_parser(doc: str, baseline: str, per: str) -> argparse.ArgumentParser:
+    """The options of a bench that times the default lowering against a --baseline config
+    (`baseline` by default): --device, --baseline, --bytes (operand bytes per `per`), --reps,
+    --json; the bench adds its own after them."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--device", default="nvidia")
+    ap.add_argument("--baseline", default=baseline, metavar="'K=V K=V'",
+                    help="the config to compare the default with")
+    ap.add_argument("--bytes", type=float, default=4e8, help=f"operand bytes per {per}")
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--json", metavar="OUT")
+    return ap
+
+
+def write_json(rows: list[dict], path: str | None) -> None:
+    """--json OUT: the benchmarks' rows as one JSON list (nothing when OUT is not given)."""
+    if path:
+        with open(path, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+def config_text(changed: dict) -> str:
+    """The lowering settings a run changed, as `KEY=VALUE KEY=VALUE`."""
+    return " ".join(f"{k}={v}" for k, v in changed.items())
+
+
 def show(rows: list[dict]) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -250,9 +276,7 @@ def main(argv=None) -> int:
     if ns.only in (None, "pocl"):
         rows += part_pocl(ns.quick, config)
     show(rows)
-    if ns.json:
-        with open(ns.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    write_json(rows, ns.json)
     return 0
 
 

@@ -37,13 +37,18 @@ def files(tmp_path):
     return write
 
 
-def test_sample_kernel_end_to_end(files, tmp_path, capsys):
-    rng = np.random.default_rng(0)
-    n = 7
-    args = {"alpha": np.float32(0.75), "A": rng.standard_normal((n, 16, 8), dtype=np.float32),
+def _sample_args(seed: int, n: int, alpha: float) -> dict[str, np.ndarray]:
+    """Random arguments for SAMPLE with `n` groups."""
+    rng = np.random.default_rng(seed)
+    return {"alpha": np.float32(alpha), "A": rng.standard_normal((n, 16, 8), dtype=np.float32),
             "B": rng.standard_normal((8, 8), dtype=np.float32),
             "C": rng.standard_normal((8, 16), dtype=np.float32),
             "D": rng.standard_normal((16, 16, n), dtype=np.float32)}
+
+
+def test_sample_kernel_end_to_end(files, tmp_path, capsys):
+    n = 7
+    args = _sample_args(seed=0, n=n, alpha=0.75)
     np.savez(tmp_path / "args.npz", **args)
     out = tmp_path / "out.npz"
     rc = cli.main([files("sample.tl", SAMPLE), "--args", str(tmp_path / "args.npz"),
@@ -166,12 +171,7 @@ def test_emit_opencl_and_lowering_overrides(files, capsys):
 
 @pytest.mark.opencl
 def test_opencl_backend_agrees_with_the_interpreter(files, tmp_path):
-    rng = np.random.default_rng(5)
-    n = 3
-    args = {"alpha": np.float32(1.25), "A": rng.standard_normal((n, 16, 8), dtype=np.float32),
-            "B": rng.standard_normal((8, 8), dtype=np.float32),
-            "C": rng.standard_normal((8, 16), dtype=np.float32),
-            "D": rng.standard_normal((16, 16, n), dtype=np.float32)}
+    args = _sample_args(seed=5, n=3, alpha=1.25)
     np.savez(tmp_path / "a.npz", **args)
     path = files("sample.tl", SAMPLE)
     assert cli.main([path, "--args", str(tmp_path / "a.npz"),

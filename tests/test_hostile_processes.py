@@ -69,16 +69,8 @@ def _assert_nothing_left(scratch: Path) -> None:
 
 
 @pytest.fixture
-def mini_corpus(tmp_path) -> Path:
-    root = tmp_path / "corpus"
-    for kind in ("valid", "invalid", "undefined"):
-        (root / kind).mkdir(parents=True)
-    for case in MINI:
-        src = ROOT / "corpus" / case
-        (root / case).parent.mkdir(parents=True, exist_ok=True)
-        for f in src.parent.glob(src.name + ".*"):
-            (root / case).parent.joinpath(f.name).write_bytes(f.read_bytes())
-    return root
+def mini_corpus(corpus_copy) -> Path:
+    return corpus_copy(MINI)
 
 
 def _plugin(directory: Path, body: str) -> None:

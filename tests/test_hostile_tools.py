@@ -229,16 +229,8 @@ MINI = ["valid/blas/axpby_f32_canonical_v0", "invalid/alloca_dynamic", "undefine
 
 
 @pytest.fixture
-def mini_corpus(tmp_path) -> Path:
-    root = tmp_path / "corpus"
-    for kind in ("valid", "invalid", "undefined"):
-        (root / kind).mkdir(parents=True)
-    for case in MINI:
-        src = ROOT / "corpus" / case
-        (root / case).parent.mkdir(parents=True, exist_ok=True)
-        for f in src.parent.glob(src.name + ".*"):
-            shutil.copy(f, (root / case).parent / f.name)
-    return root
+def mini_corpus(corpus_copy) -> Path:
+    return corpus_copy(MINI)
 
 
 def test_tlconform_ctrl_c_kills_the_implementation(mini_corpus):

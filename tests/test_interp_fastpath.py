@@ -114,6 +114,15 @@ TYPES = [t for t in V03_SCALARS if not t.is_bool]
 OPS = list(ops.names(ops.BINARY))
 
 
+def _assert_agrees(r, want, faults, t) -> None:
+    """The fast path's result `r` is scalar.py's `want`, bit for bit, and scalar.py saw no
+    undefined behaviour in it (`faults`)."""
+    if r is fastpath._BAIL:
+        return  # handed to scalar.py itself
+    assert not any(np.any(m) for _, m, _ in faults), "the fast path hid undefined behaviour"
+    assert np.array(r, t.dtype).tobytes() == np.asarray(want, t.dtype).tobytes()
+
+
 @settings(max_examples=300)
 @given(st.sampled_from(TYPES), st.sampled_from(OPS), st.integers(-2**64, 2**64),
        st.integers(-2**64, 2**64), st.floats(width=32), st.floats(width=32))
@@ -124,10 +133,7 @@ def test_binary_table_matches_scalar_py(t, op, ia, ib, fa, fb):
     b = scalar.const(Const(fb if t.is_float else ib), t)
     r = fastpath.binary(op, t, a.item(), b.item())
     want, faults = scalar.binary(op, t, a, b)
-    if r is fastpath._BAIL:
-        return  # handed to scalar.py itself
-    assert not any(np.any(m) for _, m, _ in faults), "the fast path hid undefined behaviour"
-    assert np.array(r, t.dtype).tobytes() == np.asarray(want, t.dtype).tobytes()
+    _assert_agrees(r, want, faults, t)
 
 
 @pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
@@ -138,10 +144,7 @@ def test_cast_table_matches_scalar_py(src, dst, i, f):
     a = scalar.const(Const(f if src.is_float else i), src)
     r = fastpath.cast(src, dst, a.item())
     want, faults = scalar.cast(src, dst, a)
-    if r is fastpath._BAIL:
-        return
-    assert not any(np.any(m) for _, m, _ in faults)
-    assert np.array(r, dst.dtype).tobytes() == np.asarray(want, dst.dtype).tobytes()
+    _assert_agrees(r, want, faults, dst)
 
 
 @settings(max_examples=200)
@@ -153,10 +156,7 @@ def test_unary_table_matches_scalar_py(t, op, i, f):
     a = scalar.const(Const(f if t.is_float else i), t)
     r = fastpath.unary(op, t, a.item())
     want, faults = scalar.unary(op, t, a)
-    if r is fastpath._BAIL:
-        return
-    assert not any(np.any(m) for _, m, _ in faults)
-    assert np.array(r, t.dtype).tobytes() == np.asarray(want, t.dtype).tobytes()
+    _assert_agrees(r, want, faults, t)
 
 
 def test_the_fast_path_is_taken_and_fast_enough_to_matter(monkeypatch):

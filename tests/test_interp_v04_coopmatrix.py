@@ -8,35 +8,29 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from tlinterp.diagnostics import UndefinedBehaviour
-from tlinterp.frontend import parse
-from tlinterp.interp import run
-
-
-def _run(src: str, args: dict, **kw) -> dict:
-    return run(parse(src, lang="v0.4"), args, **kw)
-
-
-def _ub(src: str, args: dict, kind: str) -> str:
-    with pytest.raises(UndefinedBehaviour) as e:
-        _run(src, args)
-    assert {r.kind for r in e.value.reports} == {kind}
-    return e.value.format()
-
+from v04run import run_v04 as _run
+from v04run import ub_v04 as _ub
 
 RNG = np.random.default_rng(11)
+
+def _tile_offset(name: str) -> str:
+    """Kernel lines that set %c0 and %`name`, the index 8 * the sub-group's id: where each
+    sub-group's tile starts (the kernels below give sub-group s columns or rows 8 s on)."""
+    return f"""\
+        %c0 = constant 0 : index
+        %s = subgroup_linear_id : i32
+        %c8 = constant 8 : i32
+        %t = mul %s, %c8 : i32
+        %{name} = cast %t : index
+"""
+
 
 # Two sub-groups of 8: sub-group s computes the 16 x 8 tile of C at columns 8 s.
 GEMM = """\
 func @k(%A: memref<f32 x 16 x 16>, %B: memref<f32 x BSHAPE>, %C: memref<f32 x 16 x 16>) \
 attributes{subgroup_size=8, work_group_size=[16, 1]} {
     parallel {
-        %c0 = constant 0 : index
-        %s = subgroup_linear_id : i32
-        %c8 = constant 8 : i32
-        %t = mul %s, %c8 : i32
-        %col = cast %t : index
+""" + _tile_offset("col") + """\
         %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32 x 16 x 16, matrix_a>
         %b = cooperative_matrix_loadBT %B[BPOS] : coopmatrix<f32 x 16 x 8, matrix_b>
         %c = cooperative_matrix_load %C[%c0, %col] : coopmatrix<f32 x 16 x 8, matrix_acc>
@@ -208,11 +202,7 @@ func @k(%A: memref<f32 x 8 x 16>, %B: memref<f32 x 8 x 16>) \
 attributes{subgroup_size=8, work_group_size=[16, 1]} {
     %L = alloca : memref<f32 x 8 x 16, local>
     parallel {
-        %c0 = constant 0 : index
-        %s = subgroup_linear_id : i32
-        %c8 = constant 8 : i32
-        %t = mul %s, %c8 : i32
-        %mine = cast %t : index
+""" + _tile_offset("mine") + """\
         %o = sub %c8, %t : i32
         %other = cast %o : index
         %x = cooperative_matrix_load %A[%c0, %mine] : coopmatrix<f32 x 8 x 8, matrix_acc>
@@ -256,11 +246,7 @@ SHARED_B = """\
 func @k(%A: memref<f32 x 16 x 16>, %B: memref<f32 x 16 x 16>, %C: memref<f32 x 16 x 16>) \
 attributes{subgroup_size=8, work_group_size=[16, 1]} {
     parallel {
-        %c0 = constant 0 : index
-        %s = subgroup_linear_id : i32
-        %c8 = constant 8 : i32
-        %t = mul %s, %c8 : i32
-        %row = cast %t : index
+""" + _tile_offset("row") + """\
         %a = cooperative_matrix_load %A[%row, %c0] : coopmatrix<f32 x 8 x 16, matrix_a>
         %b = cooperative_matrix_load %B[%c0, %c0] : coopmatrix<f32 x 16 x 16, matrix_b>
         %c = cooperative_matrix_load %C[%row, %c0] : coopmatrix<f32 x 8 x 16, matrix_acc>

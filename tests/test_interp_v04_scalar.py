@@ -21,6 +21,19 @@ def _run(text: str, args: dict, **kw) -> dict:
     return run(text, args, **kw)
 
 
+def _in_place(op: str, t: str, n: int) -> str:
+    """A kernel that replaces each of the `n` elements of %A (of type `t`) by `op` of it."""
+    return f"""func @k(%A: memref<{t} x {n}>) {{
+        %c0 = constant 0 : index
+        %n = constant {n} : index
+        foreach (%i) = (%c0), (%n) {{
+            %a = load %A[%i] : {t}
+            %b = {op} %a : {t}
+            store %b, %A[%i]
+        }}
+    }}"""
+
+
 def _f16(x: float) -> float:
     """x rounded to binary16 by struct's 'e' format (not NumPy's conversion)."""
     return struct.unpack("e", struct.pack("e", x))[0]
@@ -114,15 +127,7 @@ def test_constants_inf_nan_and_compare_returns_bool():
 @pytest.mark.parametrize("op", ["cos", "sin", "exp", "exp2", "log", "log2", "native_cos",
                                 "native_exp", "native_log2"])
 def test_math_functions_f64_within_a_few_ulps(op):
-    text = f"""func @k(%A: memref<f64 x 5>) {{
-        %c0 = constant 0 : index
-        %n = constant 5 : index
-        foreach (%i) = (%c0), (%n) {{
-            %a = load %A[%i] : f64
-            %b = {op} %a : f64
-            store %b, %A[%i]
-        }}
-    }}"""
+    text = _in_place(op, "f64", 5)
     xs = [0.5, 1.0, 2.25, 3.0, 10.0]
     out = _run(text, {"A": np.array(xs)})
     ref = {"cos": math.cos, "sin": math.sin, "exp": math.exp, "exp2": lambda x: 2.0 ** x,
@@ -132,15 +137,7 @@ def test_math_functions_f64_within_a_few_ulps(op):
 
 
 def test_math_f16_is_f32_then_rounded():
-    text = """func @k(%A: memref<f16 x 3>) {
-        %c0 = constant 0 : index
-        %n = constant 3 : index
-        foreach (%i) = (%c0), (%n) {
-            %a = load %A[%i] : f16
-            %b = exp %a : f16
-            store %b, %A[%i]
-        }
-    }"""
+    text = _in_place("exp", "f16", 3)
     xs = [0.5, 1.0, 2.0]
     out = _run(text, {"A": np.array(xs, np.float16)})
     assert [float(v) for v in out["A"]] == [_f16(math.exp(x)) for x in xs]
@@ -168,15 +165,7 @@ def test_casts_v04_table_and_invalid_cast_is_ub():
 
 
 def test_abs_of_integer_minimum_is_ub_and_twin_is_not():
-    text = """func @k(%A: memref<i32 x 2>) {
-        %c0 = constant 0 : index
-        %n = constant 2 : index
-        foreach (%i) = (%c0), (%n) {
-            %a = load %A[%i] : i32
-            %b = abs %a : i32
-            store %b, %A[%i]
-        }
-    }"""
+    text = _in_place("abs", "i32", 2)
     out = _run(text, {"A": np.array([-5, 2**31 - 1], np.int32)})
     assert out["A"].tolist() == [5, 2**31 - 1]
     with pytest.raises(UndefinedBehaviour, match="signed overflow"):

@@ -8,23 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from v04run import run_v04 as _run
+from v04run import ub_v04 as _ub
 
-from tlinterp.diagnostics import ExecutionError, UndefinedBehaviour
-from tlinterp.frontend import parse
-from tlinterp.interp import run
+from tlinterp.diagnostics import ExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _run(src: str, args: dict, **kw) -> dict:
-    return run(parse(src, lang="v0.4"), args, **kw)
-
-
-def _ub(src: str, args: dict, kind: str) -> str:
-    with pytest.raises(UndefinedBehaviour) as e:
-        _run(src, args)
-    assert {r.kind for r in e.value.reports} == {kind}
-    return e.value.format()
 
 
 def _head(sgs: int = 8, wgs=(16, 2), args: str = "%A: memref<i32 x 64>") -> str:

@@ -83,19 +83,13 @@ def _scalar(name: str, t: ScalarType, a: Any) -> np.generic:
         pass
     elif t is ScalarType.bf16 and arr.dtype in t.storage_dtypes:
         return arr.reshape(1).view(t.dtype)[0]  # bfloat16 itself or its bit pattern
-    elif t.is_complex:
-        if kind != "c":
-            raise ArgumentError(f"argument '{name}' is {t}: expected complex data, got "
+    elif t.is_complex or t.is_float:
+        data, want = ("complex", "c") if t.is_complex else ("float", "f")
+        if kind != want:
+            raise ArgumentError(f"argument '{name}' is {t}: expected {data} data, got "
                                 f"{arr.dtype}")
-        with np.errstate(over="ignore", invalid="ignore"):
-            v = t.dtype.type(arr)
-        if np.isfinite(arr) and not np.isfinite(v):
-            raise ArgumentError(f"argument '{name}': {arr.item()} does not fit in {t}")
-        return v
-    if t.is_float:
-        if kind not in "f":
-            raise ArgumentError(f"argument '{name}' is {t}: expected float data, got {arr.dtype}")
-        with np.errstate(over="ignore"):
+        # None leaves numpy's setting as it is: only complex conversions silence `invalid`
+        with np.errstate(over="ignore", invalid="ignore" if t.is_complex else None):
             v = t.dtype.type(arr)
         if np.isfinite(arr) and not np.isfinite(v):
             raise ArgumentError(f"argument '{name}': {arr.item()} does not fit in {t}")

@@ -14,7 +14,8 @@ import io
 import os
 import stat
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import BinaryIO
 
 import ml_dtypes
 import numpy as np
@@ -48,39 +49,18 @@ def save_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
     # .npy cannot name bfloat16: such arrays are written as their uint16 bit patterns
     # (docs/language.md "Arguments")
     arrays = {k: a.view(np.uint16) if a.dtype == _BF16 else a for k, a in arrays.items()}
-    shown, path = path, os.path.realpath(path)
-    if _special(path):
-        data = io.BytesIO()  # zipfile seeks, and /dev/null's positions are not a file's
-        np.savez(data, **arrays)
-        try:
-            with open(path, "wb") as f:
-                f.write(data.getbuffer())
-        except OSError as e:
-            raise ArgumentError(f"{shown}: cannot write ({e.strerror or e})") from None
-        return
-    directory = os.path.dirname(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".tlrun-", suffix=".npz.tmp", dir=directory)
-    except OSError as e:
-        raise ArgumentError(f"{shown}: cannot write ({e.strerror or e})") from None
-    try:
-        with os.fdopen(fd, "wb") as f:  # a file object: numpy appends no suffix
+    _write_atomic(path, _npz_writer(arrays), "", prefix=".tlrun-", suffix=".npz.tmp")
+
+
+def _npz_writer(arrays: Mapping[str, np.ndarray]) -> Callable[[BinaryIO, bool], None]:
+    def write(f: BinaryIO, special: bool) -> None:
+        if special:  # zipfile seeks, and /dev/null's positions are not a file's
+            data = io.BytesIO()
+            np.savez(data, **arrays)
+            f.write(data.getbuffer())
+        else:  # a file object: numpy appends no suffix
             np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        try:  # keep the mode of a file being replaced
-            os.chmod(tmp, os.stat(path).st_mode & 0o7777)
-        except FileNotFoundError:
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise ArgumentError(f"{shown}: cannot write ({e.strerror or e})") from None
-        raise
+    return write
 
 
 def write_text(path: str, text: str, option: str = "--out") -> None:
@@ -92,27 +72,40 @@ def write_text(path: str, text: str, option: str = "--out") -> None:
 
 def write_bytes(path: str, data: bytes, option: str = "--out") -> None:
     """`write_text` for bytes."""
+    def write(f: BinaryIO, special: bool) -> None:
+        f.write(data)
+    _write_atomic(path, write, option + " ", prefix=None, suffix=".tmp")
+
+
+def _write_atomic(path: str, write: Callable[[BinaryIO, bool], None], label: str,
+                  prefix: str | None, suffix: str) -> None:
+    """The one atomic write behind `save_npz` and `write_bytes`: `write(f, special)` fills
+    the open file (`special`: written in place, not a seekable temporary file); failures are
+    ArgumentErrors starting with `label` and the path as given. The temporary file is named
+    `prefix`, by default "." and the target's name, then random letters and `suffix`."""
     shown, path = path, os.path.realpath(path)
+
+    def failed(e: OSError) -> ArgumentError:
+        return ArgumentError(f"{label}{shown}: cannot write ({e.strerror or e})")
+
     if _special(path):  # a FIFO, /dev/null, /dev/full, a terminal: written in place
         try:
             with open(path, "wb") as f:
-                f.write(data)
+                write(f, True)
         except OSError as e:
-            raise ArgumentError(f"{option} {shown}: cannot write ({e.strerror or e})") from None
+            raise failed(e) from None
         return
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".",
-                                   suffix=".tmp", dir=os.path.dirname(path))
+        if prefix is None:
+            prefix = "." + os.path.basename(path) + "."
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=os.path.dirname(path))
     except OSError as e:
-        raise ArgumentError(f"{option} {shown}: cannot write ({e.strerror or e})") from None
+        raise failed(e) from None
     try:
-        try:
-            view = memoryview(data)
-            while view:  # os.write may write less than asked
-                view = view[os.write(fd, view):]
-            os.fsync(fd)  # a full or failing disk may only say so here
-        finally:
-            os.close(fd)
+        with os.fdopen(fd, "wb") as f:
+            write(f, False)
+            f.flush()
+            os.fsync(f.fileno())  # a full or failing disk may only say so here
         try:  # keep the mode of a file being replaced
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
         except FileNotFoundError:
@@ -124,7 +117,7 @@ def write_bytes(path: str, data: bytes, option: str = "--out") -> None:
         except OSError:
             pass
         if isinstance(e, OSError):
-            raise ArgumentError(f"{option} {shown}: cannot write ({e.strerror or e})") from None
+            raise failed(e) from None
         raise
 
 

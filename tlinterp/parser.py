@@ -596,7 +596,16 @@ class _Builder:
         if name == "value_instruction":
             lid, _, op = node.children
             op = op.children[0]
-            return _VALUE_BUILDERS[op.expr.name](self, op, self.value(lid), sp)
+            return self.value_instruction(op, self.value(lid), sp)
+        return self.other_instruction(node, name, sp)
+
+    # the dialect's hooks (tlinterp/parser_v04.py also defines what it builds)
+    def value_instruction(self, op, r: Value, sp) -> ir.Instruction:
+        """`op`: the chosen alternative of a `%r = ...` instruction."""
+        return _VALUE_BUILDERS[op.expr.name](self, op, r, sp)
+
+    def other_instruction(self, node, name: str, sp) -> ir.Instruction:
+        """`node`: an instruction without a single result; `name`: its grammar rule."""
         return _OTHER_BUILDERS[name](self, node, sp)
 
     # value instructions (node, result, span) -------------------------------------------------

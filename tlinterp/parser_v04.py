@@ -253,16 +253,12 @@ class _Builder04(_Builder):
         finally:
             self.scopes.pop()
 
-    def instruction(self, node) -> ir.Instruction:
-        sp = self.node_span(node)
-        name = node.expr.name
-        if name == "value_instruction":
-            lid, _, op = node.children
-            op = op.children[0]
-            r = self.value(lid)
-            inst = _VALUE[op.expr.name](self, op, r, sp)
-            self.define(r, _result_type(inst))
-            return inst
+    def value_instruction(self, op, r: Value, sp) -> ir.Instruction:
+        inst = _VALUE[op.expr.name](self, op, r, sp)
+        self.define(r, _result_type(inst))
+        return inst
+
+    def other_instruction(self, node, name: str, sp) -> ir.Instruction:
         if name == "multi_value_instruction":
             lst, _, op = node.children
             results = tuple(self.value(v) for v in self.items(lst))
@@ -469,15 +465,20 @@ class _Builder04(_Builder):
         return (bool(tr.children) and tr.children[0].match.group(1) == "t",
                 checked.children[0].match.group(1) if checked.children else None)
 
-    def coop_load(self, n, r, s):
-        op, tr, checked, scope, sem, lid, _, x, _, y, _, _, ty = n.children
-        trans, chk = self._coop_flags(tr, checked)
+    def _coop_access(self, verb: str, op, tr, checked, scope, sem) -> tuple:
+        """trans, checked, atomic, scope, semantics of cooperative_matrix_[atomic_]`verb`:
+        only the atomic form takes a memory scope and semantics."""
         atomic = bool(op.match.group(1))
         if not atomic and (scope.children or sem.children):
-            self.error("memory scope and semantics need cooperative_matrix_atomic_load",
+            self.error(f"memory scope and semantics need cooperative_matrix_atomic_{verb}",
                        self.node_span(op))
+        return (*self._coop_flags(tr, checked), atomic, *self._scope(scope, sem))
+
+    def coop_load(self, n, r, s):
+        op, tr, checked, scope, sem, lid, _, x, _, y, _, _, ty = n.children
+        access = self._coop_access("load", op, tr, checked, scope, sem)
         return ir.CoopLoad(r, self.use(lid)[0], self.use(x)[0], self.use(y)[0], self.type(ty),
-                           trans, chk, atomic, *self._scope(scope, sem), s)
+                           *access, s)
 
     def coop_mul_add(self, n, r, s):
         _, a, _, b, _, c, _, ty = n.children
@@ -611,13 +612,9 @@ class _Builder04(_Builder):
 
     def coop_store(self, n, s, results):
         op, tr, checked, scope, sem, val, _, lid, _, x, _, y, _ = n.children
-        trans, chk = self._coop_flags(tr, checked)
-        atomic = bool(op.match.group(1))
-        if not atomic and (scope.children or sem.children):
-            self.error("memory scope and semantics need cooperative_matrix_atomic_store",
-                       self.node_span(op))
+        access = self._coop_access("store", op, tr, checked, scope, sem)
         return ir.CoopStore(self.use(val)[0], self.use(lid)[0], self.use(x)[0],
-                            self.use(y)[0], trans, chk, atomic, *self._scope(scope, sem), s)
+                            self.use(y)[0], *access, s)
 
     def coop_prefetch(self, n, s, results):
         _, level, _, lid, _, x, _, y, _, _, rows, _, cols = n.children

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -421,42 +421,39 @@ class _ValueParser:
         raise _Error(f"expected an attribute, found {_found(kind, tok)}", a, max(b, a + 1))
 
     def array(self, pos: int) -> tuple[list[str], int]:
+        return self.listed(pos, "[", "]", self.attribute)
+
+    def dict(self, pos: int) -> tuple[list[str], int]:
+        return self.listed(pos, "{", "}", self.entry)
+
+    def entry(self, pos: int) -> tuple[list[str], int]:
+        """`name=attribute` in a dictionary."""
+        kind, name, a, b = self.token(pos)
+        if not (kind == "string" or name in _ATTR_NAMES):
+            raise _Error("expected an attribute name (alignment, shape_gcd, stride_gcd,"
+                         " subgroup_size, unroll, work_group_size or a string), found"
+                         f" {_found(kind, name)}", a, max(b, a + 1))
+        pos = self.expect(b, "=")
+        inner, pos = self.attribute(pos)
+        return [name, "="] + inner, pos
+
+    def listed(self, pos: int, opening: str, closing: str,
+               item: Callable[[int], tuple[list[str], int]]) -> tuple[list[str], int]:
+        """`opening item, item, ... closing` (an array or a dictionary), possibly empty."""
         self.nest(pos)
-        pos = self.expect(pos, "[")
-        toks = ["["]
-        if self.token(pos)[1] != "]":
+        pos = self.expect(pos, opening)
+        toks = [opening]
+        if self.token(pos)[1] != closing:
             while True:
-                inner, pos = self.attribute(pos)
+                inner, pos = item(pos)
                 toks += inner
                 if self.token(pos)[1] != ",":
                     break
                 toks.append(",")
                 pos = self.token(pos)[3]
-        pos = self.expect(pos, "]")
+        pos = self.expect(pos, closing)
         self.depth -= 1
-        return toks + ["]"], pos
-
-    def dict(self, pos: int) -> tuple[list[str], int]:
-        self.nest(pos)
-        pos = self.expect(pos, "{")
-        toks = ["{"]
-        if self.token(pos)[1] != "}":
-            while True:
-                kind, name, a, b = self.token(pos)
-                if not (kind == "string" or name in _ATTR_NAMES):
-                    raise _Error("expected an attribute name (alignment, shape_gcd, stride_gcd,"
-                                 " subgroup_size, unroll, work_group_size or a string), found"
-                                 f" {_found(kind, name)}", a, max(b, a + 1))
-                pos = self.expect(b, "=")
-                inner, pos = self.attribute(pos)
-                toks += [name, "="] + inner
-                if self.token(pos)[1] != ",":
-                    break
-                toks.append(",")
-                pos = self.token(pos)[3]
-        pos = self.expect(pos, "}")
-        self.depth -= 1
-        return toks + ["}"], pos
+        return toks + [closing], pos
 
     def calc(self, pos: int) -> tuple[int, int]:
         """`(rpn)` after `!calc`: int64 arithmetic as tinytc does it in C++ (division

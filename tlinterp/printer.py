@@ -219,7 +219,19 @@ _Task = Union[str, tuple]  # a finished line, or ("region", iterator, depth)
 
 
 def _emit(instructions: list, depth: int, out: list[str], spellings: Spellings = None) -> None:
-    """Append the lines of `instructions` at `depth`; iterative, so nesting depth is free."""
+    """Append the lines of `instructions` at `depth`."""
+    emit_lines(instructions, depth, out, lambda inst: _header(inst, spellings), INDENT,
+               (ir.For, ir.Foreach))
+
+
+def emit_lines(instructions: list, depth: int, out: list[str],
+               header: Callable[[ir.Instruction], str], indent: str,
+               bodies: tuple[type, ...],
+               close: Callable[[ir.Instruction], str] = lambda inst: "") -> None:
+    """Append the lines of `instructions` at `depth` (levels of `indent`), each opened by
+    `header(inst)`; an if prints its then/else regions, instances of `bodies` their `body`,
+    closed by "}" and `close(inst)`. The v0.3 and v0.4 printers both walk with it;
+    iterative, so nesting depth is free."""
     stack: list[_Task] = [("region", iter(instructions), depth)]
     while stack:
         task = stack.pop()
@@ -231,8 +243,8 @@ def _emit(instructions: list, depth: int, out: list[str], spellings: Spellings =
         if inst is None:
             continue
         stack.append(task)
-        pad = INDENT * d
-        out.append(pad + _header(inst, spellings))
+        pad = indent * d
+        out.append(pad + header(inst))
         if isinstance(inst, ir.If):
             if inst.otherwise is not None:
                 stack.extend([pad + "}", ("region", iter(inst.otherwise.instructions), d + 1),
@@ -240,8 +252,9 @@ def _emit(instructions: list, depth: int, out: list[str], spellings: Spellings =
             else:
                 stack.append(pad + "}")
             stack.append(("region", iter(inst.then.instructions), d + 1))
-        elif isinstance(inst, (ir.For, ir.Foreach)):
-            stack.extend([pad + "}", ("region", iter(inst.body.instructions), d + 1)])
+        elif isinstance(inst, bodies):
+            stack.extend([pad + "}" + close(inst), ("region", iter(inst.body.instructions),
+                                                    d + 1)])
 
 
 def format_instruction(inst: ir.Instruction, indent: int = 0,

@@ -20,6 +20,7 @@ from . import ir
 from . import v04names as names
 from .diagnostics import no_equivalent
 from .ir import Const, Value
+from .printer import emit_lines
 from .types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType, Type, VoidType
 
 INDENT = "    "
@@ -156,6 +157,11 @@ def _defines(text: Callable[..., str]) -> Callable[..., str]:
     return lambda inst: f"%{inst.result.name} = {text(inst)}"
 
 
+def _typed(text: Callable[..., str]) -> Callable[..., str]:
+    """`%name = TEXT : type`, the form of most single-result instructions."""
+    return _defines(lambda i: f"{text(i)} : {format_type(i.type)}")
+
+
 def _builtin(inst: ir.Builtin) -> str:
     return f"{inst.name}{'.' + inst.comp if inst.comp else ''} : {format_type(inst.type)}"
 
@@ -214,16 +220,12 @@ _HEADERS: dict[type, Callable[..., str]] = {
     ir.For: _for,
     ir.Foreach: lambda i: _loop("foreach", (i.var,), (i.start,), (i.stop,)) + " {",
     **{cls: _blas for cls in ir.BLAS},
-    ir.Constant: _defines(lambda i: f"constant {format_constant(i.value, i.type)} : "
-                                    f"{format_type(i.type)}"),
+    ir.Constant: _typed(lambda i: f"constant {format_constant(i.value, i.type)}"),
     ir.Builtin: _defines(_builtin),
-    ir.Associated: _defines(lambda i: f"associated %{i.operand.name} : "
-                                      f"{format_type(i.type)}"),
-    ir.AtomicLoad: _defines(lambda i: f"atomic_load{_scope(i)} {_idx(i)} : "
-                                      f"{format_type(i.type)}"),
+    ir.Associated: _typed(lambda i: f"associated %{i.operand.name}"),
+    ir.AtomicLoad: _typed(lambda i: f"atomic_load{_scope(i)} {_idx(i)}"),
     ir.AtomicStore: lambda i: f"atomic_store{_scope(i)} {_op(i.value)}, {_idx(i)}",
-    ir.AtomicUpdate: _defines(lambda i: f"atomic_{i.op}{_scope(i)} {_op(i.value)}, {_idx(i)}"
-                                        f" : {format_type(i.type)}"),
+    ir.AtomicUpdate: _typed(lambda i: f"atomic_{i.op}{_scope(i)} {_op(i.value)}, {_idx(i)}"),
     ir.Cumsum: lambda i: (f"cumsum{'.atomic' if i.atomic else ''} {_ops(i.alpha, i.a)}, "
                           f"{i.mode}, {_ops(i.beta, i.b)}"),
     ir.Parallel: lambda i: "parallel {",
@@ -231,35 +233,29 @@ _HEADERS: dict[type, Callable[..., str]] = {
     ir.ForeachTile: lambda i: (_loop("foreach_tile", i.vars, i.starts, i.stops) +
                                f" as ({_ops(*i.sizes)})<=({','.join(map(str, i.tile_shape))})"
                                " {"),
-    ir.SubgroupBroadcast: _defines(lambda i: f"subgroup_broadcast {_ops(i.value, i.index)} : "
-                                             f"{format_type(i.type)}"),
-    ir.SubgroupOp: _defines(lambda i: f"subgroup_{i.op} {_op(i.operand)} : "
-                                      f"{format_type(i.type)}"),
+    ir.SubgroupBroadcast: _typed(lambda i: f"subgroup_broadcast {_ops(i.value, i.index)}"),
+    ir.SubgroupOp: _typed(lambda i: f"subgroup_{i.op} {_op(i.operand)}"),
     ir.CoopApply: _defines(lambda i: f"cooperative_matrix_apply ({_ops(i.row, i.col, i.val)})"
                                      f"={_op(i.operand)} -> {format_type(i.type)} {{"),
-    ir.CoopLoad: _defines(lambda i: f"cooperative_matrix_{'atomic_' if i.atomic else ''}load"
-                                    f"{_coop_mods(i)}{_scope(i)} %{i.operand.name}"
-                                    f"[{_ops(i.x, i.y)}] : {format_type(i.type)}"),
+    ir.CoopLoad: _typed(lambda i: f"cooperative_matrix_{'atomic_' if i.atomic else ''}load"
+                                  f"{_coop_mods(i)}{_scope(i)} %{i.operand.name}"
+                                  f"[{_ops(i.x, i.y)}]"),
     ir.CoopStore: lambda i: (f"cooperative_matrix_{'atomic_' if i.atomic else ''}store"
                              f"{_coop_mods(i)}{_scope(i)} {_op(i.value)}, %{i.operand.name}"
                              f"[{_ops(i.x, i.y)}]"),
-    ir.CoopAtomicUpdate: _defines(lambda i: f"cooperative_matrix_atomic_{i.op}{_coop_mods(i)}"
-                                            f"{_scope(i)} {_op(i.value)}, %{i.operand.name}"
-                                            f"[{_ops(i.x, i.y)}] : {format_type(i.type)}"),
-    ir.CoopConstruct: _defines(lambda i: f"cooperative_matrix_construct {_op(i.value)} : "
-                                         f"{format_type(i.type)}"),
-    ir.CoopExtract: _defines(lambda i: f"cooperative_matrix_extract %{i.operand.name}"
-                                       f"[{i.index}] : {format_type(i.type)}"),
-    ir.CoopInsert: _defines(lambda i: f"cooperative_matrix_insert {_op(i.value)}, "
-                                      f"%{i.operand.name}[{i.index}] : {format_type(i.type)}"),
-    ir.CoopMulAdd: _defines(lambda i: f"cooperative_matrix_mul_add {_ops(i.a, i.b, i.c)} : "
-                                      f"{format_type(i.type)}"),
+    ir.CoopAtomicUpdate: _typed(lambda i: f"cooperative_matrix_atomic_{i.op}{_coop_mods(i)}"
+                                          f"{_scope(i)} {_op(i.value)}, %{i.operand.name}"
+                                          f"[{_ops(i.x, i.y)}]"),
+    ir.CoopConstruct: _typed(lambda i: f"cooperative_matrix_construct {_op(i.value)}"),
+    ir.CoopExtract: _typed(lambda i: f"cooperative_matrix_extract %{i.operand.name}[{i.index}]"),
+    ir.CoopInsert: _typed(lambda i: f"cooperative_matrix_insert {_op(i.value)}, "
+                                    f"%{i.operand.name}[{i.index}]"),
+    ir.CoopMulAdd: _typed(lambda i: f"cooperative_matrix_mul_add {_ops(i.a, i.b, i.c)}"),
     ir.CoopPrefetch: lambda i: (f"cooperative_matrix_prefetch {i.cache_level}, "
                                 f"%{i.operand.name}[{_ops(i.x, i.y)}], {i.rows}, {i.cols}"),
-    ir.CoopReduce: _defines(lambda i: f"cooperative_matrix_reduce_{i.op}.{i.mode} "
-                                      f"{_op(i.operand)} : {format_type(i.type)}"),
-    ir.CoopScale: _defines(lambda i: f"cooperative_matrix_scale {_ops(i.scalar, i.matrix)} : "
-                                     f"{format_type(i.type)}"),
+    ir.CoopReduce: _typed(lambda i: f"cooperative_matrix_reduce_{i.op}.{i.mode} "
+                                    f"{_op(i.operand)}"),
+    ir.CoopScale: _typed(lambda i: f"cooperative_matrix_scale {_ops(i.scalar, i.matrix)}"),
 }
 
 
@@ -295,33 +291,17 @@ def format_attributes(d: dict) -> str:
 
 
 def _emit(instructions: list, depth: int, out: list[str]) -> None:
-    """Lines of `instructions` at `depth` (explicit stack: nesting depth is free)."""
-    stack: list = [("region", iter(instructions), depth)]
-    while stack:
-        task = stack.pop()
-        if isinstance(task, str):
-            out.append(task)
-            continue
-        _, it, d = task
-        inst = next(it, None)
-        if inst is None:
-            continue
-        stack.append(task)
-        pad = INDENT * d
-        out.append(pad + _HEADERS[type(inst)](inst))
-        if isinstance(inst, ir.If):
-            if inst.otherwise is not None:
-                stack.extend([pad + "}", ("region", iter(inst.otherwise.instructions), d + 1),
-                              pad + "} else {"])
-            else:
-                stack.append(pad + "}")
-            stack.append(("region", iter(inst.then.instructions), d + 1))
-        elif isinstance(inst, ir.For):
-            close = pad + "}" + (" attributes" + format_dictionary(inst.attributes)
-                                 if inst.attributes else "")
-            stack.extend([close, ("region", iter(inst.body.instructions), d + 1)])
-        elif isinstance(inst, (ir.Foreach,) + ir.V04_REGION_INSTRUCTIONS):
-            stack.extend([pad + "}", ("region", iter(inst.body.instructions), d + 1)])
+    """Lines of `instructions` at `depth`: the v0.3 printer's walk, with v0.4's headers,
+    indentation, region instructions and a `for`'s attributes after its closing brace."""
+    emit_lines(instructions, depth, out, lambda inst: _HEADERS[type(inst)](inst), INDENT,
+               (ir.For, ir.Foreach) + ir.V04_REGION_INSTRUCTIONS, _for_close)
+
+
+def _for_close(inst: ir.Instruction) -> str:
+    """What follows a region's "}": a `for`'s attributes, if any."""
+    if isinstance(inst, ir.For) and inst.attributes:
+        return " attributes" + format_dictionary(inst.attributes)
+    return ""
 
 
 def format_function(fn: ir.Function) -> str:
