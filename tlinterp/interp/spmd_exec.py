@@ -77,10 +77,22 @@ def _state(ex, inst) -> Region:
 
 def _parallel(ex, inst: ir.Parallel, env, lanes, col):
     wg = work_group(ex)
+    sub, parent = _item_lanes(ex, lanes, wg, "parallel")
+    prev = getattr(ex, "spmd", None)
+    ex.spmd = Region(wg, lanes.n, sub)
+    try:
+        ex.run_region(inst.body, type(env)(env, parent), sub)
+    finally:
+        ex.spmd = prev
+
+
+def _item_lanes(ex, lanes, wg, what: str):
+    """The (work-group, work-item) lanes of an SPMD region over `lanes`' work-groups, each
+    with its own race-check actor, and each lane's work-group lane (`parent`)."""
     P, W = lanes.n, wg.n_items
     total = P * W
     check_allocation(total * _BYTES_PER_LANE,
-                     f"parallel over {total} (work-group, work-item) lanes", ExecutionError)
+                     f"{what} over {total} (work-group, work-item) lanes", ExecutionError)
     parent = np.repeat(np.arange(P), W)
     marker = ex.next_actor
     ex.next_actor += total + 1
@@ -88,12 +100,7 @@ def _parallel(ex, inst: ir.Parallel, env, lanes, col):
     sub = Lanes(act=act, marker=marker, it=np.arange(total, dtype=np.int64), parent=lanes,
                 sel=parent, n=total)
     sub.items = W
-    prev = getattr(ex, "spmd", None)
-    ex.spmd = Region(wg, P, sub)
-    try:
-        ex.run_region(inst.body, type(env)(env, parent), sub)
-    finally:
-        ex.spmd = prev
+    return sub, parent
 
 
 def _foreach_tile(ex, inst: ir.ForeachTile, env, lanes, col):
@@ -118,15 +125,7 @@ def _foreach_tile(ex, inst: ir.ForeachTile, env, lanes, col):
     if rounds == 0:
         return
     total = P * W
-    check_allocation(total * _BYTES_PER_LANE,
-                     f"foreach_tile over {total} (work-group, work-item) lanes", ExecutionError)
-    parent = np.repeat(np.arange(P), W)
-    marker = ex.next_actor
-    ex.next_actor += total + 1
-    act = marker + 1 + np.arange(total, dtype=np.int64) if ex.check else None
-    root = Lanes(act=act, marker=marker, it=np.arange(total, dtype=np.int64), parent=lanes,
-                 sel=parent, n=total)
-    root.items = W
+    root, parent = _item_lanes(ex, lanes, wg, "foreach_tile")
     sg_of = (np.arange(total) % W) // S  # each lane's sub-group (linear id)
     prev = getattr(ex, "spmd", None)
     ex.spmd = Region(wg, P, root)
