@@ -90,7 +90,8 @@ def test_tlgpu_passes_the_whole_corpus(corpus):
     """Every valid and invalid case on pocl (undefined behaviour is informational for it and
     would only cost kernel builds)."""
     impl = from_spec("tlgpu")
-    cases = [c for c in corpus if c.kind != "undefined"]
+    # the OpenCL lowering takes v0.3 (the v0.4 cases are the reference's: --lang v0.4)
+    cases = [c for c in corpus if c.kind != "undefined" and c.lang == "v0.3"]
     verdicts = run_all(impl, cases)
     failures = [f"{v.case.id}: {v.detail}" for v in verdicts if v.status == "fail"]
     assert not failures, "\n".join(failures)

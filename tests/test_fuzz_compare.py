@@ -130,3 +130,32 @@ def test_functions_that_cannot_be_bounded_say_why():
 def test_accepts_source_text(text):
     out = run(prog(text), scalar_args())
     assert compare_outputs(text, "s", scalar_args(), out, out) == []
+
+
+BF16_COPY = """func @k(%A: memref<bf16 x 3>, %B: memref<bf16 x 3>) {
+    %c0 = constant 0 : index
+    %n = constant 3 : index
+    foreach (%i) = (%c0), (%n) {
+        %a = load %A[%i] : bf16
+        store %a, %B[%i]
+    }
+}
+"""
+
+
+def test_bf16_outputs_compare_as_bit_patterns_whatever_their_spelling():
+    """An in-process run gives ml_dtypes.bfloat16, files hold uint16 bits (np.savez: V2)."""
+    import ml_dtypes
+
+    program = tlinterp.parse(BF16_COPY, lang="v0.4")
+    bits = np.array([0x3F80, 0xC040, 0x7FC0], np.uint16)  # 1.0, -3.0, nan
+    args = {"A": bits, "B": np.zeros(3, np.uint16)}
+    actual = run(program, args)
+    assert actual["B"].dtype == np.dtype(ml_dtypes.bfloat16)
+    assert compare_outputs(program, None, args, {"A": bits, "B": bits}, actual) == []
+    assert compare_outputs(program, None, args, {"A": bits, "B": bits.view("V2")},
+                           {"A": bits, "B": bits}) == []
+    wrong = bits.copy()
+    wrong[1] = 0xC041
+    [m] = compare_outputs(program, None, args, {"A": bits, "B": wrong}, actual)
+    assert m.key == "B"

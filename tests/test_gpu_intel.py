@@ -230,7 +230,8 @@ def test_a_sub_group_kernel_does_not_build_on_pocl(tmp_path):
 
 def test_the_corpus_passes_through_our_lowering_on_intel(intel, tmp_path):
     r = subprocess.run([sys.executable, "-m", "fuzz.conform.cli", "--impl", "opencl",
-                        "--device", "intel", "--quiet", "--json", str(tmp_path / "r.json")],
+                        "--device", "intel", "--lang", "v0.3",  # the lowering's language
+                        "--quiet", "--json", str(tmp_path / "r.json")],
                        capture_output=True, text=True, timeout=590, cwd=ROOT,
                        env={**os.environ, "PYTHONPATH": str(ROOT)})
     report = json.loads((tmp_path / "r.json").read_text())

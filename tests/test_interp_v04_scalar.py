@@ -560,3 +560,19 @@ def test_hand_built_subgroup_builtin_is_refused_not_guessed():
     inst = ir.Builtin(ir.Value("s"), "subgroup_size", None, ScalarType.i32)
     with pytest.raises(NotExecutable, match="subgroup_size"):
         exec_v04._builtin(None, inst, None, None, None)
+
+
+def test_abs_of_c32_is_the_correctly_rounded_modulus():
+    # NumPy's complex64 abs gives 12.999999 for |-5+12i|; Pythagorean triples are exact
+    z = [complex(-5, 12), complex(3, -4), complex(-8, 15), complex(20, 21)]
+    src = """func @k(%Z: memref<c32 x 4>, %M: memref<f32 x 4>) {
+        %c0 = constant 0 : index
+        %n = constant 4 : index
+        foreach (%i) = (%c0), (%n) {
+            %z = load %Z[%i] : c32
+            %m = abs %z : f32
+            store %m, %M[%i]
+        }
+    }"""
+    out = _run(src, {"Z": np.array(z, np.complex64), "M": np.zeros(4, np.float32)})
+    assert out["M"].tolist() == [math.hypot(v.real, v.imag) for v in z] == [13, 5, 17, 29]

@@ -14,9 +14,10 @@ __all__ = ["InvalidCase", "UndefinedCase", "ValidCase", "all_invalid", "all_unde
 
 
 def all_valid() -> list[ValidCase]:
-    from . import blas, control, groups, scalar, views  # each imports .model only
+    from . import blas, control, groups, scalar, v04, views  # each imports .model only
 
-    cases = [*blas.cases(), *scalar.cases(), *views.cases(), *groups.cases(), *control.cases()]
+    cases = [*blas.cases(), *scalar.cases(), *views.cases(), *groups.cases(), *control.cases(),
+             *v04.cases()]
     _unique(c.id for c in cases)
     return cases
 

@@ -87,6 +87,10 @@ def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mappi
     program = _program(program)
     function = program.function(func)
     out: list[Mismatch] = []
+    # bf16 results are uint16 bit patterns in files but ml_dtypes.bfloat16 from an in-process
+    # run (and `V2` from np.savez): compare every spelling as its bit patterns
+    expected = {k: _bits_if_bf16(v) for k, v in expected.items()}
+    actual = {k: _bits_if_bf16(v) for k, v in actual.items()}
     # keys only the actual side has are ignored, as the .npz convention promises (a tool may
     # echo `.strides`/`.offset` entries or add its own): only the expected outputs count
     for key in sorted(expected):
@@ -117,6 +121,13 @@ def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mappi
                 magnitudes = _magnitudes(program, function, args, g)
             out.extend(_bounded(key, e, a, np.abs(np.asarray(magnitudes[key], np.float64)), p))
     return out
+
+
+def _bits_if_bf16(v) -> np.ndarray:
+    a = np.asarray(v)
+    if a.dtype.itemsize == 2 and a.dtype.kind == "V":  # ml_dtypes.bfloat16 or np.savez's V2
+        return a.view(np.uint16)
+    return a
 
 
 def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups: int):

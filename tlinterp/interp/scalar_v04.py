@@ -86,7 +86,9 @@ def unary(op: str, t: ScalarType, a) -> tuple[np.ndarray, list[Fault]]:
             x = np.asarray(a, t.dtype)
             c = _COMPONENT[t]
             if op == "abs":
-                return np.abs(x).astype(c.dtype), []  # hypot: no spurious overflow
+                # hypot in f64, then rounded: NumPy's complex64 abs is off by an ulp at
+                # times (|-5+12i| gives 12.999999); f64 neither overflows nor loses it
+                return np.abs(x.astype(np.complex128)).astype(c.dtype), []
             if op in ("re", "im"):
                 return np.array(x.real if op == "re" else x.imag, c.dtype), []
             if op == "conj":
