@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tlinterp import cli, ir, parse
-from tlinterp.diagnostics import SourceError
+from tlinterp.diagnostics import NotExecutable, SourceError
 from tlinterp.printer_v04 import format_program_v04
 from tlinterp.types import CoopMatrixType, GroupType, MemrefType, ScalarType
 
@@ -420,3 +420,28 @@ def test_corpus_v04_invalid_kernels_fail_on_their_first_expected_line(path):
     with pytest.raises(SourceError) as e:
         check(parse(text, str(path), lang="v0.4"))
     assert lines and {d.span.line for d in e.value.diagnostics if d.span} & lines
+
+
+@pytest.mark.parametrize("body, what", [
+    ("%c = constant 1.0 : f16\n  store %c, %A[%z]", "the type f16"),
+    ("%x = load %B[%z] : f32\n  %e = exp %x : f32\n  store %e, %B[%z]", "exp"),
+    ("parallel {\n  }", "parallel"),
+])
+def test_the_lowering_refuses_v04_leftovers_in_words(body, what, tmp_path, capsys):
+    """What the OpenCL lowering cannot take is a NotExecutable naming it at its range, from
+    the API and from tlrun --impl opencl (exit 2), never a KeyError from deep inside."""
+    import tlgpu
+
+    text = (f"func @k(%A: memref<f16 x 4>, %B: memref<f32 x 4>) {{\n"
+            f"  %z = constant 0 : index\n  {body}\n}}\n")
+    if "f16" not in body:
+        text = text.replace("%A: memref<f16 x 4>, ", "")
+    with pytest.raises(NotExecutable, match=f"not yet lowered: {what} at "):
+        tlgpu.lower(text)
+    kernel = tmp_path / "k.tl"
+    kernel.write_text(text)
+    args = {"A": np.zeros(4, np.float16), "B": np.zeros(4, np.float32)}
+    np.savez(tmp_path / "a.npz", **{k: v for k, v in args.items() if f"%{k}:" in text})
+    assert cli.main([str(kernel), "--args", str(tmp_path / "a.npz"), "--impl", "opencl"]) == 2
+    err = capsys.readouterr().err
+    assert f"not yet lowered: {what}" in err and "Traceback" not in err

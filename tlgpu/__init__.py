@@ -54,9 +54,9 @@ def _program(program: Union[ir.Program, str], api: str, **params) -> ir.Program:
     if not isinstance(program, ir.Program):
         raise TypeError(f"{api}(program): expected source text or an ir.Program, got "
                         f"{type(program).__name__}")
-    from tlinterp.frontend import executable
+    from tlinterp.frontend import lowerable
 
-    return executable(program)  # a v0.4 program: its v0.3 form, or "not yet executable"
+    return lowerable(program)  # a v0.4 program: its v0.3 form, or "not yet lowered"
 
 
 def lower(program: Union[ir.Program, str], func: Optional[str] = None,

@@ -39,14 +39,14 @@ def _config(options: ImplOptions):
 
 
 def _program(job: Job):
-    from tlinterp.frontend import executable
+    from tlinterp.frontend import lowerable
 
     if job.program is not None:
-        return executable(job.program)
+        return lowerable(job.program)
     import tlinterp
 
-    # a v0.4 program runs in its v0.3 form, or is refused as not yet executable
-    return executable(tlinterp.check(tlinterp.parse(job.source, filename=job.filename,
+    # a v0.4 program runs in its v0.3 form, or is refused as not yet lowered
+    return lowerable(tlinterp.check(tlinterp.parse(job.source, filename=job.filename,
                                                     lang=job.lang)))
 
 

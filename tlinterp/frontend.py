@@ -20,7 +20,7 @@ from dataclasses import fields
 from typing import Optional
 
 from . import ir
-from .diagnostics import Diagnostic, SourceError
+from .diagnostics import Diagnostic, NotExecutable, SourceError
 from .ir import Span
 from .langdetect import VERSIONS, ask_for_lang, blank_comments, detect, foreign_construct
 
@@ -155,34 +155,60 @@ def executable(program: ir.Program) -> ir.Program:
 
 
 def _v04_left(program: ir.Program) -> bool:
-    from .types import V04_ONLY_SCALARS
-    from .v04names import V04_ONLY_BINARY, V04_ONLY_UNARY
+    return _v04_leftover(program) is not None
 
-    def v04_type(t) -> bool:
+
+def lowerable(program: ir.Program) -> ir.Program:
+    """What the OpenCL lowering takes: the program in its v0.3 form; `NotExecutable` ("not yet
+    lowered: ... at L.C-C") at the first v0.4 type, operation or instruction that remains."""
+    converted = executable(program)
+    left = _v04_leftover(converted)  # also a v0.3 form executable() already made
+    if left is not None:
+        what, span = left
+        where = f" at {span}" if span is not None else ""
+        raise NotExecutable([Diagnostic(f"not yet lowered: {what}{where}", span,
+                                        program.filename)])
+    return converted
+
+
+def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
+    """The first construct v0.3 cannot write that the v0.3 form still holds: (what, where)."""
+    from .types import V04_ONLY_SCALARS
+    from .v04names import V04_ONLY_BINARY, V04_ONLY_UNARY, construct
+
+    def v04_type(t) -> Optional[str]:
         t = getattr(t, "memref", t)
-        return getattr(t, "element", t) in V04_ONLY_SCALARS
+        t = getattr(t, "element", t)
+        return f"the type {t.value}" if t in V04_ONLY_SCALARS else None
 
     def nonfinite(x) -> bool:  # v0.4 constants inf/nan: literals v0.3 cannot write
         return isinstance(x, ir.Const) and x.is_float and not isinstance(x.value, complex) \
             and not math.isfinite(float(x.value))
 
     for fn in program.functions:
-        if any(v04_type(a.type) for a in fn.args):
-            return True
+        for a in fn.args:
+            if v04_type(a.type):
+                return v04_type(a.type), a.span
         for inst in ir.walk(fn.body):
+            span = getattr(inst, "span", None)
             if any(nonfinite(getattr(inst, f.name, None)) for f in fields(inst)):
-                return True
-            if isinstance(inst, ir.V04_INSTRUCTIONS) or getattr(inst, "inits", ()) or \
-                    getattr(inst, "op", None) in V04_ONLY_BINARY | V04_ONLY_UNARY:
-                return True
+                return "an infinite or NaN constant", span
+            if isinstance(inst, ir.V04_INSTRUCTIONS):
+                return construct(inst), span
+            if getattr(inst, "inits", ()):
+                return "a loop that yields values", span
+            if getattr(inst, "op", None) in V04_ONLY_BINARY | V04_ONLY_UNARY:
+                return inst.op, span
             for f in ("type", "from_type", "to_type", "result_types"):
                 ts = getattr(inst, f, None)
-                if any(v04_type(t) for t in (ts if isinstance(ts, tuple) else (ts,))):
-                    return True
-            if isinstance(inst, ir.Blas) and any(
-                    v04_type(inst.memref_type(f)) for f in (*inst.inputs(), inst.output())):
-                return True
-    return False
+                for t in (ts if isinstance(ts, tuple) else (ts,)):
+                    if v04_type(t):
+                        return v04_type(t), span
+            if isinstance(inst, ir.Blas):
+                for f in (*inst.inputs(), inst.output()):
+                    if v04_type(inst.memref_type(f)):
+                        return v04_type(inst.memref_type(f)), span
+    return None
 
 
-__all__ = ["parse", "executable"]
+__all__ = ["parse", "executable", "lowerable"]

@@ -150,6 +150,11 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
     KeyboardInterrupt the child is killed before the interrupt propagates."""
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
+    if isinstance(program, ir.Program):
+        from tlinterp.frontend import lowerable
+
+        # refused here, in words, before a child starts (v0.4 code the lowering lacks)
+        program = lowerable(program)
     depth = (max((nesting(f.body) for f in program.functions), default=0)
              if isinstance(program, ir.Program) else 0)
     # pickling walks the IR recursively: a program as deep as the parser accepts needs room

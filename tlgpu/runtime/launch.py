@@ -41,13 +41,13 @@ _LOWERED: dict[tuple[int, str, LoweringConfig], tuple[weakref.ref, Lowered]] = {
 
 
 def _as_program(program: Union[ir.Program, str]) -> ir.Program:
-    from tlinterp.frontend import executable
+    from tlinterp.frontend import lowerable
 
     if isinstance(program, str):
         import tlinterp
 
-        return executable(tlinterp.check(tlinterp.parse(program)))
-    return executable(program)
+        return lowerable(tlinterp.check(tlinterp.parse(program)))
+    return lowerable(program)
 
 
 def fp64_mma_rows(device) -> int:
