@@ -86,14 +86,37 @@ def constants() -> list[ValidCase]:
     return [_v("constant_special", src, args, exp, ["constant", "store"], ["f32", "f16", "c32"])]
 
 
+def _decimal(a: str, b: str, c: str, indent: int) -> str:
+    """Lines computing %w = i32(100 a + 10 b + c) (three small indices in one number; %c100 and
+    %c10 are defined before)."""
+    lines = (f"%a = mul {a}, %c100 : index", f"%b = mul {b}, %c10 : index",
+             "%ab = add %a, %b : index", f"%v = add %ab, {c} : index", "%w = cast %v : i32")
+    return "".join(" " * indent + line + "\n" for line in lines)
+
+
+def _vectors(n: int, **types: str) -> str:
+    """Parameters `%NAME: memref<TYPE x n>`, in order."""
+    return ", ".join(f"%{name}: memref<{t} x {n}>" for name, t in types.items())
+
+
+def _lines(*lines: str) -> str:
+    """A foreach body: one instruction per line, indented."""
+    return "".join(f"        {line}\n" for line in lines)
+
+
+def _foreach_kernel(params: str, n: int, body: str, setup: str = "") -> str:
+    """`func @k(params)` running `body` for %i in [0, n), after `setup` (indented lines)."""
+    return (f"func @k({params}) {{\n    %c0 = constant 0 : index\n    %n = constant {n} : index\n"
+            f"{setup}    foreach (%i) = (%c0), (%n) {{\n{body}    }}\n}}\n")
+
+
 def _binary_kernel(t: str, n: int, ops: list[str]) -> str:
     outs = ", ".join(f"%{o.upper()}: memref<{t} x {n}>" for o in ops)
     body = "".join(f"        %{o} = {o} %a, %b : {t}\n        store %{o}, %{o.upper()}[%i]\n"
                    for o in ops)
-    return (f"func @k(%A: memref<{t} x {n}>, %B: memref<{t} x {n}>, {outs}) {{\n"
-            f"    %c0 = constant 0 : index\n    %n = constant {n} : index\n"
-            f"    foreach (%i) = (%c0), (%n) {{\n        %a = load %A[%i] : {t}\n"
-            f"        %b = load %B[%i] : {t}\n{body}    }}\n}}\n")
+    return _foreach_kernel(f"%A: memref<{t} x {n}>, %B: memref<{t} x {n}>, {outs}", n,
+                           f"        %a = load %A[%i] : {t}\n        %b = load %B[%i] : {t}\n"
+                           + body)
 
 
 def arith() -> list[ValidCase]:
@@ -136,28 +159,12 @@ def arith() -> list[ValidCase]:
 
 
 def unary() -> list[ValidCase]:
-    src = """func @k(%Z: memref<c32 x 4>, %C: memref<c32 x 4>, %R: memref<f32 x 4>,
-           %I: memref<f32 x 4>, %M: memref<f32 x 4>, %N: memref<f32 x 4>, %K: memref<i32 x 4>) {
-    %c0 = constant 0 : index
-    %n = constant 4 : index
-    foreach (%i) = (%c0), (%n) {
-        %z = load %Z[%i] : c32
-        %c = conj %z : c32
-        %r = re %z : f32
-        %m = im %z : f32
-        %a = abs %z : f32
-        %g = neg %r : f32
-        %k = cast %m : i32
-        %ka = abs %k : i32
-        store %c, %C[%i]
-        store %r, %R[%i]
-        store %m, %I[%i]
-        store %a, %M[%i]
-        store %g, %N[%i]
-        store %ka, %K[%i]
-    }
-}
-"""
+    src = _foreach_kernel(
+        _vectors(4, Z="c32", C="c32", R="f32", I="f32", M="f32", N="f32", K="i32"), 4, _lines(
+            "%z = load %Z[%i] : c32", "%c = conj %z : c32", "%r = re %z : f32",
+            "%m = im %z : f32", "%a = abs %z : f32", "%g = neg %r : f32", "%k = cast %m : i32",
+            "%ka = abs %k : i32", "store %c, %C[%i]", "store %r, %R[%i]", "store %m, %I[%i]",
+            "store %a, %M[%i]", "store %g, %N[%i]", "store %ka, %K[%i]"))
     z = [complex(3, -4), complex(-5, 12), complex(0, -8), complex(-1.5, 2)]
     args = {"Z": np.array(z, np.complex64), "C": np.zeros(4, np.complex64)}
     args |= {k: np.zeros(4, np.float32) for k in "RIMN"} | {"K": np.zeros(4, np.int32)}
@@ -199,11 +206,10 @@ def compare() -> list[ValidCase]:
         f"        %v{j} = if %p{j} -> (i32) {{\n            yield (%one)\n        }} else {{\n"
         f"            yield (%zero)\n        }}\n        %c{j} = constant {j} : index\n"
         f"        store %v{j}, %R[%i, %c{j}]\n" for j, o in enumerate(ops))
-    src = ("func @k(%A: memref<f32 x 5>, %B: memref<f32 x 5>, %R: memref<i32 x 5 x 6>) {\n"
-           "    %c0 = constant 0 : index\n    %n = constant 5 : index\n"
-           "    %one = constant 1 : i32\n    %zero = constant 0 : i32\n"
-           "    foreach (%i) = (%c0), (%n) {\n        %a = load %A[%i] : f32\n"
-           f"        %b = load %B[%i] : f32\n{body}    }}\n}}\n")
+    src = _foreach_kernel("%A: memref<f32 x 5>, %B: memref<f32 x 5>, %R: memref<i32 x 5 x 6>",
+                          5, "        %a = load %A[%i] : f32\n        %b = load %B[%i] : f32\n"
+                          + body,
+                          "    %one = constant 1 : i32\n    %zero = constant 0 : i32\n")
     a = [1.0, 2.0, math.nan, -0.0, math.inf]
     b = [2.0, 2.0, 1.0, 0.0, 3.0]
     args = {"A": np.array(a, np.float32), "B": np.array(b, np.float32),
@@ -214,25 +220,12 @@ def compare() -> list[ValidCase]:
 
 
 def casts() -> list[ValidCase]:
-    src = """func @k(%X: memref<f32 x 6>, %I: memref<i32 x 6>, %H: memref<f16 x 6>,
-           %G: memref<bf16 x 6>, %Z: memref<c64 x 6>, %J: memref<i8 x 6>) {
-    %c0 = constant 0 : index
-    %n = constant 6 : index
-    foreach (%i) = (%c0), (%n) {
-        %x = load %X[%i] : f32
-        %a = cast %x : i32
-        %h = cast %x : f16
-        %g = cast %x : bf16
-        %z = cast %h : c64
-        %j = cast %a : i8
-        store %a, %I[%i]
-        store %h, %H[%i]
-        store %g, %G[%i]
-        store %z, %Z[%i]
-        store %j, %J[%i]
-    }
-}
-"""
+    body = _lines("%x = load %X[%i] : f32", "%a = cast %x : i32", "%h = cast %x : f16",
+                  "%g = cast %x : bf16", "%z = cast %h : c64", "%j = cast %a : i8",
+                  "store %a, %I[%i]", "store %h, %H[%i]", "store %g, %G[%i]",
+                  "store %z, %Z[%i]", "store %j, %J[%i]")
+    src = _foreach_kernel(_vectors(6, X="f32", I="i32", H="f16", G="bf16", Z="c64", J="i8"), 6,
+                          body)
     x = [float(np.float32(v)) for v in (2.75, -2.75, 1.0009765625 + 2**-12, 300.6, -0.1, 1e-6)]
     args = {"X": np.array(x, np.float32), "I": np.zeros(6, np.int32),
             "H": np.zeros(6, np.float16), "G": np.zeros(6, np.uint16),
@@ -281,15 +274,10 @@ def control() -> list[ValidCase]:
     foreach (%i, %j, %k) = (%c0, %c1, %c0), (%m, %n, %p) {
         %c100 = constant 100 : index
         %c10 = constant 10 : index
-        %a = mul %i, %c100 : index
-        %b = mul %j, %c10 : index
-        %ab = add %a, %b : index
-        %v = add %ab, %k : index
-        %w = cast %v : i32
-        store %w, %A[%i, %j, %k]
+DECIMAL_IJK        store %w, %A[%i, %j, %k]
     }
 }
-"""
+""".replace("DECIMAL_IJK", _decimal("%i", "%j", "%k", 8))
     a = np.full((3, 4, 2), -1, np.int32)
     e = [[[-1 if j < 1 else 100 * i + 10 * j + k for k in range(2)] for j in range(4)]
          for i in range(3)]
@@ -335,18 +323,13 @@ def builtins() -> list[ValidCase]:
     %c0 = constant 0 : index
     %c1 = constant 1 : index
     %c2 = constant 2 : index
-    %a = mul %nx, %c100 : index
-    %b = mul %ny, %c10 : index
-    %ab = add %a, %b : index
-    %v = add %ab, %nz : index
-    %w = cast %v : i32
-    %y = cast %gy : i32
+DECIMAL_N    %y = cast %gy : i32
     %z = cast %gz : i32
     store %w, %A[%gx, %c0]
     store %y, %A[%gx, %c1]
     store %z, %A[%gx, %c2]
 }
-""".replace("    %c0 = constant 0 : index\n",
+""".replace("DECIMAL_N", _decimal("%nx", "%ny", "%nz", 4)).replace("    %c0 = constant 0 : index\n",
             "    %c0 = constant 0 : index\n    %c10 = constant 10 : index\n"
             "    %c100 = constant 100 : index\n")
     exp = [[3 * 100 + 10 + 1, 0, 0] for _ in range(3)]
