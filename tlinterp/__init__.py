@@ -1,9 +1,12 @@
 """The tensor language reference: parse, check and run kernels.
 
-    program = tlinterp.parse(text, filename="k.tl")
+    program = tlinterp.parse(text, filename="k.tl")   # lang="v0.3"/"v0.4", else detected
     tlinterp.check(program)             # raises SourceError with every diagnostic
     out = tlinterp.run(program, args)   # dict of arrays, .npz convention
 """
+
+from collections.abc import Mapping
+from typing import Optional
 
 from .diagnostics import (
     ArgumentError,
@@ -16,7 +19,8 @@ from .diagnostics import (
 )
 
 
-def parse(text: str, filename: str = "<input>", lang=None, defines=None):
+def parse(text: str, filename: str = "<input>", lang: Optional[str] = None,
+          defines: Optional[Mapping[str, str]] = None):
     """Parse tensor-language source into an `ir.Program`; raises `SourceError`. `lang` is
     "v0.3" or "v0.4"; None detects it from markers (tlinterp/frontend.py) and asks for it
     (an error) when the file reads as both versions with different meanings. `defines`

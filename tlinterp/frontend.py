@@ -1,7 +1,10 @@
 """The front door for source text of either tensor-language version.
 
-    parse(text, filename, lang=None)   lang: None (detect), "v0.3" or "v0.4"
+    parse(text, filename, lang=None, defines=None)
+                                       lang: None (detect), "v0.3" or "v0.4"; defines: -D
     executable(program)                the v0.3 form the interpreter runs (or NotExecutable)
+    lowerable(program)                 that form with no v0.4 construct left, as the OpenCL
+                                       lowering needs (or NotExecutable "not yet lowered")
 
 The version: `lang` wins; else tlinterp/langdetect.py's markers; else both parsers run and
 must agree, or the error asks for --lang.  A syntax error caused by a construct of the other
