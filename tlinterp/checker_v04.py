@@ -327,6 +327,20 @@ class _Function:
             if ti is not UNKNOWN and ti != INDEX:
                 self.error(f"index %{i.name} has type {ti}, not index", i.span or inst.span)
 
+    def _index_operands(self, inst, operands, what: str) -> None:
+        for op in operands:
+            if isinstance(op, Value):
+                t = self.type_of(op)
+                if t is not UNKNOWN and t != INDEX:
+                    self.error(f"{what} %{op.name} has type {t}, not index", op.span or inst.span)
+
+    def _subview(self, inst: ir.Subview, spmd) -> None:
+        self._index_operands(inst, [x for s in inst.slices for x in (s.offset, s.size)],
+                             "offset or size")
+
+    def _expand(self, inst: ir.Expand, spmd) -> None:
+        self._index_operands(inst, inst.shape, "expanded size")
+
     def _load(self, inst: ir.Load, spmd) -> None:
         self._indices(inst, inst.type)
 
