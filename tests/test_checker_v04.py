@@ -20,6 +20,21 @@ def errors(body: str, args: str = "", attrs: str = "") -> list[tuple[str, str]]:
 
 
 CASES = {
+    "subgroup-broadcast-lane-type": (
+        "parallel {\n    %i = constant 1 : index\n    %x = subgroup_broadcast %a, %i : f32\n}",
+        "%a: f32", "", "the sub-group lane %i has type index, not i32", "4.9-44"),
+    "subgroup-reduce-result-type": (
+        "parallel {\n    %x = subgroup_reduce_add %a : f64\n}", "%a: f32", "",
+        "operand %a has type f32, not f64", "3.9-41"),
+    "subgroup-reduce-memref": (
+        "parallel {\n    %x = subgroup_reduce_add %A : f32\n}", "%A: memref<f32x4>", "",
+        "subgroup_reduce_add needs a number operand, not memref<f32x4>", "3.9-41"),
+    "subgroup-max-complex": (
+        "parallel {\n    %x = subgroup_inclusive_scan_max %z : c32\n}", "%z: c32", "",
+        "subgroup_inclusive_scan_max is not defined on complex c32", "3.9-49"),
+    "cast-memref": (
+        "%x = cast %A : index", "%A: memref<f32x4>", "",
+        "cast needs number types, not memref<f32x4>", "2.5-24"),
     "subview-offset-not-index": (
         "%c = constant 1 : index\n%v = subview %A[%c:2, %x:%c] : memref<f32 x 2 x ?, "
         "strided<1, 4>>", "%A: memref<f32 x 4 x 4>, %x: i32", "",

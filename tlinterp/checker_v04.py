@@ -291,6 +291,10 @@ class _Function:
                 self.error(f"cast changes the use {a.use} to {b.use} (only matrix_acc may "
                            "become matrix_a or matrix_b)", inst.span)
             a, b = a.component, b.component
+        for t in (a, b):
+            if not isinstance(t, ScalarType):
+                self.error(f"cast needs number types, not {t}", inst.span)
+                return
         if isinstance(a, ScalarType) and isinstance(b, ScalarType) and a.is_complex \
                 and not b.is_complex:
             self.error(f"cast from complex {a} to {b} is forbidden", inst.span)
@@ -299,6 +303,29 @@ class _Function:
         want = INDEX if inst.name in ("group_id", "num_groups") else ScalarType.i32
         if inst.type != want:
             self.error(f"{inst.name} has type {want}, not {inst.type}", inst.span)
+
+    def _subgroup_operand(self, inst, op: ir.Operand, what: str) -> None:
+        t = self.type_of(op)
+        if t is UNKNOWN:
+            return
+        if not isinstance(t, ScalarType) or t == BOOL:
+            self.error(f"{what} needs a number operand, not {t}", inst.span)
+        elif t != inst.type:
+            self.error(f"operand %{op.name} has type {t}, not {inst.type}", inst.span)
+
+    def _subgroupbroadcast(self, inst: ir.SubgroupBroadcast, spmd) -> None:
+        self._subgroup_operand(inst, inst.value, "subgroup_broadcast")
+        ti = self.type_of(inst.index)
+        if ti is not UNKNOWN and ti != ScalarType.i32:
+            self.error(f"the sub-group lane %{inst.index.name} has type {ti}, not i32",
+                       inst.span)
+
+    def _subgroupop(self, inst: ir.SubgroupOp, spmd) -> None:
+        self._subgroup_operand(inst, inst.operand, f"subgroup_{inst.op}")
+        t = self.type_of(inst.operand)
+        if inst.op.endswith(("_min", "_max")) and isinstance(t, ScalarType) and t.is_complex:
+            self.error(f"subgroup_{inst.op} is not defined on complex {t} (no order)",
+                       inst.span)
 
     # memory ---------------------------------------------------------------------------------
 
