@@ -20,6 +20,14 @@ def errors(body: str, args: str = "", attrs: str = "") -> list[tuple[str, str]]:
 
 
 CASES = {
+    "layout-rule": (
+        "", "%C: memref<i16 x 8 x 8, strided<8, 1>>", "",
+        "argument %C: layout restriction violated: stride 8 x size 8 of mode 0", "1.9-46"),
+    "negative-size": (
+        "", "%A: memref<f32 x 8 x -1>", "", "argument %A: mode 1 has negative size -1", "1.9-32"),
+    "group-negative-offset": (
+        "", "%G: group<memref<f32 x 2> x 4, offset: -1>", "",
+        "argument %G: the group has negative offset -1", "1.9-50"),
     "subgroup-broadcast-lane-type": (
         "parallel {\n    %i = constant 1 : index\n    %x = subgroup_broadcast %a, %i : f32\n}",
         "%a: f32", "", "the sub-group lane %i has type index, not i32", "4.9-44"),

@@ -36,6 +36,7 @@ from . import ir
 from . import v04names as names
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
+from .layout import layout_problems
 from .types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType, Type, VoidType
 from .v04names import v04_words
 
@@ -144,7 +145,20 @@ class _Function:
         self.errors.append((msg, span))
 
     def define(self, v: Value, t: Type) -> None:
+        self.valid_type(t, v.span, f"%{v.name}")
         self.scopes[-1][v.name] = t
+
+    def valid_type(self, t: Type, span: Optional[Span], what: str) -> None:
+        """The layout rule of memref types (also a group's), and non-negative group sizes and
+        offsets: every written type passes here once (parameters and defined values)."""
+        m = t.memref if isinstance(t, GroupType) else t
+        if isinstance(m, MemrefType):
+            for p in layout_problems(m):
+                self.error(f"{what}: {p}", span)
+        if isinstance(t, GroupType):
+            for name, x in (("size", t.size), ("offset", t.offset)):
+                if x is not None and x < 0:
+                    self.error(f"{what}: the group has negative {name} {x}", span)
 
     def type_of(self, op: ir.Operand) -> Type:
         if isinstance(op, Const):
@@ -155,6 +169,8 @@ class _Function:
         return UNKNOWN  # the parser reported it
 
     def run(self) -> list[tuple[str, Optional[Span]]]:
+        for a in self.fn.args:
+            self.valid_type(a.type, a.span, f"argument %{a.value.name}")
         self.attributes()
         self.region(self.fn.body, spmd=False)
         return self.errors
