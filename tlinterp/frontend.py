@@ -207,6 +207,13 @@ def lowerable(program: ir.Program) -> ir.Program:
     return converted
 
 
+def _lowered_builtin(inst) -> bool:
+    """The grid builtins (group_id / num_groups .x/.y/.z), which the lowering takes."""
+    from .v04names import GRID_BUILTINS
+
+    return isinstance(inst, ir.Builtin) and inst.name in GRID_BUILTINS
+
+
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
     """The first construct v0.3 cannot write that the v0.3 form still holds: (what, where)."""
     from .types import V04_ONLY_SCALARS
@@ -229,7 +236,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
             span = getattr(inst, "span", None)
             if any(nonfinite(getattr(inst, f.name, None)) for f in fields(inst)):
                 return "an infinite or NaN constant", span
-            if isinstance(inst, ir.V04_INSTRUCTIONS):
+            if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst):
                 return construct(inst), span
             if getattr(inst, "inits", ()):
                 return "a loop that yields values", span
