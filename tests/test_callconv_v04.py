@@ -282,3 +282,15 @@ def test_work_group_size_attribute_and_aligned_group_members(tmp_path):
     assert got.status == "ok", got.message
     assert got.outputs["O"].tolist() == [0, 0, 0, 0, 4]
     assert np.array_equal(got.outputs["G"], args["G"])  # moved apart and back again
+
+
+@pytest.mark.opencl
+def test_a_bool_argument_is_refused_in_words(tmp_path, capsys):
+    (tmp_path / "b.tl").write_text("func @k(%b: bool, %A: memref<f32x2>) {\n}\n")
+    (tmp_path / "b.cl").write_text("kernel __attribute__((reqd_work_group_size(1, 1, 1))) "
+                                   "void k(uchar b, global float* A) { A[0] = b; }\n")
+    np.savez(tmp_path / "b.npz", b=np.array(True), A=np.zeros(2, np.float32))
+    rc = cli.main([str(tmp_path / "b.tl"), "--args", str(tmp_path / "b.npz"), "--impl",
+                   f"opencl-c:sh -c 'cat {tmp_path / 'b.cl'}' sh {{tl}}", "--device", "pocl"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "takes no bool parameter" in err and "Traceback" not in err

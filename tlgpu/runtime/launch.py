@@ -349,8 +349,8 @@ def _scalar(v, t, a: ir.Argument):
     """A scalar argument as the kernel takes it: its own bytes (f16 half, c32/c64 float2/
     double2 as complex64/complex128), bf16 as its 16 bits; an i1 cannot be passed."""
     if getattr(t, "is_bool", False):
-        raise BackendError([Diagnostic(f"argument %{a.value.name}: i1 (bool) arguments cannot "
-                                       "be passed to OpenCL kernels", a.span)])
+        raise ArgumentError(f"argument '{a.value.name}' is a bool (i1): the calling convention "
+                            "cannot pass it, since an OpenCL kernel takes no bool parameter")
     if t is ScalarType.bf16:
         return np.asarray(v, t.dtype).reshape(1).view(np.uint16)[0]
     return v
