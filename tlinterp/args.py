@@ -193,10 +193,10 @@ def parse_groups(text: str) -> Groups:
         nums = tuple(int(p) for p in parts)
     except ValueError:
         raise ValueError(f"expected integers N or X,Y[,Z], got {text!r}"[:200]) from None
-    if any(n < 0 for n in nums):
-        raise ValueError(f"work-group counts must be >= 0, got {text!r}"[:200])
     if len(nums) == 1:
-        return nums[0]
+        return nums[0]  # its range is check_groups' to report
+    if any(n < 0 for n in nums):
+        raise ValueError(f"the numbers of work-groups in a grid must be >= 0, got {text!r}"[:200])
     return nums + (1,) * (3 - len(nums))  # type: ignore[return-value]
 
 
