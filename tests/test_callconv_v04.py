@@ -13,15 +13,18 @@ import sys
 
 import numpy as np
 import pytest
+from test_callconv import _dynamic
 
 import tlinterp
 from fuzz.campaign.reproduce import AGREES, reproduce, request
 from fuzz.conform.cli import main as tlconform
-from fuzz.conform.corpus import _opt_groups, load_corpus
+from fuzz.conform.cli import run_all
+from fuzz.conform.corpus import _opt_groups, default_corpus, load_corpus
 from tlgpu.lowering.callconv import argument_params, launch_sizes
 from tlgpu.runtime.launch import _moved, _restored, aligned_layout
 from tlinterp import cli
 from tlinterp.diagnostics import ArgumentError
+from tlinterp.impl import ImplOptions, Job, resolve
 from tlinterp.impl.base import tlrun_command
 
 # type of %a -> the suffixes of its kernel parameters, in order (the spec's own examples
@@ -237,8 +240,6 @@ void k(global float2* Z, float2 z, global ushort* H, ushort h, global ushort* F,
 def test_new_element_types_keep_their_bytes(tmp_path):
     import ml_dtypes
 
-    from tlinterp.impl import ImplOptions, Job, resolve
-
     cl = tmp_path / "k.cl"
     cl.write_text(TYPES_CL)
     bf = ml_dtypes.bfloat16
@@ -271,7 +272,6 @@ ATTR_CL = """kernel void k(global ulong* G, global long* O) {
 @pytest.mark.opencl
 def test_work_group_size_attribute_and_aligned_group_members(tmp_path):
     from tlgpu.runtime.devices import handle
-    from tlinterp.impl import ImplOptions, Job, resolve
 
     align = handle("pocl").device.mem_base_addr_align // 8
     cl = tmp_path / "k.cl"
@@ -294,3 +294,15 @@ def test_a_bool_argument_is_refused_in_words(tmp_path, capsys):
                    f"opencl-c:sh -c 'cat {tmp_path / 'b.cl'}' sh {{tl}}", "--device", "pocl"])
     err = capsys.readouterr().err
     assert rc == 2 and "takes no bool parameter" in err and "Traceback" not in err
+
+
+@pytest.mark.opencl
+def test_dynamic_corpus_kernels_pass_on_our_lowering_in_the_v04_convention():
+    """Our lowering and our runtime under `--lowering convention=v0.4` (the knob the stand-in
+    uses) agree on every v0.3 corpus kernel with a `?` size, stride or group offset."""
+    cases = [c for c in load_corpus(default_corpus())
+             if c.kind == "valid" and c.lang == "v0.3" and _dynamic(c)]
+    assert any("x?x?x?>" in c.source() for c in cases)  # where the two orders differ
+    impl = resolve("opencl", ImplOptions(device="pocl", lowering=("convention=v0.4",)))
+    failures = [f"{v.case.id}: {v.detail}" for v in run_all(impl, cases) if v.status != "pass"]
+    assert not failures, "\n".join(failures)
