@@ -33,7 +33,8 @@ class ImplOptions:
 
     device: Optional[str] = None  # OpenCL device string (pocl, nvidia, oclgrind, ...)
     lowering: tuple[str, ...] = ()  # KEY=VALUE overrides of the reference lowering
-    work_group_size: Optional[str] = None  # "W0xW1" for OpenCL C without reqd_work_group_size
+    work_group_size: Optional[str] = None  # "W0xW1" for foreign code without
+    # reqd_work_group_size whose function has no work_group_size attribute
     tune: bool = False  # opencl: time lowering configs with the job's arguments first, use the
     # fastest (cached per kernel and device) and report the search on stderr
     build_options: str = ""  # opencl-c:/spirv: extra OpenCL build options (tinytc wants
