@@ -49,11 +49,10 @@ def _program(job: Job):
 
 
 def _checked(job: Job):
-    """The job's program checked in its own language, never lowered: what another compiler
-    compiled (its signature and attributes decide the calling convention, the parameters and
-    the launch). job.program when it is that (tlrun hands the v0.3 form of a v0.4 program,
-    with job.lang saying the text is v0.4: then the text is checked again)."""
-    if job.program is not None and (job.program.lang == "v0.4" or job.lang != "v0.4"):
+    """The job's program checked in its own language (job.program, else the text checked),
+    never lowered: what another compiler compiled (its signature and attributes decide the
+    calling convention, the parameters and the launch)."""
+    if job.program is not None:
         return job.program
     import tlinterp
 

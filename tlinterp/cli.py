@@ -318,7 +318,7 @@ def _run(ns) -> int:
         return 0
     from .frontend import executable
 
-    source_lang = program.lang
+    checked = program  # in its own language: what other implementations are handed
     program = executable(program)  # a v0.4 program: its v0.3 form, or "not yet executable"
     if ns.emit == "opencl":
         code = _implementation(ns, "opencl").emit(program, func_name)
@@ -347,7 +347,7 @@ def _run(ns) -> int:
     if hasattr(impl, "run_isolated"):  # our OpenCL lowering: a child process, timed
         out, timing = _run_opencl(ns, impl, program, function, args)
     elif impl.spec != "interp":  # the reference runs here, with its own options
-        out = _run_impl(impl, program, text, ns, function.name, args, source_lang)
+        out = _run_impl(impl, checked, text, ns, function.name, args)
         _check_convention(impl, function, args, out)
     else:
         from .args import bind, unbind
@@ -394,14 +394,14 @@ def _run_opencl(ns, impl, program, function, args) -> tuple[dict, str]:
     return r.outputs, f"device {r.device}, build {r.build_seconds * 1e3:.1f} ms, {kernel}"
 
 
-def _run_impl(impl, program, text: str, ns, func: str, args,
-              lang: Optional[str]) -> dict[str, np.ndarray]:
+def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.ndarray]:
     """Outputs of a registry implementation; its failures as TLErrors with its exit status."""
     from .impl import Job, SpecError
 
-    # `lang`: the text's version (the program is the v0.3 form the interpreter runs)
+    # the checked program in its own language (as tlfuzz reproduce hands it): a foreign
+    # compiler's kernel follows that language's calling convention
     job = Job(text, args, func=func, groups=ns.groups, filename=ns.kernel, program=program,
-              lang=lang)
+              lang=program.lang)
     try:
         outcome = impl.run(job, ns.timeout)
     except SpecError as e:  # e.g. a template placeholder this run has no value for
