@@ -34,6 +34,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from tlinterp import ir
+from tlinterp.args import Groups
 
 from .gen.function import FunctionGenerator
 from .gen.params import GenParams
@@ -50,7 +51,7 @@ class FuzzCase:
     program: ir.Program  # one function, parsed back from its printed text
     func: str  # its name, without '@'
     args: dict[str, np.ndarray]  # .npz convention
-    groups: int  # number of work-groups
+    groups: Groups  # number of work-groups, or a v0.4 grid (x, y, z)
 
     @property
     def source(self) -> str:

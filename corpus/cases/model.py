@@ -4,7 +4,7 @@ a source; every case module builds these."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -20,7 +20,7 @@ class ValidCase:
     expected: dict[str, np.ndarray]
     tags: dict[str, list[str]]  # instruction, type, layout
     func: Optional[str] = None
-    groups: Optional[int] = None
+    groups: Union[None, int, tuple[int, int, int]] = None  # a count, or a v0.4 grid
     warns: str = ""  # source text an expected warning covers; "" for none
     warns_line: int = 1  # its first match at or after this line
     warning: str = ""  # its message, filled in from the checker at generation time
@@ -91,7 +91,7 @@ class UndefinedCase:
     source: str
     args: dict[str, np.ndarray]
     func: Optional[str] = None
-    groups: Optional[int] = None
+    groups: Union[None, int, tuple[int, int, int]] = None  # a count, or a v0.4 grid
     tags: dict[str, list[str]] = field(default_factory=dict)
     lang: str = "v0.3"  # the kernel's tensor-language version ("v0.4": its meta says so)
 

@@ -1,7 +1,7 @@
 """`tlfuzz reproduce`: rerun a finding against the reference, as an interestingness test.
 
     tlfuzz reproduce FINDING [--device D] [--timeout S]
-    tlfuzz reproduce KERNEL.tl --args ARGS.npz --impl SPEC [--func F] [--groups N]
+    tlfuzz reproduce KERNEL.tl --args ARGS.npz --impl SPEC [--func F] [--groups X[,Y[,Z]]]
                      [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
                      [--build-options '...'] [--reject-status 1,2] [--timeout S]
 
@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from tlinterp.args import Groups, groups_text, parse_groups
 from tlinterp.foreigntext import shown
 
 from .options import positive_seconds
@@ -33,8 +34,8 @@ AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
 DEFAULT_TIMEOUT = 300.0  # seconds per run of the implementation
 
 
-def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[int], spec: str,
-                   options) -> str:
+def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
+                   spec: str, options) -> str:
     """The `tlfuzz reproduce` command for these files and implementation (with its flags,
     `option_words`): exits 1 while the implementation still differs from the reference."""
     from tlinterp.impl.base import option_words
@@ -43,7 +44,7 @@ def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[int]
     if func:
         words += ["--func", func]
     if groups is not None:
-        words += ["--groups", str(groups)]
+        words += ["--groups", groups_text(groups)]
     return shlex.join(words + ["--impl", spec] + option_words(options))
 
 
@@ -94,11 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
                        "file (then with --args and --impl)")
     g.run.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
     g.run.add_argument("--func", help="function to run (optional when the file has one)")
-    g.run.add_argument("--groups", type=int, metavar="N", help="number of work-groups")
+    g.run.add_argument("--groups", type=_groups_arg, metavar="X[,Y[,Z]]",
+                       help="number of work-groups, or a v0.4 grid X,Y,Z")
     g.run.add_argument("--timeout", type=positive_seconds, default=None, metavar="S",
                        help=f"seconds per run of the implementation (default "
                             f"{DEFAULT_TIMEOUT:g})")
     return p
+
+
+def _groups_arg(text: str) -> Groups:
+    try:
+        return parse_groups(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def saved_words(txt: str) -> list[str]:
@@ -122,7 +131,7 @@ class Request:
     tl: str
     npz: str
     func: Optional[str]
-    groups: Optional[int]
+    groups: Optional[Groups]
     spec: str
     options: object  # tlinterp.impl.ImplOptions
     timeout: float
@@ -184,7 +193,7 @@ class Verdict:
     text: str  # what to print (stderr)
 
 
-def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
+def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups]):
     """The kernel and its arguments as a FuzzCase; TLError/OSError when they do not load."""
     import tlinterp
     from tlinterp.args import bind, load_npz
@@ -198,8 +207,9 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
     program = tlinterp.check(tlinterp.parse(text, tl))
     func = func or program.functions[0].name
     args = load_npz(npz)
-    groups = bind(program.function(func), args).num_groups(groups)
-    return FuzzCase(program, func, args, groups)
+    bound = bind(program.function(func), args)
+    grid = bound.grid(groups)  # a grid stays one (X,1,1 is the count X)
+    return FuzzCase(program, func, args, grid if grid[1:] != (1, 1) else grid[0])
 
 
 def run_impl(case, spec: str, options, timeout: float):

@@ -31,6 +31,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from tlinterp import ir
+from tlinterp.args import Groups
 
 from .magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
 
@@ -68,22 +69,23 @@ def _program(program: Union[str, ir.Program]) -> ir.Program:
     return program
 
 
-def _groups(function: ir.Function, args: Mapping, groups: Optional[int]) -> int:
-    from tlinterp.args import count_groups
+def _groups(function: ir.Function, args: Mapping, groups: Optional[Groups]) -> int:
+    from tlinterp.args import count_groups, groups_count
 
-    return count_groups(function, args, groups)
+    return count_groups(function, args, groups_count(groups))
 
 
-def explain(program, func: Optional[str], args: Mapping, groups: Optional[int] = None) -> Plan:
+def explain(program, func: Optional[str], args: Mapping, groups: Optional[Groups] = None
+            ) -> Plan:
     """How `compare_outputs` will compare this function's outputs."""
     f = _program(program).function(func)
     return plan(f, dict(args), _groups(f, args, groups))
 
 
 def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mapping,
-                    actual: Mapping, groups: Optional[int] = None) -> list[Mismatch]:
+                    actual: Mapping, groups: Optional[Groups] = None) -> list[Mismatch]:
     """Mismatches between two runs of `func` on `args` (see the module docstring). `groups`
-    is the work-group count of the runs (default: the .npz convention's)."""
+    is the work-group count or grid of the runs (default: the .npz convention's)."""
     program = _program(program)
     function = program.function(func)
     out: list[Mismatch] = []
@@ -118,7 +120,9 @@ def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mappi
             out.extend(_exact(key, e, a))
         elif p.nonlinear is None:
             if magnitudes is None:
-                magnitudes = _magnitudes(program, function, args, g)
+                # the grid itself: group ids along y and z pick what is computed
+                magnitudes = _magnitudes(program, function, args,
+                                         groups if isinstance(groups, tuple) else g)
             out.extend(_bounded(key, e, a, np.abs(np.asarray(magnitudes[key], np.float64)), p))
     return out
 
@@ -130,7 +134,7 @@ def _bits_if_bf16(v) -> np.ndarray:
     return a
 
 
-def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups: int):
+def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups: Groups):
     from tlinterp.interp import run
 
     mag = magnitude_function(function)
