@@ -4,9 +4,12 @@ a source; every case module builds these."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
+
+# a work-group count, or a v0.4 grid (X, Y, Z) of work-groups; None: the .npz convention's count
+Groups = Union[None, int, tuple[int, ...]]
 
 
 @dataclass
@@ -20,7 +23,7 @@ class ValidCase:
     expected: dict[str, np.ndarray]
     tags: dict[str, list[str]]  # instruction, type, layout
     func: Optional[str] = None
-    groups: Optional[int] = None
+    groups: Groups = None
     warns: str = ""  # source text an expected warning covers; "" for none
     warns_line: int = 1  # its first match at or after this line
     warning: str = ""  # its message, filled in from the checker at generation time
@@ -91,7 +94,7 @@ class UndefinedCase:
     source: str
     args: dict[str, np.ndarray]
     func: Optional[str] = None
-    groups: Optional[int] = None
+    groups: Groups = None
     tags: dict[str, list[str]] = field(default_factory=dict)
     lang: str = "v0.3"  # the kernel's tensor-language version ("v0.4": its meta says so)
 
