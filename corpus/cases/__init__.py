@@ -23,9 +23,9 @@ def all_valid() -> list[ValidCase]:
 
 
 def all_invalid() -> list[InvalidCase]:
-    from . import invalid
+    from . import invalid, invalid_v04
 
-    cases = invalid.cases()
+    cases = [*invalid.cases(), *invalid_v04.cases()]
     _unique(c.id for c in cases)
     return cases
 

@@ -51,10 +51,16 @@ class InvalidCase:
     message: str = ""  # filled in from the checker at generation time, reviewed by eye
     restriction: str = ""  # set when the v0.3 text does not state the rule: why we keep it
     lang: str = "v0.3"  # the program's tensor-language version ("v0.4": its meta says so)
+    # further independent errors the reference reports after the first, in order: (blame,
+    # line, occurrence) each; only the first decides the case, the tests check them all
+    more: tuple = ()
 
     @property
     def id(self) -> str:
         return f"invalid/{self.name}"
+
+    def more_ranges(self) -> list[str]:
+        return [text_range(self.source, b, line, occ) for b, line, occ in self.more]
 
     def blame_range(self) -> str:
         """`L.C-C` (or `L.C-L2.C2` when the blamed text spans lines), 1-based, inclusive."""
