@@ -28,7 +28,8 @@ def _get(m: list, i: int, j: int) -> float:
 
 
 def checked() -> list[ValidCase]:
-    src = f"""func @k(%A: memref<f32 x ? x ?>, %B: memref<f32 x 5 x 8>, %C: memref<f32 x 8 x 6>,
+    src = f"""func @k(%A: memref<f32 x ? x ?>, %B: memref<f32 x 5 x 8, strided<1, 6>>,
+           %C: memref<f32 x 8 x 6>,
            %R: memref<f32 x 8 x 8>, %S: memref<f32 x 5 x 6>,
            %U: memref<f32 x 8 x 8, strided<1, 10>>,
            %V: memref<f32 x 8 x 8>, %W: memref<f32 x 8 x 8>) {SG1} {{
