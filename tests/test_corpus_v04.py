@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 import tlinterp
-from corpus.cases import InvalidCase, invalid_v04
+from corpus.cases import InvalidCase, all_undefined, all_valid, invalid_v04
+from corpus.cases.v04tags import INSTRUCTIONS, instructions_of, layouts_of
 from tlinterp.diagnostics import SourceError, TLError
 from tlinterp.preprocess import preprocess
 
@@ -20,24 +21,7 @@ V04 = Path(__file__).resolve().parents[1] / "corpus" / "v04"
 VALID = sorted((V04 / "valid").glob("*.tl"))
 INVALID = invalid_v04.cases()
 
-# The instruction names and types of v0.4 (docs/language.md "v0.4 syntax by example").
-INSTRUCTIONS = """
-alloca associated atomic_load atomic_store atomic_add atomic_max atomic_min axpby barrier cast
-constant cumsum expand fuse for foreach foreach_tile gemm gemv ger hadamard if load parallel
-size store subview sum yield add sub mul div rem shl shr and or xor min max abs neg not conj im
-re group_id num_groups num_subgroups subgroup_size subgroup_id subgroup_linear_id
-subgroup_local_id equal not_equal greater_than greater_than_equal less_than less_than_equal
-cos sin exp exp2 log log2 native_cos native_sin native_exp native_exp2 native_log native_log2
-subgroup_broadcast subgroup_exclusive_scan_add subgroup_exclusive_scan_max
-subgroup_exclusive_scan_min subgroup_inclusive_scan_add subgroup_inclusive_scan_max
-subgroup_inclusive_scan_min subgroup_reduce_add subgroup_reduce_max subgroup_reduce_min
-cooperative_matrix_apply cooperative_matrix_atomic_add cooperative_matrix_atomic_load
-cooperative_matrix_atomic_max cooperative_matrix_atomic_min cooperative_matrix_atomic_store
-cooperative_matrix_construct cooperative_matrix_extract cooperative_matrix_insert
-cooperative_matrix_load cooperative_matrix_mul_add cooperative_matrix_prefetch
-cooperative_matrix_reduce_add cooperative_matrix_reduce_max cooperative_matrix_reduce_min
-cooperative_matrix_scale cooperative_matrix_store
-""".split()
+# The types of v0.4 (docs/language.md "v0.4 syntax by example"); the instructions: v04tags.
 TYPES = "bool i8 i16 i32 i64 index bf16 f16 f32 f64 c32 c64 memref group coopmatrix".split()
 ALSO = ["local", "global", "strided", "offset", "matrix_a", "matrix_b", "matrix_acc",
         "attributes", "init", "else", "alignment", "shape_gcd", "stride_gcd", "subgroup_size",
@@ -58,8 +42,44 @@ def test_valid_programs_cover_every_instruction_and_type() -> None:
         body = re.sub(r";[^\n]*", "", p.read_text())
         text += body
         words |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body))
-    assert sorted(set(INSTRUCTIONS + TYPES) - words) == []
+    assert sorted((set(INSTRUCTIONS) | set(TYPES)) - words) == []
     assert [w for w in ALSO if w not in text] == []
+
+
+SCALAR_TYPES = [t for t in TYPES if t not in ("memref", "group", "coopmatrix")]
+
+
+def test_the_runnable_cases_cover_every_instruction_type_and_layout() -> None:
+    """The runnable v0.4 cases (tags read from their kernels) use every v0.4 instruction,
+    scalar type and layout, and a grid of work-groups."""
+    cases = [c for c in all_valid() if c.lang == "v0.4"]
+    for c in cases:
+        assert c.tags["instruction"] == instructions_of(c.source), c.id
+        assert c.tags["layout"] == layouts_of(c.source), c.id
+    tagged = {dim: {t for c in cases for t in c.tags[dim]} for dim in c.tags}
+    assert sorted(set(INSTRUCTIONS) - tagged["instruction"]) == []
+    assert sorted(set(SCALAR_TYPES) - tagged["type"]) == []
+    assert tagged["layout"] == {"canonical", "strided", "dynshape", "dynstride"}
+    assert any(isinstance(c.groups, tuple) and len(c.groups) == 3 for c in cases)
+
+
+def test_the_undefined_cases_cover_every_v04_only_kind() -> None:
+    kinds = {c.kind for c in all_undefined() if c.lang == "v0.4"}
+    assert kinds >= {"non-uniform", "barrier-divergence", "data-race", "out-of-bounds",
+                     "uninitialised-read"}
+
+
+@pytest.mark.parametrize("params, want", [
+    ("%A: memref<f32 x 4 x 3>", ["canonical"]),
+    ("%A: memref<f32 x 4 x 3, strided<1, 4>>", ["canonical"]),
+    ("%A: memref<f32 x 4 x 3, strided<1, 5>, global>", ["strided"]),
+    ("%A: memref<f32 x ? x 3>", ["dynshape"]),
+    ("%A: memref<f32 x 16 x ?, strided<1, 16>>", ["dynshape"]),
+    ("%A: memref<f32 x 4, strided<?>>, %b: f32", ["dynstride"]),
+    ("%G: group<memref<f32 x ? x 2> x ?, offset: ?>, %B: memref<i16>", ["canonical", "dynshape"]),
+])
+def test_layout_tags_read_from_the_parameters(params: str, want: list[str]) -> None:
+    assert layouts_of(f"func @k({params}) attributes{{subgroup_size=8}} {{\n}}\n") == want
 
 
 def _ranges(case: InvalidCase) -> list[str]:

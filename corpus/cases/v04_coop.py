@@ -63,7 +63,6 @@ def checked() -> list[ValidCase]:
     case = _v("coopmatrix_checked_edges", src, args, exp,
               ["cooperative_matrix_load", "cooperative_matrix_store", "parallel", "constant"],
               ["f32"])
-    case.tags["layout"] = ["canonical", "dynshape", "strided"]
     return [case]
 
 

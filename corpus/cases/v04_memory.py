@@ -135,7 +135,6 @@ def blas() -> list[ValidCase]:
         }
         case = _v(f"blas_{kind}", src, args, exp,
                   ["gemm", "gemv", "ger", "hadamard", "axpby", "sum"], [t])
-        case.tags["layout"] = [kind]
         case.expected = {k: v for k, v in case.expected.items() if k not in ("alpha", "beta")}
         out.append(case)
     return out
@@ -212,7 +211,6 @@ def group_args() -> list[ValidCase]:
     exp = {"O": o, "P": [h[m][1] for m in range(4)]}
     case = _v("group_offsets", src, args, exp, ["group_id", "load", "subview", "axpby", "store",
                                                "constant"], ["f32", "i16", "index"], groups=4)
-    case.tags["layout"] = ["canonical", "dynshape", "strided"]
     case.expected = {k: v for k, v in case.expected.items() if k != "G.offset"}
     return [case]
 
@@ -260,7 +258,6 @@ def views() -> list[ValidCase]:
     case = _v("views_local", src, args, exp,
               ["associated", "alloca", "if", "axpby", "fuse", "expand", "subview", "sum", "size",
                "store", "constant"], ["f32", "index", "bool"])
-    case.tags["layout"] = ["canonical", "strided"]
     return [case]
 
 
