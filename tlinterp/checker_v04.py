@@ -138,13 +138,28 @@ class _Function:
         self.fn = fn
         self.errors: list[tuple[str, Optional[Span]]] = []
         self.scopes: list[dict[str, Type]] = [{a.value.name: a.type for a in fn.args}]
+        self.where: dict[str, Optional[Span]] = {a.value.name: a.value.span for a in fn.args}
         self.constants: dict[str, Const] = {}
 
     def error(self, msg: str, span: Optional[Span]) -> None:
         self.errors.append((msg, span))
 
     def define(self, v: Value, t: Type) -> None:
+        """Bind `v` in the innermost scope. A name is defined once where it is visible: not
+        twice in one region, not again in a nested one (docs/semantics.md "Names", as in v0.3
+        and tinytc v0.4.0); else a use below would not say which definition it means."""
+        for depth, scope in enumerate(reversed(self.scopes)):
+            if v.name in scope:
+                where = self.where.get(v.name)
+                at = "?" if where is None else f"{where.line}.{where.col}"
+                if depth == 0:
+                    self.error(f"%{v.name} is already defined at {at}", v.span)
+                else:
+                    self.error(f"%{v.name} shadows the definition at {at} in an enclosing "
+                               "region (a name visible here cannot be defined again)", v.span)
+                break
         self.scopes[-1][v.name] = t
+        self.where[v.name] = v.span
 
     def type_of(self, op: ir.Operand) -> Type:
         if isinstance(op, Const):
@@ -202,7 +217,9 @@ class _Function:
 
     def region(self, region: ir.Region, spmd: bool,
                defs: tuple[tuple[Value, Type], ...] = ()) -> None:
-        self.scopes.append({v.name: t for v, t in defs})
+        self.scopes.append({})
+        for v, t in defs:  # loop variables, apply's row/column/value
+            self.define(v, t)
         for inst in region.instructions:
             self.instruction(inst, spmd)
         self.scopes.pop()

@@ -3,7 +3,7 @@
 The grammar is `grammar_v04.peg`; the driver, spans, constants and syntax-error messages are
 those of tlinterp/parser.py (this builder subclasses its _Builder).  v0.4 writes the
 *result* type after `:` and no operand types, so the builder keeps the types of the values in
-scope (regions nest scopes; v0.4 lets an inner region reuse a name) and fills the operand
+scope (regions nest scopes; redefining a visible name is the checker's error) and fills the operand
 types the IR keeps (Load.type, Arith.type, Gemm.a_type, ...).  Where the IR does not keep the
 written result type (load, arithmetic, comparison, views, size), the builder checks it against
 the type the operands give, so that "result type" diagnostics come with the parse.

@@ -482,6 +482,15 @@ def rules() -> list[InvalidCase]:
                  "%A: memref<f32 x 8 x 8>"),
            "%r = cooperative_matrix_apply (%i, %j, %v) = %m -> "
            "coopmatrix<f32 x 8 x 16, matrix_acc> {\n            yield (%v)\n        }"),
+        _r("value_redefined", "a name is defined once in a region",
+           _k("    %x = add %a, %a : i32\n    %x = sub %a, %a : i32\n", "%a: i32"), "%x", 3),
+        _r("value_shadowed", "a name visible in an enclosing region is not defined again",
+           _k("    %c0 = constant 0 : index\n    %n = constant 4 : index\n"
+              "    foreach (%i) = (%c0), (%n) {\n        %n = constant 7 : i32\n"
+              "        store %n, %A[%i]\n    }\n", "%A: memref<i32 x 4>"), "%n", 5),
+        _r("loop_variable_shadowed", "a loop variable is a name like any other",
+           _k("    %c0 = constant 0 : index\n    for %n = %c0, %n {\n    }\n", "%n: index"),
+           "%n", 3),
         _r("subgroup_op_in_collective", "sub-group operations need an SPMD region",
            _k("    %r = subgroup_reduce_add %a : f32\n", "%a: f32"),
            "%r = subgroup_reduce_add %a : f32"),

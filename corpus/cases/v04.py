@@ -210,8 +210,8 @@ def compare() -> list[ValidCase]:
     body = "".join(
         f"        %p{j} = {o} %a, %b : bool\n"
         f"        %v{j} = if %p{j} -> (i32) {{\n            yield (%one)\n        }} else {{\n"
-        f"            yield (%zero)\n        }}\n        %c{j} = constant {j} : index\n"
-        f"        store %v{j}, %R[%i, %c{j}]\n" for j, o in enumerate(ops))
+        f"            yield (%zero)\n        }}\n        %col{j} = constant {j} : index\n"
+        f"        store %v{j}, %R[%i, %col{j}]\n" for j, o in enumerate(ops))
     src = _foreach_kernel("%A: memref<f32 x 5>, %B: memref<f32 x 5>, %R: memref<i32 x 5 x 6>",
                           5, "        %a = load %A[%i] : f32\n        %b = load %B[%i] : f32\n"
                           + body,
@@ -421,7 +421,10 @@ def _sg_reference(x: list, op: str, lo, hi) -> list:
 def subgroups() -> list[ValidCase]:
     out = []
     for t, dt, lo, hi in (("i32", np.int32, -2**31, 2**31 - 1),
-                          ("f32", np.float32, -math.inf, math.inf)):
+                          ("f32", np.float32, -math.inf, math.inf),
+                          ("i64", np.int64, -2**63, 2**63 - 1),
+                          ("f64", np.float64, -math.inf, math.inf),
+                          ("f16", np.float16, -math.inf, math.inf)):
         body = "".join(
             f"        %r{j} = {op} %x{', %c3' if op == 'subgroup_broadcast' else ''} : {t}\n"
             f"        %o{j} = constant {j} : index\n        store %r{j}, %R[%l, %o{j}]\n"

@@ -66,6 +66,36 @@ def checked() -> list[ValidCase]:
     return [case]
 
 
+def checked_transposed() -> list[ValidCase]:
+    """The checked flags with transposes and a position other than (0, 0), as v0.4 defines
+    them: `.t.rows_checked` tests the memref's column (y + i < s2), `.t.cols_checked` its row
+    (x + j < s1); the unchecked direction stays in bounds."""
+    src = f"""func @k(%M: memref<f32 x 9 x 5>, %N: memref<f32 x 6 x 8>, %P: memref<f32 x 5 x 8>,
+           %Q: memref<f32 x 8 x 3>, %R: memref<f32 x 8 x 8>) {SG1} {{
+    parallel {{
+        %c0 = constant 0 : index
+        %c1 = constant 1 : index
+        %a = cooperative_matrix_load.t.rows_checked %M[%c1, %c0] : {ACC}
+        cooperative_matrix_store.t.cols_checked %a, %N[%c0, %c0]
+        cooperative_matrix_store.rows_checked %a, %P[%c0, %c0]
+        %b = cooperative_matrix_load.cols_checked %Q[%c0, %c0] : {ACC}
+        cooperative_matrix_store %b, %R[%c0, %c0]
+    }}
+}}
+"""
+    m = _eighths("v04_cm_chkt_M", (9, 5))
+    q = _eighths("v04_cm_chkt_Q", (8, 3))
+    a = [[m[1 + j][i] if i < 5 else 0.0 for j in range(8)] for i in range(8)]
+    args = {"M": np.array(m, np.float32), "N": np.full((6, 8), 9.0, np.float32),
+            "P": np.full((5, 8), 9.0, np.float32), "Q": np.array(q, np.float32),
+            "R": np.full((8, 8), 9.0, np.float32)}
+    exp = {"N": [[a[c][r] for c in range(8)] for r in range(6)],
+           "P": [[a[i][j] for j in range(8)] for i in range(5)],
+           "R": [[_get(q, i, j) for j in range(8)] for i in range(8)]}
+    return [_v("coopmatrix_checked_transposed", src, args, exp,
+               ["cooperative_matrix_load", "cooperative_matrix_store"], ["f32"])]
+
+
 def atomics() -> list[ValidCase]:
     """From 2 work-groups: atomic_add of a constructed matrix, atomic_max/min of a loaded one,
     atomic_load then atomic_store (both groups store the same values); reduce_min rows and
@@ -160,4 +190,4 @@ def mixed_precision() -> list[ValidCase]:
 
 
 def cases() -> list[ValidCase]:
-    return [*checked(), *atomics(), *mixed_precision()]
+    return [*checked(), *checked_transposed(), *atomics(), *mixed_precision()]
