@@ -10,7 +10,7 @@ import numpy as np
 
 from .model import ValidCase
 from .util import LAYOUTS, layout, rng_for
-from .v04 import _v
+from .v04 import SG, _v
 
 NP = {"f32": np.float32, "f64": np.float64, "c32": np.complex64, "i32": np.int32,
       "i16": np.int16}
@@ -264,12 +264,12 @@ def views() -> list[ValidCase]:
 # --- work-items: atomics and sub-group builtins ----------------------------------------------
 
 def atomics_builtins() -> list[ValidCase]:
-    """A 16 x 2 work-group of sub-groups of 8 (2 x 2 sub-groups): each work-item records the
+    """A 2 SG x 2 work-group of sub-groups of SG (2 x 2 sub-groups): each work-item records the
     sub-group builtins and an atomic_load of an element nobody writes, and atomic_stores its
     lane number."""
-    src = """func @k(%A: memref<i32 x 2>, %L: memref<i32 x 32 x 7>)
-        attributes{subgroup_size=8, work_group_size=[16, 2]} {
-    parallel {
+    src = f"""func @k(%A: memref<i32 x 2>, %L: memref<i32 x {4 * SG} x 7>)
+        attributes{{subgroup_size={SG}, work_group_size=[{2 * SG}, 2]}} {{
+    parallel {{
         %c0 = constant 0 : index
         %c1 = constant 1 : index
         %c2 = constant 2 : index
@@ -277,12 +277,12 @@ def atomics_builtins() -> list[ValidCase]:
         %c4 = constant 4 : index
         %c5 = constant 5 : index
         %c6 = constant 6 : index
-        %c8 = constant 8 : index
+        %csg = constant {SG} : index
         %s = subgroup_linear_id : i32
         %k = subgroup_local_id : i32
         %si = cast %s : index
         %ki = cast %k : index
-        %t = mul %si, %c8 : index
+        %t = mul %si, %csg : index
         %l = add %t, %ki : index
         %v = atomic_load %A[%c0] : i32
         %w = atomic_load.work_group.acquire %A[%c1] : i32
@@ -299,15 +299,15 @@ def atomics_builtins() -> list[ValidCase]:
         %ny = num_subgroups.y : i32
         store %ny, %L[%l, %c5]
         atomic_store.work_group.release %k, %L[%l, %c6]
-    }
-}
+    }}
+}}
 """
     rows = []
     for lin in range(4):
         sx, sy = lin % 2, lin // 2  # the linear id runs over x first
-        for k in range(8):
-            rows.append([7 + 35, 8, sx, sy, 2, 2, k])
-    args = {"A": np.array([7, 35], np.int32), "L": np.zeros((32, 7), np.int32)}
+        for k in range(SG):
+            rows.append([7 + 35, SG, sx, sy, 2, 2, k])
+    args = {"A": np.array([7, 35], np.int32), "L": np.zeros((4 * SG, 7), np.int32)}
     return [_v("atomics_subgroup_builtins", src, args, {"L": rows},
                ["parallel", "atomic_load", "atomic_store", "subgroup_size", "subgroup_id",
                 "num_subgroups", "subgroup_linear_id", "subgroup_local_id", "cast", "mul", "add",
