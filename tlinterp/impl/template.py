@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 import tempfile
-from typing import Optional
+from typing import Optional, Union
 
 from ..args import load_npz, save_npz
 from ..diagnostics import TLError
@@ -56,10 +56,12 @@ class Template(Implementation):
         self.options = options
 
     def argv(self, kernel: str, args: str, out: str, func: Optional[str],
-             groups: Optional[int]) -> list[str]:
+             groups: Union[None, int, str, tuple[int, ...]]) -> list[str]:
+        # a v0.4 grid (X, Y, Z) as tlrun --groups spells it: X,Y,Z
+        spelled = None if groups is None else ",".join(map(str, groups)) \
+            if isinstance(groups, tuple) else str(groups)
         return expand_template(self.spec, {"kernel": kernel, "args": args, "out": out,
-                                           "func": func,
-                                           "groups": None if groups is None else str(groups)})
+                                           "func": func, "groups": spelled})
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
         with tempfile.TemporaryDirectory(prefix="tl-impl-") as tmp:
