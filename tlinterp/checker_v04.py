@@ -36,6 +36,7 @@ from . import ir
 from . import v04names as names
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
+from .layout import layout_problems
 from .types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType, Type, VoidType
 from .v04names import v04_words
 
@@ -138,28 +139,26 @@ class _Function:
         self.fn = fn
         self.errors: list[tuple[str, Optional[Span]]] = []
         self.scopes: list[dict[str, Type]] = [{a.value.name: a.type for a in fn.args}]
-        self.where: dict[str, Optional[Span]] = {a.value.name: a.value.span for a in fn.args}
         self.constants: dict[str, Const] = {}
 
     def error(self, msg: str, span: Optional[Span]) -> None:
         self.errors.append((msg, span))
 
     def define(self, v: Value, t: Type) -> None:
-        """Bind `v` in the innermost scope. A name is defined once where it is visible: not
-        twice in one region, not again in a nested one (docs/semantics.md "Names", as in v0.3
-        and tinytc v0.4.0); else a use below would not say which definition it means."""
-        for depth, scope in enumerate(reversed(self.scopes)):
-            if v.name in scope:
-                where = self.where.get(v.name)
-                at = "?" if where is None else f"{where.line}.{where.col}"
-                if depth == 0:
-                    self.error(f"%{v.name} is already defined at {at}", v.span)
-                else:
-                    self.error(f"%{v.name} shadows the definition at {at} in an enclosing "
-                               "region (a name visible here cannot be defined again)", v.span)
-                break
+        self.valid_type(t, v.span, f"%{v.name}")
         self.scopes[-1][v.name] = t
-        self.where[v.name] = v.span
+
+    def valid_type(self, t: Type, span: Optional[Span], what: str) -> None:
+        """The layout rule of memref types (also a group's), and non-negative group sizes and
+        offsets: every written type passes here once (parameters and defined values)."""
+        m = t.memref if isinstance(t, GroupType) else t
+        if isinstance(m, MemrefType):
+            for p in layout_problems(m):
+                self.error(f"{what}: {p}", span)
+        if isinstance(t, GroupType):
+            for name, x in (("size", t.size), ("offset", t.offset)):
+                if x is not None and x < 0:
+                    self.error(f"{what}: the group has negative {name} {x}", span)
 
     def type_of(self, op: ir.Operand) -> Type:
         if isinstance(op, Const):
@@ -170,6 +169,8 @@ class _Function:
         return UNKNOWN  # the parser reported it
 
     def run(self) -> list[tuple[str, Optional[Span]]]:
+        for a in self.fn.args:
+            self.valid_type(a.type, a.span, f"argument %{a.value.name}")
         self.attributes()
         self.region(self.fn.body, spmd=False)
         return self.errors
@@ -217,9 +218,7 @@ class _Function:
 
     def region(self, region: ir.Region, spmd: bool,
                defs: tuple[tuple[Value, Type], ...] = ()) -> None:
-        self.scopes.append({})
-        for v, t in defs:  # loop variables, apply's row/column/value
-            self.define(v, t)
+        self.scopes.append({v.name: t for v, t in defs})
         for inst in region.instructions:
             self.instruction(inst, spmd)
         self.scopes.pop()
@@ -308,6 +307,10 @@ class _Function:
                 self.error(f"cast changes the use {a.use} to {b.use} (only matrix_acc may "
                            "become matrix_a or matrix_b)", inst.span)
             a, b = a.component, b.component
+        for t in (a, b):
+            if not isinstance(t, ScalarType):
+                self.error(f"cast needs number types, not {t}", inst.span)
+                return
         if isinstance(a, ScalarType) and isinstance(b, ScalarType) and a.is_complex \
                 and not b.is_complex:
             self.error(f"cast from complex {a} to {b} is forbidden", inst.span)
@@ -316,6 +319,29 @@ class _Function:
         want = INDEX if inst.name in ("group_id", "num_groups") else ScalarType.i32
         if inst.type != want:
             self.error(f"{inst.name} has type {want}, not {inst.type}", inst.span)
+
+    def _subgroup_operand(self, inst, op: ir.Operand, what: str) -> None:
+        t = self.type_of(op)
+        if t is UNKNOWN:
+            return
+        if not isinstance(t, ScalarType) or t == BOOL:
+            self.error(f"{what} needs a number operand, not {t}", inst.span)
+        elif t != inst.type:
+            self.error(f"operand %{op.name} has type {t}, not {inst.type}", inst.span)
+
+    def _subgroupbroadcast(self, inst: ir.SubgroupBroadcast, spmd) -> None:
+        self._subgroup_operand(inst, inst.value, "subgroup_broadcast")
+        ti = self.type_of(inst.index)
+        if ti is not UNKNOWN and ti != ScalarType.i32:
+            self.error(f"the sub-group lane %{inst.index.name} has type {ti}, not i32",
+                       inst.span)
+
+    def _subgroupop(self, inst: ir.SubgroupOp, spmd) -> None:
+        self._subgroup_operand(inst, inst.operand, f"subgroup_{inst.op}")
+        t = self.type_of(inst.operand)
+        if inst.op.endswith(("_min", "_max")) and isinstance(t, ScalarType) and t.is_complex:
+            self.error(f"subgroup_{inst.op} is not defined on complex {t} (no order)",
+                       inst.span)
 
     # memory ---------------------------------------------------------------------------------
 
@@ -343,6 +369,20 @@ class _Function:
             ti = self.type_of(i)
             if ti is not UNKNOWN and ti != INDEX:
                 self.error(f"index %{i.name} has type {ti}, not index", i.span or inst.span)
+
+    def _index_operands(self, inst, operands, what: str) -> None:
+        for op in operands:
+            if isinstance(op, Value):
+                t = self.type_of(op)
+                if t is not UNKNOWN and t != INDEX:
+                    self.error(f"{what} %{op.name} has type {t}, not index", op.span or inst.span)
+
+    def _subview(self, inst: ir.Subview, spmd) -> None:
+        self._index_operands(inst, [x for s in inst.slices for x in (s.offset, s.size)],
+                             "offset or size")
+
+    def _expand(self, inst: ir.Expand, spmd) -> None:
+        self._index_operands(inst, inst.shape, "expanded size")
 
     def _load(self, inst: ir.Load, spmd) -> None:
         self._indices(inst, inst.type)

@@ -213,8 +213,8 @@ def compare() -> list[ValidCase]:
     body = "".join(
         f"        %p{j} = {o} %a, %b : bool\n"
         f"        %v{j} = if %p{j} -> (i32) {{\n            yield (%one)\n        }} else {{\n"
-        f"            yield (%zero)\n        }}\n        %col{j} = constant {j} : index\n"
-        f"        store %v{j}, %R[%i, %col{j}]\n" for j, o in enumerate(ops))
+        f"            yield (%zero)\n        }}\n        %j{j} = constant {j} : index\n"
+        f"        store %v{j}, %R[%i, %j{j}]\n" for j, o in enumerate(ops))
     src = _foreach_kernel("%A: memref<f32 x 5>, %B: memref<f32 x 5>, %R: memref<i32 x 5 x 6>",
                           5, "        %a = load %A[%i] : f32\n        %b = load %B[%i] : f32\n"
                           + body,
