@@ -136,6 +136,10 @@ def _opt_str(v) -> bool:
     return v is None or isinstance(v, str)
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
 def _opt_groups(v) -> bool:
     def count(x) -> bool:
         return isinstance(x, int) and not isinstance(x, bool) and x >= 1

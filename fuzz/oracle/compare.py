@@ -138,7 +138,8 @@ def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, group
     from tlinterp.interp import run
 
     mag = magnitude_function(function)
-    prog = ir.Program((mag,), program.filename)
+    # the same language version: a v0.4 kernel's magnitude twin is checked as v0.4
+    prog = ir.Program((mag,), program.filename, lang=program.lang)
     with np.errstate(all="ignore"):
         return run(prog, magnitude_args(dict(args)), func=mag.name, groups=groups, check=False)
 
