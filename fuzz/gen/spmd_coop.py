@@ -12,7 +12,7 @@ K * |A| |B| + |C| exact in C's type (the model of fuzz/gen/spmd_model.py).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -24,8 +24,8 @@ from tlinterp.types import INDEX, CoopMatrixType, MemrefType, ScalarType
 
 from .spmd_model import LANE, SG, CVal, Val, fits, literal, value_grain, value_mag
 
-if TYPE_CHECKING:
-    from .spmd import _Builder
+# the builder of fuzz.gen.spmd, which imports this module (so it is not imported here)
+_Builder = Any
 
 
 I32 = ScalarType.i32
