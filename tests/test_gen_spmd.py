@@ -82,6 +82,12 @@ def test_knobs_bias_the_mix_and_unknown_ones_are_rejected():
         spmd_cases(no_such_knob=1)
     with pytest.raises(TypeError, match="nope"):
         sample_spmd(0, weights={"nope": 1})
+    with pytest.raises(ValueError, match="not \\['i1', 'bool'\\]"):
+        sample_spmd(0, types=("f32", "i1", "bool"))
+    fn = sample_spmd(0, types=("f16",), foreach_tile_percent=100)[0]
+    # besides f16 data, only the work-item ids (i32, index) may be stored
+    assert {getattr(a.type, "memref", a.type).element.value for a in fn.args} - \
+        {"i32", "index"} == {"f16"}
 
 
 def _skip_last_lane(wg, x, op, ty):

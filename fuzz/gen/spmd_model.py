@@ -116,6 +116,14 @@ class SpmdParams:
             raise TypeError(f"spmd_cases: unknown knob(s) {', '.join(unknown)} "
                             f"(known: {', '.join(sorted(names))})")
         base = cls()
+        if "types" in knobs:  # names ("f16") or ScalarTypes, number types only
+            names = {t.value: t for t in NUMBER_TYPES}
+            types = tuple(names.get(t, t) if isinstance(t, str) else t for t in knobs["types"])
+            bad = [str(t) for t in types if t not in NUMBER_TYPES]
+            if bad or not types:
+                raise ValueError(f"spmd_cases: types must be number types of v0.4 "
+                                 f"({', '.join(map(str, NUMBER_TYPES))}), not {bad or 'none'}")
+            knobs = {**knobs, "types": types}
         if "weights" in knobs:
             knobs = {**knobs, "weights": {**base.weights, **knobs["weights"]}}
             bad = sorted(set(knobs["weights"]) - set(base.weights))
