@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from fuzz.gen.spmd import sample_spmd, spmd_cases, spmd_program
 from tlinterp import ir
 from tlinterp.interp import coopmatrix, run, subgroups
-from tlinterp.types import MemrefType
+from tlinterp.types import CoopMatrixType, MemrefType
 
 EXAMPLES = min(settings.default.max_examples, 100)
 
@@ -141,3 +141,22 @@ def test_a_planted_wrong_rule_changes_some_generated_result(bug, monkeypatch):
         wrong = [_outputs(*k) for k in kernels]
     assert all(isinstance(r, dict) for r in right)
     assert sum(r != w for r, w in zip(right, wrong)) >= 1
+
+
+def test_extract_padding_off_extracts_only_matrix_entries():
+    from tlinterp.interp.coopmatrix import Layout
+
+    extracts = 0
+    for seed in range(60):
+        fn = sample_spmd(seed, extract_padding=False)[0]
+        types = {i.result.name: t for i in ir.walk(fn.body)  # coopmatrix results (casts too)
+                 if isinstance(t := getattr(i, "to_type", getattr(i, "type", None)),
+                               CoopMatrixType)}
+        for i in ir.walk(fn.body):
+            if isinstance(i, ir.CoopExtract):
+                t = types[i.operand.name]
+                cols = Layout(t.rows, t.cols, t.component.value, t.use, fn.subgroup_size) \
+                    .positions[1]
+                assert cols[:, i.index].max() < t.cols, (seed, i)
+                extracts += 1
+    assert extracts >= 20

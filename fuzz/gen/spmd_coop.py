@@ -209,12 +209,23 @@ def cast(b: _Builder, m: CVal) -> None:
     _add(b, CVal(r, ct, math.floor(mag) if t.is_int and not src.is_int else mag, g))
 
 
-def _components(b: _Builder, ct: CoopMatrixType) -> int:
-    return Layout(ct.rows, ct.cols, ct.component.value, ct.use, b.S).V
+def _components(b: _Builder, ct: CoopMatrixType, entries: bool = False) -> list[int]:
+    """The components v of a lane (`extract`/`insert` indices); with `entries`, only those
+    that hold a matrix entry in every lane (not a padding column)."""
+    layout = Layout(ct.rows, ct.cols, ct.component.value, ct.use, b.S)
+    if not entries:
+        return list(range(layout.V))
+    cols = layout.positions[1]
+    return [v for v in range(layout.V) if cols[:, v].max() < ct.cols]
 
 
-def extract(b: _Builder, m: CVal) -> Val:
-    v = b.int(0, _components(b, m.type) - 1)
+def extract(b: _Builder, m: CVal) -> Optional[Val]:
+    """A component of every lane (None when padding is not to be extracted and every
+    component is padding in some lane)."""
+    vs = _components(b, m.type, not b.p.extract_padding)
+    if not vs:
+        return None
+    v = b.pick(vs)
     r = b.fresh()
     b.emit(ir.CoopExtract(r, m.op, v, m.type.component))
     b.stats["coop.extract"] += 1
@@ -225,7 +236,7 @@ def extract(b: _Builder, m: CVal) -> Val:
 def insert(b: _Builder, m: CVal) -> None:
     x = b.some_val(m.type.component)
     r = b.fresh("M")
-    b.emit(ir.CoopInsert(r, x.op, m.op, b.int(0, _components(b, m.type) - 1), m.type))
+    b.emit(ir.CoopInsert(r, x.op, m.op, b.pick(_components(b, m.type)), m.type))
     b.stats["coop.insert"] += 1
     _add(b, CVal(r, m.type, max(m.mag, x.mag), max(m.grain, x.grain)))
 
@@ -341,10 +352,11 @@ def observe_coop(b: _Builder) -> None:
     component extracted and stored."""
     for m in b.cscopes[-1]:
         if not m.observed:
-            if b.flip(50):
+            e = extract(b, m) if b.flip(50) else None
+            if e is None:
                 store(b, m)
             else:
-                b.store(extract(b, m))
+                b.store(e)
 
 
 def foreach_tile(b: _Builder) -> None:

@@ -102,6 +102,9 @@ class SpmdParams:
     max_data_grain: int = 2
     foreach_tile_percent: int = 30  # kernels with a foreach_tile after the parallel region
     coop_max_cols: int = 9
+    # extract components that are padding (columns N..J-1 of the layout) in some lanes: the
+    # reference defines them (0 after a load); off, only matrix entries are extracted
+    extract_padding: bool = True
     weights: dict[str, int] = field(default_factory=lambda: dict(
         load=4, arith=6, unary=2, cast=2, subgroup=5, broadcast=3, exchange=3, barrier=1,
         coop=6, if_=2, for_=2, store=2))
