@@ -42,6 +42,8 @@ def _kinds(fn: ir.Function) -> set[str]:
             kinds.add("type." + t.element.value)
         if not isinstance(a.type, MemrefType):
             kinds.add("group argument")
+    if any(isinstance(i, ir.CoopStore) and i.atomic for i in ir.walk(fn.body)):
+        kinds.add("atomic coopmatrix store")
     if any(isinstance(i, ir.For) and i.inits for i in ir.walk(fn.body)):
         kinds.add("loop-carried")
     if any(isinstance(i, ir.If) and i.results for i in ir.walk(fn.body)):
@@ -56,6 +58,7 @@ FAMILIES = {
       for o in ("add", "max", "min")),
     "CoopLoad", "CoopStore", "CoopMulAdd", "CoopConstruct", "CoopScale", "CoopExtract",
     "CoopInsert", "CoopReduce", "CoopApply", "CoopPrefetch", "reduce.row", "reduce.column",
+    "AtomicLoad", "AtomicStore", "AtomicUpdate", "CoopAtomicUpdate", "atomic coopmatrix store",
     "use.matrix_a", "use.matrix_b", "use.matrix_acc", "load.n", "load.t", "load.nrows",
     "load.tcols", "load.nboth",
     *(f"type.{t}" for t in ("i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "c32",

@@ -17,6 +17,10 @@ the families of `SpmdParams.weights`, then sometimes a `foreach_tile`:
 - cooperative matrices: loads (uses a/b/acc, `.t`, checked flags at partly outside
   positions), construct, mul_add with mixed precision, scale, component-wise arithmetic,
   casts between types and uses, extract/insert, reduce (row/column), apply, stores;
+- atomics: every work-item of a work-group updates its element of a sink (one of add, max,
+  min per sink, so the order does not matter; the old values are not used); atomic loads of
+  read-only data, atomic stores to elements of their own; coopmatrix atomic stores and
+  updates of a block of their own (the old values they return are kept);
 - results go to distinct elements of output memrefs: (work-item, slot, work-group) for
   scalars, a block per (work-group, sub-group) for coopmatrices.
 
@@ -100,6 +104,8 @@ class _Builder:
         self.outputs: dict[ScalarType, _Output] = {}
         self.allocas: dict[ScalarType, list] = {}  # elem -> [value, read since a barrier]
         self.loops = 0  # for loops around the statement being generated
+        self.mult = 1  # how often the statement runs per work-item (product of trip counts)
+        self.sinks: dict[tuple[ScalarType, str], list] = {}  # (elem, op) -> [value, mag, grain]
         self.data_rng = np.random.default_rng(self.int(0, 2 ** 32 - 1))
 
     # --- drawing ---------------------------------------------------------------------------
@@ -357,7 +363,11 @@ class _Builder:
         mt = self.type_of_arg(v)
         indices = (idx.op, self.glin.op) if form == "wg" else (idx.op,)
         r = self.fresh()
-        self.emit(ir.Load(r, v, indices, mt))
+        if self.flip(10):  # read-only data: an atomic load reads what a plain one does
+            self.emit(ir.AtomicLoad(r, v, indices, t, *self.scope()))
+            self.stats["atomic_load"] += 1
+        else:
+            self.emit(ir.Load(r, v, indices, mt))
         self.stats["load." + iform] += 1
         return self.add(Val(r, t, mag, grain, idx.uni, "load"))
 
@@ -383,9 +393,43 @@ class _Builder:
         inst = ir.Store(v.op, out.value, (self.lini.op, slot.op, self.glin.op),
                         MemrefType(v.type, (), ()))
         out.stores.append(inst)
-        self.emit(inst)
+        if self.flip(10):  # an element of its own: an atomic store writes what a plain one does
+            self.emit(ir.AtomicStore(v.op, out.value, inst.indices, *self.scope()))
+            self.stats["atomic_store"] += 1
+        else:
+            self.emit(inst)
         v.stored = True
         self.stats["store"] += 1
+
+    def scope(self) -> tuple[Optional[str], Optional[str]]:
+        """A memory scope and semantics of an atomic, each sometimes left out."""
+        from tlinterp.v04names import MEMORY_SCOPES, MEMORY_SEMANTICS
+
+        return (self.pick(MEMORY_SCOPES) if self.flip(40) else None,
+                self.pick(MEMORY_SEMANTICS) if self.flip(40) else None)
+
+    def st_atomic(self, ctl: int, depth: int) -> None:
+        """Every work-item (that gets here) updates its work-group's element of a sink with
+        one operation (add, max or min: one per sink, so the order of the updates does not
+        matter); the old values they get back depend on that order and are not used."""
+        v = self.some_val()
+        op = self.pick(("add",) if v.type.is_complex else ("add", "max", "min"))
+        sink = self.sinks.get((v.type, op))
+        if sink is None:
+            mag, grain = self.data_model(v.type)
+            data = self.data(v.type, (self.G,), mag, grain)
+            sink = self.sinks[(v.type, op)] = [self.new_arg("S", MemrefType(
+                v.type, (self.G,), (1,)), data), mag, grain]
+        if op == "add":
+            mag, grain = sink[1] + self.W * self.mult * v.mag, max(sink[2], v.grain)
+        else:
+            mag, grain = max(sink[1], v.mag), max(sink[2], v.grain)
+        if not fits(v.type, mag, grain):
+            return
+        sink[1:] = [mag, grain]
+        self.emit(ir.AtomicUpdate(self.fresh(), op, v.op, sink[0], (self.glin.op,), v.type,
+                                  *self.scope()))
+        self.stats["atomic_" + op] += 1
 
     def alloca(self, t: ScalarType) -> list:
         entry = self.allocas.get(t)
@@ -609,6 +653,7 @@ class _Builder:
             e[1] = True  # an earlier iteration may have read local memory
         self.open()
         self.loops += 1
+        self.mult *= max(trips, 1)
         self.add(Val(var, INDEX, max(trips - 1, 0), 0, WG, "loopvar"))
         self.statements(self.int(1, max(1, self.p.max_statements // 3)), ctl, depth + 1)
         w = self.some_val(init.type)
@@ -626,6 +671,7 @@ class _Builder:
             self.emit(ir.Arith(nxt, op, acc, w.op, init.type))
         self.observe_region()
         self.loops -= 1
+        self.mult //= max(trips, 1)
         self.emit(ir.Yield((nxt,), (init.type,)))
         body = self.close(observe=False)
         for e in self.allocas.values():

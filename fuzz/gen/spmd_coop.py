@@ -312,11 +312,37 @@ def store(b: _Builder, m: CVal) -> None:
     R = b.int(1, E0) if checked in (dir0, "both") and b.flip(50) else E0
     shape = (R, E1 * b.nsg * b.G)
     mt = b.strided(ct.component, shape)
-    arg = b.new_arg("C", mt, np.zeros(shape, ct.component.dtype))
+    comp = ct.component
+    form = b.pick(("store",) * 6 + ("atomic store", "atomic update"))
+    op, mag, grain = None, 0, 0
+    if form == "atomic update":  # the block holds data; each entry is updated once per run
+        mag, grain = b.data_model(comp)
+        for op in b.pick((("add", "max"), ("max", "add"), ("min", "add"))):
+            if op == "add" and fits(comp, mag + b.mult * m.mag, max(grain, m.grain)):
+                break
+            if op != "add" and not comp.is_complex:
+                break
+        else:
+            form = "store"
+    data = b.data(comp, shape, mag, grain) if form == "atomic update" else \
+        np.zeros(shape, comp.dtype)
+    arg = b.new_arg("C", mt, data)
     t = b.arith("mul", b.glin, b.const(b.nsg, INDEX), INDEX, b.G * b.nsg, 0, "id")
     s = b.arith("add", t, b.sidi, INDEX, b.G * b.nsg, 0, "id")
     y = b.arith("mul", s, b.const(E1, INDEX), INDEX, shape[1], 0, "id")
-    b.emit(ir.CoopStore(m.op, arg, b.const(0, INDEX).op, y.op, trans, checked))
+    x = b.const(0, INDEX).op
+    if form == "atomic update":
+        r = b.fresh("M")
+        b.emit(ir.CoopAtomicUpdate(r, op, m.op, arg, x, y.op, ct, trans, checked, *b.scope()))
+        b.stats["coop.atomic_" + op] += 1
+        # the old values (0 where nothing was taken), in a loop after earlier updates
+        top = mag + b.mult * m.mag if op == "add" else max(mag, m.mag)
+        _add(b, CVal(r, ct, top, max(grain, m.grain)))
+    else:
+        atomic = form == "atomic store"
+        b.emit(ir.CoopStore(m.op, arg, x, y.op, trans, checked, atomic,
+                            *(b.scope() if atomic else (None, None))))
+        b.stats["coop.atomic_store" if atomic else "coop.plain_store"] += 1
     b.stats["coop.store" + (".t" if trans else ".n") + (f".{checked}" if checked else "")] += 1
     b.stats["coop.store"] += 1
     m.observed = True
@@ -350,13 +376,16 @@ def _coop_step(b: _Builder) -> None:
 def observe_coop(b: _Builder) -> None:
     """Matrices of the closing region that nobody stored or extracted from: stored, or one
     component extracted and stored."""
-    for m in b.cscopes[-1]:
+    for m in list(b.cscopes[-1]):
         if not m.observed:
             e = extract(b, m) if b.flip(50) else None
             if e is None:
                 store(b, m)
             else:
                 b.store(e)
+    for m in b.cscopes[-1]:  # old values an atomic update just gave: one component each
+        if not m.observed and (e := extract(b, m)) is not None:
+            b.store(e)
 
 
 def foreach_tile(b: _Builder) -> None:

@@ -86,7 +86,8 @@ class SpmdParams:
 
     weights: statements of a parallel region: load, arith (binary), unary, cast, subgroup
     (reduce/scan), broadcast, exchange (local memory through a barrier), barrier, coop (a
-    cooperative-matrix step), if_, for_, store.
+    cooperative-matrix step), if_, for_, store, atomic (work-items of a work-group update one
+    element).
     """
 
     subgroup_sizes: tuple[int, ...] = (8, 16, 16, 32)
@@ -107,7 +108,7 @@ class SpmdParams:
     extract_padding: bool = True
     weights: dict[str, int] = field(default_factory=lambda: dict(
         load=4, arith=6, unary=2, cast=2, subgroup=5, broadcast=3, exchange=3, barrier=1,
-        coop=6, if_=2, for_=2, store=2))
+        coop=6, if_=2, for_=2, store=2, atomic=1))
 
     @classmethod
     def of(cls, knobs: dict[str, Any]) -> SpmdParams:
