@@ -146,6 +146,19 @@ def test_a_planted_wrong_rule_changes_some_generated_result(bug, monkeypatch):
     assert sum(r != w for r, w in zip(right, wrong)) >= 1
 
 
+def test_atomic_types_restrict_every_atomic():
+    atomics = 0
+    for seed in range(60):
+        fn = sample_spmd(seed, atomic_types=("i32", "f64"), weights={"atomic": 6})[0]
+        elem = {a.value.name: getattr(a.type, "memref", a.type).element for a in fn.args}
+        for i in ir.walk(fn.body):
+            if isinstance(i, (ir.AtomicLoad, ir.AtomicUpdate, ir.CoopAtomicUpdate)) or \
+                    getattr(i, "atomic", False):
+                assert elem[i.operand.name].value in ("i32", "f64"), (seed, i)
+                atomics += 1
+    assert atomics >= 30
+
+
 def test_extract_padding_off_extracts_only_matrix_entries():
     from tlinterp.interp.coopmatrix import Layout
 

@@ -363,7 +363,7 @@ class _Builder:
         mt = self.type_of_arg(v)
         indices = (idx.op, self.glin.op) if form == "wg" else (idx.op,)
         r = self.fresh()
-        if self.flip(10):  # read-only data: an atomic load reads what a plain one does
+        if t in self.p.atomic_types and self.flip(10):  # read-only data: as a plain load
             self.emit(ir.AtomicLoad(r, v, indices, t, *self.scope()))
             self.stats["atomic_load"] += 1
         else:
@@ -393,7 +393,7 @@ class _Builder:
         inst = ir.Store(v.op, out.value, (self.lini.op, slot.op, self.glin.op),
                         MemrefType(v.type, (), ()))
         out.stores.append(inst)
-        if self.flip(10):  # an element of its own: an atomic store writes what a plain one does
+        if v.type in self.p.atomic_types and self.flip(10):  # an element of its own
             self.emit(ir.AtomicStore(v.op, out.value, inst.indices, *self.scope()))
             self.stats["atomic_store"] += 1
         else:
@@ -412,7 +412,10 @@ class _Builder:
         """Every work-item (that gets here) updates its work-group's element of a sink with
         one operation (add, max or min: one per sink, so the order of the updates does not
         matter); the old values they get back depend on that order and are not used."""
-        v = self.some_val()
+        types = [t for t in self.p.atomic_types if t in self.p.types]
+        if not types:
+            return
+        v = self.some_val(self.pick(types))
         op = self.pick(("add",) if v.type.is_complex else ("add", "max", "min"))
         sink = self.sinks.get((v.type, op))
         if sink is None:

@@ -313,7 +313,8 @@ def store(b: _Builder, m: CVal) -> None:
     shape = (R, E1 * b.nsg * b.G)
     mt = b.strided(ct.component, shape)
     comp = ct.component
-    form = b.pick(("store",) * 6 + ("atomic store", "atomic update"))
+    form = b.pick(("store",) * 6 + ("atomic store", "atomic update")) \
+        if comp in b.p.atomic_types else "store"
     op, mag, grain = None, 0, 0
     if form == "atomic update":  # the block holds data; each entry is updated once per run
         mag, grain = b.data_model(comp)
