@@ -12,7 +12,7 @@ K * |A| |B| + |C| exact in C's type (the model of fuzz/gen/spmd_model.py).
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -22,10 +22,11 @@ from tlinterp.interp.coopmatrix import Layout
 from tlinterp.ir import Region, Value
 from tlinterp.types import INDEX, CoopMatrixType, MemrefType, ScalarType
 
+from .spmd_base import BuilderBase
 from .spmd_model import LANE, SG, CVal, Val, fits, literal, value_grain, value_mag
 
-# the builder of fuzz.gen.spmd, which imports this module (so it is not imported here)
-_Builder = Any
+# the builder's shared part (fuzz.gen.spmd, which builds on it, imports this module)
+_Builder = BuilderBase
 
 
 I32 = ScalarType.i32
