@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import random
 from collections import Counter
-from collections.abc import Callable
-from typing import Any, Optional
+from collections.abc import Callable, Iterable
+from typing import Any, Optional, Union
 
 import numpy as np
 from hypothesis import strategies as st
@@ -88,7 +88,7 @@ class BuilderBase:
             s = _INTS[(lo, hi)] = st.integers(lo, hi)
         return self.draw(s)
 
-    def pick(self, seq):
+    def pick(self, seq: Iterable[Any]) -> Any:
         seq = list(seq)
         return seq[self.int(0, len(seq) - 1)]
 
@@ -153,7 +153,7 @@ class BuilderBase:
         self.consts[key] = val
         return val
 
-    def random_value(self, t: ScalarType, mag: Optional[int] = None):
+    def random_value(self, t: ScalarType, mag: Optional[int] = None) -> Union[int, float, complex]:
         """A multiple of 2^-g (g drawn; 0 for integers) in [-mag, mag], complex: per part."""
         m = self.p.data_max if mag is None else mag
         g = 0 if t.is_int else self.int(0, self.p.max_data_grain)
