@@ -117,7 +117,9 @@ class _Builder(BuilderBase):
             ops = ["add", "sub", "min", "max", "mul"]
 
     def st_unary(self, ctl: int, depth: int) -> None:
-        a = self.some_val()
+        complex_types = [t for t in self.p.types if t.is_complex]
+        # complex operands a third of the time: conj, re and im take nothing else
+        a = self.some_val(self.pick(complex_types) if complex_types and self.flip(33) else None)
         t = a.type
         ops = ["neg"] + (["conj", "re", "im"] if t.is_complex else ["abs"]) + \
             (["not"] if t.is_int else [])
