@@ -23,8 +23,10 @@ def _builtin() -> dict[str, Factory]:
     # the base package's own adapters, also usable from a source tree without installed
     # metadata (an installed distribution registers the same factories as entry points)
     from .inprocess import interp_factory, python_factory
+    from .irpass import ir_factory
 
-    return {"interp": interp_factory, "tlinterp": interp_factory, "python": python_factory}
+    return {"interp": interp_factory, "tlinterp": interp_factory, "python": python_factory,
+            "ir": ir_factory}
 
 
 def _entry_points() -> dict[str, metadata.EntryPoint]:
