@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tlinterp
-from fuzz.campaign.harness import differential_impl
+from fuzz.campaign.harness import differential_impl, save_finding
 from fuzz.campaign.hunt import HuntOptions, hunt
 from fuzz.conform.cli import run_all
 from fuzz.conform.corpus import default_corpus, load_corpus
@@ -94,6 +94,11 @@ def job(text: str, **args) -> Job:
 
 def rev_args() -> dict:
     return {"A": np.arange(32, dtype=np.float32)}
+
+
+def _env() -> dict:
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
+                                                        os.environ.get("PYTHONPATH", "")]))
 
 
 def test_identity_pass_passes_the_corpus(tmp_path):
@@ -235,8 +240,7 @@ def test_tlrun_reports_a_broken_pass_without_traceback(tmp_path):
     kernel = tmp_path / "rev.tl"
     kernel.write_text(REVERSE)
     np.savez(tmp_path / "rev.npz", **rev_args())
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT),
-                                                       os.environ.get("PYTHONPATH", "")]))
+    env = _env()
     for name, body, says in (("nobarrier", NO_BARRIERS, "data-race at 14.9-30"),
                              ("garbage", GARBAGE, "is not valid v0.4")):
         r = subprocess.run([sys.executable, "-m", "tlinterp.cli", str(kernel), "--args",
@@ -257,3 +261,24 @@ def test_the_fuzzer_finds_a_wrong_pass(tmp_path):
     findings = hunt(opts, seed=3, max_batches=30, stop_at=time.time() + 60)
     assert findings and findings[0].kind == "mismatch", findings
     assert "arith.sub" in findings[0].case.source
+    base = save_finding(findings[0], str(tmp_path / "found"))
+    first = Path(base + ".txt").read_text().splitlines()[0]
+    assert first.startswith("tlfuzz reproduce ") and "--impl 'ir:" in first
+    rerun = subprocess.run(first, shell=True, capture_output=True, text=True, cwd=tmp_path,
+                           env=_env(), timeout=120)
+    assert rerun.returncode == 1, rerun.stderr  # the pass still miscompiles it
+
+
+@pytest.mark.parametrize("spec", ["ir:mypass {tl}", "spirv:mycc {tl} -o {out}",
+                                  "opencl-c:mycc {tl}"])
+def test_findings_of_compilers_with_placeholders_save(spec, tmp_path):
+    """Their specs hold placeholders but are no command templates (`{tl}` is no template
+    field): saving their findings must not read them as templates."""
+    from fuzz.campaign.findings import Finding
+
+    program = tlinterp.check(tlinterp.parse(FOLDABLE, "fold.tl"))
+    case = FuzzCase(program, "fold", {"A": np.zeros(2, np.int32)}, 1)
+    base = save_finding(Finding(case, "mismatch", "differs", impl=(spec, ImplOptions())),
+                        str(tmp_path))
+    text = Path(base + ".txt").read_text()
+    assert "the command alone" not in text and spec in text

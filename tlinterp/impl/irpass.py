@@ -148,14 +148,6 @@ class IRPass(Implementation):
             except SourceError as e:
                 return None, _crash(ok, f"the rewritten program is no text:\n{e.format()}")
 
-    def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
-                  groups: Optional[int]) -> str:
-        line = super().reproduce(kernel, args, func, groups)
-        # the pass alone, to see the text it writes
-        alone = " ".join(expand_template(self.command, {"tl": kernel, "out": "rewritten.tl",
-                                                        "func": func}))
-        return f"{line}   # the pass alone: {alone}"
-
 
 def _original(job: Job) -> ir.Program:
     """The job's program read from its text, as the pass read it (`job.program` may be a

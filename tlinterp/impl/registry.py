@@ -65,6 +65,14 @@ def available() -> list[tuple[str, str]]:
     return rows
 
 
+def is_template(spec: str) -> bool:
+    """Whether `spec` names a command template rather than a registered implementation (whose
+    argument may hold placeholders too: `opencl-c:cc {tl}`, `ir:pass {tl}`), as `resolve`
+    decides."""
+    name = spec.partition(":")[0]
+    return "{" in spec and ("{" in name or name not in set(_builtin()) | set(_entry_points()))
+
+
 def resolve(spec: str, options: Optional[ImplOptions] = None) -> Implementation:
     """The implementation `spec` names; SpecError with the known names otherwise."""
     options = options or ImplOptions()
