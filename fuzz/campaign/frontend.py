@@ -19,15 +19,30 @@ VOCABULARY = ["%", "@", "?", ":", ",", "x", "[", "]", "{", "}", "(", ")", "->", 
               "load", "subview", "expand", "fuse", "alloca", "barrier", "strided<", ">", ";",
               "\n", "%0", "func", "arith.div", "cast", "u8", "offset:"]
 
-__all__ = ["mutants", "mutate", "frontend_problem"]
+# v0.4's own words on top (types, instructions, attributes, the SPMD layer)
+VOCABULARY_V04 = VOCABULARY + [
+    "constant", "bool", "f16", "bf16", "c32", "c64", "i32", "true", "false", "0x1p+0", "add",
+    "mul", "less_than", "init", "attributes", "alignment", "64", "local", "global",
+    "parallel", "subgroup_local_id", "subgroup_size", "work_group_size", "group_id.x",
+    "num_groups.z", "cooperative_matrix_load", "coopmatrix<", "matrix_a", "matrix_acc",
+    "foreach_tile", "atomic_add", "cumsum", "associated", "lifetime_stop", "memref<f32x?>",
+    "group<memref<f32x4>,2>", "barrier.local", "math.exp", "exp", "!calc", "$n"]
+
+__all__ = ["mutants", "mutate", "frontend_problem", "VOCABULARY", "VOCABULARY_V04"]
 
 
-def mutate(text: str, draw) -> str:
-    """1-4 token edits: delete, duplicate, swap, replace by vocabulary or by another token."""
+def mutate(text: str, draw, min_edits: int = 1, vocabulary: Optional[list[str]] = None
+           ) -> str:
+    """`min_edits`-4 token edits: delete, duplicate, swap, replace by vocabulary or by another
+    token (0 edits: the program itself)."""
     tokens = TOKEN.findall(text)
     if not tokens:
         return text
-    for _ in range(draw(st.integers(1, 4))):
+    words = vocabulary or VOCABULARY
+    edits = draw(st.integers(min_edits, 4))
+    if edits == 0:
+        return text
+    for _ in range(edits):
         i = draw(st.integers(0, len(tokens) - 1))
         op = draw(st.sampled_from(["delete", "duplicate", "swap", "vocab", "copy"]))
         if op == "delete" and len(tokens) > 1:
@@ -38,31 +53,39 @@ def mutate(text: str, draw) -> str:
             j = draw(st.integers(0, len(tokens) - 1))
             tokens[i], tokens[j] = tokens[j], tokens[i]
         elif op == "vocab":
-            tokens[i] = draw(st.sampled_from(VOCABULARY))
+            tokens[i] = draw(st.sampled_from(words))
         else:
             tokens[i] = tokens[draw(st.integers(0, len(tokens) - 1))]
     return " ".join(tokens)
 
 
 @st.composite
-def mutants(draw, **params):
-    """(mutated source, the original case) from a generated kernel."""
+def mutants(draw, min_edits: int = 1, **params):
+    """(mutated source, the original case) from a generated kernel; with `min_edits` 0 the
+    unchanged program is among them (and what shrinking reaches first)."""
     from ..strategies import kernels
 
     case = draw(kernels(**params))
-    return mutate(case.source, draw), case
+    lang = lang_of(case)
+    return mutate(case.source, draw, min_edits,
+                  VOCABULARY_V04 if lang == "v0.4" else VOCABULARY), case
 
 
-def frontend_problem(text: str, args: dict, groups: int, max_steps: int = 20000
-                     ) -> Optional[str]:
-    """None when parse/check/run ended in success or a TLError; else a description."""
+def lang_of(case) -> str:
+    """The language a generated case is written in (v0.3 for a generator without v0.4)."""
+    return getattr(case, "lang", None) or "v0.3"
+
+
+def frontend_problem(text: str, args: dict, groups, max_steps: int = 20000,
+                     lang: str = "v0.3", run_it: bool = True) -> Optional[str]:
+    """None when parse/check(/run) ended in success or a TLError; else a description."""
     import tlinterp
     from tlinterp.interp import run
 
     try:
-        program = tlinterp.parse(text, "<mutant>", lang="v0.3")  # mutants of v0.3 text
+        program = tlinterp.parse(text, "<mutant>", lang=lang)  # mutants of text in `lang`
         tlinterp.check(program)
-        if len(program.functions) == 1:
+        if run_it and len(program.functions) == 1:
             run(program, args, groups=groups, max_steps=max_steps)
     except TLError:
         return None

@@ -1,4 +1,6 @@
 """Valid programs an implementation rejects: one finding per rejected construct, not per case.
+(The same saving serves every `Keyed` finding: the front-end disagreements of
+fuzz/campaign/frontdiff.py are keyed by their rule.)
 
 A target that does not know a construct (a type, an instruction, a form of operand) rejects
 every kernel using it; saved case by case, that drowns a campaign in copies of one fact. The
@@ -25,8 +27,8 @@ from tlinterp.types import ScalarType
 from ..strategies import FuzzCase
 from .findings import Finding, reproduce_command, save_files
 
-__all__ = ["REJECTED", "RejectedConstruct", "rejected", "construct_of", "save_rejection",
-           "drop_known", "count"]
+__all__ = ["REJECTED", "Keyed", "RejectedConstruct", "rejected", "construct_of",
+           "message_shape", "save_rejection", "drop_known", "count"]
 
 REJECTED = "rejected-construct"
 _TYPES = "|".join(sorted((t.value for t in ScalarType), key=len, reverse=True))
@@ -35,8 +37,19 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 @dataclass
-class RejectedConstruct(Finding):
-    construct: str = ""  # the key: what was rejected, e.g. "type u8", "store: syntax error..."
+class Keyed(Finding):
+    """A finding saved once per key (`construct`); its later cases are only counted."""
+
+    construct: str = ""  # the key, e.g. "type u8", "store: syntax error..."
+
+    def header(self, base: str) -> str:
+        """The first line of the saved NAME.txt: the command that reruns the case."""
+        return reproduce_command(base + ".tl", base + ".npz", self)
+
+
+@dataclass
+class RejectedConstruct(Keyed):
+    """A valid program the implementation rejected; the key is what it rejected."""
 
 
 def rejected(case: FuzzCase, impl, said: str) -> RejectedConstruct:
@@ -51,6 +64,12 @@ def _normal(message: str) -> str:
     """A diagnostic without what differs from kernel to kernel (names, numbers)."""
     message = re.sub(r"%[\w.]+", "%_", message)
     return re.sub(r"\d+", "N", message).strip()[:120]
+
+
+def message_shape(message: str) -> str:
+    """`_normal`, and quoted words left out too ("found 'x'"): the rule a diagnostic is
+    about, the same whatever token of whichever program broke it."""
+    return _normal(re.sub(r"'[^'\n]*'", "'_'", re.sub(r'"[^"\n]*"', '"_"', message)))
 
 
 def construct_of(program: ir.Program, said: str) -> str:
@@ -92,9 +111,9 @@ def _slug(construct: str) -> str:
     return f"{text}-{hashlib.sha1(construct.encode()).hexdigest()[:8]}"
 
 
-def base_of(finding: RejectedConstruct, out_dir: str) -> str:
-    """Where the construct's first case is (or will be) saved, without extension."""
-    return os.path.join(out_dir, f"{REJECTED}-{_slug(finding.construct)}")
+def base_of(finding: Keyed, out_dir: str) -> str:
+    """Where the key's first case is (or will be) saved, without extension."""
+    return os.path.join(out_dir, f"{finding.kind}-{_slug(finding.construct)}")
 
 
 def drop_known(findings: list[Finding], out_dir: Optional[str], count_them: bool
@@ -106,7 +125,7 @@ def drop_known(findings: list[Finding], out_dir: Optional[str], count_them: bool
         return findings
     keep = []
     for f in findings:
-        if isinstance(f, RejectedConstruct) and os.path.exists(base_of(f, out_dir) + ".tl"):
+        if isinstance(f, Keyed) and os.path.exists(base_of(f, out_dir) + ".tl"):
             if count_them:
                 _count(f, base_of(f, out_dir))
             continue
@@ -121,7 +140,7 @@ def _count(finding: Finding, base: str) -> None:
         f.write(f"{digest} {finding.case.func}\n")
 
 
-def save_rejection(finding: RejectedConstruct, out_dir: str) -> tuple[str, bool]:
+def save_rejection(finding: Keyed, out_dir: str) -> tuple[str, bool]:
     """(path without extension, whether this case is the construct's first). The first case
     is saved in full; each case (the first too) adds a line to NAME.cases: the count. Safe
     across the campaign's jobs: creating NAME.tl exclusively decides which case is first."""
@@ -134,9 +153,9 @@ def save_rejection(finding: RejectedConstruct, out_dir: str) -> tuple[str, bool]
     else:
         first = True
         os.close(fd)  # the claim; its content comes last, atomically, over it
-        text = (reproduce_command(base + ".tl", base + ".npz", finding) + "\n\n"
-                f"construct: {finding.construct}\n(the first case; {base}.cases counts "
-                "every case rejected at this construct, one line each)\n\n"
+        text = (finding.header(base) + "\n\n"
+                f"key: {finding.construct}\n(the first case; {base}.cases counts "
+                "every case with this key, one line each)\n\n"
                 + finding.message + "\n")
         try:
             save_files(base, [(".npz", finding.case.args), (".txt", text),

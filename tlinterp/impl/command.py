@@ -87,6 +87,10 @@ def _decode(data: Optional[bytes]) -> str:
 
 # Output read back per stream: a command that prints without end must not exhaust memory.
 MAX_OUTPUT = 16 << 20
+# The address space of a tool that reads or rewrites one small program (an IR pass, another
+# front end): far more than it needs, and a runaway one fails its allocation instead of
+# taking the machine's memory from the other jobs.
+TOOL_MEMORY = 4 << 30
 
 
 def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = None,

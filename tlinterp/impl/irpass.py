@@ -10,7 +10,8 @@ any implementation. What can go wrong, and how it is reported:
 
 - the pass rejects the program (a reject status with a diagnostic): "rejected", as for a
   compiler (`command.rejection`); another exit status, a signal: "crashed"; no answer in
-  time: "timeout" (its process group killed); its address space is bounded (PASS_MEMORY);
+  time: "timeout" (its process group killed); its address space is bounded
+  (command.TOOL_MEMORY);
 - the text it wrote is no program (empty, not UTF-8, a syntax error, a static rule broken)
   or the function to run lost or changed its parameters: "crashed", quoting our checker's
   diagnostic in the rewritten text;
@@ -46,6 +47,7 @@ from .base import (
 )
 from .command import (
     MAX_OUTPUT,
+    TOOL_MEMORY,
     check_template,
     describe_exit,
     expand_template,
@@ -56,9 +58,6 @@ from .template import write_kernel
 
 FIELDS = ("tl", "out", "func")
 REWRITTEN = "rewritten.tl"  # the rewritten text's name in diagnostics
-# the pass's address space: a pass over a kernel of a few kilobytes needs far less; a runaway
-# one fails its allocation instead of taking the machine's memory from the other jobs
-PASS_MEMORY = 4 << 30
 # a bound for a job whose caller gives none (tlrun without --timeout)
 DEFAULT_TIMEOUT = 600.0
 
@@ -110,7 +109,7 @@ class IRPass(Implementation):
             uses_out = "{out}" in self.command
             done = run_command(expand_template(self.command, {"tl": tl, "out": out,
                                                               "func": job.func}),
-                               max(timeout, 0.1), memory=PASS_MEMORY)
+                               max(timeout, 0.1), memory=TOOL_MEMORY)
             command = " ".join(expand_template(self.command, {
                 "tl": os.path.basename(tl), "out": "out.tl", "func": job.func}))
             if done.code is None:
