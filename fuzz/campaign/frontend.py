@@ -1,6 +1,7 @@
-"""Front-end fuzzing: random token mutations of generated programs must only ever produce
-diagnostics. Parsing, checking and (when both pass) running the mutant may raise any
-`TLError`; any other exception is a finding."""
+"""Front-end fuzzing: random token mutations of generated programs (in the case's language,
+v0.3 or v0.4) must only ever produce diagnostics. Parsing, checking and (when both pass)
+running the mutant may raise any `TLError`; any other exception is a finding. The same
+mutants feed the differential front-end campaign (fuzz/campaign/frontdiff.py)."""
 
 from __future__ import annotations
 

@@ -67,9 +67,12 @@ def _normal(message: str) -> str:
 
 
 def message_shape(message: str) -> str:
-    """`_normal`, and quoted words left out too ("found 'x'"): the rule a diagnostic is
-    about, the same whatever token of whichever program broke it."""
-    return _normal(re.sub(r"'[^'\n]*'", "'_'", re.sub(r'"[^"\n]*"', '"_"', message)))
+    """`_normal`, with quoted words ("found 'x'") and parenthesised details holding numbers
+    ("(Got A=1x1, B=1x?)") left out too: the rule a diagnostic is about, the same whatever
+    token or shape of whichever program broke it."""
+    message = re.sub(r'"[^"\n]*"', '"_"', message)
+    message = re.sub(r"'[^'\n]*'", "'_'", message)
+    return _normal(re.sub(r"\([^()\n]*\d[^()\n]*\)", "(...)", message))
 
 
 def construct_of(program: ir.Program, said: str) -> str:

@@ -145,7 +145,7 @@ class IRPass(Implementation):
             try:
                 return decode_source(data, REWRITTEN), ok
             except SourceError as e:
-                return None, _crash(ok, f"the rewritten program is no text:\n{e.format()}")
+                return None, _crash(ok, f"the rewritten program is not UTF-8 text:\n{e.format()}")
 
 
 def _original(job: Job) -> ir.Program:
