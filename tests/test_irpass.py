@@ -208,6 +208,7 @@ def test_a_rejection_needs_a_reject_status_and_a_diagnostic(tmp_path):
     spec = script(tmp_path, "reject", body)
     o = resolve(spec, ImplOptions(reject_status=(1,))).run(job(REVERSE, **rev_args()))
     assert o.status == "rejected" and o.diagnostics == [("3.5-9", "not supported")]
+    assert o.message.startswith("k.tl:3.5-9: not supported")  # no scratch directory
     o = resolve(spec).run(job(REVERSE, **rev_args()))  # 1 is no reject status by default
     assert o.status == "crashed" and o.message.startswith("the pass ended with exit status 1")
 

@@ -93,7 +93,12 @@ class IRPass(Implementation):
         if changed is not None:
             return _crash(said, changed)
         left = deadline - time.monotonic()
-        runs = _bounded(lambda: _both(original, rewritten, name, job), max(left, 0.1))
+        try:
+            runs = _bounded(lambda: _both(original, rewritten, name, job), max(left, 0.1))
+        except Exception as e:  # noqa: BLE001 - the interpreter's own bug, said as such
+            return Outcome("crashed", message=f"the reference interpreter raised "
+                           f"{type(e).__name__}: {e} (a bug of the reference: please report "
+                           "it)", command=said.command)
         if runs is None:
             return Outcome("timeout", message=f"the interpreter's runs of the original and "
                            f"the rewritten program did not end within {max(left, 0):.3g} s",
@@ -112,6 +117,10 @@ class IRPass(Implementation):
                                max(timeout, 0.1), memory=TOOL_MEMORY)
             command = " ".join(expand_template(self.command, {
                 "tl": os.path.basename(tl), "out": "out.tl", "func": job.func}))
+            # its messages name the files as the command line shown does, not the scratch
+            # directory that is gone when anyone reads them
+            done.stdout = done.stdout.replace(tmp + os.sep, "")
+            done.stderr = done.stderr.replace(tmp + os.sep, "")
             if done.code is None:
                 status = "timeout" if "no answer" in done.problem else "crashed"
                 return None, Outcome(status, message=f"the pass: {done.problem}\n"
