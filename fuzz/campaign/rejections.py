@@ -68,11 +68,13 @@ def _normal(message: str) -> str:
 
 def message_shape(message: str) -> str:
     """`_normal`, with quoted words ("found 'x'") and parenthesised details holding numbers
-    ("(Got A=1x1, B=1x?)") left out too: the rule a diagnostic is about, the same whatever
-    token or shape of whichever program broke it."""
+    ("(Got A=1x1, B=1x?)", which one front end gives for some cases of a rule and not for
+    others) left out too: the rule a diagnostic is about, the same whatever token or shape
+    of whichever program broke it."""
     message = re.sub(r'"[^"\n]*"', '"_"', message)
     message = re.sub(r"'[^'\n]*'", "'_'", message)
-    return _normal(re.sub(r"\([^()\n]*\d[^()\n]*\)", "(...)", message))
+    message = re.sub(r"\s*\([^()\n]*\d[^()\n]*\)", "", message)
+    return _normal(message)
 
 
 def construct_of(program: ir.Program, said: str) -> str:
