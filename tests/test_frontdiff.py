@@ -175,3 +175,23 @@ def test_the_shape_of_a_rule():
     assert message_shape("expected 'func' or end of input, found 'garbage'") == \
         message_shape("expected ')' or end of input, found '%x'")
     assert message_shape("%y is not defined") == "%_ is not defined"
+
+
+def test_a_mutant_keeps_the_programs_layout():
+    """Only the edits differ: v0.4 reads `memref<` as one word, so a mutant spaced out token
+    by token (`memref < i32 x 1 >`) was rejected by our parser for its layout alone."""
+    from fuzz.campaign.frontend import TOKEN, mutate
+
+    text = kernel("mul")
+    assert mutate(text, lambda strategy: 0, min_edits=0) == text
+    tokens = TOKEN.findall(text)
+
+    def scripted(*choices):
+        answers = list(choices)
+        return lambda strategy: answers.pop(0)
+
+    # one edit (the count), at the token `mul`, a word of the vocabulary: `add`
+    assert mutate(text, scripted(1, tokens.index("mul"), "vocab", "add")) == kernel("add")
+    # a word put between two tokens that touched is kept apart from both
+    at = tokens.index("[")
+    assert "store %x, %A func %c0]\n" in mutate(text, scripted(1, at, "vocab", "func"))

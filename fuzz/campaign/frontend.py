@@ -35,10 +35,16 @@ __all__ = ["mutants", "mutate", "frontend_problem", "VOCABULARY", "VOCABULARY_V0
 def mutate(text: str, draw, min_edits: int = 1, vocabulary: Optional[list[str]] = None
            ) -> str:
     """`min_edits`-4 token edits: delete, duplicate, swap, replace by vocabulary or by another
-    token (0 edits: the program itself)."""
-    tokens = TOKEN.findall(text)
-    if not tokens:
+    token (0 edits: the program itself). The text between tokens stays as it was (a token
+    put in gets one space before it): a mutant differs from its program by the edits only,
+    not by a layout one front end reads differently (v0.4's `memref<` is one word)."""
+    spans = [(m.start(), m.end()) for m in TOKEN.finditer(text)]
+    if not spans:
         return text
+    tokens = [text[a:b] for a, b in spans]
+    # gaps[i]: the text before tokens[i]; the tail after the last token
+    gaps = [text[(spans[i - 1][1] if i else 0):a] for i, (a, _) in enumerate(spans)]
+    tail = text[spans[-1][1]:]
     words = vocabulary or VOCABULARY
     edits = draw(st.integers(min_edits, 4))
     if edits == 0:
@@ -48,8 +54,12 @@ def mutate(text: str, draw, min_edits: int = 1, vocabulary: Optional[list[str]] 
         op = draw(st.sampled_from(["delete", "duplicate", "swap", "vocab", "copy"]))
         if op == "delete" and len(tokens) > 1:
             del tokens[i]
+            gap = gaps.pop(i)
+            if i == 0:
+                gaps[0] = gap  # the text before the first token stays first
         elif op == "duplicate":
             tokens.insert(i, tokens[i])
+            gaps.insert(i + 1, " ")
         elif op == "swap":
             j = draw(st.integers(0, len(tokens) - 1))
             tokens[i], tokens[j] = tokens[j], tokens[i]
@@ -57,7 +67,18 @@ def mutate(text: str, draw, min_edits: int = 1, vocabulary: Optional[list[str]] 
             tokens[i] = draw(st.sampled_from(words))
         else:
             tokens[i] = tokens[draw(st.integers(0, len(tokens) - 1))]
-    return " ".join(tokens)
+    out: list[str] = []
+    for gap, token in zip(gaps, tokens):
+        if not gap and out and _glues(out[-1], token):
+            gap = " "  # two tokens that would read as one word (`%a` `func` -> `%afunc`)
+        out += [gap, token]
+    return "".join(out) + tail
+
+
+def _glues(left: str, right: str) -> bool:
+    word = str.isalnum
+    return bool(left) and bool(right) and (word(left[-1]) or left[-1] in "_.%@") and \
+        (word(right[0]) or right[0] in "_.%@-")
 
 
 @st.composite
