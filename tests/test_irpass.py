@@ -283,3 +283,14 @@ def test_findings_of_compilers_with_placeholders_save(spec, tmp_path):
                         str(tmp_path))
     text = Path(base + ".txt").read_text()
     assert "the command alone" not in text and spec in text
+
+
+def test_a_rejected_v04_instruction_is_named_in_its_finding():
+    """A rejection pointing at an instruction only v0.4 has (`constant`) named it with the
+    v0.3 printer, which raised: the campaign's child died instead of saving the finding."""
+    from fuzz.campaign.rejections import construct_of
+
+    program = tlinterp.check(tlinterp.parse(FOLDABLE, "fold.tl"))
+    assert construct_of(program, "fold.tl:4.5-30: not supported") == \
+        "constant: not supported"
+    assert construct_of(program, "fold.tl:6.5-30: no") == "arith.add: no"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tlinterp import ir
+from tlinterp.diagnostics import TLError
 from tlinterp.impl.base import mentioned_diagnostics
 from tlinterp.printer import mnemonic
 from tlinterp.types import ScalarType
@@ -91,11 +92,22 @@ def construct_of(program: ir.Program, said: str) -> str:
             return f"type {m.group(1)}: {_normal(message)}"
         inst = _instruction_at(program, line, col)
         if inst is not None:
-            return f"{mnemonic(inst)}: {_normal(message)}"
+            return f"{_name(inst)}: {_normal(message)}"
         w = _WORD.match(text)
         return f"{w.group(0) if w else text[:1]}: {_normal(message)}"
     first = next((s for s in said.strip().splitlines() if s.strip()), "(no message)")
     return _normal(first)
+
+
+def _name(inst: ir.Instruction) -> str:
+    """The instruction's mnemonic: v0.3's, else (an instruction only v0.4 has: `constant`,
+    `parallel`, ...) v0.4's."""
+    try:
+        return mnemonic(inst)
+    except TLError:  # the v0.3 printer has no spelling for it
+        from tlinterp.v04names import construct
+
+        return construct(inst)
 
 
 def _instruction_at(program: ir.Program, line: int, col: int) -> Optional[ir.Instruction]:

@@ -259,6 +259,10 @@ def _verdict(original: _Run, rewritten: _Run, said: Outcome) -> Outcome:
     e = rewritten.error
     o = outcome_of_error(e)
     o.command = said.command
+    if o.status == "rejected":
+        # refused when run (a construct the interpreter cannot run, arguments it cannot
+        # bind): no rejection of the program by the pass, which accepted it
+        o.status = "crashed"
     if isinstance(e, UndefinedBehaviour) and original.error is None:
         places = ", ".join(dict.fromkeys(f"{r.kind} at {r.span}" for r in e.reports))
         o.message = (f"the rewritten program has undefined behaviour: {places} (the original "
