@@ -294,3 +294,7 @@ def test_a_rejected_v04_instruction_is_named_in_its_finding():
     assert construct_of(program, "fold.tl:4.5-30: not supported") == \
         "constant: not supported"
     assert construct_of(program, "fold.tl:6.5-30: no") == "arith.add: no"
+    # the details of one complaint (shapes) do not make another construct
+    assert construct_of(program, "fold.tl:6.5-30: Incompatible tensor shapes (Got A=1x1)") \
+        == construct_of(program, "fold.tl:6.5-30: Incompatible tensor shapes (Got a=4, b=?)") \
+        == "arith.add: Incompatible tensor shapes"

@@ -5,8 +5,9 @@ fuzz/campaign/frontdiff.py are keyed by their rule.)
 A target that does not know a construct (a type, an instruction, a form of operand) rejects
 every kernel using it; saved case by case, that drowns a campaign in copies of one fact. The
 construct is named from the implementation's diagnostic: the type or instruction at the
-place its `FILE:LINE.COL-COL: message` points to, with the message (numbers and names left
-out, so the same complaint about another kernel gives the same key). The first case of a
+place its `FILE:LINE.COL-COL: message` points to, with the message (numbers, names and
+parenthesised details with numbers left out, so the same complaint about another kernel
+gives the same key). The first case of a
 construct is saved as `rejected-construct-KEY.{tl,npz,txt}`; later ones are only counted, one
 line each in `rejected-construct-KEY.cases` (which the first case opens).
 """
@@ -74,8 +75,12 @@ def message_shape(message: str) -> str:
     of whichever program broke it."""
     message = re.sub(r'"[^"\n]*"', '"_"', message)
     message = re.sub(r"'[^'\n]*'", "'_'", message)
-    message = re.sub(r"\s*\([^()\n]*\d[^()\n]*\)", "", message)
-    return _normal(message)
+    return _normal(_no_details(message))
+
+
+def _no_details(message: str) -> str:
+    """Without parenthesised details holding numbers: "(Got A=1x1, B=1x?)"."""
+    return re.sub(r"\s*\([^()\n]*\d[^()\n]*\)", "", message)
 
 
 def construct_of(program: ir.Program, said: str) -> str:
@@ -89,12 +94,12 @@ def construct_of(program: ir.Program, said: str) -> str:
         text = lines[line - 1][col - 1:]
         m = _TYPE.match(text)
         if m:  # `u8`, `u8x4x?` (a memref of it): the scalar type is the construct
-            return f"type {m.group(1)}: {_normal(message)}"
+            return f"type {m.group(1)}: {_normal(_no_details(message))}"
         inst = _instruction_at(program, line, col)
         if inst is not None:
-            return f"{_name(inst)}: {_normal(message)}"
+            return f"{_name(inst)}: {_normal(_no_details(message))}"
         w = _WORD.match(text)
-        return f"{w.group(0) if w else text[:1]}: {_normal(message)}"
+        return f"{w.group(0) if w else text[:1]}: {_normal(_no_details(message))}"
     first = next((s for s in said.strip().splitlines() if s.strip()), "(no message)")
     return _normal(first)
 
