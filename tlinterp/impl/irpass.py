@@ -158,10 +158,12 @@ class IRPass(Implementation):
 
 
 def _original(job: Job) -> ir.Program:
-    """The job's program read from its text, as the pass read it (`job.program` may be a
-    caller's derived form, such as tlrun's executable one)."""
+    """The job's checked program (the callers hand it in its own language; a `-D` definition
+    of tlrun has reached it), else its text read and checked."""
     from .. import check, parse
 
+    if job.program is not None:
+        return job.program
     return check(parse(job.source, filename=job.filename, lang=job.lang))
 
 
