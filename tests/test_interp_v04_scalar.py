@@ -576,3 +576,22 @@ def test_abs_of_c32_is_the_correctly_rounded_modulus():
     }"""
     out = _run(src, {"Z": np.array(z, np.complex64), "M": np.zeros(4, np.float32)})
     assert out["M"].tolist() == [math.hypot(v.real, v.imag) for v in z] == [13, 5, 17, 29]
+
+
+def test_a_constant_size_under_a_dynamic_type_runs():
+    """`%c8 = constant 8` as a size of a view declared `?` is valid v0.4 (tinytc's constant
+    propagation writes it); the form made for running folds it to the literal 8, which the
+    v0.3 rules read as a static size: that form is not checked by them again (it was a
+    'type mismatch' at run time, found by `ir:` with tinytc-opt)."""
+    src = """func @f(%A: memref<f32 x 8>, %B: memref<f32 x 8>) {
+        %c8 = constant 8 : index
+        %v = expand %A[0 -> %c8 x 1] : memref<f32 x ? x 1>
+        %w = fuse %v[0, 1] : memref<f32 x ?>
+        %c3 = constant 3 : index
+        %s = subview %B[0:%c3] : memref<f32 x ?>
+        %t = subview %w[0:%c3] : memref<f32 x ?>
+        %one = constant 1.0 : f32
+        axpby %one, %t, %one, %s
+    }"""
+    out = _run(src, {"A": np.arange(8, dtype=np.float32), "B": np.ones(8, np.float32)})
+    assert out["B"].tolist() == [1, 2, 3, 1, 1, 1, 1, 1]

@@ -385,6 +385,18 @@ def test_a_v04_program_with_v03_equivalents_runs(tmp_path):
     np.testing.assert_array_equal(out["y"], 2 * np.arange(16, dtype=np.float32))
 
 
+def test_a_syntax_error_is_not_blamed_on_a_later_construct_of_the_line():
+    """Found by the front-end campaign against tinytc: a whole program on one line, a
+    syntax error early in it, and a stretch `store ... : i8` later that reads like v0.3's
+    typed store: the error is reported where the parse stopped."""
+    src = ("func @f(%a: memref<i8 x 2>, %b: memref<i8 x 2>) { %c0 = constant 0 : index "
+           "%x = load %a[%c0] : i8 ) store %x, %b[%c0] %y = add %x, %x : i8 }")
+    with pytest.raises(SourceError) as e:
+        parse(src, "one.tl", lang="v0.4")
+    [d] = e.value.diagnostics
+    assert str(d.span) == "1.99-99" and d.message.startswith("expected an instruction")
+
+
 def test_a_mixed_file_without_lang_is_one_error_at_the_foreign_construct():
     src = V04.replace("%x = load %a[%c0] : f32", "%x = load %a[%c0] : f32\n"
                       "    %y = cmp.lt %x, %x : f32")

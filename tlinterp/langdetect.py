@@ -134,7 +134,9 @@ def detect(text: str) -> Optional[str]:
 
 def foreign_construct(text: str, version: str, pos: int, span_of) -> Optional[Diagnostic]:
     """A construct of the other version on the line of `pos` (where a `version` parse
-    failed), as one diagnostic at its range; None when the line has none."""
+    failed) that begins at or before `pos`, as one diagnostic at its range; None when the
+    line has none. (One after `pos` cannot be why the parse stopped there: with a whole
+    program on one line, it would blame a construct the parser never reached.)"""
     other = "v0.3" if version == "v0.4" else "v0.4"
     clean = blank_comments(text)
     start = clean.rfind("\n", 0, pos) + 1
@@ -144,7 +146,7 @@ def foreign_construct(text: str, version: str, pos: int, span_of) -> Optional[Di
     prev = clean.rfind("\n", 0, max(start - 1, 0)) + 1 if start else 0
     for lo, hi in ((start, end), (prev, end)):
         for a, b, what in markers(clean[:hi], other):
-            if a >= lo:
+            if lo <= a <= pos:
                 while b > a and clean[b - 1] in " \t\r\n":
                     b -= 1
                 return Diagnostic(f"{what} is tensor language {other} syntax, but this file "

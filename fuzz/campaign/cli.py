@@ -1,7 +1,8 @@
 """`tlfuzz`: a differential fuzzing campaign, interpreter against the OpenCL backend.
 
     tlfuzz [--time 10m] [--impl NAME] [--device pocl] [-j CORES] [--seed S]
-           [--out DIR] [--batch 8] [--shrink-time 60] [--frontend] [-v] [-q]
+           [--out DIR] [--batch 8] [--shrink-time 60] [--frontend [--against 'CMD {tl}']]
+           [-v] [-q]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
            [--profile all|tinytc-0.3.1|FILE.json|list]
            [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
@@ -93,7 +94,7 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
 
     from ..shutdown import stop_on_sigterm
     from .harness import save_finding
-    from .rejections import REJECTED, save_rejection
+    from .rejections import Keyed, save_rejection
     from .sandbox import Sandbox, quiet_child
 
     # SIGINT is the parent's to handle; compiler chatter from triage's reruns would cross the
@@ -114,7 +115,7 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
         for f in findings:
             first_line = f.message.splitlines()[0][:120] if f.message else ""
             try:
-                if f.kind == REJECTED:  # saved once per construct; later cases only counted
+                if isinstance(f, Keyed):  # saved once per key; later cases only counted
                     base, first = save_rejection(f, out)
                     if not first:
                         continue
@@ -316,7 +317,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
     console = Console(stderr=True)
     os.makedirs(ns.out, exist_ok=True)
     opts = HuntOptions(device=ns.device, batch=ns.batch, shrink_time=ns.shrink_time,
-                       frontend=ns.frontend,
+                       frontend=ns.frontend, against=ns.against,
                        database=ns.database or os.path.join(ns.out, "hypothesis-db"),
                        mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time,
                        params={"profile": getattr(ns, "profile_ref", None)}, out=ns.out)
@@ -334,7 +335,8 @@ def run_campaign(ns: argparse.Namespace) -> int:
     interrupted: Optional[BaseException] = None
     target = ns.impl_ref[0] if ns.impl_ref else "opencl"
     # the device as given: the line above the table names the one it picked (device_label)
-    title = (f"tlfuzz {'front-end' if ns.frontend else target + ' on ' + ns.device}, "
+    front = "front-end" + (f" against {ns.against}" if ns.against else "")
+    title = (f"tlfuzz {front if ns.frontend else target + ' on ' + ns.device}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
     shown = 0  # findings already printed (-v)
     announced = False
@@ -508,6 +510,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="seconds per shrink")
     g.run.add_argument("--frontend", action="store_true",
                        help="front-end mode: mutated programs must only produce diagnostics")
+    g.run.add_argument("--against", default=None, metavar="'COMMAND {tl}'",
+                       help="with --frontend: another front end that exits 0 when it accepts "
+                            "the file {tl} and non-zero when it rejects it; generated programs "
+                            "and their mutants go to both, every disagreement is a finding")
     g.run.add_argument("--mutation", default=None, metavar="NAME",
                        help="self-test: plant a known bug in the OpenCL lowering "
                             "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
@@ -551,6 +557,24 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
     return (impl.spec, impl.options)
 
 
+def _against_problem(ns: argparse.Namespace) -> Optional[str]:
+    """Why --against cannot be used as given (None: it can)."""
+    from tlinterp.impl import SpecError
+
+    from .frontdiff import check_against
+
+    if not ns.frontend:
+        return "--against needs --frontend (it compares front ends, nothing runs)"
+    if ns.impl is not None:
+        return "--against compares front ends: --impl has no part in it"
+    try:
+        check_against(ns.against)
+    except SpecError as e:
+        text = str(e)
+        return text if text.startswith("--against") else f"--against: {text}"
+    return None
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["triage"]:
@@ -592,6 +616,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ValueError as e:
         print(f"tlfuzz: {e}", file=sys.stderr)
         return 2
+    if ns.against is not None:
+        problem = _against_problem(ns)
+        if problem:
+            print(f"tlfuzz: {problem}", file=sys.stderr)
+            return 2
     # the jobs' working directories are scratch directories: every path the user gave is
     # made absolute now
     ns.out = os.path.abspath(ns.out)

@@ -136,10 +136,11 @@ def save_files(base: str, parts: list) -> None:
 
 def _direct_command(finding: Finding, base: str) -> Optional[str]:
     """A command template's own command line for the saved files (None for the others)."""
-    if finding.impl is None or "{" not in finding.impl[0] or finding.impl[0].startswith(
-            ("opencl-c:", "python:")):
-        return None
+    from tlinterp.impl.registry import is_template
     from tlinterp.impl.template import Template
+
+    if finding.impl is None or not is_template(finding.impl[0]):
+        return None
 
     return Template(*finding.impl).reproduce(base + ".tl", base + ".npz", finding.case.func,
                                              finding.case.groups)

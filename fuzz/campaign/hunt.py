@@ -9,6 +9,7 @@ failures replay first in later searches.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import random
@@ -26,7 +27,8 @@ from hypothesis.errors import HypothesisException
 from hypothesis.internal.conjecture import engine
 
 from ..strategies import FuzzCase, coverage_of, kernels, lowering_configs
-from .frontend import frontend_problem, mutants
+from .frontdiff import OtherFrontEnd, disagreement, ours
+from .frontend import frontend_problem, lang_of, mutants
 from .harness import Finding
 from .rejections import drop_known
 from .sandbox import Sandbox
@@ -59,6 +61,8 @@ class HuntOptions:
     impl: Optional[tuple] = None  # (spec, ImplOptions): test this instead of our lowering
     triage_time: float = 120.0  # reduction budget of a device-compiler suspect (0: no triage)
     out: Optional[str] = None  # the findings directory (rejected constructs known there)
+    against: Optional[str] = None  # frontend: another front end's command 'TOOL {tl}'
+    # (fuzz/campaign/frontdiff.py): each text goes to both, every disagreement is a finding
 
 
 class _Found(AssertionError):
@@ -120,20 +124,28 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
             raise _Found(str(findings[0]))
 
     if opts.frontend:
-        strategy = mutants(**opts.params)
+        # against another front end the generated programs themselves count too (0 edits)
+        strategy = mutants(min_edits=0 if opts.against else 1, **opts.params)
+        other = OtherFrontEnd(opts.against) if opts.against else None
 
         def body(item):
             text, case = item
 
             def run():
-                problem = frontend_problem(text, case.args, case.groups)
+                lang = lang_of(case)
+                mutant = dataclasses.replace(case, program=_text_program(text, lang))
+                if other is not None:  # both front ends judge it; nothing runs
+                    we = ours(text, lang)
+                    problem = we.first if we.verdict == "crashed" else None
+                    found = None if problem else disagreement(mutant, text, lang, other, we)
+                else:
+                    problem = frontend_problem(text, case.args, case.groups, lang=lang)
+                    found = None
                 if progress:
                     progress(1, coverage_of(case.program))
-                if problem is None:
-                    return []
-                mutant = FuzzCase(case.program, case.func, case.args, case.groups)
-                mutant.program = _text_program(text)
-                return [Finding(mutant, "frontend", problem)]
+                if problem is not None:
+                    return [Finding(mutant, "frontend", problem)]
+                return [found] if found is not None else []
 
             check(text, run)
     else:
@@ -191,8 +203,8 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
     return state["last"]
 
 
-def _text_program(text: str):
+def _text_program(text: str, lang: str = "v0.3"):
     """A Program object carrying a mutant's text (it may not parse)."""
     from tlinterp import ir
 
-    return ir.Program((), "<mutant>", text)
+    return ir.Program((), "<mutant>", text, lang=lang)

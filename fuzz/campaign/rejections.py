@@ -1,10 +1,13 @@
 """Valid programs an implementation rejects: one finding per rejected construct, not per case.
+(The same saving serves every `Keyed` finding: the front-end disagreements of
+fuzz/campaign/frontdiff.py are keyed by their rule.)
 
 A target that does not know a construct (a type, an instruction, a form of operand) rejects
 every kernel using it; saved case by case, that drowns a campaign in copies of one fact. The
 construct is named from the implementation's diagnostic: the type or instruction at the
-place its `FILE:LINE.COL-COL: message` points to, with the message (numbers and names left
-out, so the same complaint about another kernel gives the same key). The first case of a
+place its `FILE:LINE.COL-COL: message` points to, with the message (numbers, names and
+parenthesised details with numbers left out, so the same complaint about another kernel
+gives the same key). The first case of a
 construct is saved as `rejected-construct-KEY.{tl,npz,txt}`; later ones are only counted, one
 line each in `rejected-construct-KEY.cases` (which the first case opens).
 """
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tlinterp import ir
+from tlinterp.diagnostics import TLError
 from tlinterp.impl.base import mentioned_diagnostics
 from tlinterp.printer import mnemonic
 from tlinterp.types import ScalarType
@@ -25,8 +29,8 @@ from tlinterp.types import ScalarType
 from ..strategies import FuzzCase
 from .findings import Finding, reproduce_command, save_files
 
-__all__ = ["REJECTED", "RejectedConstruct", "rejected", "construct_of", "save_rejection",
-           "drop_known", "count"]
+__all__ = ["REJECTED", "Keyed", "RejectedConstruct", "rejected", "construct_of",
+           "message_shape", "save_rejection", "drop_known", "count"]
 
 REJECTED = "rejected-construct"
 _TYPES = "|".join(sorted((t.value for t in ScalarType), key=len, reverse=True))
@@ -35,8 +39,19 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 @dataclass
-class RejectedConstruct(Finding):
-    construct: str = ""  # the key: what was rejected, e.g. "type u8", "store: syntax error..."
+class Keyed(Finding):
+    """A finding saved once per key (`construct`); its later cases are only counted."""
+
+    construct: str = ""  # the key, e.g. "type u8", "store: syntax error..."
+
+    def header(self, base: str) -> str:
+        """The first line of the saved NAME.txt: the command that reruns the case."""
+        return reproduce_command(base + ".tl", base + ".npz", self)
+
+
+@dataclass
+class RejectedConstruct(Keyed):
+    """A valid program the implementation rejected; the key is what it rejected."""
 
 
 def rejected(case: FuzzCase, impl, said: str) -> RejectedConstruct:
@@ -53,6 +68,21 @@ def _normal(message: str) -> str:
     return re.sub(r"\d+", "N", message).strip()[:120]
 
 
+def message_shape(message: str) -> str:
+    """`_normal`, with quoted words ("found 'x'") and parenthesised details holding numbers
+    ("(Got A=1x1, B=1x?)", which one front end gives for some cases of a rule and not for
+    others) left out too: the rule a diagnostic is about, the same whatever token or shape
+    of whichever program broke it."""
+    message = re.sub(r'"[^"\n]*"', '"_"', message)
+    message = re.sub(r"'[^'\n]*'", "'_'", message)
+    return _normal(_no_details(message))
+
+
+def _no_details(message: str) -> str:
+    """Without parenthesised details holding numbers: "(Got A=1x1, B=1x?)"."""
+    return re.sub(r"\s*\([^()\n]*\d[^()\n]*\)", "", message)
+
+
 def construct_of(program: ir.Program, said: str) -> str:
     """The construct a rejection is about (see the module docstring); without a place in
     the program, the first line of what the implementation said."""
@@ -64,14 +94,25 @@ def construct_of(program: ir.Program, said: str) -> str:
         text = lines[line - 1][col - 1:]
         m = _TYPE.match(text)
         if m:  # `u8`, `u8x4x?` (a memref of it): the scalar type is the construct
-            return f"type {m.group(1)}: {_normal(message)}"
+            return f"type {m.group(1)}: {_normal(_no_details(message))}"
         inst = _instruction_at(program, line, col)
         if inst is not None:
-            return f"{mnemonic(inst)}: {_normal(message)}"
+            return f"{_name(inst)}: {_normal(_no_details(message))}"
         w = _WORD.match(text)
-        return f"{w.group(0) if w else text[:1]}: {_normal(message)}"
+        return f"{w.group(0) if w else text[:1]}: {_normal(_no_details(message))}"
     first = next((s for s in said.strip().splitlines() if s.strip()), "(no message)")
     return _normal(first)
+
+
+def _name(inst: ir.Instruction) -> str:
+    """The instruction's mnemonic: v0.3's, else (an instruction only v0.4 has: `constant`,
+    `parallel`, ...) v0.4's."""
+    try:
+        return mnemonic(inst)
+    except TLError:  # the v0.3 printer has no spelling for it
+        from tlinterp.v04names import construct
+
+        return construct(inst)
 
 
 def _instruction_at(program: ir.Program, line: int, col: int) -> Optional[ir.Instruction]:
@@ -92,9 +133,9 @@ def _slug(construct: str) -> str:
     return f"{text}-{hashlib.sha1(construct.encode()).hexdigest()[:8]}"
 
 
-def base_of(finding: RejectedConstruct, out_dir: str) -> str:
-    """Where the construct's first case is (or will be) saved, without extension."""
-    return os.path.join(out_dir, f"{REJECTED}-{_slug(finding.construct)}")
+def base_of(finding: Keyed, out_dir: str) -> str:
+    """Where the key's first case is (or will be) saved, without extension."""
+    return os.path.join(out_dir, f"{finding.kind}-{_slug(finding.construct)}")
 
 
 def drop_known(findings: list[Finding], out_dir: Optional[str], count_them: bool
@@ -106,7 +147,7 @@ def drop_known(findings: list[Finding], out_dir: Optional[str], count_them: bool
         return findings
     keep = []
     for f in findings:
-        if isinstance(f, RejectedConstruct) and os.path.exists(base_of(f, out_dir) + ".tl"):
+        if isinstance(f, Keyed) and os.path.exists(base_of(f, out_dir) + ".tl"):
             if count_them:
                 _count(f, base_of(f, out_dir))
             continue
@@ -121,7 +162,7 @@ def _count(finding: Finding, base: str) -> None:
         f.write(f"{digest} {finding.case.func}\n")
 
 
-def save_rejection(finding: RejectedConstruct, out_dir: str) -> tuple[str, bool]:
+def save_rejection(finding: Keyed, out_dir: str) -> tuple[str, bool]:
     """(path without extension, whether this case is the construct's first). The first case
     is saved in full; each case (the first too) adds a line to NAME.cases: the count. Safe
     across the campaign's jobs: creating NAME.tl exclusively decides which case is first."""
@@ -134,9 +175,9 @@ def save_rejection(finding: RejectedConstruct, out_dir: str) -> tuple[str, bool]
     else:
         first = True
         os.close(fd)  # the claim; its content comes last, atomically, over it
-        text = (reproduce_command(base + ".tl", base + ".npz", finding) + "\n\n"
-                f"construct: {finding.construct}\n(the first case; {base}.cases counts "
-                "every case rejected at this construct, one line each)\n\n"
+        text = (finding.header(base) + "\n\n"
+                f"key: {finding.construct}\n(the first case; {base}.cases counts "
+                "every case with this key, one line each)\n\n"
                 + finding.message + "\n")
         try:
             save_files(base, [(".npz", finding.case.args), (".txt", text),

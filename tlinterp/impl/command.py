@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import shlex
 import signal
 import subprocess
@@ -86,15 +87,21 @@ def _decode(data: Optional[bytes]) -> str:
 
 # Output read back per stream: a command that prints without end must not exhaust memory.
 MAX_OUTPUT = 16 << 20
+# The address space of a tool that reads or rewrites one small program (an IR pass, another
+# front end): far more than it needs, and a runaway one fails its allocation instead of
+# taking the machine's memory from the other jobs.
+TOOL_MEMORY = 4 << 30
 
 
-def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = None
-                ) -> Finished:
+def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = None,
+                memory: Optional[int] = None) -> Finished:
     """Run argv to the end or the timeout; never raises for the command's own failures.
 
     Its output goes to temporary files, not pipes: waiting for a pipe's end would also wait
     for any process it left running in the background (or detached with setsid), so a command
-    that answered at once would look like one that never did."""
+    that answered at once would look like one that never did. `memory` bounds its address
+    space in bytes (and that of every process it starts afterwards): an allocation past it
+    fails in the command, which then ends as it handles that (a C++ tool aborts)."""
     command = shlex.join(argv)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:
@@ -102,6 +109,8 @@ def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = 
                                     cwd=cwd, start_new_session=True)
         except OSError as e:
             return Finished(None, "", "", command, f"cannot run {argv[0]}: {e.strerror or e}")
+        if memory is not None:
+            _limit_memory(proc, memory)
         problem = ""
         try:
             proc.wait(timeout=timeout)
@@ -118,6 +127,17 @@ def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = 
         out.seek(0)
         raw = out.read(MAX_OUTPUT)
         return Finished(code, _read(out), _read(err), command, problem, raw)
+
+
+def _limit_memory(proc: subprocess.Popen, memory: int) -> None:
+    """RLIMIT_AS of the started command. Set from outside just after the start (Popen has no
+    rlimit argument, and a preexec_fn is unsafe in a process with threads, as tlconform -j
+    is): the command's first microseconds run unbounded, which no runaway allocation
+    exploits."""
+    try:
+        resource.prlimit(proc.pid, resource.RLIMIT_AS, (memory, memory))
+    except (ProcessLookupError, PermissionError, ValueError, OSError):
+        pass  # it has already ended, or the system refuses: it runs unbounded
 
 
 def _read(f) -> str:

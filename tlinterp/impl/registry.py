@@ -23,8 +23,10 @@ def _builtin() -> dict[str, Factory]:
     # the base package's own adapters, also usable from a source tree without installed
     # metadata (an installed distribution registers the same factories as entry points)
     from .inprocess import interp_factory, python_factory
+    from .irpass import ir_factory
 
-    return {"interp": interp_factory, "tlinterp": interp_factory, "python": python_factory}
+    return {"interp": interp_factory, "tlinterp": interp_factory, "python": python_factory,
+            "ir": ir_factory}
 
 
 def _entry_points() -> dict[str, metadata.EntryPoint]:
@@ -61,6 +63,14 @@ def available() -> list[tuple[str, str]]:
     rows.append(("'TEMPLATE'", "a command: TOOL {kernel} --args {args} --out {out} "
                  "[--func {func}] [--groups {groups}]"))
     return rows
+
+
+def is_template(spec: str) -> bool:
+    """Whether `spec` names a command template rather than a registered implementation (whose
+    argument may hold placeholders too: `opencl-c:cc {tl}`, `ir:pass {tl}`), as `resolve`
+    decides."""
+    name = spec.partition(":")[0]
+    return "{" in spec and ("{" in name or name not in set(_builtin()) | set(_entry_points()))
 
 
 def resolve(spec: str, options: Optional[ImplOptions] = None) -> Implementation:
