@@ -300,8 +300,9 @@ class _Builder04(_Builder):
         elif kind == "floating_constant":
             const = self.const_float(c)
         elif kind == "boolean_constant":
-            const = Const(int(c.match.group(1) == "true"), False,
-                          self.span(c.start, c.match.end(1)))
+            # a Python bool (== 0/1 for every use) so that the checker can tell `true`
+            # from `1`: the literal kind must match the type
+            const = Const(c.match.group(1) == "true", False, self.span(c.start, c.match.end(1)))
         else:
             const = self.const_int(c)
         inst = ir.Constant(r, const, self.type(ty), s)
