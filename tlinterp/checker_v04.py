@@ -419,11 +419,16 @@ class _Function:
                     self.error(f"{what} %{op.name} has type {t}, not index", op.span or inst.span)
 
     def _subview(self, inst: ir.Subview, spmd) -> None:
+        self.operand(inst.operand, "memref", "the operand of subview", inst)
         self._index_operands(inst, [x for s in inst.slices for x in (s.offset, s.size)],
                              "offset or size")
 
     def _expand(self, inst: ir.Expand, spmd) -> None:
+        self.operand(inst.operand, "memref", "the operand of expand", inst)
         self._index_operands(inst, inst.shape, "expanded size")
+
+    def _fuse(self, inst: ir.Fuse, spmd) -> None:
+        self.operand(inst.operand, "memref", "the operand of fuse", inst)
 
     def _load(self, inst: ir.Load, spmd) -> None:
         self._indices(inst, inst.type)

@@ -108,9 +108,7 @@ class _ToV04:
             return op
         self.check_type(t, op.span)
         c = op
-        if isinstance(t, ScalarType) and t.is_complex and not isinstance(op.value, complex):
-            c = Const(complex(op.value), True, op.span)  # v0.4 writes complex literals [re, im]
-        elif isinstance(t, ScalarType) and t.is_float and not op.is_float:
+        if isinstance(t, ScalarType) and (t.is_float or t.is_complex) and not op.is_float:
             c = Const(float(op.value), True, op.span)
         elif isinstance(t, ScalarType) and t.is_int and op.is_float:
             c = Const(int(op.value), False, op.span)
@@ -249,9 +247,8 @@ class _ToV04:
         regions = []
         for value in (1, 0):
             c = self.fresh()
-            lit = Const(complex(value), True, inst.span) if t.is_complex else \
-                Const(float(value), True, inst.span) if t.is_float else \
-                Const(value, False, inst.span)
+            lit = Const(float(value), True, inst.span) if t.is_float or t.is_complex \
+                else Const(value, False, inst.span)
             regions.append(ir.Region([ir.Constant(c, lit, t, inst.span),
                                       ir.Yield((c,), (t,), inst.span)], inst.span))
         return ir.If((inst.result,), self.value(inst.operand, ScalarType.i1), (t,), regions[0],
