@@ -137,6 +137,10 @@ CASES = {
     "atomic-load-result-type": (
         "%c = constant 0 : index\n%a = atomic_load %A[%c] : i32", "%A: memref<f32x4>", "",
         "result type i32 does not match f32, the type atomic_load from %A gives", "3.5-33"),
+    "atomic-load-group": (
+        "%c = constant 0 : index\n%a = atomic_load %G[%c] : memref<f32>",
+        "%G: group<memref<f32>x4>", "",
+        "the tensor of atomic_load: %G must be a memref, not group", "3.22-23"),
     "atomic-add-value-type": (
         "%c = constant 0 : index\n%h = constant 1.0 : f16\n%a = atomic_add %h, %A[%c] : f32",
         "%A: memref<f32x4>", "", "value %h has type f16, the memref %A holds f32", "4.21-22"),
@@ -231,6 +235,10 @@ CASES = {
         _P + "    %a = cooperative_matrix_load %A[%c, %c] : coopmatrix<f32x16x-1,matrix_acc>\n}",
         _M, _SG,
         "%a: a coopmatrix shape needs non-negative sizes, not 16x-1", "4.9-10"),
+    "view-size-name-is-dynamic": (
+        "%c = constant 4 : index\n%v = subview %A[%j:%c] : memref<f32x4>",
+        "%A: memref<f32x16>, %j: index", "",
+        "result type memref<f32x4> does not match memref<f32x?>", "3.30-42"),
     "undefined": ("%y = neg %x : f32", "", "", "%x is not defined", "2.14-15"),
 }
 
@@ -274,3 +282,13 @@ def test_diagnostics_after_the_preprocessor_quote_and_count_in_the_text_as_writt
     assert spans == ["4.31-32", "4.42-55", "5.18-19", "5.22-23"], spans
     shown = info.value.format()
     assert "subview %A[$longname:%x" in shown and "load %A[%x, %x] : $t" in shown
+
+
+def test_a_constant_name_in_a_view_is_dynamic():
+    """A view size given by a name is '?' even when the name is a `constant`: a constant 0
+    slice size or a wrong expand product is undefined behaviour at run time (the interpreter
+    reports it), not a static error."""
+    src = ("func @f(%A: memref<f32x64>, %j: index) {\n    %z = constant 0 : index\n"
+           "    %v = subview %A[%j:%z] : memref<f32x?>\n    %two = constant 2 : index\n"
+           "    %w = expand %A[0 -> 4 x %two] : memref<f32x4x?>\n}\n")
+    check(parse(src, "ok.tl", lang="v0.4"))

@@ -17,10 +17,22 @@ position.  The rules, by topic:
 - mixed precision: BLAS operands follow the promotion order of the v0.4 reference
   (alpha <= A <= B and beta <= B, with promote(A, B) for products);
 - `.atomic` BLAS need beta to be a `constant` 0 or 1;
-- memory: alloca is static and local; load/store take one index per mode (one for a group),
-  of type index; the stored value has the element type;
+- operand kinds: every operand is of the kind the reference's operand tables give (a number,
+  a memref, a memref or group, a coopmatrix, an index), reported at the operand; where the
+  tables are silent, as tinytc v0.4.0 (subview/expand/fuse/atomic_store/atomic_add take a
+  memref, atomic_load too: docs/semantics.md erratum table);
+- constants: the literal's kind is the type's (true/false for bool, an integer literal for
+  integer types, a floating literal for floating types, `[re, im]` for complex types);
+- memory: alloca is static and local; load/store and the atomics take one index per mode (one
+  for a group), of type index; stored, atomically updated and loaded values have the element
+  type;
+- BLAS and cumsum: alpha/beta are numbers, the others memrefs; orders and shapes are
+  tlinterp/blas_shapes.py's rules (shared with v0.3);
 - coopmatrix: mul_add shapes (M x K, K x N, M x N) and uses (matrix_a, matrix_b,
-  matrix_acc), load/store need an order-2 memref of the component type, casts keep the shape
+  matrix_acc), load/store/atomic update/prefetch need an order-2 memref of the component type
+  and an index position, construct/insert/scale take a number of the component type,
+  extract gives it, insert/scale/atomic update keep the matrix type, reduce and mul_add need
+  rows that are multiples of the subgroup size, sizes are not negative; casts keep the shape
   and may only change the use from matrix_acc to matrix_a/b;
 - attributes: subgroup_size an integer, work_group_size two integers, alignment a positive
   multiple of the element size, shape_gcd/stride_gcd arrays of positive integers no longer
@@ -449,14 +461,14 @@ class _Function:
                            f"{inst.type.element}", inst.span)
 
     def _atomicload(self, inst: ir.AtomicLoad, spmd) -> None:
-        # the reference's operand table allows a group (tinytc v0.4.0 does not; our finding)
-        t = self.operand(inst.operand, "memref or group", "the tensor of atomic_load", inst)
+        # a memref only: the operand table also lists group-type, but the result is "a value
+        # of the memref's element type" and tinytc v0.4.0 rejects a group (erratum table)
+        t = self.operand(inst.operand, "memref", "the tensor of atomic_load", inst)
         if t is None:
             return
         self._indices(inst, t)
-        want = t.memref if isinstance(t, GroupType) else t.element
-        self.same(inst.type, want, f"result type {inst.type} does not match {want}, the type "
-                  f"atomic_load from %{inst.operand.name} gives", inst.span)
+        self.same(inst.type, t.element, f"result type {inst.type} does not match {t.element}, "
+                  f"the type atomic_load from %{inst.operand.name} gives", inst.span)
 
     def _atomic_value(self, inst, what: str) -> None:
         """atomic_store / atomic_add|max|min: a memref (no group) and a value of its element
