@@ -235,6 +235,27 @@ CASES = {
         _P + "    %a = cooperative_matrix_load %A[%c, %c] : coopmatrix<f32x16x-1,matrix_acc>\n}",
         _M, _SG,
         "%a: a coopmatrix shape needs non-negative sizes, not 16x-1", "4.9-10"),
+    "coop-rows-power-of-two": (
+        _P + "    %a = cooperative_matrix_load %A[%c, %c] : coopmatrix<f32x12x8,matrix_acc>\n}",
+        _M, _SG,
+        "%a: coopmatrix rows must be a power of two, not 12", "4.9-10"),
+    "coop-extract-index-range": (
+        _P + _L + "    %e = cooperative_matrix_extract %a[8] : f32\n}", _M, _SG,
+        f"component index 8 is outside 0..7 for {_T} with sub-group", "5.9-51"),
+    "coop-extract-index-negative": (
+        _P + _L + "    %e = cooperative_matrix_extract %a[-1] : f32\n}", _M, _SG,
+        "the work-item vector index -1 is negative", "5.9-52"),
+    "coop-reduce-rows": (
+        _P + "    %a = cooperative_matrix_load %A[%c, %c] : coopmatrix<f32x8x8,matrix_acc>\n"
+        "    %r = cooperative_matrix_reduce_add.row %a : coopmatrix<f32x8x1,matrix_acc>\n}",
+        _M, _SG,
+        "rows of the reduced matrix must be a multiple of the subgroup size 16", "5.9-82"),
+    "coop-prefetch-cache-level": (
+        _P + "    cooperative_matrix_prefetch -1, %A[%c, %c], 16, 8\n}", _M, _SG,
+        "the cache level must be non-negative, not -1", "4.9-57"),
+    "fuse-of-scalar": (
+        "%v = fuse %m[0,1] : memref<f32x4>", "%m: f32", "",
+        "the operand of fuse: %m must be a memref, not f32", "2.15-16"),
     "view-size-name-is-dynamic": (
         "%c = constant 4 : index\n%v = subview %A[%j:%c] : memref<f32x4>",
         "%A: memref<f32x16>, %j: index", "",

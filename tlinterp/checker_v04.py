@@ -32,7 +32,9 @@ position.  The rules, by topic:
   matrix_acc), load/store/atomic update/prefetch need an order-2 memref of the component type
   and an index position, construct/insert/scale take a number of the component type,
   extract gives it, insert/scale/atomic update keep the matrix type, reduce and mul_add need
-  rows that are multiples of the subgroup size, sizes are not negative; casts keep the shape
+  rows that are multiples of the subgroup size, rows are powers of two (the layout is defined
+  for those only) and columns not negative, an extract/insert index names one of the lane's
+  components (counted by the layout once subgroup_size is fixed); casts keep the shape
   and may only change the use from matrix_acc to matrix_a/b;
 - attributes: subgroup_size an integer, work_group_size two integers, alignment a positive
   multiple of the element size, shape_gcd/stride_gcd arrays of positive integers no longer
@@ -191,6 +193,10 @@ class _Function:
         if isinstance(t, CoopMatrixType) and min(t.shape) < 0:
             self.error(f"{what}: a coopmatrix shape needs non-negative sizes, not "
                        f"{t.rows}x{t.cols}", span)
+        elif isinstance(t, CoopMatrixType) and (t.rows < 1 or t.rows & (t.rows - 1)):
+            # the coopmatrix layout is defined for rows that are powers of two only
+            # (tinytc v0.4.0: "Unsupported coopmatrix shape")
+            self.error(f"{what}: coopmatrix rows must be a power of two, not {t.rows}", span)
         if isinstance(t, GroupType):
             for name, x in (("size", t.size), ("offset", t.offset)):
                 if x is not None and x < 0:
@@ -733,8 +739,26 @@ class _Function:
         if tm is not None:
             self.same(inst.type, tm.component, f"result type {inst.type} does not match "
                       f"{tm.component}, the component type of %{inst.operand.name}", inst.span)
+        self._component_index(inst, tm)
+
+    def _component_index(self, inst, tm: Optional[Type]) -> None:
+        """extract/insert: the index names one of the lane's components; how many there are
+        follows from the layout once the function fixes subgroup_size."""
         if inst.index < 0:
             self.error(f"the work-item vector index {inst.index} is negative", inst.span)
+            return
+        sg = self.fn.subgroup_size
+        if not isinstance(tm, CoopMatrixType) or not sg or sg < 1:
+            return
+        # the layout's one definition is the interpreter's (imported here, where needed, so
+        # that checking does not load the interpreter)
+        from .interp.coopmatrix import Layout, check_index
+
+        try:
+            check_index(Layout(tm.rows, tm.cols, tm.component.value, tm.use, sg), inst.index)
+        except ValueError as e:  # also a shape the layout does not define (reported there)
+            if "component index" in str(e):
+                self.error(str(e), inst.span)
 
     def _coopinsert(self, inst: ir.CoopInsert, spmd) -> None:
         tm = self.operand(inst.operand, "coopmatrix", "the matrix of cooperative_matrix_insert",
@@ -745,8 +769,7 @@ class _Function:
                       f"component type is {tm.component}", inst.value.span or inst.span)
             self.same(inst.type, tm, f"result type {inst.type} does not match {tm}, the type "
                       f"of %{inst.operand.name}", inst.span)
-        if inst.index < 0:
-            self.error(f"the work-item vector index {inst.index} is negative", inst.span)
+        self._component_index(inst, tm)
 
     def _coopscale(self, inst: ir.CoopScale, spmd) -> None:
         ts = self.operand(inst.scalar, "number", "the scalar of cooperative_matrix_scale", inst)
