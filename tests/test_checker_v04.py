@@ -313,3 +313,22 @@ def test_a_constant_name_in_a_view_is_dynamic():
            "    %v = subview %A[%j:%z] : memref<f32x?>\n    %two = constant 2 : index\n"
            "    %w = expand %A[0 -> 4 x %two] : memref<f32x4x?>\n}\n")
     check(parse(src, "ok.tl", lang="v0.4"))
+
+
+def test_bool_constants_built_as_ir_keep_their_kind():
+    """The checker tells `true` from `1` by the literal's Python type (the parser keeps true and
+    false as bools); the generator's and the migration's bool constants are bools too, so
+    programs built as IR pass."""
+    import dataclasses
+
+    from fuzz.gen.spmd_model import literal
+
+    program = parse("func @f() {\n    %p = constant true : bool\n}\n", "b.tl", lang="v0.4")
+    inst = program.functions[0].body.instructions[0]
+    program.functions[0].body.instructions[0] = dataclasses.replace(
+        inst, value=literal(1, S.i1))
+    check(program)
+    with pytest.raises(SourceError, match="a bool constant is true or false"):
+        program.functions[0].body.instructions[0] = dataclasses.replace(
+            inst, value=dataclasses.replace(inst.value, value=1))
+        check(program)
