@@ -190,11 +190,31 @@ def test_nonuniform_coopmatrix_offset_and_twin():
 
 
 def test_a_shape_without_layout_is_a_clear_error():
-    from tlinterp.diagnostics import ExecutionError
+    """Rows that are not a power of two have no layout: the checker rejects the type (before,
+    the interpreter stopped at run time)."""
+    from tlinterp.diagnostics import SourceError
 
     src = EDGE.replace("CHK", "").replace("8 x 8, matrix_acc", "12 x 8, matrix_acc")
-    with pytest.raises(ExecutionError, match="powers of two"):
-        _run(src, {"A": np.zeros((12, 8), np.float32), "B": np.zeros((12, 8), np.float32)})
+    args = {"A": np.zeros((12, 8), np.float32), "B": np.zeros((12, 8), np.float32)}
+    with pytest.raises(SourceError, match="coopmatrix rows must be a power of two, not 12"):
+        _run(src, args)
+
+
+def test_a_component_index_outside_the_lane_is_rejected():
+    """extract past the lane's components (8 x 8 over 8 lanes: 8 components): the checker
+    rejects it, as the layout fixes the count once subgroup_size is known (it ran into an
+    IndexError in the interpreter)."""
+    from tlinterp.diagnostics import SourceError
+
+    src = ("func @k(%A: memref<f32 x 8 x 8>, %B: memref<f32 x 8>) "
+           "attributes{subgroup_size=8} {\n"
+           "    parallel {\n        %c0 = constant 0 : index\n"
+           "        %x = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32 x 8 x 8, "
+           "matrix_acc>\n        %e = cooperative_matrix_extract %x[100] : f32\n"
+           "        store %e, %B[%c0]\n    }\n}\n")
+    args = {"A": np.zeros((8, 8), np.float32), "B": np.zeros(8, np.float32)}
+    with pytest.raises(SourceError, match="component index 100 is outside 0..7"):
+        _run(src, args)
 
 
 LOCAL = """\

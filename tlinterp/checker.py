@@ -23,6 +23,7 @@ from typing import Optional, Union
 import numpy as np
 
 from . import ir, ops
+from .blas_shapes import shape_problems
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .layout import layout_problems
@@ -137,12 +138,6 @@ def _storage_problem(t: Type) -> Optional[str]:
     if isinstance(m, MemrefType) and m.element is BOOL:
         return f"memref element type i1 is not allowed (i1 has no storage type): {t}"
     return None
-
-
-def _shape_text(shape: tuple) -> str:
-    if not shape:
-        return "a scalar (order 0)"
-    return "x".join("?" if s is None else str(s) for s in shape)
 
 
 # --- functions -------------------------------------------------------------------------------
@@ -609,89 +604,11 @@ class _FunctionChecker:
             self._error(f"the output element type {out} is an integer type but operands are "
                         f"floating-point ({', '.join(floats)})", inst.span)
 
-    def _orders(self, inst: ir.Blas, roles: Optional[tuple[ir.MemrefRole, ...]] = None
-                ) -> bool:
-        """Check the orders of `roles` (default: every memref operand); True when all are
-        as the instruction declares."""
-        ok = True
-        for role in inst.ROLES if roles is None else roles:
-            value, t = getattr(inst, role.field), inst.memref_type(role.field)
-            if t.order not in role.orders:
-                want = " or ".join(filter(None, (", ".join(map(str, role.orders[:-1])),
-                                                 str(role.orders[-1]))))
-                self._error(f"{inst.MNEMONIC} needs {role.label} of order {want}, got order "
-                            f"{t.order}", value.span or inst.span)
-                ok = False
-        return ok
-
-    def _relations(self, inst: ir.Blas) -> None:
-        """The declared M/N/K relations between op() shapes."""
-        fields = [r.field for r in inst.ROLES]
-        parts = [(f"op({r.label})" if r.trans else r.label, inst.op_shape(r.field))
-                 for r in inst.ROLES]
-        self._shapes_agree(inst, parts, [
-            (label, fields.index(fi), mi, fields.index(fj), mj)
-            for label, (fi, mi), (fj, mj) in inst.RELATIONS])
-
-    def _shapes_agree(self, inst, parts: list[tuple[str, tuple]],
-                      pairs: list[tuple[str, int, int, int, int]]) -> None:
-        """`parts` names shapes; each pair (label, part_i, mode_i, part_j, mode_j) must agree
-        where both sizes are static. All mismatches go into one diagnostic."""
-        bad = []
-        for label, pi, mi, pj, mj in pairs:
-            a, b = parts[pi][1][mi], parts[pj][1][mj]
-            if a is not None and b is not None and a != b:
-                bad.append(f"{label} ({a} vs {b})")
-        if bad:
-            shapes = ", ".join(f"{n} is {_shape_text(s)}" for n, s in parts)
-            self._error(f"incompatible tensor shapes: {shapes}: {', '.join(bad)} differ",
-                        inst.span)
-
-    def _axpby(self, inst: ir.Axpby, ctx: _Context) -> None:
+    def _blas(self, inst: ir.Blas, ctx: _Context) -> None:
+        """Operand types here; the order and shape rules are blas_shapes' (shared with v0.4)."""
         self._collective_operands(inst)
-        if self._orders(inst):
-            a = inst.op_shape("a")
-            b = inst.b_type.shape
-            if len(a) != len(b):
-                self._error(f"incompatible tensor shapes: op(A) is {_shape_text(a)} and B is "
-                            f"{_shape_text(b)}: orders differ", inst.span)
-                return
-            self._shapes_agree(inst, [("op(A)", a), ("B", b)],
-                               [(f"mode {k}", 0, k, 1, k) for k in range(len(a))])
-
-    def _product(self, inst: Union[ir.Gemm, ir.Gemv, ir.Ger], ctx: _Context) -> None:
-        """gemm, gemv and ger: fixed orders and their M/N/K relations."""
-        self._collective_operands(inst)
-        if self._orders(inst):
-            self._relations(inst)
-
-    def _hadamard(self, inst: ir.Hadamard, ctx: _Context) -> None:
-        self._collective_operands(inst)
-        if self._orders(inst):
-            shapes = [(r.label, inst.memref_type(r.field).shape) for r in inst.ROLES]
-            if len({len(s) for _, s in shapes}) != 1:
-                self._error("incompatible tensor shapes: "
-                            + ", ".join(f"{n} is {_shape_text(s)}" for n, s in shapes)
-                            + ": orders differ", inst.span)
-                return
-            self._shapes_agree(inst, shapes,
-                               [(f"mode {k} of {shapes[i][0]} and {shapes[j][0]}", i, k, j, k)
-                                for i, j in ((0, 1), (0, 2), (1, 2))
-                                for k in range(len(shapes[0][1]))])
-
-    def _sum(self, inst: ir.Sum, ctx: _Context) -> None:
-        self._collective_operands(inst)
-        if not self._orders(inst, inst.ROLES[:1]):  # B's order follows from A's, below
-            return
-        a = inst.op_shape("a")
-        want = len(a) - 1  # a vector sums into a scalar, a matrix into a vector
-        if inst.b_type.order != want:
-            kind = "a vector" if len(a) == 2 else "a scalar memref (order 0)"
-            self._error(f"sum of an order-{len(a)} A needs B to be {kind}, got order "
-                        f"{inst.b_type.order}", inst.b.span or inst.span)
-            return
-        if want == 1:
-            self._relations(inst)
+        for message, span in shape_problems(inst):
+            self._error(message, span)
 
 
 # The one dispatch table of the checker: every instruction class to its rule (if, for and
@@ -716,12 +633,12 @@ _HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], Non
     ir.Yield: _FunctionChecker._yield,
     ir.For: _FunctionChecker._for,
     ir.Foreach: _FunctionChecker._foreach,
-    ir.Axpby: _FunctionChecker._axpby,
-    ir.Gemm: _FunctionChecker._product,
-    ir.Gemv: _FunctionChecker._product,
-    ir.Ger: _FunctionChecker._product,
-    ir.Hadamard: _FunctionChecker._hadamard,
-    ir.Sum: _FunctionChecker._sum,
+    ir.Axpby: _FunctionChecker._blas,
+    ir.Gemm: _FunctionChecker._blas,
+    ir.Gemv: _FunctionChecker._blas,
+    ir.Ger: _FunctionChecker._blas,
+    ir.Hadamard: _FunctionChecker._blas,
+    ir.Sum: _FunctionChecker._blas,
     # v0.4-only instructions are checked by checker_v04 (check() sends v0.4 programs there)
     **{cls: lambda self, inst, ctx: self._error(
         "a v0.4 instruction in a v0.3 program (check it as v0.4)", inst.span)

@@ -17,10 +17,24 @@ position.  The rules, by topic:
 - mixed precision: BLAS operands follow the promotion order of the v0.4 reference
   (alpha <= A <= B and beta <= B, with promote(A, B) for products);
 - `.atomic` BLAS need beta to be a `constant` 0 or 1;
-- memory: alloca is static and local; load/store take one index per mode (one for a group),
-  of type index; the stored value has the element type;
+- operand kinds: every operand is of the kind the reference's operand tables give (a number,
+  a memref, a memref or group, a coopmatrix, an index), reported at the operand; where the
+  tables are silent, as tinytc v0.4.0 (subview/expand/fuse/atomic_store/atomic_add take a
+  memref, atomic_load too: docs/semantics.md erratum table);
+- constants: the literal's kind is the type's (true/false for bool, an integer literal for
+  integer types, a floating literal for floating types, `[re, im]` for complex types);
+- memory: alloca is static and local; load/store and the atomics take one index per mode (one
+  for a group), of type index; stored, atomically updated and loaded values have the element
+  type;
+- BLAS and cumsum: alpha/beta are numbers, the others memrefs; orders and shapes are
+  tlinterp/blas_shapes.py's rules (shared with v0.3);
 - coopmatrix: mul_add shapes (M x K, K x N, M x N) and uses (matrix_a, matrix_b,
-  matrix_acc), load/store need an order-2 memref of the component type, casts keep the shape
+  matrix_acc), load/store/atomic update/prefetch need an order-2 memref of the component type
+  and an index position, construct/insert/scale take a number of the component type,
+  extract gives it, insert/scale/atomic update keep the matrix type, reduce and mul_add need
+  rows that are multiples of the subgroup size, rows are powers of two (the layout is defined
+  for those only) and columns not negative, an extract/insert index names one of the lane's
+  components (counted by the layout once subgroup_size is fixed); casts keep the shape
   and may only change the use from matrix_acc to matrix_a/b;
 - attributes: subgroup_size an integer, work_group_size two integers, alignment a positive
   multiple of the element size, shape_gcd/stride_gcd arrays of positive integers no longer
@@ -34,6 +48,7 @@ from typing import Optional
 
 from . import ir
 from . import v04names as names
+from .blas_shapes import shape_problems
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .layout import layout_problems
@@ -112,6 +127,26 @@ def _allowed(op: str, t: ScalarType) -> bool:
     return False
 
 
+# operand kinds of the v0.4 reference's operand tables: test and the words of the message
+_KINDS = {
+    "number": (lambda t: isinstance(t, ScalarType) and t is not BOOL, "a number"),
+    "memref": (lambda t: isinstance(t, MemrefType), "a memref"),
+    "memref or group": (lambda t: isinstance(t, (MemrefType, GroupType)), "a memref or group"),
+    "coopmatrix": (lambda t: isinstance(t, CoopMatrixType), "a coopmatrix"),
+    "index": (lambda t: t == INDEX, "of type index"),
+}
+_LITERALS = {"bool": "true or false", "int": "an integer literal",
+             "float": "a floating literal", "complex": "a complex literal"}
+_LITERAL_RULE = {"bool": "a bool constant is true or false",
+                 "int": "an {t} constant needs an integer literal",
+                 "float": "a {t} constant needs a floating literal",
+                 "complex": "a {t} constant needs a complex literal [re, im]"}
+
+
+def _label(op: ir.Operand) -> str:
+    return f"%{op.name}" if isinstance(op, Value) else str(op.value)
+
+
 def _component(t: Type) -> Optional[ScalarType]:
     if isinstance(t, CoopMatrixType):
         return t.component
@@ -155,6 +190,13 @@ class _Function:
         if isinstance(m, MemrefType):
             for p in layout_problems(m):
                 self.error(f"{what}: {p}", span)
+        if isinstance(t, CoopMatrixType) and min(t.shape) < 0:
+            self.error(f"{what}: a coopmatrix shape needs non-negative sizes, not "
+                       f"{t.rows}x{t.cols}", span)
+        elif isinstance(t, CoopMatrixType) and (t.rows < 1 or t.rows & (t.rows - 1)):
+            # the coopmatrix layout is defined for rows that are powers of two only
+            # (tinytc v0.4.0: "Unsupported coopmatrix shape")
+            self.error(f"{what}: coopmatrix rows must be a power of two, not {t.rows}", span)
         if isinstance(t, GroupType):
             for name, x in (("size", t.size), ("offset", t.offset)):
                 if x is not None and x < 0:
@@ -167,6 +209,25 @@ class _Function:
             if op.name in s:
                 return s[op.name]
         return UNKNOWN  # the parser reported it
+
+    def operand(self, op: ir.Operand, kind: str, what: str, inst) -> Optional[Type]:
+        """The type of operand `op` when it is of `kind` (a key of _KINDS); else report it at
+        the operand ("{what}: %x must be ...") and give None (None too when the name is
+        undefined: the parser reported that)."""
+        t = self.type_of(op)
+        if t is UNKNOWN:
+            return None
+        if not _KINDS[kind][0](t):
+            self.error(f"{what}: {_label(op)} must be {_KINDS[kind][1]}, not {t}",
+                       op.span or inst.span)
+            return None
+        return t
+
+    def same(self, got: Optional[Type], want: Optional[Type], message: str, span) -> None:
+        """Report `message` when two known types differ."""
+        if got is not None and want is not None and got is not UNKNOWN \
+                and want is not UNKNOWN and got != want:
+            self.error(message, span)
 
     def run(self) -> list[tuple[str, Optional[Span]]]:
         for a in self.fn.args:
@@ -246,18 +307,16 @@ class _Function:
         v = inst.value
         if t is None:
             self.error(f"a constant cannot have type {inst.type}", inst.span)
-        elif t is BOOL:
-            if v.is_float:
-                self.error("a bool constant is true or false", inst.span)
-        elif t.is_complex:
-            if not v.is_float:
-                self.error(f"a {t.value} constant needs a floating or complex literal",
+        else:
+            # the literal's kind must be the type's (tinytc v0.4.0 also rejects `1.0 : c32`
+            # and `1 : bool`); the parser keeps true/false as Python bools
+            lit = "complex" if isinstance(v.value, complex) else "float" if v.is_float \
+                else "bool" if type(v.value) is bool else "int"
+            want = "bool" if t is BOOL else "complex" if t.is_complex else \
+                "float" if t.is_float else "int"
+            if lit != want:
+                self.error(_LITERAL_RULE[want].format(t=t.value) + f", not {_LITERALS[lit]}",
                            inst.span)
-        elif t.is_float:
-            if not v.is_float or isinstance(v.value, complex):
-                self.error(f"a {t.value} constant needs a floating literal", inst.span)
-        elif v.is_float:
-            self.error(f"an {t.value} constant needs an integer literal", inst.span)
         self.constants[inst.result.name] = v
 
     def _arith(self, inst: ir.Arith, spmd) -> None:
@@ -378,14 +437,24 @@ class _Function:
                     self.error(f"{what} %{op.name} has type {t}, not index", op.span or inst.span)
 
     def _subview(self, inst: ir.Subview, spmd) -> None:
+        self.operand(inst.operand, "memref", "the operand of subview", inst)
         self._index_operands(inst, [x for s in inst.slices for x in (s.offset, s.size)],
                              "offset or size")
 
     def _expand(self, inst: ir.Expand, spmd) -> None:
+        self.operand(inst.operand, "memref", "the operand of expand", inst)
         self._index_operands(inst, inst.shape, "expanded size")
+
+    def _fuse(self, inst: ir.Fuse, spmd) -> None:
+        self.operand(inst.operand, "memref", "the operand of fuse", inst)
 
     def _load(self, inst: ir.Load, spmd) -> None:
         self._indices(inst, inst.type)
+
+    def _associated(self, inst: ir.Associated, spmd) -> None:
+        self.operand(inst.operand, "memref or group", "the operand of associated", inst)
+        if inst.type is not UNKNOWN and inst.type != BOOL:
+            self.error(f"associated gives bool, not {inst.type}", inst.span)
 
     def _store(self, inst: ir.Store, spmd) -> None:
         self._indices(inst, inst.type)
@@ -397,14 +466,40 @@ class _Function:
                 self.error(f"stored value has type {tv}, the memref holds "
                            f"{inst.type.element}", inst.span)
 
-    def _atomicload(self, inst, spmd) -> None:
-        self._indices(inst, self.type_of(inst.operand))
+    def _atomicload(self, inst: ir.AtomicLoad, spmd) -> None:
+        # a memref only: the operand table also lists group-type, but the result is "a value
+        # of the memref's element type" and tinytc v0.4.0 rejects a group (erratum table)
+        t = self.operand(inst.operand, "memref", "the tensor of atomic_load", inst)
+        if t is None:
+            return
+        self._indices(inst, t)
+        self.same(inst.type, t.element, f"result type {inst.type} does not match {t.element}, "
+                  f"the type atomic_load from %{inst.operand.name} gives", inst.span)
 
-    _atomicstore = _atomicload
-    _atomicupdate = _atomicload
+    def _atomic_value(self, inst, what: str) -> None:
+        """atomic_store / atomic_add|max|min: a memref (no group) and a value of its element
+        type."""
+        t = self.operand(inst.operand, "memref", f"the tensor of {what}", inst)
+        if t is None:
+            return
+        self._indices(inst, t)
+        tv = self.operand(inst.value, "number", f"the value of {what}", inst)
+        self.same(tv, t.element, f"value %{inst.value.name} has type {tv}, the memref "
+                  f"%{inst.operand.name} holds {t.element}", inst.value.span or inst.span)
+
+    def _atomicstore(self, inst: ir.AtomicStore, spmd) -> None:
+        self._atomic_value(inst, "atomic_store")
+
+    def _atomicupdate(self, inst: ir.AtomicUpdate, spmd) -> None:
+        self._atomic_value(inst, f"atomic_{inst.op}")
+        t = self.type_of(inst.operand)
+        if isinstance(t, MemrefType):
+            self.same(inst.type, t.element, f"result type {inst.type} does not match "
+                      f"{t.element}, the element type of %{inst.operand.name}", inst.span)
 
     def _size(self, inst: ir.Size, spmd) -> None:
         t = inst.type
+        self.operand(inst.operand, "memref or group", "the operand of size", inst)
         order = 1 if isinstance(t, GroupType) else t.order if isinstance(t, MemrefType) else None
         if order is not None and not 0 <= inst.mode < order:
             self.error(f"size mode {inst.mode} out of range for order {order}", inst.span)
@@ -516,61 +611,64 @@ class _Function:
         if c is None or c.value not in (0, 1):
             self.error(".atomic needs beta to be a constant 0 or 1", b.span or inst.span)
 
+    def _scalars(self, inst) -> tuple[Optional[Type], Optional[Type]]:
+        """alpha and beta of a collective: number operands (tinytc: "Expected number type")."""
+        return (self.operand(inst.alpha, "number", f"alpha of {_name(inst)}", inst),
+                self.operand(inst.beta, "number", f"beta of {_name(inst)}", inst))
+
+    def _promotion(self, inst, alpha, ins: list[ScalarType], out: ScalarType) -> None:
+        """type(alpha) <= promote(inputs) <= element_type(out), type(beta) <= out (the
+        reference's rule for every collective; cumsum and axpby have one input)."""
+        a = ins[0] if len(ins) == 1 else promote(ins[0], ins[1])
+        name = _name(inst)
+        if a is None:
+            self.error(f"{name}: {ins[0]} and {ins[1]} have no common type", inst.span)
+            return
+        if isinstance(alpha, ScalarType) and not promotable(alpha, a):
+            self.error(f"{name}: alpha of type {alpha} does not promote to {a}", inst.span)
+        if not promotable(a, out):
+            self.error(f"{name}: {a} does not promote to {out}", inst.span)
+        beta = self.type_of(inst.beta)
+        if isinstance(beta, ScalarType) and beta is not BOOL and not promotable(beta, out):
+            self.error(f"{name}: beta of type {beta} does not promote to {out}", inst.span)
+
     def _blas(self, inst, spmd) -> None:
         self._atomic_beta(inst)
-        memrefs = {f: inst.memref_type(f) for f in (*inst.inputs(), inst.output())}
-        if any(not isinstance(t, MemrefType) for t in memrefs.values()):
-            for f, t in memrefs.items():
-                if t is not UNKNOWN and not isinstance(t, MemrefType):
-                    self.error(f"{inst.role(f).label} must be a memref, not {t}", inst.span)
+        alpha, _ = self._scalars(inst)
+        memrefs = {f: self.operand(getattr(inst, f), "memref", f"{inst.role(f).label} of "
+                                   f"{inst.MNEMONIC}", inst)
+                   for f in (*inst.inputs(), inst.output())}
+        if any(t is None for t in memrefs.values()):
             return
-        for r in inst.ROLES:
-            if memrefs[r.field].order not in r.orders:
-                self.error(f"{inst.MNEMONIC}: {r.label} has order {memrefs[r.field].order}",
-                           inst.span)
-        for label, (fa, ma), (fb, mb) in inst.size_relations():
-            sa, sb = inst.op_shape(fa), inst.op_shape(fb)
-            if ma < len(sa) and mb < len(sb) and None not in (sa[ma], sb[mb]) \
-                    and sa[ma] != sb[mb]:
-                self.error(f"{inst.MNEMONIC}: {label} sizes differ ({sa[ma]} and {sb[mb]})",
-                           inst.span)
-        ins = [memrefs[f].element for f in inst.inputs()]
-        out = memrefs[inst.output()].element
-        a = ins[0] if len(ins) == 1 else promote(ins[0], ins[1])
-        if a is None:
-            self.error(f"{inst.MNEMONIC}: {ins[0]} and {ins[1]} have no common type", inst.span)
-            return
-        alpha, beta = inst.alpha_type, inst.beta_type
-        if isinstance(alpha, ScalarType) and not promotable(alpha, a):
-            self.error(f"{inst.MNEMONIC}: alpha of type {alpha} does not promote to {a}",
-                       inst.span)
-        if not promotable(a, out):
-            self.error(f"{inst.MNEMONIC}: {a} does not promote to {out}", inst.span)
-        if isinstance(beta, ScalarType) and not promotable(beta, out):
-            self.error(f"{inst.MNEMONIC}: beta of type {beta} does not promote to {out}",
-                       inst.span)
+        for message, span in shape_problems(inst):
+            self.error(message, span)
+        self._promotion(inst, alpha, [memrefs[f].element for f in inst.inputs()],
+                        memrefs[inst.output()].element)
 
     _axpby = _gemm = _gemv = _ger = _hadamard = _sum = _blas
 
     def _cumsum(self, inst: ir.Cumsum, spmd) -> None:
         self._atomic_beta(inst)
-        ta, tb = self.type_of(inst.a), self.type_of(inst.b)
-        if isinstance(ta, MemrefType) and isinstance(tb, MemrefType):
-            if ta.order < 1:
-                self.error("cumsum needs A of order >= 1", inst.span)
-            elif not 0 <= inst.mode < ta.order:
-                self.error(f"cumsum mode {inst.mode} out of range for order {ta.order}",
-                           inst.span)
-            if ta.shape != tb.shape:
-                self.error("cumsum needs A and B of one shape", inst.span)
+        alpha, _ = self._scalars(inst)
+        ta = self.operand(inst.a, "memref", "A of cumsum", inst)
+        tb = self.operand(inst.b, "memref", "B of cumsum", inst)
+        if ta is None or tb is None:
+            return
+        if ta.order < 1:
+            self.error("cumsum needs A of order >= 1", inst.span)
+        elif not 0 <= inst.mode < ta.order:
+            self.error(f"cumsum mode {inst.mode} out of range for order {ta.order}", inst.span)
+        if ta.shape != tb.shape:
+            self.error("cumsum needs A and B of one shape", inst.span)
+        self._promotion(inst, alpha, [ta.element], tb.element)
 
     # coopmatrix -----------------------------------------------------------------------------
 
     def _coopmuladd(self, inst: ir.CoopMulAdd, spmd) -> None:
-        ta, tb, tc = (self.type_of(x) for x in (inst.a, inst.b, inst.c))
+        ta, tb, tc = (self.operand(x, "coopmatrix", f"{label} of cooperative_matrix_mul_add",
+                                   inst) for x, label in ((inst.a, "A"), (inst.b, "B"),
+                                                          (inst.c, "C")))
         if not all(isinstance(t, CoopMatrixType) for t in (ta, tb, tc, inst.type)):
-            if UNKNOWN not in (ta, tb, tc):
-                self.error("cooperative_matrix_mul_add needs coopmatrix operands", inst.span)
             return
         for t, use, label in ((ta, "matrix_a", "A"), (tb, "matrix_b", "B"),
                               (tc, "matrix_acc", "C"), (inst.type, "matrix_acc", "result")):
@@ -584,68 +682,112 @@ class _Function:
         if p is None or not promotable(p, tc.component):
             self.error(f"cooperative_matrix_mul_add: {ta.component} x {tb.component} does not "
                        f"promote to {tc.component}", inst.span)
+        if tc.component.is_complex and not inst.type.component.is_complex:
+            self.error(f"cooperative_matrix_mul_add: C of {tc.component} cannot be cast to "
+                       f"the result's {inst.type.component} (complex to real)", inst.span)
         sg = self.fn.subgroup_size
         if sg and any(t.rows % sg for t in (ta, tc)):
             self.error(f"rows of A and C must be multiples of the subgroup size {sg}",
                        inst.span)
 
     def _coop_memref(self, inst, comp: Optional[ScalarType]) -> None:
-        t = self.type_of(inst.operand)
-        if t is UNKNOWN:
-            return
-        if not isinstance(t, MemrefType) or t.order != 2:
-            self.error(f"%{inst.operand.name} must be a memref of order 2, not {t}", inst.span)
-        elif comp is not None and t.element != comp:
-            self.error(f"component type {comp} differs from the element type {t.element}",
-                       inst.span)
+        """The memref operand of a coopmatrix load/store/update/prefetch: order 2, element type
+        the component type; the position x, y: index values."""
+        name = _name(inst)
+        t = self.operand(inst.operand, "memref", f"the tensor of {name}", inst)
+        if t is not None:
+            if t.order != 2:
+                self.error(f"%{inst.operand.name} must be a memref of order 2, not {t}",
+                           inst.span)
+            elif comp is not None and t.element != comp:
+                self.error(f"component type {comp} differs from the element type {t.element}",
+                           inst.span)
+        for x in (inst.x, inst.y):
+            self.operand(x, "index", f"the position of {name}", inst)
 
     def _coopload(self, inst: ir.CoopLoad, spmd) -> None:
         self._coop_memref(inst, _component(inst.type))
 
     def _coopstore(self, inst: ir.CoopStore, spmd) -> None:
-        self._coop_memref(inst, _component(self.type_of(inst.value)))
+        tv = self.operand(inst.value, "coopmatrix", f"the matrix of {_name(inst)}", inst)
+        self._coop_memref(inst, _component(tv) if tv is not None else None)
 
-    def _coopatomicupdate(self, inst, spmd) -> None:
+    def _coopatomicupdate(self, inst: ir.CoopAtomicUpdate, spmd) -> None:
+        tv = self.operand(inst.value, "coopmatrix", f"the matrix of {_name(inst)}", inst)
+        self.same(tv, inst.type, f"result type {inst.type} does not match {tv}, the type of "
+                  f"%{inst.value.name}", inst.span)
         self._coop_memref(inst, _component(inst.type))
 
-    def _coopprefetch(self, inst, spmd) -> None:
+    def _coopprefetch(self, inst: ir.CoopPrefetch, spmd) -> None:
         self._coop_memref(inst, None)
+        if inst.cache_level < 0:
+            self.error(f"the cache level must be non-negative, not {inst.cache_level}",
+                       inst.span)
+        if inst.rows <= 0 or inst.cols <= 0:
+            self.error(f"the prefetched region {inst.rows}x{inst.cols} needs positive sizes",
+                       inst.span)
 
-    def _coopscale(self, inst: ir.CoopScale, spmd) -> None:
-        ts, tm = self.type_of(inst.scalar), self.type_of(inst.matrix)
-        if isinstance(tm, CoopMatrixType):
-            if ts is not UNKNOWN and ts != tm.component:
-                self.error(f"scalar of type {ts}, the matrix holds {tm.component}", inst.span)
-            if tm != inst.type:
-                self.error(f"result type {inst.type} differs from the matrix type {tm}",
-                           inst.span)
+    def _coopconstruct(self, inst: ir.CoopConstruct, spmd) -> None:
+        tv = self.operand(inst.value, "number", "the value of cooperative_matrix_construct", inst)
+        comp = _component(inst.type)
+        self.same(tv, comp, f"%{_label(inst.value)[1:]} has type {tv}, the component type is "
+                  f"{comp}", inst.value.span or inst.span)
 
     def _coopextract(self, inst: ir.CoopExtract, spmd) -> None:
-        """The component read has the matrix's component type (tinytc v0.4.0 agrees: "Number
-        type mismatch"); accepted before, the value then carried the wrong type."""
-        tm = self.type_of(inst.operand)
-        if not isinstance(tm, CoopMatrixType):
-            if tm is not UNKNOWN:
-                self.error(f"%{inst.operand.name} is not a coopmatrix ({tm})", inst.span)
-        elif inst.type != tm.component:
-            self.error(f"cooperative_matrix_extract of {tm} gives {tm.component}, not "
-                       f"{inst.type}", inst.span)
+        tm = self.operand(inst.operand, "coopmatrix", "the matrix of cooperative_matrix_extract",
+                          inst)
+        if tm is not None:
+            self.same(inst.type, tm.component, f"result type {inst.type} does not match "
+                      f"{tm.component}, the component type of %{inst.operand.name}", inst.span)
+        self._component_index(inst, tm)
+
+    def _component_index(self, inst, tm: Optional[Type]) -> None:
+        """extract/insert: the index names one of the lane's components; how many there are
+        follows from the layout once the function fixes subgroup_size."""
+        if inst.index < 0:
+            self.error(f"the work-item vector index {inst.index} is negative", inst.span)
+            return
+        sg = self.fn.subgroup_size
+        if not isinstance(tm, CoopMatrixType) or not sg or sg < 1:
+            return
+        # the layout's one definition is the interpreter's (imported here, where needed, so
+        # that checking does not load the interpreter)
+        from .interp.coopmatrix import Layout, check_index
+
+        try:
+            check_index(Layout(tm.rows, tm.cols, tm.component.value, tm.use, sg), inst.index)
+        except ValueError as e:  # also a shape the layout does not define (reported there)
+            if "component index" in str(e):
+                self.error(str(e), inst.span)
 
     def _coopinsert(self, inst: ir.CoopInsert, spmd) -> None:
-        """The value has the component type and the result the matrix's type."""
-        tm, tv = self.type_of(inst.operand), self.type_of(inst.value)
-        if not isinstance(tm, CoopMatrixType):
-            if tm is not UNKNOWN:
-                self.error(f"%{inst.operand.name} is not a coopmatrix ({tm})", inst.span)
-            return
-        if tv is not UNKNOWN and tv != tm.component:
-            self.error(f"inserted value of type {tv}, the matrix holds {tm.component}",
-                       inst.span)
-        if tm != inst.type:
-            self.error(f"result type {inst.type} differs from the matrix type {tm}", inst.span)
+        tm = self.operand(inst.operand, "coopmatrix", "the matrix of cooperative_matrix_insert",
+                          inst)
+        tv = self.operand(inst.value, "number", "the value of cooperative_matrix_insert", inst)
+        if tm is not None:
+            self.same(tv, tm.component, f"%{_label(inst.value)[1:]} has type {tv}, the "
+                      f"component type is {tm.component}", inst.value.span or inst.span)
+            self.same(inst.type, tm, f"result type {inst.type} does not match {tm}, the type "
+                      f"of %{inst.operand.name}", inst.span)
+        self._component_index(inst, tm)
+
+    def _coopscale(self, inst: ir.CoopScale, spmd) -> None:
+        ts = self.operand(inst.scalar, "number", "the scalar of cooperative_matrix_scale", inst)
+        tm = self.operand(inst.matrix, "coopmatrix", "the matrix of cooperative_matrix_scale",
+                          inst)
+        if tm is not None:
+            self.same(ts, tm.component, f"scalar of type {ts}, the matrix holds {tm.component}",
+                      inst.span)
+            self.same(inst.type, tm, f"result type {inst.type} differs from the matrix type "
+                      f"{tm}", inst.span)
 
     def _coopreduce(self, inst: ir.CoopReduce, spmd) -> None:
-        ta, t = self.type_of(inst.operand), inst.type
+        ta = self.operand(inst.operand, "coopmatrix", f"the matrix of {_name(inst)}", inst)
+        t = inst.type
+        sg = self.fn.subgroup_size
+        if isinstance(ta, CoopMatrixType) and sg and ta.rows % sg:
+            self.error(f"rows of the reduced matrix must be a multiple of the subgroup size "
+                       f"{sg}", inst.span)
         if isinstance(ta, CoopMatrixType) and isinstance(t, CoopMatrixType):
             want = (ta.rows, 1) if inst.mode == "row" else (1, ta.cols)
             if t.shape != want or t.component != ta.component or t.use != ta.use:

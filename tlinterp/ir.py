@@ -45,7 +45,8 @@ class Value:
 
 @dataclass(frozen=True)
 class Const:
-    """A literal. `value` is int (also for true/false) or float; `is_float` records the spelling."""
+    """A literal. `value` is int (a bool for v0.4's true/false) or float; `is_float` records the
+    spelling."""
 
     value: Union[int, float]
     is_float: bool = False

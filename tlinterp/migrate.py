@@ -112,6 +112,8 @@ class _ToV04:
             c = Const(float(op.value), True, op.span)
         elif isinstance(t, ScalarType) and t.is_int and op.is_float:
             c = Const(int(op.value), False, op.span)
+        elif t is ScalarType.i1:  # v0.4 writes true/false, which the parser keeps as bools
+            c = Const(bool(op.value), False, op.span)
         v = self.fresh()
         self.pre.append(ir.Constant(v, c, t, op.span))
         return v

@@ -432,10 +432,10 @@ def rules() -> list[InvalidCase]:
            "foreach_tile (%i) = (%c0), (%n) as (%s) <= (4) {\n    }"),
         _r("blas_scalar_operand", "BLAS operands are memrefs",
            _k("    gemm %a, %a, %B, %a, %B\n", "%a: f32, %B: memref<f32 x 4 x 4>"),
-           "gemm %a, %a, %B, %a, %B"),
+           "%a", 2, 2),  # at the operand A
         _r("blas_order", "gemm takes matrices",
            _k("    gemm %a, %x, %B, %a, %B\n", "%a: f32, %x: memref<f32 x 4>, "
-              "%B: memref<f32 x 4 x 4>"), "gemm %a, %x, %B, %a, %B"),
+              "%B: memref<f32 x 4 x 4>"), "%x", 2),  # at the operand A
         _r("blas_sizes", "gemm's inner sizes agree",
            _k("    gemm %a, %A, %B, %a, %C\n", "%a: f32, %A: memref<f32 x 4 x 3>, "
               "%B: memref<f32 x 4 x 4>, %C: memref<f32 x 4 x 4>"), "gemm %a, %A, %B, %a, %C"),
@@ -521,7 +521,7 @@ def rules() -> list[InvalidCase]:
               "%A: memref<f32 x 4>"), "%o", 3),
         _r("value_undefined", "a value is defined before its use",
            _k("    %x = add %a, %b : i32\n", "%a: i32"), "%b"),
-        _r("constant_complex_integer_literal", "a complex constant needs a float or pair",
+        _r("constant_complex_integer_literal", "a complex constant needs a pair [re, im]",
            _k("    %z = constant 1 : c32\n"), "%z = constant 1 : c32"),
         _r("constant_memref", "constants are numbers, bool or coopmatrix",
            _k("    %m = constant 1.0 : memref<f32 x 4>\n"), "%m = constant 1.0 : memref<f32 x 4>"),
@@ -535,9 +535,12 @@ def rules() -> list[InvalidCase]:
            _k("", "", "attributes{alignment=4}"), "func @k() attributes{alignment=4} {\n}"),
         _r("shape_gcd_not_positive", "gcd attributes hold positive integers",
            _k("", "%A: memref<f32 x ?> {shape_gcd=[0]}"), "%A: memref<f32 x ?> {shape_gcd=[0]}"),
-        _r("coopmatrix_mul_add_scalars", "mul_add multiplies cooperative matrices",
-           _spmd("%d = cooperative_matrix_mul_add %a, %a, %a : f32", "%a: f32"),
-           "%d = cooperative_matrix_mul_add %a, %a, %a : f32"),
+        # one diagnostic at each of the three operands (line 4: after the comment, the
+        # header and `parallel`)
+        _c("coopmatrix_mul_add_scalars", "mul_add multiplies cooperative matrices",
+           "; mul_add multiplies cooperative matrices\n"
+           + _spmd("%d = cooperative_matrix_mul_add %a, %a, %a : f32", "%a: f32"),
+           "%a", 4, 1, more=(("%a", 4, 2), ("%a", 4, 3))),
         _r("coopmatrix_extract_type", "extract gives the component type",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
                  "%e = cooperative_matrix_extract %m[2] : f64", "%A: memref<f32 x 16 x 8>"),
@@ -546,7 +549,7 @@ def rules() -> list[InvalidCase]:
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
                  f"%n = cooperative_matrix_insert %a, %m[0] : {ACC}",
                  "%A: memref<f32 x 16 x 8>, %a: f64"),
-           f"%n = cooperative_matrix_insert %a, %m[0] : {ACC}"),
+           "%a", 5),  # at the value
         _r("coopmatrix_insert_type", "insert returns the matrix's type",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
                  f"%n = cooperative_matrix_insert %a, %m[0] : {SQ}",

@@ -147,6 +147,8 @@ def literal(value, t: ScalarType) -> Const:
         return Const(complex(value), True)
     if t.is_float:
         return Const(float(value), True)
+    if t is ScalarType.i1:  # v0.4's true/false: the checker tells them from 1/0 by the bool
+        return Const(bool(value))
     return Const(int(value))
 
 

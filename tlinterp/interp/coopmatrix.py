@@ -133,7 +133,9 @@ def from_components(layout: Layout, comps) -> np.ndarray:
     return out
 
 
-def _check_index(layout: Layout, v: int) -> None:
+def check_index(layout: Layout, v: int) -> None:
+    """The component index of extract/insert is one of the lane's V components (ValueError
+    if not); the v0.4 checker applies it when the function fixes subgroup_size."""
     if not 0 <= v < layout.V:
         raise ValueError(f"component index {v} is outside 0..{layout.V - 1} for "
                          f"coopmatrix<{layout.ty}x{layout.M}x{layout.N},{layout.use}> with "
@@ -142,7 +144,7 @@ def _check_index(layout: Layout, v: int) -> None:
 
 def extract(layout: Layout, padded, v: int) -> np.ndarray:
     """cooperative_matrix_extract %m[v]: (..., S), lane p's component v."""
-    _check_index(layout, v)
+    check_index(layout, v)
     r, c = layout.positions
     return np.asarray(padded)[..., r[:, v], c[:, v]]
 
@@ -150,7 +152,7 @@ def extract(layout: Layout, padded, v: int) -> np.ndarray:
 def insert(layout: Layout, padded, values, v: int) -> np.ndarray:
     """cooperative_matrix_insert %x, %m[v]: a copy with lane p's component v set to values[p]
     (values: (..., S), one per lane)."""
-    _check_index(layout, v)
+    check_index(layout, v)
     r, c = layout.positions
     out = np.array(padded, copy=True)
     out[..., r[:, v], c[:, v]] = np.asarray(values, dtype=out.dtype)
