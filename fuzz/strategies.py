@@ -43,7 +43,8 @@ from .profiles import load as load_profile
 from .profiles.check import violations
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
-           "to_program", "coverage_of", "sample_function", "profile_of", "case_of", "LANGS"]
+           "to_program", "coverage_of", "sample_function", "profile_of", "case_of", "LANGS",
+           "generated_kinds"]
 
 
 LANGS = ("v0.3", "v0.4")  # the tensor-language versions the generator writes
@@ -167,6 +168,22 @@ def case_of(func: ir.Function, args: dict[str, np.ndarray], groups: Any,
     what the implementation under test reads, and what a finding saves."""
     program = to_program([func], spellings=profile_of(profile).spellings, lang=lang)
     return FuzzCase(program, func.name, args, groups, lang)
+
+
+# the v0.4 instructions the builder here makes (fuzz/gen/v04.py); SPMD kernels
+# (fuzz.gen.spmd, where present) add theirs when drawn
+V04_GENERATED = (ir.Constant, ir.Builtin, ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate,
+                 ir.Cumsum, ir.ForeachNd)
+
+
+def generated_kinds(lang: str = "v0.3") -> list[str]:
+    """The instruction kinds (`coverage_of`'s names) the generator makes for `lang`: the
+    denominator of tlfuzz's instruction coverage. v0.4 has no lifetime_stop."""
+    v03 = {t.__name__ for t in ir.Instruction.__args__ if t not in ir.V04_INSTRUCTIONS} \
+        | {t.__name__ + ".atomic" for t in ir.BLAS}
+    if _lang(lang) == "v0.3":
+        return sorted(v03)
+    return sorted(v03 - {"LifetimeStop"} | {t.__name__ for t in V04_GENERATED})
 
 
 def coverage_of(program: ir.Program) -> set[str]:
