@@ -531,9 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.run.add_argument("--mutation", default=None, metavar="NAME",
                        help="self-test: plant a known bug in the OpenCL lowering "
                             "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
-    add_lang(g.run, default="v0.3",
+    add_lang(g.run, default=None,
              help="the tensor-language version of the generated kernels, as the "
-                  "implementation reads them (default v0.3; our opencl lowering takes v0.3)")
+                  "implementation reads them (default: the profile's, else v0.3; our opencl "
+                  "lowering takes v0.3)")
     g.run.add_argument("--profile", default="all", metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
                             "constructs are generated, written in its spellings (default: all)")
@@ -610,6 +611,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ProfileError as e:
         print(f"tlfuzz: --profile: {e}", file=sys.stderr)
         return 2
+    if ns.profile_ref.lang and ns.lang and ns.lang != ns.profile_ref.lang:
+        print(f"tlfuzz: --profile {ns.profile} is a {ns.profile_ref.lang} profile, not "
+              f"{ns.lang}: leave --lang out or make them agree", file=sys.stderr)
+        return 2
+    ns.lang = ns.lang or ns.profile_ref.lang or "v0.3"
     try:
         ns.impl_ref = _impl_ref(ns)
     except ValueError as e:
