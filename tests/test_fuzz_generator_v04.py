@@ -303,3 +303,19 @@ def test_tlfuzz_profile_and_lang_must_agree(tmp_path, capsys):
                  str(tmp_path / "out")]) == 2
     assert "is a v0.4 profile, not v0.3" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_gemm_atomic_with_beta_one_is_outside_tinytc_040():
+    from fuzz.profiles import load
+    from fuzz.profiles.check import violations
+
+    text = """func @k(%A: memref<f32x4x3>, %B: memref<f32x3x2>, %C: memref<f32x4x2>) {
+    %a = constant 1.0 : f32
+    %b = constant BETA : f32
+    gemm.atomic %a, %A, %B, %b, %C
+}
+"""
+    profile = load("tinytc-0.4.0")
+    for beta, want in (("1.0", ["gemm-atomic-beta-one"]), ("0.0", [])):
+        program = tlinterp.check(tlinterp.parse(text.replace("BETA", beta), lang="v0.4"))
+        assert [v.construct for v in violations(program, profile)] == want

@@ -171,8 +171,10 @@ class V04Generator(FunctionGenerator):
             if not isinstance(beta.op, Const):
                 raise Unavailable("beta does not promote")
             beta = dataclasses.replace(beta, type=out)
+        beta_one = isinstance(beta.op, Const) and beta.op.value == 1
         if atomic and (not (isinstance(beta.op, Const) and beta.op.value in (0, 1))
-                       or self.narrow_atomic(out, update=True)):
+                       or self.narrow_atomic(out, update=True)
+                       or (kind == "gemm" and beta_one and self.excludes("gemm-atomic-beta-one"))):
             if c.buf.kind == "atomic":
                 raise Unavailable("a shared sink needs beta 1 and an atomic type")
             atomic = False
