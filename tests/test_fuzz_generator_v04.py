@@ -319,3 +319,14 @@ def test_gemm_atomic_with_beta_one_is_outside_tinytc_040():
     for beta, want in (("1.0", ["gemm-atomic-beta-one"]), ("0.0", [])):
         program = tlinterp.check(tlinterp.parse(text.replace("BETA", beta), lang="v0.4"))
         assert [v.construct for v in violations(program, profile)] == want
+
+
+def test_a_v04_profile_skips_the_v03_corpus_cases():
+    from fuzz.conform.corpus import apply_profile, default_corpus, load_corpus
+    from fuzz.profiles import load
+
+    cases = load_corpus(default_corpus(), "valid/")
+    run_, skipped = apply_profile(cases, load("tinytc-0.4.0"))
+    assert {c.lang for c in run_} == {"v0.4"}
+    assert skipped and all("a v0.3 case (the target reads v0.4)" in why
+                           for c, why in skipped if c.lang == "v0.3")
