@@ -330,3 +330,19 @@ def test_a_v04_profile_skips_the_v03_corpus_cases():
     assert {c.lang for c in run_} == {"v0.4"}
     assert skipped and all("a v0.3 case (the target reads v0.4)" in why
                            for c, why in skipped if c.lang == "v0.3")
+
+
+@pytest.mark.parametrize("body, outside", [
+    ("%r = constant nan : f32", True),
+    ("%a = constant 3.25 : f32\n    %z = constant -0.0 : f32\n    %r = rem %a, %z : f32", True),
+    ("%a = constant 3.25 : f32\n    %z = constant 2.0 : f32\n    %r = rem %a, %z : f32", False),
+])
+def test_nan_constants_are_outside_tinytc_040(body, outside):
+    from fuzz.profiles import load
+    from fuzz.profiles.check import violations
+
+    text = f"func @k(%A: memref<f32x1>) {{\n    {body}\n    %c0 = constant 0 : index\n" \
+           "    store %r, %A[%c0]\n}\n"
+    program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
+    found = [v.construct for v in violations(program, load("tinytc-0.4.0"))]
+    assert found == (["nan-constants"] if outside else [])

@@ -180,6 +180,14 @@ class V04Generator(FunctionGenerator):
             atomic = False
         return super().collective_inst(kind, atomic, ta, tb, alpha, a, b, beta, c)
 
+    def binary(self, op: str, a: Scal, b: Scal) -> Scal:
+        if op == "rem" and a.type.is_float and self.excludes("nan-constants") and not (
+                b.rng.known and (b.rng.lo > 0 or b.rng.hi < 0)):
+            # the target folds a constant rem by zero into a NaN constant, which it cannot
+            # take: only divisors that cannot be zero
+            raise Unavailable("a float rem by what may be zero")
+        return super().binary(op, a, b)
+
     def narrow_atomic(self, t: ScalarType, update: bool = False) -> bool:
         """Whether the target takes no atomic (update) on elements of type t."""
         if not self.excludes("atomic-narrow-types"):

@@ -81,10 +81,26 @@ def gemm_atomic_beta_one(inst: ir.Instruction, constants: Optional[dict] = None)
     return isinstance(inst, ir.Gemm) and inst.atomic and _is_one(inst.beta, constants)
 
 
-def _is_one(op, constants: Optional[dict]) -> bool:
+def nan_constant(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
+    """A NaN literal or `constant`, or a float `rem` by a literal or `constant` zero (which
+    constant folding turns into a NaN constant)."""
+    if isinstance(inst, ir.Constant):
+        v = inst.value.value
+        return v != v if isinstance(v, float) else (isinstance(v, complex) and v != v)
+    if isinstance(inst, ir.Arith) and inst.op == "rem" and inst.type.is_float:
+        return _literal(inst.rhs, constants) == 0
+    return False
+
+
+def _literal(op, constants: Optional[dict]):
+    """The value of a literal operand or a v0.4 `constant` (None when it is neither)."""
     if isinstance(op, ir.Value):
         op = (constants or {}).get("=" + op.name)
-    return isinstance(op, ir.Const) and op.value == 1
+    return op.value if isinstance(op, ir.Const) else None
+
+
+def _is_one(op, constants: Optional[dict]) -> bool:
+    return _literal(op, constants) == 1
 
 
 def instruction_violations(inst: ir.Instruction, profile: Profile,
@@ -120,6 +136,8 @@ def instruction_violations(inst: ir.Instruction, profile: Profile,
         found.append("expand-dynamic-stride")
     if "mixed-static-dynamic-sizes" in feats and mixed_sizes(inst):
         found.append("mixed-static-dynamic-sizes")
+    if "nan-constants" in feats and nan_constant(inst, elements):
+        found.append("nan-constants")
     if "gemm-atomic-beta-one" in feats and gemm_atomic_beta_one(inst, elements):
         found.append("gemm-atomic-beta-one")
     if "atomic-narrow-types" in feats and narrow_atomic(
