@@ -346,3 +346,30 @@ def test_nan_constants_are_outside_tinytc_040(body, outside):
     program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
     found = [v.construct for v in violations(program, load("tinytc-0.4.0"))]
     assert found == (["nan-constants"] if outside else [])
+
+
+def test_spmd_weight_draws_from_the_spmd_generator_when_it_exists(monkeypatch):
+    """The hook for fuzz.gen.spmd (another generator of whole SPMD v0.4 kernels):
+    spmd_weight percent of the v0.4 cases come from its spmd_cases(name=..., **params)."""
+    import types
+
+    from hypothesis import Phase, find
+    from hypothesis import strategies as st
+
+    marker = FuzzCase(ir.Program(()), "spmd", {}, 1, "v0.4")
+    seen = {}
+
+    def spmd_cases(name="k", **params):
+        seen.update(params, name=name)
+        return st.just(marker)
+
+    monkeypatch.setitem(sys.modules, "fuzz.gen.spmd", types.SimpleNamespace(
+        spmd_cases=spmd_cases))
+    once = settings(max_examples=1, phases=[Phase.generate], database=None)
+    case = find(kernels(lang="v0.4", spmd_weight=100, max_groups=2), lambda c: True,
+                settings=once)
+    assert case is marker and seen == {"name": "k", "max_groups": 2}
+    monkeypatch.delitem(sys.modules, "fuzz.gen.spmd")
+    monkeypatch.setitem(sys.modules, "fuzz.gen.spmd", None)  # absent: the builder here
+    case = find(kernels(lang="v0.4", spmd_weight=100), lambda c: True, settings=once)
+    assert case.func == "k" and case.lang == "v0.4"
