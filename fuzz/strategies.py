@@ -35,13 +35,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
 from tlinterp import ir
+from tlinterp.args import Groups
 
 from .gen.function import FunctionGenerator
 from .gen.params import GenParams
@@ -63,7 +64,7 @@ class FuzzCase:
     program: ir.Program  # one function, parsed back from its printed text
     func: str  # its name, without '@'
     args: dict[str, np.ndarray]  # .npz convention
-    groups: Union[int, tuple[int, int, int]]  # work-groups: a count, or a v0.4 (x, y, z) grid
+    groups: Groups  # number of work-groups, or a v0.4 grid (x, y, z)
     lang: str = "v0.3"  # the version of the program's text (`source`)
 
     @property

@@ -164,7 +164,7 @@ def _tlfuzz(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
 
 
 def test_tlfuzz_v04_against_a_correct_plugin_finds_nothing(tmp_path):
-    r = _tlfuzz(tmp_path, "--lang", "v0.4", "--impl", "python:v04plugins:good", "--time", "6s",
+    r = _tlfuzz(tmp_path, "--lang", "v0.4", "--impl", "python:v04plugins:good", "--time", "12s",
                 "-j", "1", "-q", "--batch", "2", "--rounds", "3", "--out",
                 str(tmp_path / "out"))
     assert r.returncode == 0, r.stderr

@@ -3,8 +3,9 @@
     parse(text, filename, lang=None, defines=None)
                                        lang: None (detect), "v0.3" or "v0.4"; defines: -D
     executable(program)                the v0.3 form the interpreter runs (or NotExecutable)
-    lowerable(program)                 that form with no v0.4 construct left, as the OpenCL
-                                       lowering needs (or NotExecutable "not yet lowered")
+    lowerable(program)                 that form with no v0.4 construct left (the grid
+                                       builtins excepted), as the OpenCL lowering needs (or
+                                       NotExecutable "not yet lowered")
 
 The version: `lang` wins; else tlinterp/langdetect.py's markers; else both parsers run and
 must agree, or the error asks for --lang.  A syntax error caused by a construct of the other
@@ -14,6 +15,7 @@ definitions, `!calc`) goes through tlinterp/preprocess.py first.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import re
@@ -113,11 +115,43 @@ def _parse_preprocessed(text: str, filename: str, parse04,
                                       filename)]) from None
     pre = pre_mod.preprocess(text, filename=filename, defines=defines)
     try:
-        return parse04(pre.text, filename)
+        program = parse04(pre.text, filename)
     except SourceError as e:
         diags = [Diagnostic(d.message, pre.original_span(d.span) if d.span else None,
                             d.filename, d.severity) for d in e.diagnostics]
         raise SourceError(diags, text) from None
+    if pre.identity:
+        return program
+    # every later diagnostic (checker, interpreter, lowering line tables) then quotes and
+    # counts in the text as written, where a `$name` use stands for its expansion
+    _remap_spans(program, pre.original_span)
+    program.pending = [(m, pre.original_span(s) if s else None) for m, s in program.pending]
+    program.source = text
+    return program
+
+
+def _remap_spans(root: object, remap) -> None:
+    """Replace every `span` of the IR under `root` (nodes are frozen dataclasses; spans do not
+    take part in equality or hashing, so this is safe) by `remap(span)`."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (tuple, list)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, (type, Span)):
+            for f in dataclasses.fields(obj):
+                value = getattr(obj, f.name)
+                if f.name == "span":
+                    if value is not None:
+                        object.__setattr__(obj, "span", remap(value))
+                elif not isinstance(value, (str, int, float, type(None))):
+                    stack.append(value)
 
 
 def _explained(e: SourceError, text: str, filename: str, lang: str) -> SourceError:
@@ -163,7 +197,8 @@ def _v04_left(program: ir.Program) -> bool:
 
 def lowerable(program: ir.Program) -> ir.Program:
     """What the OpenCL lowering takes: the program in its v0.3 form; `NotExecutable` ("not yet
-    lowered: ... at L.C-C") at the first v0.4 type, operation or instruction that remains."""
+    lowered: ... at L.C-C") at the first v0.4 type, operation or instruction that remains (the
+    grid builtins group_id/num_groups .y/.z excepted: the lowering takes them)."""
     converted = executable(program)
     left = _v04_leftover(converted)  # also a v0.3 form executable() already made
     if left is not None:
@@ -172,6 +207,13 @@ def lowerable(program: ir.Program) -> ir.Program:
         raise NotExecutable([Diagnostic(f"not yet lowered: {what}{where}", span,
                                         program.filename)])
     return converted
+
+
+def _lowered_builtin(inst) -> bool:
+    """The grid builtins (group_id / num_groups .x/.y/.z), which the lowering takes."""
+    from .v04names import GRID_BUILTINS
+
+    return isinstance(inst, ir.Builtin) and inst.name in GRID_BUILTINS
 
 
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
@@ -196,7 +238,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
             span = getattr(inst, "span", None)
             if any(nonfinite(getattr(inst, f.name, None)) for f in fields(inst)):
                 return "an infinite or NaN constant", span
-            if isinstance(inst, ir.V04_INSTRUCTIONS):
+            if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst):
                 return construct(inst), span
             if getattr(inst, "inits", ()):
                 return "a loop that yields values", span

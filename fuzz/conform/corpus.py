@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.args import load_npz
+from tlinterp.args import Groups, groups_text, load_npz
 
 KINDS = ("valid", "invalid", "undefined")
 
@@ -49,8 +49,10 @@ class Case:
         return self.meta.get("func")
 
     @property
-    def groups(self) -> Optional[int]:
-        return self.meta.get("groups")
+    def groups(self) -> Optional[Groups]:
+        """The work-group count, or a v0.4 grid (x, y, z) (a list of three in the .json)."""
+        g = self.meta.get("groups")
+        return tuple(g) if isinstance(g, list) else g
 
     @property
     def lang(self) -> str:
@@ -83,7 +85,7 @@ class Case:
         if self.func:
             cmd += ["--func", self.func]
         if self.groups is not None:
-            cmd += ["--groups", str(self.groups)]
+            cmd += ["--groups", groups_text(self.groups)]
         return shlex.join(cmd)
 
 
@@ -134,8 +136,16 @@ def _opt_str(v) -> bool:
     return v is None or isinstance(v, str)
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
 def _opt_groups(v) -> bool:
-    return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1)
+    def count(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+    return v is None or count(v) or (isinstance(v, list) and len(v) == 3
+                                     and all(count(x) for x in v))
 
 
 def _tags(v) -> bool:
@@ -157,7 +167,8 @@ def _name(v) -> bool:
 # be, and how that is said when it is not; fields not listed are free (e.g. comments).
 FIELDS = {
     "func": (KINDS, _opt_str, "a function name or null"),
-    "groups": (("valid", "undefined"), _opt_groups, "a work-group count >= 1 or null"),
+    "groups": (("valid", "undefined"), _opt_groups,
+               "a work-group count >= 1, a grid [x, y, z] of counts >= 1, or null"),
     "tags": (("valid", "undefined"), _tags, "an object of lists of strings"),
     "warning": (("valid",), _warning, 'an object with "range" and "message" strings'),
     "range": (("invalid",), _opt_str, "a LINE.COL-COL string"),
@@ -218,10 +229,10 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
 def apply_profile(cases: list[Case], profile) -> tuple[list[Case], list[tuple[Case, str]]]:
     """The cases to run on a target of `profile` (fuzz.profiles.Profile), their kernels in
     its spellings, and the skipped ones with the reason: those using a construct the profile
-    leaves out. A kernel that does not parse (an invalid case's syntax error) runs as it is."""
+    leaves out. A kernel that does not parse or check (an invalid case) runs as it is."""
     from fuzz.profiles.check import violations
     from fuzz.profiles.respell import respell
-    from tlinterp import TLError, parse
+    from tlinterp import TLError, check, parse
 
     if not profile.restricts and not profile.spellings:
         return list(cases), []
@@ -233,7 +244,9 @@ def apply_profile(cases: list[Case], profile) -> tuple[list[Case], list[tuple[Ca
                                   f"target reads {profile.lang})"))
             continue
         try:
-            program = parse(case.source(), filename=case.kernel.name, lang=case.lang)
+            # checked too: an invalid case's operands may not even have the kinds of types
+            # the profile's rules look at (a scalar where a memref belongs)
+            program = check(parse(case.source(), filename=case.kernel.name, lang=case.lang))
         except TLError:
             run.append(case)
             continue

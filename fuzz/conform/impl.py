@@ -5,6 +5,7 @@ register); this module turns a case into the job they run and into a command to 
 
 from __future__ import annotations
 
+import shlex
 from typing import Optional
 
 from tlinterp.impl import Implementation, Job, Outcome
@@ -43,9 +44,16 @@ def reproduce(impl: Implementation, case: Case) -> str:
     case `tlfuzz reproduce`, which exits 1 while its outputs differ from the reference's (a
     reducer's interestingness test); else the implementation's own command."""
     args = shown(case.args_path) if case.args_path is not None else None
+    groups = case.groups  # the command builders spell a grid as --groups takes it (X,Y,Z)
+    kernel, first = shown(case.kernel), ""
+    if case.meta.get("migrated"):  # the implementation got the v0.4 form: write it first
+        v04 = f"{case.name}.v04.tl"
+        first = shlex.join(["tlrun", kernel, "--emit", "ir", "--from", case.meta["migrated"],
+                            "--lang", case.lang]) + f" > {shlex.quote(v04)} && "
+        kernel = v04
     if case.kind == "valid" and args is not None and impl.spec not in ("interp", "tlinterp"):
         from ..campaign.reproduce import reproduce_line
 
-        return reproduce_line(shown(case.kernel), args, case.func, case.groups, impl.spec,
-                              impl.options)
-    return impl.reproduce(shown(case.kernel), args, case.func, case.groups)
+        return first + reproduce_line(kernel, args, case.func, groups,
+                                      impl.spec, impl.options)
+    return first + impl.reproduce(kernel, args, case.func, groups)
