@@ -31,7 +31,7 @@ from tlinterp.printer_v04 import format_program_v04
 from tlinterp.types import MemrefType, ScalarType
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = min(settings.default.max_examples, 100)
+EXAMPLES = min(settings.default.max_examples, 60)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
