@@ -17,6 +17,14 @@ reparsed one, with source spans. Keyword parameters are `fuzz.gen.params.GenPara
 and `profile` (a `fuzz.profiles` name or Profile, default `all`): the target's dialect, whose
 constructs alone are generated, printed in its spellings (`kernels(profile="tinytc-0.3.1")`).
 
+`kernels(lang="v0.4")` draws tensor language v0.4 kernels instead (`fuzz.gen.v04`: the same
+builder under v0.4's rules, plus f16/bf16/c32/c64, math functions, loops that yield, 3-D
+grids, multi-dimensional foreach, cumsum, atomics and attributes; see docs/fuzzing.md), printed
+as v0.4 and reparsed with lang="v0.4"; `case.lang` says which, `case.groups` may then be an
+(x, y, z) grid. `lang` defaults to the profile's version (a v0.4 profile such as
+`tinytc-0.4.0`), else v0.3, whose draws are unchanged. `spmd_weight` (default 30) percent of
+the v0.4 cases come from `fuzz.gen.spmd.spmd_cases(**spmd_params)` where that module exists.
+
 `lowering_configs()` draws `tlgpu.LoweringConfig`s (tiling and tile plans, staging, unrolling,
 fused multiply-add, index width, barriers, work-group size) so the OpenCL lowering's edge
 cases are exercised alongside.
@@ -38,12 +46,17 @@ from tlinterp.args import Groups
 
 from .gen.function import FunctionGenerator
 from .gen.params import GenParams
+from .gen.v04 import V04Generator, v04_params
 from .profiles import DEFAULT, Profile
 from .profiles import load as load_profile
 from .profiles.check import violations
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
-           "to_program", "coverage_of", "sample_function", "profile_of", "case_of"]
+           "to_program", "coverage_of", "sample_function", "profile_of", "case_of", "LANGS",
+           "generated_kinds"]
+
+
+LANGS = ("v0.3", "v0.4")  # the tensor-language versions the generator writes
 
 
 @dataclass
@@ -52,13 +65,15 @@ class FuzzCase:
     func: str  # its name, without '@'
     args: dict[str, np.ndarray]  # .npz convention
     groups: Groups  # number of work-groups, or a v0.4 grid (x, y, z)
+    lang: str = "v0.3"  # the version of the program's text (`source`)
 
     @property
     def source(self) -> str:
         return self.program.source
 
     def __repr__(self) -> str:  # what Hypothesis prints for a falsifying example
-        return f"FuzzCase(groups={self.groups}, func={self.func!r}):\n{self.source}"
+        return (f"FuzzCase(groups={self.groups}, func={self.func!r}, lang={self.lang!r}):\n"
+                f"{self.source}")
 
 
 def profile_of(profile: Profile | str | None) -> Profile:
@@ -66,8 +81,19 @@ def profile_of(profile: Profile | str | None) -> Profile:
     return profile if isinstance(profile, Profile) else load_profile(profile or DEFAULT)
 
 
-def _params(params: dict[str, Any]) -> GenParams:
-    base = GenParams()
+def _lang(lang: str) -> str:
+    if lang not in LANGS:
+        raise ValueError(f"lang must be one of {', '.join(LANGS)}, got {lang!r}")
+    return lang
+
+
+def lang_of(lang: Optional[str], profile: Profile | str | None = None) -> str:
+    """The version to generate: `lang`, else the profile's, else v0.3."""
+    return _lang(lang or profile_of(profile).lang or "v0.3")
+
+
+def _params(params: dict[str, Any], lang: str = "v0.3") -> GenParams:
+    base = GenParams() if _lang(lang) == "v0.3" else v04_params()
     profile = params.get("profile")
     params = {k: v for k, v in params.items() if k != "profile"}
     weights = ("statement_weights", "collective_weights", "scalar_weights")
@@ -77,54 +103,137 @@ def _params(params: dict[str, Any]) -> GenParams:
     return profile_of(profile).restrict(dataclasses.replace(base, **params))
 
 
+def _generator(lang: str):
+    return FunctionGenerator if lang == "v0.3" else V04Generator
+
+
 @st.composite
-def kernel_functions(draw, name: str = "k", **params: Any) -> tuple[ir.Function, dict, int]:
-    """The raw IR function (not printed), its arguments and its group count."""
-    p = _params(params)
-    built = FunctionGenerator(draw, p, name).build()
+def kernel_functions(draw, name: str = "k", lang: Optional[str] = None,
+                     **params: Any) -> tuple[ir.Function, dict, Any]:
+    """The raw IR function (not printed), its arguments and its group count (v0.4: a count
+    or an (x, y, z) grid). `lang` None: the profile's version, else v0.3."""
+    lang = lang_of(lang, params.get("profile"))
+    p = _params(params, lang)
+    built = _generator(lang)(draw, p, name).build()
     # the generator avoids what the profile leaves out; should a construct slip through
     # all the same, the example is dropped rather than handed to the target
     assume(p.profile is None or not violations(built[0], p.profile))
     return built
 
 
-def sample_function(seed: int, name: str = "k", **params: Any):
+def sample_function(seed: int, name: str = "k", lang: Optional[str] = None, **params: Any):
     """(function, arguments, groups, generator statistics) drawn with plain random sampling:
     the same generator as `kernel_functions`, much faster, but nothing shrinks. For
     distribution statistics and quick surveys."""
     import random
 
-    gen = FunctionGenerator(random.Random(seed), _params(params), name)
+    lang = lang_of(lang, params.get("profile"))
+    gen = _generator(lang)(random.Random(seed), _params(params, lang), name)
     func, args, groups = gen.build()
     return func, args, groups, gen.stats
 
 
 def to_program(functions: list[ir.Function], filename: str = "<fuzz>",
-               spellings: Optional[Mapping[str, str]] = None) -> ir.Program:
-    """Print the IR (in a target's `spellings`, see fuzz/profiles) and parse + check it back
-    (the printer/parser/checker round trip)."""
+               spellings: Optional[Mapping[str, str]] = None,
+               lang: str = "v0.3") -> ir.Program:
+    """Print the IR as tensor language `lang` (v0.3: in a target's `spellings`, see
+    fuzz/profiles; v0.4: through `tlinterp.migrate.to_v04`, which has one spelling) and
+    parse + check it back (the printer/parser/checker round trip)."""
     import tlinterp
-    from tlinterp.printer import format_program
 
-    text = format_program(ir.Program(tuple(functions), filename), spellings)
-    program = tlinterp.parse(text, filename, lang="v0.3")  # the printer writes v0.3
-    tlinterp.check(program)
-    return program
+    program = ir.Program(tuple(functions), filename)
+    if _lang(lang) == "v0.4":
+        from tlinterp.printer_v04 import format_program_v04
+
+        text = format_program_v04(program)
+    else:
+        from tlinterp.printer import format_program
+
+        text = format_program(program, spellings)
+    parsed = tlinterp.parse(text, filename, lang=lang)
+    tlinterp.check(parsed)
+    return parsed
 
 
 @st.composite
-def kernels(draw, name: str = "k", **params: Any) -> FuzzCase:
-    """One random UB-free kernel with arguments; see the module docstring."""
-    func, args, groups = draw(kernel_functions(name=name, **params))
-    return case_of(func, args, groups, params.get("profile"))
+def kernels(draw, name: str = "k", lang: Optional[str] = None, **params: Any) -> FuzzCase:
+    """One random UB-free kernel with arguments, as tensor language `lang` (None: the
+    profile's version, else v0.3); see the module docstring."""
+    lang = lang_of(lang, params.get("profile"))
+    weight = params.get("spmd_weight", GenParams().spmd_weight)
+    if lang == "v0.4" and weight > 0 and _spmd_cases() is not None \
+            and draw(st.integers(0, 99)) < weight:
+        return draw(_spmd_kernels(name, params))
+    func, args, groups = draw(kernel_functions(name=name, lang=lang, **params))
+    return case_of(func, args, groups, params.get("profile"), lang)
 
 
-def case_of(func: ir.Function, args: dict[str, np.ndarray], groups: int,
-            profile: Profile | str | None = None) -> FuzzCase:
-    """A generated function as a case, its text in the profile's spellings: what the
-    implementation under test reads, and what a finding saves."""
-    program = to_program([func], spellings=profile_of(profile).spellings)
-    return FuzzCase(program, func.name, args, groups)
+@st.composite
+def _spmd_kernels(draw, name: str, params: dict[str, Any]) -> FuzzCase:
+    """A case of `fuzz.gen.spmd.spmd_cases(**spmd_params)`, within the profile: its
+    sub-group sizes and, without narrow atomics, the atomic types it compiles."""
+    profile = profile_of(params.get("profile"))
+    knobs = dict(params.get("spmd_params") or {})
+    if profile.subgroup_sizes is not None:
+        knobs.setdefault("subgroup_sizes", profile.subgroup_sizes)
+    if "atomic-narrow-types" in profile.exclude_features:
+        from .gen.v04 import LOWP, V04_SCALAR_TYPES
+        from .profiles import NARROW_ATOMIC_UPDATE_TYPES
+
+        kept = tuple(t for t in (*V04_SCALAR_TYPES, *LOWP) if not t.is_bool
+                     and t.value != "index" and t not in NARROW_ATOMIC_UPDATE_TYPES)
+        knobs.setdefault("atomic_types", kept)
+    func, args, groups = draw(_spmd_cases()(name=name, **knobs))
+    assume(not profile.restricts or not violations(func, profile))
+    return case_of(func, args, groups, profile, "v0.4")
+
+
+def _spmd_cases():
+    """`fuzz.gen.spmd.spmd_cases` (whole SPMD v0.4 kernels: parallel regions, sub-groups,
+    cooperative matrices), or None where that generator is not part of this checkout."""
+    try:
+        from .gen.spmd import spmd_cases  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return spmd_cases
+
+
+def case_of(func: ir.Function, args: dict[str, np.ndarray], groups: Any,
+            profile: Profile | str | None = None, lang: Optional[str] = None) -> FuzzCase:
+    """A generated function as a case, its text in the profile's spellings (v0.3) or as v0.4
+    (`lang` None: the profile's version, else v0.3): what the implementation under test
+    reads, and what a finding saves."""
+    lang = lang_of(lang, profile)
+    program = to_program([func], spellings=profile_of(profile).spellings, lang=lang)
+    return FuzzCase(program, func.name, args, groups, lang)
+
+
+# the v0.4 instructions the builder here makes (fuzz/gen/v04.py); SPMD kernels
+# (fuzz.gen.spmd, where present) add theirs when drawn
+V04_GENERATED = (ir.Constant, ir.Builtin, ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate,
+                 ir.Cumsum, ir.ForeachNd)
+
+
+# ... and those of the SPMD kernels (fuzz.gen.spmd, kernels(spmd_weight > 0))
+V04_SPMD_GENERATED = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp,
+                      ir.CoopApply, ir.CoopAtomicUpdate, ir.CoopConstruct, ir.CoopExtract,
+                      ir.CoopInsert, ir.CoopLoad, ir.CoopMulAdd, ir.CoopPrefetch, ir.CoopReduce,
+                      ir.CoopScale, ir.CoopStore)
+
+
+def generated_kinds(lang: str = "v0.3", spmd: Optional[bool] = None) -> list[str]:
+    """The instruction kinds (`coverage_of`'s names) the generator makes for `lang`: the
+    denominator of tlfuzz's instruction coverage. v0.4 has no lifetime_stop; `spmd` (None:
+    whether the default spmd_weight draws SPMD kernels and fuzz.gen.spmd exists) adds the
+    SPMD kinds."""
+    v03 = {t.__name__ for t in ir.Instruction.__args__ if t not in ir.V04_INSTRUCTIONS} \
+        | {t.__name__ + ".atomic" for t in ir.BLAS}
+    if _lang(lang) == "v0.3":
+        return sorted(v03)
+    if spmd is None:
+        spmd = GenParams().spmd_weight > 0 and _spmd_cases() is not None
+    extra = V04_GENERATED + (V04_SPMD_GENERATED if spmd else ())
+    return sorted(v03 - {"LifetimeStop"} | {t.__name__ for t in extra})
 
 
 def coverage_of(program: ir.Program) -> set[str]:

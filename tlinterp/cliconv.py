@@ -120,6 +120,25 @@ def add_impl_choice(group: argparse._ArgumentGroup, *, default: Optional[str], f
                            help="list the implementations --impl accepts, then exit")
 
 
+LANGS = ("v0.3", "v0.4")  # the tensor-language versions every tool reads
+
+
+def add_lang(group: argparse._ArgumentGroup, *, default: Optional[str], help: str) -> None:
+    """--lang v0.3|v0.4 (what it selects is the tool's `help`)."""
+    group.add_argument("--lang", choices=list(LANGS), default=default, help=help)
+
+
+def grid_arg(text: str):
+    """argparse type of `--groups N` (an int) or `--groups X,Y[,Z]` (a grid of 3; the rule is
+    tlinterp.args.parse_groups)."""
+    from .args import parse_groups
+
+    try:
+        return parse_groups(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def print_impls(out=None) -> int:
     """The registry's implementations, one a line (--list-impls); exit status 0."""
     from .impl import available

@@ -2,8 +2,9 @@
 
     tlfuzz reproduce FINDING [--device D] [--timeout S]
     tlfuzz reproduce KERNEL.tl --args ARGS.npz --impl SPEC [--func F] [--groups X[,Y[,Z]]]
-                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
-                     [--build-options '...'] [--reject-status 1,2] [--timeout S]
+                     [--lang v0.3|v0.4] [--device D] [--lowering KEY=VALUE ...]
+                     [--work-group-size W0xW1] [--build-options '...'] [--reject-status 1,2]
+                     [--timeout S]
 
 FINDING is NAME, NAME.tl or NAME.txt of a finding saved by tlfuzz: the implementation and its
 flags come from the first line of NAME.txt (flags given here override them). The reference
@@ -25,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp.args import Groups, groups_text, parse_groups
+from tlinterp.args import Groups, groups_text
 from tlinterp.foreigntext import shown
 
 from .options import positive_seconds
@@ -35,9 +36,10 @@ DEFAULT_TIMEOUT = 300.0  # seconds per run of the implementation
 
 
 def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
-                   spec: str, options) -> str:
+                   spec: str, options, lang: Optional[str] = None) -> str:
     """The `tlfuzz reproduce` command for these files and implementation (with its flags,
-    `option_words`): exits 1 while the implementation still differs from the reference."""
+    `option_words`): exits 1 while the implementation still differs from the reference.
+    `lang`: the kernel's version, when it must be said."""
     from tlinterp.impl.base import option_words
 
     words = ["tlfuzz", "reproduce", tl, "--args", npz]
@@ -45,6 +47,8 @@ def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[Grou
         words += ["--func", func]
     if groups is not None:
         words += ["--groups", groups_text(groups)]
+    if lang is not None:
+        words += ["--lang", lang]
     return shlex.join(words + ["--impl", spec] + option_words(options))
 
 
@@ -82,7 +86,7 @@ compared within the fuzzer's error bounds (fuzz.oracle.compare). See docs/triage
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tlinterp.cliconv import add_impl_choice, tool_parser
+    from tlinterp.cliconv import add_impl_choice, add_lang, grid_arg, tool_parser
     from tlinterp.impl.flags import add_impl_flags
 
     p, g = tool_parser("tlfuzz reproduce", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES,
@@ -95,19 +99,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "file (then with --args and --impl)")
     g.run.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
     g.run.add_argument("--func", help="function to run (optional when the file has one)")
-    g.run.add_argument("--groups", type=_groups_arg, metavar="X[,Y[,Z]]",
+    g.run.add_argument("--groups", type=grid_arg, metavar="X[,Y[,Z]]",
                        help="number of work-groups, or a v0.4 grid X,Y,Z")
+    add_lang(g.run, default=None, help="the kernel's tensor-language version (default: "
+                                       "detected from the text)")
     g.run.add_argument("--timeout", type=positive_seconds, default=None, metavar="S",
                        help=f"seconds per run of the implementation (default "
                             f"{DEFAULT_TIMEOUT:g})")
     return p
-
-
-def _groups_arg(text: str) -> Groups:
-    try:
-        return parse_groups(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def saved_words(txt: str) -> list[str]:
@@ -135,6 +134,7 @@ class Request:
     spec: str
     options: object  # tlinterp.impl.ImplOptions
     timeout: float
+    lang: Optional[str] = None  # the kernel's version (None: detected)
 
 
 def finding_base(path: str) -> str:
@@ -184,7 +184,7 @@ def request(argv: list[str]) -> Request:
         from .options import chosen_device
 
         print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)
-    return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout)
+    return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout, ns.lang)
 
 
 @dataclass
@@ -193,8 +193,10 @@ class Verdict:
     text: str  # what to print (stderr)
 
 
-def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups]):
-    """The kernel and its arguments as a FuzzCase; TLError/OSError when they do not load."""
+def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
+              lang: Optional[str] = None):
+    """The kernel (tensor language `lang`, None: detected) and its arguments as a FuzzCase;
+    TLError/OSError when they do not load."""
     import tlinterp
     from tlinterp.args import bind, load_npz
     from tlinterp.diagnostics import decode_source
@@ -204,12 +206,13 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups]):
     with open(tl, "rb") as f:
         data = f.read()
     text = decode_source(data, tl)  # a SourceError at the bad byte's line and column
-    program = tlinterp.check(tlinterp.parse(text, tl))
+    program = tlinterp.check(tlinterp.parse(text, tl, lang=lang))
     func = func or program.functions[0].name
     args = load_npz(npz)
     bound = bind(program.function(func), args)
     grid = bound.grid(groups)  # a grid stays one (X,1,1 is the count X)
-    return FuzzCase(program, func, args, grid if grid[1:] != (1, 1) else grid[0])
+    return FuzzCase(program, func, args, grid if grid[1:] != (1, 1) else grid[0],
+                    program.lang or "v0.3")
 
 
 def run_impl(case, spec: str, options, timeout: float):
@@ -229,7 +232,7 @@ def run_impl(case, spec: str, options, timeout: float):
         return Outcome("ok", outputs=r.outputs)
     job = Job(case.source, case.args, func=case.func, groups=case.groups,
               filename=os.path.basename(case.program.filename or "kernel.tl"),
-              program=case.program)
+              program=case.program, lang=case.lang)
     return impl.run(job, timeout)
 
 
@@ -256,7 +259,7 @@ def reproduce(req: Request) -> Verdict:
     from tlinterp.interp import run
 
     try:
-        case = load_case(req.tl, req.npz, req.func, req.groups)
+        case = load_case(req.tl, req.npz, req.func, req.groups, req.lang)
     except OSError as e:
         return Verdict(USAGE, f"cannot read the kernel or its arguments: {e}")
     except (KeyError, ValueError) as e:

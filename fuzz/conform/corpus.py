@@ -229,18 +229,24 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
 def apply_profile(cases: list[Case], profile) -> tuple[list[Case], list[tuple[Case, str]]]:
     """The cases to run on a target of `profile` (fuzz.profiles.Profile), their kernels in
     its spellings, and the skipped ones with the reason: those using a construct the profile
-    leaves out. A kernel that does not parse (an invalid case's syntax error) runs as it is."""
+    leaves out. A kernel that does not parse or check (an invalid case) runs as it is."""
     from fuzz.profiles.check import violations
     from fuzz.profiles.respell import respell
-    from tlinterp import TLError, parse
+    from tlinterp import TLError, check, parse
 
     if not profile.restricts and not profile.spellings:
         return list(cases), []
     run: list[Case] = []
     skipped: list[tuple[Case, str]] = []
     for case in cases:
+        if profile.lang is not None and case.lang != profile.lang:
+            skipped.append((case, f"outside profile {profile.name}: a {case.lang} case (the "
+                                  f"target reads {profile.lang})"))
+            continue
         try:
-            program = parse(case.source(), filename=case.kernel.name, lang=case.lang)
+            # checked too: an invalid case's operands may not even have the kinds of types
+            # the profile's rules look at (a scalar where a memref belongs)
+            program = check(parse(case.source(), filename=case.kernel.name, lang=case.lang))
         except TLError:
             run.append(case)
             continue

@@ -83,6 +83,22 @@ class GenParams:
     store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
     lifetime_stop_percent: int = 50  # allocas whose lifetime ends explicitly
     work_group_size_multiple: int = 1  # work_group_size attributes: W0 a multiple of it
+    # v0.4 only (kernels(lang="v0.4")): the percentage of cases drawn from the SPMD kernel
+    # generator (fuzz.gen.spmd.spmd_cases(**spmd_params): parallel regions, sub-groups,
+    # cooperative matrices) where that module exists; the rest come from the builder here
+    spmd_weight: int = 30
+    spmd_params: dict = field(default_factory=dict)  # knobs of spmd_cases (its SpmdParams)
+    # v0.4 only: the statement "v04" (weight in statement_weights) picks one of these
+    v04_weights: dict[str, int] = field(default_factory=lambda: _weights(
+        lowp=4, math=2, abs=1, foreach_nd=2, cumsum=4, atomic=2))
+    lowp_types: tuple[ScalarType, ...] = (ScalarType.f16, ScalarType.bf16, ScalarType.c32,
+                                          ScalarType.c64)
+    grid_percent: int = 40  # 3-D grids (x, y, z) instead of a group count
+    loop_carried_percent: int = 40  # for loops with init(...) -> (...)
+    unroll_percent: int = 25  # for loops with an unroll attribute
+    attribute_percent: int = 30  # memref arguments with alignment/shape_gcd/stride_gcd
+    subgroup_size_percent: int = 25  # functions with a subgroup_size attribute
+    subgroup_sizes: tuple[int, ...] = (4, 8, 16, 32)  # its values (a profile may narrow them)
     # the target's profile (fuzz.profiles.Profile): its features the generator avoids
     profile: Optional[Any] = None
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(

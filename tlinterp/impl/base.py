@@ -157,8 +157,10 @@ class Implementation(ABC):
 
 
 def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[str],
-                  func: Optional[str], groups: Optional[Groups]) -> str:
-    """`tlrun ... --impl SPEC ...`: reruns the implementation `spec` names."""
+                  func: Optional[str], groups: Optional[Groups],
+                  lang: Optional[str] = None) -> str:
+    """`tlrun ... --impl SPEC ...`: reruns the implementation `spec` names (`lang`: the
+    kernel's version, when it must be said)."""
     cmd = ["tlrun", kernel]
     if args is not None:
         cmd += ["--args", args]
@@ -166,6 +168,8 @@ def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[s
         cmd += ["--func", func]
     if groups is not None:
         cmd += ["--groups", groups_text(groups)]
+    if lang is not None:
+        cmd += ["--lang", lang]
     if spec not in ("interp", "tlinterp"):
         cmd += ["--impl", spec]
         cmd += option_words(options)
