@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import numpy as np
 from hypothesis import assume
@@ -37,12 +37,16 @@ from tlinterp import ir
 
 from .gen.function import FunctionGenerator
 from .gen.params import GenParams
+from .gen.v04 import V04Generator, v04_params
 from .profiles import DEFAULT, Profile
 from .profiles import load as load_profile
 from .profiles.check import violations
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
-           "to_program", "coverage_of", "sample_function", "profile_of", "case_of"]
+           "to_program", "coverage_of", "sample_function", "profile_of", "case_of", "LANGS"]
+
+
+LANGS = ("v0.3", "v0.4")  # the tensor-language versions the generator writes
 
 
 @dataclass
@@ -50,14 +54,16 @@ class FuzzCase:
     program: ir.Program  # one function, parsed back from its printed text
     func: str  # its name, without '@'
     args: dict[str, np.ndarray]  # .npz convention
-    groups: int  # number of work-groups
+    groups: Union[int, tuple[int, int, int]]  # work-groups: a count, or a v0.4 (x, y, z) grid
+    lang: str = "v0.3"  # the version of the program's text (`source`)
 
     @property
     def source(self) -> str:
         return self.program.source
 
     def __repr__(self) -> str:  # what Hypothesis prints for a falsifying example
-        return f"FuzzCase(groups={self.groups}, func={self.func!r}):\n{self.source}"
+        return (f"FuzzCase(groups={self.groups}, func={self.func!r}, lang={self.lang!r}):\n"
+                f"{self.source}")
 
 
 def profile_of(profile: Profile | str | None) -> Profile:
@@ -65,8 +71,14 @@ def profile_of(profile: Profile | str | None) -> Profile:
     return profile if isinstance(profile, Profile) else load_profile(profile or DEFAULT)
 
 
-def _params(params: dict[str, Any]) -> GenParams:
-    base = GenParams()
+def _lang(lang: str) -> str:
+    if lang not in LANGS:
+        raise ValueError(f"lang must be one of {', '.join(LANGS)}, got {lang!r}")
+    return lang
+
+
+def _params(params: dict[str, Any], lang: str = "v0.3") -> GenParams:
+    base = GenParams() if _lang(lang) == "v0.3" else v04_params()
     profile = params.get("profile")
     params = {k: v for k, v in params.items() if k != "profile"}
     weights = ("statement_weights", "collective_weights", "scalar_weights")
@@ -76,54 +88,85 @@ def _params(params: dict[str, Any]) -> GenParams:
     return profile_of(profile).restrict(dataclasses.replace(base, **params))
 
 
+def _generator(lang: str):
+    return FunctionGenerator if lang == "v0.3" else V04Generator
+
+
 @st.composite
-def kernel_functions(draw, name: str = "k", **params: Any) -> tuple[ir.Function, dict, int]:
-    """The raw IR function (not printed), its arguments and its group count."""
-    p = _params(params)
-    built = FunctionGenerator(draw, p, name).build()
+def kernel_functions(draw, name: str = "k", lang: str = "v0.3",
+                     **params: Any) -> tuple[ir.Function, dict, Any]:
+    """The raw IR function (not printed), its arguments and its group count (v0.4: a count
+    or an (x, y, z) grid)."""
+    p = _params(params, lang)
+    built = _generator(lang)(draw, p, name).build()
     # the generator avoids what the profile leaves out; should a construct slip through
     # all the same, the example is dropped rather than handed to the target
     assume(p.profile is None or not violations(built[0], p.profile))
     return built
 
 
-def sample_function(seed: int, name: str = "k", **params: Any):
+def sample_function(seed: int, name: str = "k", lang: str = "v0.3", **params: Any):
     """(function, arguments, groups, generator statistics) drawn with plain random sampling:
     the same generator as `kernel_functions`, much faster, but nothing shrinks. For
     distribution statistics and quick surveys."""
     import random
 
-    gen = FunctionGenerator(random.Random(seed), _params(params), name)
+    gen = _generator(_lang(lang))(random.Random(seed), _params(params, lang), name)
     func, args, groups = gen.build()
     return func, args, groups, gen.stats
 
 
 def to_program(functions: list[ir.Function], filename: str = "<fuzz>",
-               spellings: Optional[Mapping[str, str]] = None) -> ir.Program:
-    """Print the IR (in a target's `spellings`, see fuzz/profiles) and parse + check it back
-    (the printer/parser/checker round trip)."""
+               spellings: Optional[Mapping[str, str]] = None,
+               lang: str = "v0.3") -> ir.Program:
+    """Print the IR as tensor language `lang` (v0.3: in a target's `spellings`, see
+    fuzz/profiles; v0.4: through `tlinterp.migrate.to_v04`, which has one spelling) and
+    parse + check it back (the printer/parser/checker round trip)."""
     import tlinterp
-    from tlinterp.printer import format_program
 
-    text = format_program(ir.Program(tuple(functions), filename), spellings)
-    program = tlinterp.parse(text, filename, lang="v0.3")  # the printer writes v0.3
-    tlinterp.check(program)
-    return program
+    program = ir.Program(tuple(functions), filename)
+    if _lang(lang) == "v0.4":
+        from tlinterp.printer_v04 import format_program_v04
+
+        text = format_program_v04(program)
+    else:
+        from tlinterp.printer import format_program
+
+        text = format_program(program, spellings)
+    parsed = tlinterp.parse(text, filename, lang=lang)
+    tlinterp.check(parsed)
+    return parsed
 
 
 @st.composite
-def kernels(draw, name: str = "k", **params: Any) -> FuzzCase:
-    """One random UB-free kernel with arguments; see the module docstring."""
-    func, args, groups = draw(kernel_functions(name=name, **params))
-    return case_of(func, args, groups, params.get("profile"))
+def kernels(draw, name: str = "k", lang: str = "v0.3", **params: Any) -> FuzzCase:
+    """One random UB-free kernel with arguments, as tensor language `lang`; see the module
+    docstring."""
+    if _lang(lang) == "v0.4" and params.get("spmd_weight", GenParams().spmd_weight) > 0:
+        spmd = _spmd_cases()
+        if spmd is not None and draw(st.integers(0, 99)) < params["spmd_weight"]:
+            return draw(spmd(name=name, **{k: v for k, v in params.items()
+                                           if k != "spmd_weight"}))
+    func, args, groups = draw(kernel_functions(name=name, lang=lang, **params))
+    return case_of(func, args, groups, params.get("profile"), lang)
 
 
-def case_of(func: ir.Function, args: dict[str, np.ndarray], groups: int,
-            profile: Profile | str | None = None) -> FuzzCase:
-    """A generated function as a case, its text in the profile's spellings: what the
-    implementation under test reads, and what a finding saves."""
-    program = to_program([func], spellings=profile_of(profile).spellings)
-    return FuzzCase(program, func.name, args, groups)
+def _spmd_cases():
+    """`fuzz.gen.spmd.spmd_cases` (whole SPMD v0.4 kernels: parallel regions, sub-groups,
+    cooperative matrices), or None where that generator is not part of this checkout."""
+    try:
+        from .gen.spmd import spmd_cases  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return spmd_cases
+
+
+def case_of(func: ir.Function, args: dict[str, np.ndarray], groups: Any,
+            profile: Profile | str | None = None, lang: str = "v0.3") -> FuzzCase:
+    """A generated function as a case, its text in the profile's spellings (v0.3) or as v0.4:
+    what the implementation under test reads, and what a finding saves."""
+    program = to_program([func], spellings=profile_of(profile).spellings, lang=lang)
+    return FuzzCase(program, func.name, args, groups, lang)
 
 
 def coverage_of(program: ir.Program) -> set[str]:

@@ -136,6 +136,10 @@ class _ToV04:
         return dataclasses.replace(t, space="local" if local else t.space)
 
     def instruction(self, inst: ir.Instruction) -> ir.Instruction:
+        for r in ir.results_of(inst):
+            # names are scoped by region: a name an alloca (view) had in a closed region may
+            # name a global view here
+            self.local.discard(r.name)
         new = self._instruction(self.retype(inst))
         r = getattr(new, "result", None)
         if isinstance(new, ir.Constant):

@@ -83,6 +83,10 @@ class GenParams:
     store_after_parallel_percent: int = 35  # stores into the view a collective/foreach wrote
     lifetime_stop_percent: int = 50  # allocas whose lifetime ends explicitly
     work_group_size_multiple: int = 1  # work_group_size attributes: W0 a multiple of it
+    # v0.4 only (kernels(lang="v0.4")): the percentage of cases drawn from the SPMD kernel
+    # generator (fuzz.gen.spmd.spmd_cases: parallel regions, sub-groups, cooperative
+    # matrices) where that module exists; the rest come from the builder here
+    spmd_weight: int = 0
     # the target's profile (fuzz.profiles.Profile): its features the generator avoids
     profile: Optional[Any] = None
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
