@@ -239,9 +239,27 @@ class _ToV04:
                            inst.span)
             return rep(inst, alpha=v(inst.alpha, inst.alpha_type),
                        beta=v(inst.beta, inst.beta_type))
+        if isinstance(inst, ir.ForeachNd):
+            return rep(inst, starts=tuple(v(x, inst.type) for x in inst.starts),
+                       stops=tuple(v(x, inst.type) for x in inst.stops),
+                       body=self.region(inst.body))
         if isinstance(inst, ir.V04_REGION_INSTRUCTIONS):
             return rep(inst, body=self.region(inst.body))
-        return inst  # GroupId, GroupSize, Size, Barrier and the v0.4 instructions
+        if isinstance(inst, (ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate)):
+            changes = {"indices": tuple(v(i, INDEX) for i in inst.indices)}
+            if not isinstance(inst, ir.AtomicLoad):
+                changes["value"] = v(inst.value, self.element(inst.operand))
+            return rep(inst, **changes)
+        if isinstance(inst, ir.Cumsum):
+            return rep(inst, alpha=v(inst.alpha, self.element(inst.a)),
+                       beta=v(inst.beta, self.element(inst.b)))
+        return inst  # GroupId, GroupSize, Size, Barrier and the other v0.4 instructions
+
+    def element(self, memref: Value) -> Type:
+        """The element type of a memref value (a literal stored into it or scaling it gets
+        that type)."""
+        t = self.mtypes.get(memref.name)
+        return t.element if isinstance(t, MemrefType) else INDEX
 
     def select(self, inst: ir.Cast) -> ir.If:
         """`cast %b : i1 -> T` (v0.4's bool has no casts) as

@@ -44,6 +44,9 @@ def _op_dims(x, y, transposed: bool) -> list:
 
 
 class BodyGenerator(CoreGenerator):
+    # the statements allowed in an SPMD region (a foreach body): no collectives
+    SPMD_STATEMENTS: tuple[str, ...] = ("store", "for_", "if_", "scalar")
+
     # --- regions ----------------------------------------------------------------------------
 
     def gen_block(self, depth: int, at_least: int = 0) -> None:
@@ -62,18 +65,22 @@ class BodyGenerator(CoreGenerator):
     def gen_statement(self, depth: int) -> None:
         w = dict(self.p.statement_weights)
         if self.spmd:
-            w = {k: v for k, v in w.items() if k in ("store", "for_", "if_", "scalar")}
+            w = {k: v for k, v in w.items() if k in self.SPMD_STATEMENTS}
         if depth >= self.p.max_depth:
             for k in ("for_", "if_", "foreach"):
                 w.pop(k, None)
         kind = self.weighted(w)
         try:
-            {"store": self.gen_store, "collective": self.gen_collective,
-             "foreach": self.gen_foreach, "for_": self.gen_for, "if_": self.gen_if,
-             "alloca": self.gen_alloca, "barrier": self.gen_barrier,
-             "scalar": self.gen_scalar_statement}[kind](depth)
+            self.statements()[kind](depth)
         except Unavailable:
             pass
+
+    def statements(self) -> dict:
+        """statement_weights key -> the method that generates that statement."""
+        return {"store": self.gen_store, "collective": self.gen_collective,
+                "foreach": self.gen_foreach, "for_": self.gen_for, "if_": self.gen_if,
+                "alloca": self.gen_alloca, "barrier": self.gen_barrier,
+                "scalar": self.gen_scalar_statement}
 
     def gen_scalar_statement(self, depth: int) -> None:
         t = ScalarType.i1 if self.flip(40) else self.pick(self.scalar_types())
@@ -190,20 +197,38 @@ class BodyGenerator(CoreGenerator):
         stop_op, stop_rng = self.loop_bound(t, IRange(max(stop - step, 0), stop), exact=stop)
         most = max(0, -(-(stop_rng.hi - lo) // step))  # most trips over the bounds' ranges
         var = self.fresh("i")
+        carried = self.loop_carried()  # v0.4: (result, body value, init Scal, range) each
         saved = self.mult
         self.push()
         try:
             self.mult *= max(most, 1)
             s = self.add_scalar(Scal(var, t, IRange(lo, max(lo, stop_rng.hi - 1))))
+            for _, c, init, rng in carried:
+                self.add_scalar(Scal(c, init.type, rng))
             if t is not INDEX and most:
                 self.cast(s, INDEX)
             self.witness(s)  # the last iteration's value shows the step and trip count
             self.gen_block(depth + 1, at_least=1)
+            self.yield_carried(carried)
         finally:
             body = self.pop()
             self.mult = saved
         step_op = None if step == 1 and self.flip(50) else Const(step)
-        self.emit(ir.For(var, start_op, stop_op, step_op, t, body))
+        self.emit(self.for_inst(var, start_op, stop_op, step_op, t, body, carried))
+        self.after_loop(carried)
+
+    def loop_carried(self) -> list:
+        """The loop-carried values of a `for` (v0.4), none here."""
+        return []
+
+    def yield_carried(self, carried: list) -> None:
+        """The body's `yield` of its loop-carried values (v0.4)."""
+
+    def after_loop(self, carried: list) -> None:
+        """The loop's results are visible after it (v0.4)."""
+
+    def for_inst(self, var, start, stop, step, t, body, carried: list) -> ir.For:
+        return ir.For(var, start, stop, step, t, body)
 
     def loop_bound(self, t: ScalarType, within: IRange, exact: Optional[int] = None):
         """A loop bound of type t: a visible value whose range lies in `within` (dynamic

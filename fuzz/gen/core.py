@@ -223,9 +223,9 @@ class CoreGenerator:
             ivar = self.foreach_target[2]
             col = ivar.op
             self.witness_cols = max(self.witness_cols, ivar.rng.hi + 1)
-        kind = "float" if v.type.is_float else "int"
-        wt = ScalarType.f64 if v.type.is_float else ScalarType.i64
-        if wt not in self.p.memref_types:
+        kind = self.witness_kind(v.type)
+        wt = self.witness_type(kind)
+        if kind in ("int", "float") and wt not in self.p.memref_types:
             return  # the caller restricted the memref types
         try:
             val = self.cast(v, wt)
@@ -234,7 +234,8 @@ class CoreGenerator:
         if kind not in self.witnesses:
             # the view is defined at the top of the body whatever region asks first: its own
             # prefix keeps it apart from names that region closing hands out again
-            self.witnesses[kind] = [self.fresh("w" + kind[0]), self.fresh("wv" + kind[0]), 0]
+            stem = kind[0] if kind in ("int", "float") else kind
+            self.witnesses[kind] = [self.fresh("w" + stem), self.fresh("wv" + stem), 0]
         w = self.witnesses[kind]
         t = MemrefType.make(wt, (None, None))
         self.emit(ir.Store(val.op, w[1], (Const(w[2]), col), t))
@@ -458,9 +459,7 @@ class CoreGenerator:
         if k == "group_id":
             return self.gid
         if k == "group_size":
-            r = self.fresh()
-            self.emit(ir.GroupSize(r))
-            return self.add_scalar(Scal(r, INDEX, IRange(self.groups, self.groups)))
+            return self.add_scalar(self.group_count())
         if k == "size":
             v = self.pick(self.visible_views())
             if v.type.order == 0:
@@ -468,11 +467,24 @@ class CoreGenerator:
             m = self.int(0, v.type.order - 1)
             return self.size_of(v, m)
         # (group_id + 1) rem group_size: another group's index, exercises index arithmetic
-        gs = self.fresh()
-        self.emit(ir.GroupSize(gs))
-        g = Scal(gs, INDEX, IRange(self.groups, self.groups))
+        g = self.group_count()
         s = self.binary("add", self.gid, self.index_const(1))
         return self.binary("rem", s, g)
+
+    def group_count(self) -> Scal:
+        """The number of work-groups as a value (emitted here)."""
+        gs = self.fresh()
+        self.emit(ir.GroupSize(gs))
+        return Scal(gs, INDEX, IRange(self.groups, self.groups))
+
+    def witness_kind(self, t: ScalarType) -> str:
+        """Which witness output observes values of type t ("int" and "float" store through
+        a cast to i64 or f64)."""
+        return "float" if t.is_float else "int"
+
+    def witness_type(self, kind: str) -> ScalarType:
+        """The element type of the witness output of this kind."""
+        return ScalarType.f64 if kind == "float" else ScalarType.i64
 
     def size_of(self, v: View, m: int) -> Scal:
         r = self.fresh()

@@ -34,7 +34,7 @@ class FunctionGenerator(BodyGenerator):
     def build(self) -> tuple[ir.Function, dict, int]:
         """Draw one function; returns it, its arguments (.npz convention) and the group count."""
         p = self.p
-        self.groups = self.int(1, p.max_groups)
+        self.gen_grid()
         floats = [t for t in p.memref_types if t.is_float]
         ints = [t for t in p.memref_types if t.is_int]
         self.main = self.pick(floats if floats and (not ints or self.flip(50)) else ints)
@@ -48,9 +48,7 @@ class FunctionGenerator(BodyGenerator):
         self.npz: dict[str, np.ndarray] = {}
         self.top: list = []  # per-argument setup emitted at the start of the body
 
-        gid = self.fresh("gid")
-        self.emit(ir.GroupId(gid))
-        self.gid = self.add_scalar(Scal(gid, INDEX, IRange(0, self.groups - 1)))
+        self.gen_group_index()
         for _ in range(self.int(1, p.max_inputs)):
             self.gen_input()
         for _ in range(self.int(1, p.max_outputs)):
@@ -73,7 +71,22 @@ class FunctionGenerator(BodyGenerator):
             wgs = None  # the target's sub-groups must tile the first mode: no attribute
         self.finish_witnesses()
         body = ir.Region(self.scopes[0].insts)
-        return ir.Function(self.fname, tuple(self.arguments), body, wgs), self.npz, self.groups
+        return self.finish(ir.Function(self.fname, tuple(self.arguments), body, wgs))
+
+    def gen_grid(self) -> None:
+        """The number of work-groups (`self.groups`)."""
+        self.groups = self.int(1, self.p.max_groups)
+
+    def gen_group_index(self) -> None:
+        """`self.gid`: the work-group's index in [0, groups), which selects its own slices."""
+        gid = self.fresh("gid")
+        self.emit(ir.GroupId(gid))
+        self.gid = self.add_scalar(Scal(gid, INDEX, IRange(0, self.groups - 1)))
+        self.after_gid = len(self.scopes[0].insts)  # where the witness views are cut
+
+    def finish(self, fn: ir.Function) -> tuple[ir.Function, dict, object]:
+        """The function, its arguments and what to launch it with (the group count)."""
+        return fn, self.npz, self.groups
 
     def wg_below_rows(self) -> Optional[tuple[int, int]]:
         """A work-group size whose first mode is below a collective's static row count and
@@ -93,18 +106,18 @@ class FunctionGenerator(BodyGenerator):
         """Declare the witness outputs (memref<T x slots x columns x groups>) now that their
         sizes are known, and cut each work-group's part right after group_id."""
         for kind, (arg, view, slots) in self.witnesses.items():
-            wt = ScalarType.f64 if kind == "float" else ScalarType.i64
+            wt = self.witness_type(kind)
             t = MemrefType.make(wt, (None, None, None))
             self.arguments.append(ir.Argument(arg, t))
             self.npz[arg.name] = self.data(wt, [slots, self.witness_cols, self.groups])
             whole = Slice(Const(0), None, True)
             inst = ir.Subview(view, arg, (whole, whole, Slice(self.gid.op)), t)
-            self.scopes[0].insts.insert(1, inst)  # after group_id, before any use
+            self.scopes[0].insts.insert(self.after_gid, inst)  # after group_id, before any use
         for arg, sub in self.dumps:  # memref<T x rows [x cols] x groups>, copied over whole
             self.arguments.append(arg)
             self.npz[arg.value.name] = self.data(arg.type.element,
                                                  [*arg.type.shape[:-1], self.groups])
-            self.scopes[0].insts.insert(1, sub)
+            self.scopes[0].insts.insert(self.after_gid, sub)
 
     # --- data ---------------------------------------------------------------------------------
 
@@ -242,10 +255,9 @@ class FunctionGenerator(BodyGenerator):
             self.roots[id(buf)] = view
 
     def special_index_other(self) -> Scal:
-        gs = self.fresh()
-        self.emit(ir.GroupSize(gs))
+        count = self.group_count()
         s = self.binary("add", self.gid, self.const(INDEX, 1))
-        return self.binary("rem", s, Scal(gs, INDEX, IRange(self.groups, self.groups)))
+        return self.binary("rem", s, count)
 
     def gen_output(self) -> None:
         elem = self.main if self.flip(80) else self.pick(self.p.memref_types)

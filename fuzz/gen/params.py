@@ -87,6 +87,16 @@ class GenParams:
     # generator (fuzz.gen.spmd.spmd_cases: parallel regions, sub-groups, cooperative
     # matrices) where that module exists; the rest come from the builder here
     spmd_weight: int = 0
+    # v0.4 only: the statement "v04" (weight in statement_weights) picks one of these
+    v04_weights: dict[str, int] = field(default_factory=lambda: _weights(
+        lowp=4, math=2, abs=1, foreach_nd=2, cumsum=4, atomic=2))
+    lowp_types: tuple[ScalarType, ...] = (ScalarType.f16, ScalarType.bf16, ScalarType.c32,
+                                          ScalarType.c64)
+    grid_percent: int = 40  # 3-D grids (x, y, z) instead of a group count
+    loop_carried_percent: int = 40  # for loops with init(...) -> (...)
+    unroll_percent: int = 25  # for loops with an unroll attribute
+    attribute_percent: int = 30  # memref arguments with alignment/shape_gcd/stride_gcd
+    subgroup_size_percent: int = 25  # functions with a subgroup_size attribute
     # the target's profile (fuzz.profiles.Profile): its features the generator avoids
     profile: Optional[Any] = None
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(

@@ -1,45 +1,155 @@
 """The v0.4 kernel builder behind `fuzz.strategies.kernels(lang="v0.4")`.
 
 The v0.3 builder (`fuzz.gen.function`) makes the program; `tlinterp.migrate.to_v04` gives its
-v0.4 form (literals become `constant`, slices `offset:size`, allocas `local`), so everything the
-v0.3 generator covers is covered in v0.4 too. `V04Generator` then draws, beyond it, what only
-v0.4 spells, keeping the same by-construction rules (value ranges, own slices per work-group,
-sinks nobody reads).
+v0.4 form (literals become `constant`, slices `offset:size`, allocas `local`, a cast of a bool
+an `if` that yields), so everything the v0.3 generator covers is covered in v0.4 too, under
+v0.4's rules (no casts to bool, mixed-precision promotion, `.atomic` only with beta 0 or 1).
+`V04Generator` then draws, beyond it, what only v0.4 spells (`v04_weights`), with the same
+by-construction rules (value ranges, own slices per work-group, sinks nobody reads):
+
+- a 3-D grid: the work-group's index is group_id.x + num_groups.x * (group_id.y +
+  num_groups.y * group_id.z), and the case's `groups` is the (x, y, z) tuple;
+- f16, bf16, c32 and c64 values ("lowp"): casts from the v0.3 types and between the new ones,
+  constants, loads from inputs of their own, add/sub/mul/neg, min/max, abs, conj/re/im, each
+  observed exactly (witness outputs of the type itself; only in functions whose float outputs
+  are compared exactly, i.e. without float collectives, see fuzz.oracle.compare);
+- math functions (cos ... native_log2) and complex abs, whose results an implementation may
+  round differently (docs/semantics.md): observed only through a comparison with a constant
+  outside the result's range plus a wide margin, so every correct implementation agrees;
+- integer abs;
+- `for ... init(...) -> (...)` loops whose carried values stay in a range fixed up front
+  (integers clamped into it before the yield), bools carried too;
+- `foreach (%i, %j) = (..), (..)` writing one element of a matrix view per point;
+- `cumsum` on integer data (exact in any order of summation) into the work-group's slice;
+- `atomic_add|max|min` on an integer counter argument only atomics touch (the order of the
+  updates cannot change the result; their returned old values are not used),
+  `atomic_store` of a foreach iteration's own element, `atomic_load` of inputs;
+- attributes that are true of the arguments passed: `alignment` (the element size),
+  `shape_gcd`, `stride_gcd`; `unroll` on for loops; the function's `subgroup_size`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+from typing import Optional
 
+import ml_dtypes
+import numpy as np
+
+from tlinterp import ir
 from tlinterp.checker_v04 import promotable, promote
-from tlinterp.ir import Const
-from tlinterp.types import ScalarType
+from tlinterp.ir import Const, Value
+from tlinterp.types import INDEX, MemrefType, ScalarType
 
+from .core import exact_dim
 from .function import FunctionGenerator
 from .model import Scal, Unavailable
 from .params import GenParams
+from .ranges import UNKNOWN_F, FRange, IRange, type_range
 
 _UNSIGNED = frozenset({ScalarType.u8, ScalarType.u16, ScalarType.u32, ScalarType.u64})
 # v0.4 has no unsigned types; the new types come on top of the v0.3 ones
 V04_MEMREF_TYPES = tuple(t for t in GenParams().memref_types if t not in _UNSIGNED)
 V04_SCALAR_TYPES = tuple(t for t in GenParams().scalar_types if t not in _UNSIGNED)
+LOWP = (ScalarType.f16, ScalarType.bf16, ScalarType.c32, ScalarType.c64)
+_REAL = (ScalarType.f32, ScalarType.f64)
+MATH = ("cos", "sin", "exp", "exp2", "log", "log2", "native_cos", "native_sin", "native_exp",
+        "native_exp2", "native_log", "native_log2")
+# largest magnitude of a lowp value before it is treated as possibly infinite (f16's max is
+# 65504) and the relative rounding error of one operation (bf16: 8 significant bits)
+_LOWP_LIMIT = {ScalarType.f16: 6e4, ScalarType.bf16: 1e30, ScalarType.c32: 1e30,
+               ScalarType.c64: 1e30}
+_LOWP_EPS = {ScalarType.f16: 2.0 ** -10, ScalarType.bf16: 2.0 ** -7,
+             ScalarType.c32: 2.0 ** -22, ScalarType.c64: 2.0 ** -51}
+# margin between a math result's range and the constant it is compared with: relative, and
+# absolute (native_* may be off by 2^-11, relative or absolute, docs/semantics.md)
+_MATH_MARGIN = 0.05
+ATOMIC_OPS = ("add", "max", "min")
 
 
 def v04_params() -> GenParams:
     """The defaults of a v0.4 generator: no unsigned types, no `lifetime_stop` (v0.4 frees
-    an alloca at the end of its region)."""
-    return dataclasses.replace(GenParams(), memref_types=V04_MEMREF_TYPES,
-                               scalar_types=V04_SCALAR_TYPES, lifetime_stop_percent=0)
+    an alloca at the end of its region), the v0.4 statements."""
+    base = GenParams()
+    return dataclasses.replace(base, memref_types=V04_MEMREF_TYPES,
+                               scalar_types=V04_SCALAR_TYPES, lifetime_stop_percent=0,
+                               statement_weights={**base.statement_weights, "v04": 5})
+
+
+def _widen(r: FRange, eps: float, limit: float) -> FRange:
+    if not r.known or r.mag * (1 + eps) > limit:
+        return UNKNOWN_F
+    slack = eps * r.mag + 1e-30
+    return FRange(r.lo - slack, r.hi + slack)
 
 
 class V04Generator(FunctionGenerator):
     """The v0.3 builder with v0.4's rules and constructs (see the module text)."""
+
+    SPMD_STATEMENTS = FunctionGenerator.SPMD_STATEMENTS + ("v04",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.grid: Optional[tuple[int, int, int]] = None
+        self.lowp_inputs: dict[ScalarType, Scal] = {}  # type -> a view of its input
+        self.counter: Optional[tuple[Value, MemrefType, int]] = None  # atomics' own argument
+        self.loops: list[ir.For] = []
+
+    # --- grid -----------------------------------------------------------------------------
+
+    def gen_grid(self) -> None:
+        if not self.flip(self.p.grid_percent):
+            return super().gen_grid()
+        x = self.int(1, max(1, self.p.max_groups // 2))
+        y, z = self.int(1, 2), self.int(1, 2)
+        self.grid = (x, y, z)
+        self.groups = x * y * z
+        self.stats["grid"] += 1
+
+    def gen_group_index(self) -> None:
+        if self.grid is None:
+            return super().gen_group_index()
+        x, y, z = self.grid
+        ids = []
+        for comp, n in zip("xyz", self.grid):
+            r = self.fresh("g" + comp)
+            self.emit(ir.GroupId(r) if comp == "x" else ir.Builtin(r, "group_id", comp, INDEX))
+            ids.append(Scal(r, INDEX, IRange(0, n - 1)))
+        counts = []
+        for comp, n in zip("xy", self.grid):
+            r = self.fresh("n" + comp)
+            self.emit(ir.GroupSize(r) if comp == "x"
+                      else ir.Builtin(r, "num_groups", comp, INDEX))
+            counts.append(Scal(r, INDEX, IRange(n, n)))
+        inner = self.binary("add", ids[1], self.binary("mul", counts[1], ids[2]))
+        lin = self.binary("add", ids[0], self.binary("mul", counts[0], inner))
+        self.gid = Scal(lin.op, INDEX, IRange(0, self.groups - 1))
+        self.after_gid = len(self.scopes[0].insts)
+
+    def group_count(self) -> Scal:
+        if self.grid is None:
+            return super().group_count()
+        total = None
+        for comp, n in zip("xyz", self.grid):
+            r = self.fresh()
+            self.emit(ir.GroupSize(r) if comp == "x"
+                      else ir.Builtin(r, "num_groups", comp, INDEX))
+            s = Scal(r, INDEX, IRange(n, n))
+            total = s if total is None else self.binary("mul", total, s)
+        return Scal(total.op, INDEX, IRange(self.groups, self.groups))
+
+    def finish(self, fn: ir.Function):
+        fn = self.attributes(fn)
+        return fn, self.npz, self.grid if self.grid is not None else self.groups
 
     # --- v0.4's rules on what the v0.3 builder makes -------------------------------------------
 
     def cast(self, a: Scal, to: ScalarType) -> Scal:
         if to.is_bool and not a.type.is_bool:
             raise Unavailable("v0.4's bool is no cast result")  # compares make bools
+        if a.type in LOWP or to in LOWP:
+            return self.lowp_cast(a, to)
         return super().cast(a, to)
 
     def collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):
@@ -66,5 +176,424 @@ class V04Generator(FunctionGenerator):
             atomic = False
         return super().collective_inst(kind, atomic, ta, tb, alpha, a, b, beta, c)
 
+    # --- witnesses of the new types --------------------------------------------------------
 
-__all__ = ["V04Generator", "v04_params", "V04_MEMREF_TYPES", "V04_SCALAR_TYPES"]
+    def witness_kind(self, t: ScalarType) -> str:
+        return t.value if t in LOWP else super().witness_kind(t)
+
+    def witness_type(self, kind: str) -> ScalarType:
+        return ScalarType(kind) if kind in {t.value for t in LOWP} else super().witness_type(kind)
+
+    def witness(self, v: Scal) -> None:
+        if v.type in LOWP and (self.float_collectives or self.float_forbidden):
+            return  # compared exactly only without float collectives
+        super().witness(v)
+
+    # --- statements -----------------------------------------------------------------------
+
+    def statements(self) -> dict:
+        return {**super().statements(), "v04": self.gen_v04}
+
+    def gen_v04(self, depth: int) -> None:
+        w = dict(self.p.v04_weights)
+        if self.spmd:
+            w = {k: x for k, x in w.items() if k in ("lowp", "math", "abs", "atomic")}
+        else:
+            w.pop("atomic", None)  # in a foreach: outside, every work-item would apply it
+        if depth >= self.p.max_depth:
+            w.pop("foreach_nd", None)
+        kind = self.weighted(w)
+        {"lowp": self.gen_lowp_statement, "math": self.gen_math, "abs": self.gen_abs,
+         "foreach_nd": self.gen_foreach_nd, "cumsum": self.gen_cumsum,
+         "atomic": self.gen_atomic}[kind](depth)
+        self.stats["v04-" + kind] += 1
+
+    # --- f16, bf16, c32, c64 --------------------------------------------------------------
+
+    def exact_floats(self) -> bool:
+        return not (self.float_collectives or self.float_forbidden)
+
+    def gen_lowp_statement(self, depth: int) -> None:
+        if not self.exact_floats():
+            raise Unavailable("lowp values are compared exactly: no float collectives")
+        t = self.pick([x for x in LOWP if x in self.p.lowp_types])
+        v = self.gen_lowp(t, 2)
+        self.witness(v)
+        if t.is_complex and self.flip(50):  # its parts as real values, also into f64
+            part = self.pick(["re", "im"])
+            r = self.fresh()
+            ct = ScalarType.f32 if t is ScalarType.c32 else ScalarType.f64
+            self.emit(ir.ArithUnary(r, part, v.op, t))
+            self.witness(self.add_scalar(Scal(r, ct, v.rng)))
+
+    def gen_lowp(self, t: ScalarType, depth: int) -> Scal:
+        """A value of a new type: a cast, constant or load, or an operation on such."""
+        kinds = {"cast": 4, "const": 2, "load": 2, "value": 2}
+        if depth > 0:
+            kinds.update(binary=5, unary=2)
+        k = self.weighted(kinds)
+        if k == "value":
+            vals = self.visible_scalars(t)
+            if vals:
+                return self.pick(vals)
+            k = "const"
+        if k == "const":
+            if t.is_complex:
+                re, im = self.pick([1.0, 0.5, -2.0, 0.0, -0.0]), self.pick([1.0, -0.25, 0.0, 3.0])
+                return Scal(Const(complex(re, im), True), t, FRange(-2.0, 3.0))
+            return self.const(t, self.pick([1.0, 0.5, -2.0, 0.0, 3.25, -0.125, -0.0, 1.75]))
+        if k == "load":
+            return self.lowp_load(t)
+        if k == "cast":
+            srcs = [x for x in (*_REAL, ScalarType.i32, ScalarType.i8, *LOWP)
+                    if x is not t and x in (*self.p.scalar_types, *self.p.lowp_types)
+                    and not (x.is_complex and not t.is_complex)]
+            src = self.pick(srcs)
+            a = self.gen_lowp(src, depth - 1) if src in LOWP else self.gen_scalar(src, 1)
+            return self.lowp_cast(a, t)
+        if k == "unary":
+            a = self.gen_lowp(t, depth - 1)
+            op = self.pick(["neg", "conj"] if t.is_complex else ["neg", "abs"])
+            r = self.fresh()
+            self.emit(ir.ArithUnary(r, op, a.op, t))
+            rng = a.rng if not a.rng.known else FRange(-a.rng.mag, a.rng.mag)
+            return self.add_scalar(Scal(r, t, rng))
+        op = self.pick(["add", "sub", "mul"] + ([] if t.is_complex else ["min", "max", "div"]))
+        a, b = self.gen_lowp(t, depth - 1), self.gen_lowp(t, depth - 1)
+        r = self.fresh()
+        self.emit(ir.Arith(r, op, a.op, b.op, t))
+        if op == "div" or not (a.rng.known and b.rng.known):
+            rng = UNKNOWN_F
+        elif op in ("min", "max"):
+            rng = FRange(min(a.rng.lo, b.rng.lo), max(a.rng.hi, b.rng.hi))
+        else:
+            m = a.rng.mag * b.rng.mag * (2 if t.is_complex else 1) if op == "mul" \
+                else a.rng.mag + b.rng.mag
+            rng = FRange(-m, m)
+        self.stats["lowp-" + op] += 1
+        return self.add_scalar(Scal(r, t, _widen(rng, _LOWP_EPS[t], _LOWP_LIMIT[t])))
+
+    def lowp_cast(self, a: Scal, to: ScalarType) -> Scal:
+        """A cast from or to a new type (never complex to real: v0.4 has none). Ranges: the
+        source's, widened by the target's rounding; to integers only with margins that hold
+        after the source's own rounding."""
+        if a.type.is_complex and not to.is_complex:
+            raise Unavailable("no cast from complex to real")
+        if a.type is to:
+            return a
+        r = a.rng
+        if to.is_int:
+            if not (isinstance(r, FRange) and r.known):
+                raise Unavailable("a cast to an integer needs a finite range")
+            eps = _LOWP_EPS.get(a.type, 0.0)
+            lo, hi = math.trunc(r.lo - eps * r.mag) - 1, math.trunc(r.hi + eps * r.mag) + 1
+            full = type_range(to)
+            if lo <= full.lo or hi >= full.hi:
+                raise Unavailable("cast out of range")
+            rng = IRange(lo, hi)
+        else:
+            if isinstance(r, IRange):
+                r = FRange(float(r.lo), float(r.hi))
+            eps = _LOWP_EPS.get(to, 2.0 ** -22)
+            rng = _widen(r, eps, _LOWP_LIMIT.get(to, 1e30))
+        v = self.fresh()
+        self.emit(ir.Cast(v, a.op, a.type, to))
+        self.stats["lowp-cast"] += 1
+        return self.add_scalar(Scal(v, to, rng))
+
+    def lowp_load(self, t: ScalarType) -> Scal:
+        """A load from the input of type t (an argument of its own, made on first use)."""
+        if t not in self.lowp_inputs:
+            n = self.int(1, self.p.max_size)
+            mt = MemrefType.make(t, (None if self.flip(30) else n,))
+            v = Value(f"l{t.value}")
+            self.arguments.append(ir.Argument(v, mt))
+            self.npz[v.name] = self.lowp_data(t, n)
+            self.lowp_inputs[t] = Scal(v, mt, IRange(n, n))
+        arg = self.lowp_inputs[t]
+        idx = self.index_in(arg.rng.lo)
+        r = self.fresh()
+        if self.flip(20):
+            self.emit(ir.AtomicLoad(r, arg.op, (idx.op,), t))
+            self.stats["atomic_load"] += 1
+        else:
+            self.emit(ir.Load(r, arg.op, (idx.op,), arg.type))
+        m = self.p.float_data_max
+        return self.add_scalar(Scal(r, t, FRange(-m, m)))
+
+    def lowp_data(self, t: ScalarType, n: int) -> np.ndarray:
+        r = self.data_rng
+        m = self.p.float_data_max
+        parts = [np.round(r.uniform(-m, m, n) * 8) / 8 for _ in range(2 if t.is_complex else 1)]
+        if t.is_complex:
+            return (parts[0] + 1j * parts[1]).astype(t.dtype)
+        return parts[0].astype(ml_dtypes.bfloat16 if t is ScalarType.bf16 else t.dtype)
+
+    # --- math, abs ------------------------------------------------------------------------
+
+    def gen_math(self, depth: int) -> None:
+        """A math function of a real value with a known finite range, observed through a
+        comparison with a constant outside the result's range (see the module text)."""
+        types = [t for t in (*_REAL, ScalarType.f16, ScalarType.bf16)
+                 if t in (*self.p.scalar_types, *self.p.lowp_types)]
+        if self.linear_float() or not types:
+            raise Unavailable("float values meet only linear operations here")
+        t = self.pick(types)
+        x = self.gen_lowp(t, 1) if t in LOWP else self.gen_scalar(t, 1)
+        if not (isinstance(x.rng, FRange) and x.rng.known) or x.rng.mag > 1e4:
+            raise Unavailable("math needs a known finite argument")
+        op = self.pick(MATH)
+        base = op.removeprefix("native_")
+        lo, hi = x.rng.lo, x.rng.hi
+        if base in ("cos", "sin"):
+            out = (-1.0, 1.0)
+        elif base in ("exp", "exp2"):
+            f = math.exp if base == "exp" else (lambda y: 2.0 ** y)
+            if hi > 10:
+                raise Unavailable("exp of a large argument")
+            out = (0.0, f(hi))
+        else:
+            if lo <= 1e-3:
+                raise Unavailable("log of a value that may be <= 0")
+            f = math.log if base == "log" else math.log2
+            out = (f(lo), f(hi))
+        r = self.fresh()
+        self.emit(ir.ArithUnary(r, op, x.op, t))
+        self.stats["math-" + op] += 1
+        self.observe_far(Scal(r, t, FRange(*out)))
+
+    def observe_far(self, v: Scal) -> None:
+        """A bool that is the same for every correct implementation: v compared with a
+        constant beyond its range by a wide margin, witnessed."""
+        lo, hi = v.rng.lo, v.rng.hi
+        margin = _MATH_MARGIN * max(1.0, abs(lo), abs(hi))
+        above = self.flip(50)
+        bound = hi + margin if above else lo - margin
+        bound = float(np.float16(bound)) if abs(bound) < 6e4 else bound  # exact in every type
+        cond = self.pick(["lt", "le", "ne"] if above else ["gt", "ge", "ne"])
+        r = self.fresh()
+        self.emit(ir.Compare(r, cond, v.op, Const(bound, True), v.type))
+        self.witness(self.add_scalar(Scal(r, ScalarType.i1, IRange(0, 1))))
+
+    def gen_abs(self, depth: int) -> None:
+        """abs of an integer (never of the type's minimum), of a real value, or of a
+        complex one (hypot: observed like a math function)."""
+        k = self.pick(["int", "real", "complex"])
+        if k == "int":
+            t = self.pick([x for x in self.scalar_types() if x.is_int and not x.is_bool])
+            a = self.gen_scalar(t, 1)
+            if a.rng.lo == type_range(t).lo:
+                a = self.guard_not_min(a)
+            r = self.fresh()
+            self.emit(ir.ArithUnary(r, "abs", a.op, t))
+            self.witness(self.add_scalar(Scal(r, t, IRange(0, a.rng.mag))))
+        elif k == "real":
+            if not self.exact_floats():
+                raise Unavailable("float results compared exactly only without collectives")
+            t = self.pick([x for x in self.scalar_types() if x.is_float])
+            a = self.gen_scalar(t, 1)
+            r = self.fresh()
+            self.emit(ir.ArithUnary(r, "abs", a.op, t))
+            rng = FRange(0.0, a.rng.mag) if a.rng.known else UNKNOWN_F
+            self.witness(self.add_scalar(Scal(r, t, rng)))
+        else:
+            if not self.exact_floats():
+                raise Unavailable("no lowp values with float collectives")
+            t = self.pick([x for x in LOWP if x.is_complex and x in self.p.lowp_types])
+            a = self.gen_lowp(t, 1)
+            if not a.rng.known:
+                raise Unavailable("abs of an unbounded complex value")
+            r = self.fresh()
+            ct = ScalarType.f32 if t is ScalarType.c32 else ScalarType.f64
+            self.emit(ir.ArithUnary(r, "abs", a.op, t))
+            self.observe_far(Scal(r, ct, FRange(0.0, a.rng.mag * 1.5)))
+        self.stats["abs-" + k] += 1
+
+    # --- loops that yield -----------------------------------------------------------------
+
+    def loop_carried(self) -> list:
+        if not self.flip(self.p.loop_carried_percent):
+            return []
+        out = []
+        for _ in range(self.int(1, 2)):
+            ts = [t for t in self.scalar_types() if not (t.is_float and self.linear_float())]
+            t = self.pick(ts)
+            init = self.gen_scalar(t, 1)
+            if t.is_bool:
+                rng = IRange(0, 1)
+            elif t.is_float:
+                rng = UNKNOWN_F  # no UB in float arithmetic; casts to integers avoid it
+            else:
+                cap = max(init.rng.mag, 100)
+                if cap >= type_range(t).hi // 4:
+                    continue  # room for the body's arithmetic: drawn only when it has some
+                rng = IRange(-cap, cap)
+            out.append((self.fresh(), self.fresh("c"), init, rng))
+        if out:
+            self.stats["loop-carried"] += 1
+        return out
+
+    def yield_carried(self, carried: list) -> None:
+        if not carried:
+            return
+        vals = []
+        for _, c, init, rng in carried:
+            t = init.type
+            cur = Scal(c, t, rng)
+            if t.is_bool:
+                v = self.gen_scalar(t, 1)
+                v = self.binary(self.pick(["xor", "and", "or"]), cur, v)
+            elif t.is_float:
+                v = self.binary(self.pick(["add", "sub", "mul"]), cur, self.gen_scalar(t, 1))
+            else:
+                try:
+                    v = self.binary(self.pick(["add", "sub", "xor"]), cur, self.gen_scalar(t, 1))
+                except Unavailable:
+                    v = cur
+                v = self.clamp(v, rng.hi)
+            vals.append(v.op)
+        self.emit(ir.Yield(tuple(vals), tuple(i.type for _, _, i, _ in carried)))
+
+    def for_inst(self, var, start, stop, step, t, body, carried: list) -> ir.For:
+        attrs = {}
+        if self.flip(self.p.unroll_percent):
+            attrs["unroll"] = self.pick([True, False, 2, 4])
+            self.stats["unroll"] += 1
+        return ir.For(var, start, stop, step, t, body,
+                      results=tuple(r for r, _, _, _ in carried),
+                      inits=tuple((c, i.op) for _, c, i, _ in carried),
+                      result_types=tuple(i.type for _, _, i, _ in carried), attributes=attrs)
+
+    def after_loop(self, carried: list) -> None:
+        for r, _, init, rng in carried:
+            both = rng.union(init.rng)  # the inits, for a loop that runs no iteration
+            s = self.add_scalar(Scal(r, init.type, both))
+            self.witness(s)
+
+    # --- foreach (%i, %j), cumsum, atomics --------------------------------------------------
+
+    def gen_foreach_nd(self, depth: int) -> None:
+        """Every point (i, j) of a box writes element (i, j) of a matrix view, once."""
+        w = self.pick([v for v in self.writable_views() if v.type.order >= 2
+                       and all(lo >= 1 for lo, _ in v.dims)])
+        w = self.derive_view(w, 2)
+        starts, stops = [], []
+        for lo, _ in w.dims:
+            starts.append(self.int(0, lo - 1))
+            stops.append(lo)
+        var_i, var_j = self.fresh("i"), self.fresh("j")
+        saved = (self.spmd, self.foreach_buf, self.foreach_target)
+        self.push()
+        try:
+            self.spmd, self.foreach_buf, self.foreach_target = True, w.buf, None
+            i = self.add_scalar(Scal(var_i, INDEX, IRange(starts[0], stops[0] - 1)))
+            j = self.add_scalar(Scal(var_j, INDEX, IRange(starts[1], stops[1] - 1)))
+            self.gen_block(depth + 1)
+            val = self.store_value(w.buf)
+            self.emit(ir.Store(val.op, w.value, (i.op, j.op), w.type))
+        finally:
+            body = self.pop()
+            self.spmd, self.foreach_buf, self.foreach_target = saved
+        self.emit(ir.ForeachNd((var_i, var_j), tuple(Const(s) for s in starts),
+                               tuple(Const(s) for s in stops), INDEX, body))
+        self.last_parallel = w
+
+    def gen_cumsum(self, depth: int) -> None:
+        """B := alpha * cumsum(A, mode) + beta * B on integers into the work-group's own
+        slice: exact whatever the order of summation."""
+        roots = [v for v in self.output_roots() if v.buf.kind == "own"
+                 and v.type.element.is_int and v.buf.readable]
+        c = self.derive_view(self.pick(roots), self.int(1, 2))
+        if any(lo < 1 for lo, _ in c.dims):
+            raise Unavailable("empty output")
+        dims = [exact_dim(self, c, m) for m in range(c.type.order)]
+        elem = c.type.element
+        a = self.input_view(elem, dims, c.buf)
+        if a.type.shape != c.type.shape:  # v0.4 wants the written shapes equal
+            raise Unavailable("A and B of different written shapes")
+        mode = self.int(0, c.type.order - 1)
+        k = max(hi for _, hi in [c.dims[mode]])
+        alpha = self.const(elem, self.pick([1, -1, 2]))
+        beta = self.const(elem, 0)
+        if alpha.rng.mag * k * a.buf.cap > c.buf.cap:
+            raise Unavailable("the prefix sums could exceed the output's cap")
+        self.emit(ir.Cumsum(False, alpha.op, a.value, mode, beta.op, c.value))
+        self.last_parallel = c
+
+    def gen_atomic(self, depth: int) -> None:
+        """In a foreach: an atomic update of the counter, or an atomic_store of the
+        iteration's own element."""
+        if self.foreach_target is not None and self.flip(30):
+            w, d, ivar = self.foreach_target
+            idx = [self.index_in(lo).op if m != d else ivar.op for m, (lo, _) in enumerate(w.dims)]
+            val = self.store_value(w.buf)
+            self.emit(ir.AtomicStore(val.op, w.value, tuple(idx)))
+            self.stats["atomic_store"] += 1
+            return
+        v, mt, n = self.atomic_counter()
+        op = self.pick(ATOMIC_OPS)
+        t = mt.element
+        val = self.gen_scalar(t, 1)
+        if op == "add":
+            val = self.clamp(val, 3)
+            # every work-group and iteration of every enclosing loop may add it
+            self.counter_bound += 3 * self.mult * self.groups * 64
+            if self.counter_bound > type_range(t).hi // 2:
+                raise Unavailable("the counter could overflow")
+        r = self.fresh()
+        self.emit(ir.AtomicUpdate(r, op, val.op, v, (self.index_in(n).op,), t,
+                                  self.pick([None, "work_group", "device"]),
+                                  self.pick([None, "relaxed", "acquire_release"])))
+        self.stats["atomic_" + op] += 1
+
+    def atomic_counter(self) -> tuple[Value, MemrefType, int]:
+        if self.counter is None:
+            t = self.pick([ScalarType.i32, ScalarType.i64])
+            n = self.int(1, 3)
+            mt = MemrefType.make(t, (n,))
+            v = Value("cnt")
+            self.arguments.append(ir.Argument(v, mt))
+            self.npz[v.name] = self.data_rng.integers(-3, 4, n).astype(t.dtype)
+            self.counter = (v, mt, n)
+            self.counter_bound = 3
+        return self.counter
+
+    # --- attributes -----------------------------------------------------------------------
+
+    def attributes(self, fn: ir.Function) -> ir.Function:
+        """Attributes true of the arguments passed (alignment of the element size: every
+        buffer is at least that aligned; gcds of the actual sizes and strides), and a
+        sub-group size that divides the work-group's first mode."""
+        args = []
+        for a in fn.args:
+            t, data = a.type, self.npz.get(a.value.name)
+            attrs = {}
+            if isinstance(t, MemrefType) and data is not None and t.order and \
+                    self.flip(self.p.attribute_percent):
+                arr = np.asarray(data)
+                attrs["alignment"] = max(1, t.element.bits // 8)
+                shape = arr.shape
+                if self.flip(60):
+                    attrs["shape_gcd"] = tuple(self.pick(
+                        [d for d in range(1, s + 1) if s % d == 0] or [1])
+                        for s in shape[:self.int(1, len(shape))])
+                strides = self.npz.get(f"{a.value.name}.strides")
+                if strides is None:
+                    strides = [int(np.prod(shape[:k])) for k in range(len(shape))]
+                if self.flip(40):
+                    attrs["stride_gcd"] = tuple(self.pick(
+                        [d for d in range(1, int(s) + 1) if int(s) % d == 0] or [1])
+                        for s in list(strides)[:self.int(1, len(shape))])
+                self.stats["argument-attributes"] += 1
+            args.append(dataclasses.replace(a, attributes=attrs) if attrs else a)
+        sg = None
+        if self.flip(self.p.subgroup_size_percent):
+            wg = fn.work_group_size
+            sizes = [s for s in (4, 8, 16, 32) if wg is None or wg[0] % s == 0]
+            if sizes:
+                sg = self.pick(sizes)
+                self.stats["subgroup_size"] += 1
+        return dataclasses.replace(fn, args=tuple(args), subgroup_size=sg)
+
+
+__all__ = ["V04Generator", "v04_params", "V04_MEMREF_TYPES", "V04_SCALAR_TYPES", "LOWP", "MATH"]
