@@ -75,15 +75,15 @@ def _patch(name: str, owner: Any, attr: str, make: Callable[[Callable], Callable
 def _rewrite(name: str, cls: type, change: Callable[[Any], Any]) -> Callable[[], None]:
     """A mutant that hands the handler of `cls` a changed instruction: `change(inst)` -> the
     wrong instruction, or None where the bug does not apply. The changed instruction is
-    remembered per original, so that caches of the walker keyed by identity stay valid."""
+    remembered per original for the run (on its executor), so that the walker's caches keyed
+    by identity stay valid and nothing outlives the run."""
 
     def install() -> None:
         from tlinterp.interp import execute
 
-        made: dict[int, tuple[Any, Any]] = {}
-
         def make(orig: Callable) -> Callable:
             def wrong(ex, inst, env, lanes, col):
+                made = ex.__dict__.setdefault(f"_mutant_{name}", {})
                 hit = made.get(id(inst))
                 if hit is None or hit[0] is not inst:
                     hit = made[id(inst)] = (inst, change(inst))
