@@ -43,7 +43,8 @@ from .profiles import load as load_profile
 from .profiles.check import violations
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
-           "to_program", "coverage_of", "sample_function", "profile_of", "case_of", "LANGS"]
+           "to_program", "coverage_of", "sample_function", "profile_of", "case_of", "LANGS",
+           "generated_kinds"]
 
 
 LANGS = ("v0.3", "v0.4")  # the tensor-language versions the generator writes
@@ -77,6 +78,11 @@ def _lang(lang: str) -> str:
     return lang
 
 
+def lang_of(lang: Optional[str], profile: Profile | str | None = None) -> str:
+    """The version to generate: `lang`, else the profile's, else v0.3."""
+    return _lang(lang or profile_of(profile).lang or "v0.3")
+
+
 def _params(params: dict[str, Any], lang: str = "v0.3") -> GenParams:
     base = GenParams() if _lang(lang) == "v0.3" else v04_params()
     profile = params.get("profile")
@@ -93,10 +99,11 @@ def _generator(lang: str):
 
 
 @st.composite
-def kernel_functions(draw, name: str = "k", lang: str = "v0.3",
+def kernel_functions(draw, name: str = "k", lang: Optional[str] = None,
                      **params: Any) -> tuple[ir.Function, dict, Any]:
     """The raw IR function (not printed), its arguments and its group count (v0.4: a count
-    or an (x, y, z) grid)."""
+    or an (x, y, z) grid). `lang` None: the profile's version, else v0.3."""
+    lang = lang_of(lang, params.get("profile"))
     p = _params(params, lang)
     built = _generator(lang)(draw, p, name).build()
     # the generator avoids what the profile leaves out; should a construct slip through
@@ -105,13 +112,14 @@ def kernel_functions(draw, name: str = "k", lang: str = "v0.3",
     return built
 
 
-def sample_function(seed: int, name: str = "k", lang: str = "v0.3", **params: Any):
+def sample_function(seed: int, name: str = "k", lang: Optional[str] = None, **params: Any):
     """(function, arguments, groups, generator statistics) drawn with plain random sampling:
     the same generator as `kernel_functions`, much faster, but nothing shrinks. For
     distribution statistics and quick surveys."""
     import random
 
-    gen = _generator(_lang(lang))(random.Random(seed), _params(params, lang), name)
+    lang = lang_of(lang, params.get("profile"))
+    gen = _generator(lang)(random.Random(seed), _params(params, lang), name)
     func, args, groups = gen.build()
     return func, args, groups, gen.stats
 
@@ -139,10 +147,11 @@ def to_program(functions: list[ir.Function], filename: str = "<fuzz>",
 
 
 @st.composite
-def kernels(draw, name: str = "k", lang: str = "v0.3", **params: Any) -> FuzzCase:
-    """One random UB-free kernel with arguments, as tensor language `lang`; see the module
-    docstring."""
-    if _lang(lang) == "v0.4" and params.get("spmd_weight", GenParams().spmd_weight) > 0:
+def kernels(draw, name: str = "k", lang: Optional[str] = None, **params: Any) -> FuzzCase:
+    """One random UB-free kernel with arguments, as tensor language `lang` (None: the
+    profile's version, else v0.3); see the module docstring."""
+    lang = lang_of(lang, params.get("profile"))
+    if lang == "v0.4" and params.get("spmd_weight", GenParams().spmd_weight) > 0:
         spmd = _spmd_cases()
         if spmd is not None and draw(st.integers(0, 99)) < params["spmd_weight"]:
             return draw(spmd(name=name, **{k: v for k, v in params.items()
@@ -162,11 +171,29 @@ def _spmd_cases():
 
 
 def case_of(func: ir.Function, args: dict[str, np.ndarray], groups: Any,
-            profile: Profile | str | None = None, lang: str = "v0.3") -> FuzzCase:
-    """A generated function as a case, its text in the profile's spellings (v0.3) or as v0.4:
-    what the implementation under test reads, and what a finding saves."""
+            profile: Profile | str | None = None, lang: Optional[str] = None) -> FuzzCase:
+    """A generated function as a case, its text in the profile's spellings (v0.3) or as v0.4
+    (`lang` None: the profile's version, else v0.3): what the implementation under test
+    reads, and what a finding saves."""
+    lang = lang_of(lang, profile)
     program = to_program([func], spellings=profile_of(profile).spellings, lang=lang)
     return FuzzCase(program, func.name, args, groups, lang)
+
+
+# the v0.4 instructions the builder here makes (fuzz/gen/v04.py); SPMD kernels
+# (fuzz.gen.spmd, where present) add theirs when drawn
+V04_GENERATED = (ir.Constant, ir.Builtin, ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate,
+                 ir.Cumsum, ir.ForeachNd)
+
+
+def generated_kinds(lang: str = "v0.3") -> list[str]:
+    """The instruction kinds (`coverage_of`'s names) the generator makes for `lang`: the
+    denominator of tlfuzz's instruction coverage. v0.4 has no lifetime_stop."""
+    v03 = {t.__name__ for t in ir.Instruction.__args__ if t not in ir.V04_INSTRUCTIONS} \
+        | {t.__name__ + ".atomic" for t in ir.BLAS}
+    if _lang(lang) == "v0.3":
+        return sorted(v03)
+    return sorted(v03 - {"LifetimeStop"} | {t.__name__ for t in V04_GENERATED})
 
 
 def coverage_of(program: ir.Program) -> set[str]:

@@ -427,3 +427,17 @@ def unbind(bound: BoundArgs) -> dict[str, np.ndarray]:
                 out[name] = arr
     out.update(bound.extra_keys)
     return out
+
+
+def groups_word(groups) -> str:
+    """A work-group count or a v0.4 grid as `--groups` reads it back (N or X,Y,Z)."""
+    if isinstance(groups, (tuple, list)):
+        return ",".join(str(int(g)) for g in groups)
+    return str(groups)
+
+
+def group_total(groups):
+    """The number of work-groups of a count or a v0.4 grid (None stays None)."""
+    if isinstance(groups, (tuple, list)):
+        return int(np.prod([int(g) for g in groups]))
+    return groups

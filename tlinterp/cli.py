@@ -33,7 +33,15 @@ from typing import Optional
 import numpy as np
 
 from .args import check_groups, count_groups, load_npz, save_npz
-from .cliconv import add_impl_choice, add_verbosity, print_impls, tool_parser, wrote
+from .cliconv import (
+    add_impl_choice,
+    add_lang,
+    add_verbosity,
+    grid_arg,
+    print_impls,
+    tool_parser,
+    wrote,
+)
 from .diagnostics import (
     ERROR,
     ArgumentError,
@@ -124,7 +132,7 @@ def _parser() -> argparse.ArgumentParser:
                        help="treat warnings as errors (exit status 2)")
     g.run.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
     g.run.add_argument("--func", help="function to run (optional when the file has one)")
-    g.run.add_argument("--groups", type=_grid_arg, metavar="X[,Y[,Z]]",
+    g.run.add_argument("--groups", type=grid_arg, metavar="X[,Y[,Z]]",
                        help="number of work-groups, or a v0.4 grid X,Y,Z (interpreter only; "
                             "group_id.x runs fastest)")
     g.run.add_argument("--no-check", action="store_true",
@@ -145,9 +153,9 @@ def _parser() -> argparse.ArgumentParser:
                             "(--lowering applies on top); the search goes to stderr")
     g.output.add_argument("--emit", choices=["ir", "opencl"],
                           help="print canonical IR or OpenCL C (stdout)")
-    g.output.add_argument("--lang", choices=["v0.3", "v0.4"],
-                          help="tensor-language version of the input (with --emit ir: of the "
-                               "output; default: the input's)")
+    add_lang(g.output, default=None,
+             help="tensor-language version of the input (with --emit ir: of the "
+                  "output; default: the input's)")
     g.run.add_argument("-D", dest="defines", action="append", type=parse_define_flag,
                        metavar="NAME=VALUE",
                        help="v0.4 preprocessor: define $NAME before the file (repeatable)")
@@ -243,23 +251,6 @@ def _list_devices(console) -> int:
 
 def _describe(v: np.ndarray) -> str:
     return f"{v.dtype}{list(v.shape)}" if v.ndim else f"{v.dtype} = {v.item()}"
-
-
-def _grid_arg(text: str):
-    """`--groups N` (an int) or `--groups X,Y[,Z]` (a tuple of 3); argparse reports errors."""
-    parts = text.split(",")
-    if not 1 <= len(parts) <= 3:
-        raise argparse.ArgumentTypeError(f"expected N or X,Y[,Z], got {text!r}"[:200])
-    try:
-        nums = tuple(int(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers N or X,Y[,Z], got {text!r}"[:200]) \
-            from None
-    if len(nums) == 1:
-        return nums[0]
-    if any(n < 0 for n in nums):
-        raise argparse.ArgumentTypeError(f"grid sizes must be >= 0, got {text!r}"[:200])
-    return nums + (1,) * (3 - len(nums))
 
 
 def _summary(console, function, backend, groups, args, out, timing, check) -> None:

@@ -120,6 +120,31 @@ def add_impl_choice(group: argparse._ArgumentGroup, *, default: Optional[str], f
                            help="list the implementations --impl accepts, then exit")
 
 
+LANGS = ("v0.3", "v0.4")  # the tensor-language versions every tool reads
+
+
+def add_lang(group: argparse._ArgumentGroup, *, default: Optional[str], help: str) -> None:
+    """--lang v0.3|v0.4 (what it selects is the tool's `help`)."""
+    group.add_argument("--lang", choices=list(LANGS), default=default, help=help)
+
+
+def grid_arg(text: str):
+    """argparse type of `--groups N` (an int) or `--groups X,Y[,Z]` (a tuple of 3)."""
+    parts = text.split(",")
+    if not 1 <= len(parts) <= 3:
+        raise argparse.ArgumentTypeError(f"expected N or X,Y[,Z], got {text!r}"[:200])
+    try:
+        nums = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers N or X,Y[,Z], got {text!r}"[:200]) \
+            from None
+    if len(nums) == 1:
+        return nums[0]
+    if any(n < 0 for n in nums):
+        raise argparse.ArgumentTypeError(f"grid sizes must be >= 0, got {text!r}"[:200])
+    return nums + (1,) * (3 - len(nums))
+
+
 def print_impls(out=None) -> int:
     """The registry's implementations, one a line (--list-impls); exit status 0."""
     from .impl import available

@@ -105,6 +105,19 @@ def mnemonic(inst: ir.Instruction) -> str:
     """The canonical mnemonic without modifiers: `gemm`, `arith.add`, `cmp.lt`, `store`."""
     if isinstance(inst, ir.Blas):
         return inst.MNEMONIC
+    # named without formatting operands (v0.4 IR may hold complex literals, which v0.3 lacks)
+    if isinstance(inst, (ir.Arith, ir.ArithUnary)):
+        return f"arith.{inst.op}"
+    if isinstance(inst, ir.Compare):
+        return f"cmp.{inst.cond}"
+    if isinstance(inst, ir.Cast):
+        return "cast"
+    if isinstance(inst, (ir.Store, ir.Yield)):
+        return "store" if isinstance(inst, ir.Store) else "yield"
+    if isinstance(inst, ir.V04_INSTRUCTIONS):  # no v0.3 spelling: v0.4's name
+        from .v04names import construct
+
+        return construct(inst)
     text = _HEADERS[type(inst)](inst)
     if text.startswith("%"):
         text = text[text.index("= ") + 2:]

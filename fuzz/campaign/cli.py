@@ -3,7 +3,7 @@
     tlfuzz [--time 10m] [--impl NAME] [--device pocl] [-j CORES] [--seed S]
            [--out DIR] [--batch 8] [--shrink-time 60] [--frontend] [-v] [-q]
            [--mutation NAME] [--work-group-size W0xW1] [--triage-time 120]
-           [--profile all|tinytc-0.3.1|FILE.json|list]
+           [--profile all|tinytc-0.3.1|FILE.json|list] [--lang v0.3|v0.4]
            [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
     tlfuzz triage FINDING [--device D] [--reduce-time 120]
     tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl SPEC [flags]
@@ -11,6 +11,9 @@
 --impl takes any name of the implementation registry (`tlrun --list-impls`): opencl (this
 package's lowering, the default), opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command
 template, ...; other implementations than ours run one case per job.
+--lang v0.4 generates tensor language v0.4 kernels and hands them to the implementation as v0.4
+text (not to our opencl lowering, which takes v0.3: a usage error); findings carry `--lang v0.4`
+in their saved lines.
 
 Each job runs seeded Hypothesis searches (job j, round k uses a seed derived from S, j, k, so
 a campaign replays deterministically from its seed); every failing batch is shrunk and
@@ -44,12 +47,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tlinterp import ir
 from tlinterp.cliconv import (
     add_impl_choice,
     add_jobs,
+    add_lang,
     add_verbosity,
     default_findings_dir,
+    grid_arg,
     print_impls,
     tool_parser,
     wrote,
@@ -57,6 +61,7 @@ from tlinterp.cliconv import (
 from tlinterp.foreigntext import for_rich
 from tlinterp.impl.flags import add_impl_flags, whole_number
 
+from ..strategies import generated_kinds
 from . import sharedb
 from .hunt import HuntOptions, hunt
 from .options import (
@@ -67,10 +72,8 @@ from .options import (
     positive_seconds,
 )
 
-# the generator writes v0.3 programs: the v0.4-only instructions are not among its kinds
-ALL_KINDS = sorted({t.__name__ for t in ir.Instruction.__args__
-                    if t not in ir.V04_INSTRUCTIONS}
-                   | {t.__name__ + ".atomic" for t in ir.BLAS})
+# the kinds of v0.3 programs (the default --lang); generated_kinds("v0.4") for v0.4
+ALL_KINDS = generated_kinds("v0.3")
 
 
 def parse_time(text: str) -> float:
@@ -190,10 +193,12 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
         if opts.frontend or not name.startswith(("mismatch", "backend", "oclgrind", "red-zone")):
             continue
         try:
-            program = tlinterp.check(tlinterp.parse(open(tl).read(), tl))
-            args = load_npz(tl[:-3] + ".npz")
             cmd = open(tl[:-3] + ".txt").readline()
-            groups = int(re.search(r"--groups (\d+)", cmd).group(1))
+            lang = re.search(r"--lang (v0\.[34])", cmd)
+            lang = lang.group(1) if lang else None
+            program = tlinterp.check(tlinterp.parse(open(tl).read(), tl, lang=lang))
+            args = load_npz(tl[:-3] + ".npz")
+            groups = grid_arg(re.search(r"--groups (\S+)", cmd).group(1))
             func = re.search(r"--func (\S+)", cmd).group(1)
             # the lowering config it was found with travels in the reproducing command
             overrides = re.findall(r"--lowering (\S+)", cmd)
@@ -205,7 +210,7 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
         except Exception as e:  # noqa: BLE001 - a damaged file is reported, not fatal
             q.put(("replay", tl, f"unreadable ({type(e).__name__})"))
             continue
-        case = FuzzCase(program, func, args, groups)
+        case = FuzzCase(program, func, args, groups, program.lang or "v0.3")
         found = sandbox.run([case], config)
         q.put(("replay", tl, "still failing" if found else "no longer fails"))
         still += found
@@ -228,6 +233,7 @@ class Tally:
     triage: dict = field(default_factory=dict)  # finding path -> triage class
     again: int = 0  # findings found a second time (same saved files)
     jobs: int = 1
+    kinds: list = field(default_factory=list)  # the instruction kinds coverage counts
     database_lost: Optional[str] = None  # why the shared example database stopped answering
     database_lost_at: float = 0.0
 
@@ -245,9 +251,10 @@ class Tally:
         t.add_row("cases", str(self.cases))
         t.add_row("cases/s", f"{self.rate():.2f}"
                   + (f" ({self.rate() / self.jobs:.2f} per job)" if self.jobs > 1 else ""))
-        missing = [k for k in ALL_KINDS if k not in self.coverage]
-        t.add_row("instruction coverage", f"{len(set(ALL_KINDS) & self.coverage)}/"
-                  f"{len(ALL_KINDS)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
+        every = self.kinds or ALL_KINDS
+        missing = [k for k in every if k not in self.coverage]
+        t.add_row("instruction coverage", f"{len(set(every) & self.coverage)}/"
+                  f"{len(every)}" + (f" (missing: {', '.join(missing)})" if missing else ""))
         kinds: dict[str, int] = {}
         for k, _, _ in self.findings:
             kinds[k] = kinds.get(k, 0) + 1
@@ -309,6 +316,17 @@ def _drain(q, tally: Tally, timeout: float) -> None:
             return
 
 
+def _params(ns: argparse.Namespace) -> dict:
+    """The generator's parameters of a campaign: the profile, the language, and for v0.4 no
+    3-D grids where the implementation runs a command (those take a group count; the
+    interpreter and python: plug-ins take grids)."""
+    params = {"profile": getattr(ns, "profile_ref", None), "lang": ns.lang}
+    spec = ns.impl_ref[0] if ns.impl_ref else "opencl"
+    if ns.lang == "v0.4" and not (spec in ("interp", "tlinterp") or spec.startswith("python:")):
+        params["grid_percent"] = 0
+    return params
+
+
 def run_campaign(ns: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.live import Live
@@ -319,7 +337,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
                        frontend=ns.frontend,
                        database=ns.database or os.path.join(ns.out, "hypothesis-db"),
                        mutation=ns.mutation, impl=ns.impl_ref, triage_time=ns.triage_time,
-                       params={"profile": getattr(ns, "profile_ref", None)}, out=ns.out)
+                       params=_params(ns), out=ns.out)
     # one budget: the search, shrinking, triage and the replays all end by `deadline`; the
     # jobs are stopped STOP_GRACE seconds after it whatever they are doing
     deadline = time.time() + ns.time
@@ -330,7 +348,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
              for j in range(ns.jobs)]
     for p in procs:
         p.start()
-    tally = Tally(jobs=ns.jobs)
+    tally = Tally(jobs=ns.jobs, kinds=generated_kinds(ns.lang))
     interrupted: Optional[BaseException] = None
     target = ns.impl_ref[0] if ns.impl_ref else "opencl"
     # the device as given: the line above the table names the one it picked (device_label)
@@ -457,6 +475,8 @@ EXAMPLES = (
      "another compiler"),
     ("tlfuzz --seed 1000 --database redis://db:6379 --out /shared/findings",
      "one machine of several (docs/fuzzing.md)"),
+    ("tlfuzz --lang v0.4 --impl 'spirv:tinytc {tl}' --device intel --reject-status 1",
+     "v0.4 kernels against another compiler"),
     ("tlfuzz reproduce f/mismatch-0123abcd4567", "rerun a finding (exit 1 while it differs)"),
     ("tlfuzz triage f/mismatch-0123abcd4567", "classify a finding, reduce its code"),
 )
@@ -511,6 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.run.add_argument("--mutation", default=None, metavar="NAME",
                        help="self-test: plant a known bug in the OpenCL lowering "
                             "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
+    add_lang(g.run, default=None,
+             help="the tensor-language version of the generated kernels, as the "
+                  "implementation reads them (default: the profile's, else v0.3; our opencl "
+                  "lowering takes v0.3)")
     g.run.add_argument("--profile", default="all", metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
                             "constructs are generated, written in its spellings (default: all)")
@@ -587,10 +611,22 @@ def main(argv: Optional[list[str]] = None) -> int:
     except ProfileError as e:
         print(f"tlfuzz: --profile: {e}", file=sys.stderr)
         return 2
+    if ns.profile_ref.lang and ns.lang and ns.lang != ns.profile_ref.lang:
+        print(f"tlfuzz: --profile {ns.profile} is a {ns.profile_ref.lang} profile, not "
+              f"{ns.lang}: leave --lang out or make them agree", file=sys.stderr)
+        return 2
+    ns.lang = ns.lang or ns.profile_ref.lang or "v0.3"
     try:
         ns.impl_ref = _impl_ref(ns)
     except ValueError as e:
         print(f"tlfuzz: {e}", file=sys.stderr)
+        return 2
+    if ns.lang == "v0.4" and ns.impl_ref is None and not ns.frontend:
+        # tlinterp.frontend.lowerable: the OpenCL lowering takes v0.3 programs only, and most
+        # generated v0.4 kernels use a type or instruction v0.3 lacks
+        print("tlfuzz: --lang v0.4 needs --impl other than opencl (our OpenCL lowering takes "
+              "v0.3 programs; run v0.4 kernels with --impl interp, python:..., spirv:... or a "
+              "command)", file=sys.stderr)
         return 2
     # the jobs' working directories are scratch directories: every path the user gave is
     # made absolute now

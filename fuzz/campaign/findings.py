@@ -70,7 +70,7 @@ def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
     from .reproduce import reproduce_line
 
     return reproduce_line(tl, npz, finding.case.func, finding.case.groups,
-                          *finding_impl(finding))
+                          *finding_impl(finding), lang=_said_lang(finding))
 
 
 def tlrun_line(tl: str, npz: str, finding: Finding) -> str:
@@ -79,7 +79,14 @@ def tlrun_line(tl: str, npz: str, finding: Finding) -> str:
     from tlinterp.impl.base import tlrun_command
 
     spec, options = ("interp", None) if finding.kind == "generator" else finding_impl(finding)
-    return tlrun_command(spec, options, tl, npz, finding.case.func, finding.case.groups)
+    return tlrun_command(spec, options, tl, npz, finding.case.func, finding.case.groups,
+                         _said_lang(finding))
+
+
+def _said_lang(finding: Finding) -> Optional[str]:
+    """`--lang` of the saved lines: v0.4 is said (a reader need not detect it), v0.3 is the
+    tools' default reading of generated text and stays unsaid (the lines of older findings)."""
+    return "v0.4" if finding.case.lang == "v0.4" else None
 
 
 def save_finding(finding: Finding, out_dir: str) -> str:

@@ -165,7 +165,7 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
             if limit is None or left < limit:
                 limit, cut = left, True
         job = Job(case.source, case.args, func=case.func, groups=case.groups,
-                  filename=f"{case.func}.tl", program=case.program)
+                  filename=f"{case.func}.tl", program=case.program, lang=case.lang)
         running = _overlap_thread().submit(impl.run, job, limit) if overlap else None
         expected, problem = _interp(case)
         if problem is not None:

@@ -33,17 +33,21 @@ AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
 DEFAULT_TIMEOUT = 300.0  # seconds per run of the implementation
 
 
-def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[int], spec: str,
-                   options) -> str:
+def reproduce_line(tl: str, npz: str, func: Optional[str], groups, spec: str,
+                   options, lang: Optional[str] = None) -> str:
     """The `tlfuzz reproduce` command for these files and implementation (with its flags,
-    `option_words`): exits 1 while the implementation still differs from the reference."""
+    `option_words`): exits 1 while the implementation still differs from the reference.
+    `groups`: a count or a v0.4 grid; `lang`: the kernel's version, when it must be said."""
+    from tlinterp.args import groups_word
     from tlinterp.impl.base import option_words
 
     words = ["tlfuzz", "reproduce", tl, "--args", npz]
     if func:
         words += ["--func", func]
     if groups is not None:
-        words += ["--groups", str(groups)]
+        words += ["--groups", groups_word(groups)]
+    if lang is not None:
+        words += ["--lang", lang]
     return shlex.join(words + ["--impl", spec] + option_words(options))
 
 
@@ -81,7 +85,7 @@ compared within the fuzzer's error bounds (fuzz.oracle.compare). See docs/triage
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tlinterp.cliconv import add_impl_choice, tool_parser
+    from tlinterp.cliconv import add_impl_choice, add_lang, grid_arg, tool_parser
     from tlinterp.impl.flags import add_impl_flags
 
     p, g = tool_parser("tlfuzz reproduce", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES,
@@ -94,7 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "file (then with --args and --impl)")
     g.run.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
     g.run.add_argument("--func", help="function to run (optional when the file has one)")
-    g.run.add_argument("--groups", type=int, metavar="N", help="number of work-groups")
+    g.run.add_argument("--groups", type=grid_arg, metavar="X[,Y[,Z]]",
+                       help="number of work-groups, or a v0.4 grid X,Y,Z")
+    add_lang(g.run, default=None, help="the kernel's tensor-language version (default: "
+                                       "detected from the text)")
     g.run.add_argument("--timeout", type=positive_seconds, default=None, metavar="S",
                        help=f"seconds per run of the implementation (default "
                             f"{DEFAULT_TIMEOUT:g})")
@@ -122,10 +129,11 @@ class Request:
     tl: str
     npz: str
     func: Optional[str]
-    groups: Optional[int]
+    groups: object  # None, a count, or a v0.4 grid (x, y, z)
     spec: str
     options: object  # tlinterp.impl.ImplOptions
     timeout: float
+    lang: Optional[str] = None  # the kernel's version (None: detected)
 
 
 def finding_base(path: str) -> str:
@@ -175,7 +183,7 @@ def request(argv: list[str]) -> Request:
         from .options import chosen_device
 
         print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)
-    return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout)
+    return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout, ns.lang)
 
 
 @dataclass
@@ -184,10 +192,11 @@ class Verdict:
     text: str  # what to print (stderr)
 
 
-def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
-    """The kernel and its arguments as a FuzzCase; TLError/OSError when they do not load."""
+def load_case(tl: str, npz: str, func: Optional[str], groups, lang: Optional[str] = None):
+    """The kernel (tensor language `lang`, None: detected) and its arguments as a FuzzCase;
+    TLError/OSError when they do not load."""
     import tlinterp
-    from tlinterp.args import bind, load_npz
+    from tlinterp.args import bind, group_total, load_npz
     from tlinterp.diagnostics import decode_source
 
     from ..strategies import FuzzCase
@@ -195,11 +204,14 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[int]):
     with open(tl, "rb") as f:
         data = f.read()
     text = decode_source(data, tl)  # a SourceError at the bad byte's line and column
-    program = tlinterp.check(tlinterp.parse(text, tl))
+    program = tlinterp.check(tlinterp.parse(text, tl, lang=lang))
     func = func or program.functions[0].name
     args = load_npz(npz)
-    groups = bind(program.function(func), args).num_groups(groups)
-    return FuzzCase(program, func, args, groups)
+    if isinstance(groups, tuple):  # a v0.4 grid: its product binds the group arguments
+        bind(program.function(func), args).num_groups(group_total(groups))
+    else:
+        groups = bind(program.function(func), args).num_groups(groups)
+    return FuzzCase(program, func, args, groups, program.lang or "v0.3")
 
 
 def run_impl(case, spec: str, options, timeout: float):
@@ -219,7 +231,7 @@ def run_impl(case, spec: str, options, timeout: float):
         return Outcome("ok", outputs=r.outputs)
     job = Job(case.source, case.args, func=case.func, groups=case.groups,
               filename=os.path.basename(case.program.filename or "kernel.tl"),
-              program=case.program)
+              program=case.program, lang=case.lang)
     return impl.run(job, timeout)
 
 
@@ -246,7 +258,7 @@ def reproduce(req: Request) -> Verdict:
     from tlinterp.interp import run
 
     try:
-        case = load_case(req.tl, req.npz, req.func, req.groups)
+        case = load_case(req.tl, req.npz, req.func, req.groups, req.lang)
     except OSError as e:
         return Verdict(USAGE, f"cannot read the kernel or its arguments: {e}")
     except (KeyError, ValueError) as e:

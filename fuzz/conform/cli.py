@@ -26,6 +26,7 @@ from tlinterp import TLError
 from tlinterp.cliconv import (
     add_impl_choice,
     add_jobs,
+    add_lang,
     add_verbosity,
     positive_int,
     print_impls,
@@ -153,9 +154,9 @@ def _parser() -> argparse.ArgumentParser:
     g.run.add_argument("--filter", default=None, metavar="PATTERN",
                        help="only cases whose id (e.g. valid/blas/gemm_f32_canonical_v0) "
                             "matches: a glob if it has * ? [, else a substring")
-    g.run.add_argument("--lang", choices=["v0.3", "v0.4"], default=None,
-                       help="only the cases written in this tensor-language version (each "
-                            "case's metadata says; default: every case)")
+    add_lang(g.run, default=None,
+             help="only the cases written in this tensor-language version (each "
+                  "case's metadata says; default: every case)")
     g.run.add_argument("--profile", default=None, metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): cases "
                             "using a construct outside it are skipped, kernels go to the "

@@ -97,6 +97,7 @@ class GenParams:
     unroll_percent: int = 25  # for loops with an unroll attribute
     attribute_percent: int = 30  # memref arguments with alignment/shape_gcd/stride_gcd
     subgroup_size_percent: int = 25  # functions with a subgroup_size attribute
+    subgroup_sizes: tuple[int, ...] = (4, 8, 16, 32)  # its values (a profile may narrow them)
     # the target's profile (fuzz.profiles.Profile): its features the generator avoids
     profile: Optional[Any] = None
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(

@@ -42,6 +42,7 @@ from tlinterp.checker_v04 import promotable, promote
 from tlinterp.ir import Const, Value
 from tlinterp.types import INDEX, MemrefType, ScalarType
 
+from ..profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
 from .core import exact_dim
 from .function import FunctionGenerator
 from .model import Scal, Unavailable
@@ -170,11 +171,18 @@ class V04Generator(FunctionGenerator):
             if not isinstance(beta.op, Const):
                 raise Unavailable("beta does not promote")
             beta = dataclasses.replace(beta, type=out)
-        if atomic and not (isinstance(beta.op, Const) and beta.op.value in (0, 1)):
+        if atomic and (not (isinstance(beta.op, Const) and beta.op.value in (0, 1))
+                       or self.narrow_atomic(out, update=True)):
             if c.buf.kind == "atomic":
-                raise Unavailable("a shared sink needs beta 1")
+                raise Unavailable("a shared sink needs beta 1 and an atomic type")
             atomic = False
         return super().collective_inst(kind, atomic, ta, tb, alpha, a, b, beta, c)
+
+    def narrow_atomic(self, t: ScalarType, update: bool = False) -> bool:
+        """Whether the target takes no atomic (update) on elements of type t."""
+        if not self.excludes("atomic-narrow-types"):
+            return False
+        return t in (NARROW_ATOMIC_UPDATE_TYPES if update else NARROW_ATOMIC_TYPES)
 
     # --- witnesses of the new types --------------------------------------------------------
 
@@ -313,7 +321,7 @@ class V04Generator(FunctionGenerator):
         arg = self.lowp_inputs[t]
         idx = self.index_in(arg.rng.lo)
         r = self.fresh()
-        if self.flip(20):
+        if self.flip(20) and not self.narrow_atomic(t):
             self.emit(ir.AtomicLoad(r, arg.op, (idx.op,), t))
             self.stats["atomic_load"] += 1
         else:
@@ -523,7 +531,8 @@ class V04Generator(FunctionGenerator):
     def gen_atomic(self, depth: int) -> None:
         """In a foreach: an atomic update of the counter, or an atomic_store of the
         iteration's own element."""
-        if self.foreach_target is not None and self.flip(30):
+        if self.foreach_target is not None and self.flip(30) and \
+                not self.narrow_atomic(self.foreach_target[0].type.element):
             w, d, ivar = self.foreach_target
             idx = [self.index_in(lo).op if m != d else ivar.op for m, (lo, _) in enumerate(w.dims)]
             val = self.store_value(w.buf)
@@ -589,7 +598,7 @@ class V04Generator(FunctionGenerator):
         sg = None
         if self.flip(self.p.subgroup_size_percent):
             wg = fn.work_group_size
-            sizes = [s for s in (4, 8, 16, 32) if wg is None or wg[0] % s == 0]
+            sizes = [s for s in self.p.subgroup_sizes if wg is None or wg[0] % s == 0]
             if sizes:
                 sg = self.pick(sizes)
                 self.stats["subgroup_size"] += 1

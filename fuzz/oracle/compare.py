@@ -81,10 +81,21 @@ def explain(program, func: Optional[str], args: Mapping, groups: Optional[int] =
 
 
 def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mapping,
-                    actual: Mapping, groups: Optional[int] = None) -> list[Mismatch]:
+                    actual: Mapping, groups=None) -> list[Mismatch]:
     """Mismatches between two runs of `func` on `args` (see the module docstring). `groups`
-    is the work-group count of the runs (default: the .npz convention's)."""
+    is the work-group count of the runs (default: the .npz convention's), or a v0.4 grid
+    (x, y, z). A v0.4 program is judged in the form the interpreter runs
+    (`tlinterp.frontend.executable`: its constants are literals again, which the magnitude
+    run takes the absolute values of)."""
+    from tlinterp.args import group_total
+    from tlinterp.frontend import executable
+
     program = _program(program)
+    grid = groups if isinstance(groups, (tuple, list)) else None
+    groups = group_total(groups)
+    v04 = program.lang == "v0.4"
+    if v04:
+        program = executable(program)
     function = program.function(func)
     out: list[Mismatch] = []
     # bf16 results are uint16 bit patterns in files but ml_dtypes.bfloat16 from an in-process
@@ -118,7 +129,7 @@ def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mappi
             out.extend(_exact(key, e, a))
         elif p.nonlinear is None:
             if magnitudes is None:
-                magnitudes = _magnitudes(program, function, args, g)
+                magnitudes = _magnitudes(program, function, args, grid or g, v04)
             out.extend(_bounded(key, e, a, np.abs(np.asarray(magnitudes[key], np.float64)), p))
     return out
 
@@ -130,13 +141,25 @@ def _bits_if_bf16(v) -> np.ndarray:
     return a
 
 
-def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups: int):
+def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups,
+                v04: bool = False):
     from tlinterp.interp import run
 
     mag = magnitude_function(function)
     prog = ir.Program((mag,), program.filename)
     with np.errstate(all="ignore"):
-        return run(prog, magnitude_args(dict(args)), func=mag.name, groups=groups, check=False)
+        if not v04:
+            return run(prog, magnitude_args(dict(args)), func=mag.name, groups=groups,
+                       check=False)
+        # the interpreter's form of a v0.4 program, checked as v0.4 already: the v0.3
+        # checker that run() applies would refuse the v0.4 instructions it keeps
+        from tlinterp.args import bind, group_total, unbind
+        from tlinterp.interp import run_bound
+
+        bound = bind(mag, magnitude_args(dict(args)))
+        bound.num_groups(group_total(groups))
+        run_bound(prog, mag, bound, groups, check=False)
+        return unbind(bound)
 
 
 def _report(key: str, bad: np.ndarray, e, a, bound, reason: str) -> list[Mismatch]:

@@ -225,6 +225,9 @@ class _Abs:
             i.value = fa(i.value)
         elif isinstance(i, ir.Yield):
             i.values = tuple(fa(v) if t.is_float else v for v, t in zip(i.values, i.types))
+        elif isinstance(i, ir.For) and i.inits:  # v0.4 loop-carried values start at |init|
+            i.inits = tuple((c, fa(x) if t.is_float else x)
+                            for (c, x), t in zip(i.inits, i.result_types))
         for attr in ("then", "otherwise", "body"):
             r = getattr(i, attr, None)
             if isinstance(r, ir.Region):

@@ -11,6 +11,16 @@ A profile is data, one JSON file per profile in this directory (`NAME.json`):
      "spellings": {"hadamard_product": "hadamard"},  # mnemonic -> the target's spelling
      "why": {"u8": "one line: what the target says and why it is left out"}}
 
+A tensor language v0.4 target's profile also has (both optional):
+
+     "lang": "v0.4",                           # the version it reads (default: any)
+     "subgroup_sizes": [16, 32],               # the subgroup_size attribute values it takes
+
+`lang` makes the profile's programs v0.4 ones (`tlfuzz --profile` then generates v0.4 unless
+--lang says otherwise, which is a usage error for a profile of the other version); spellings
+are v0.3 respellings and only apply to v0.3 text. `subgroup_sizes` needs its line in `why`
+under "subgroup_size".
+
 Every exclusion needs its line in `why` (so the file documents what was found and why), and
 `tlconform --profile` gives that line as the reason a case is skipped. The fuzzer never
 generates a construct outside the profile (`fuzz.strategies.kernels(profile=...)`), and
@@ -23,7 +33,7 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from tlinterp import ops
 from tlinterp.types import ScalarType
@@ -47,7 +57,12 @@ FEATURES = {
     "expand-inferred-dynamic": "expand with a `?` entry of a mode whose size is `?` (the "
                                "entry inferred at run time)",
     "expand-dynamic-stride": "expand of a mode whose stride is `?`",
+    "atomic-narrow-types": "v0.4 atomics (`.atomic` collectives, atomic_load/store/add/max/"
+                           "min) on i8, i16 or bf16 elements, and atomic updates of f16",
 }
+# element types of the atomics "atomic-narrow-types" names: any atomic, an update
+NARROW_ATOMIC_TYPES = frozenset({ScalarType.i8, ScalarType.i16, ScalarType.bf16})
+NARROW_ATOMIC_UPDATE_TYPES = NARROW_ATOMIC_TYPES | {ScalarType.f16}
 # the instructions the generator can leave out (others are the language's backbone): also
 # every scalar operation beyond the v0.3 reference (tlinterp/ops.py), such as `arith.min`
 INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",
@@ -57,7 +72,7 @@ _NEEDED_TYPES = {"index": "group_id, size and loop variables have it",
                  "i1": "compares give it and if takes it"}
 _COLLECTIVES = {"hadamard": "hadamard_product"}  # generator weight keys that differ
 _KEYS = {"name", "description", "exclude_types", "exclude_instructions", "exclude_features",
-         "work_group_size_multiple", "spellings", "why"}
+         "work_group_size_multiple", "spellings", "why", "lang", "subgroup_sizes"}
 _MNEMONIC_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
@@ -75,12 +90,14 @@ class Profile:
     work_group_size_multiple: int = 1
     spellings: dict = field(default_factory=dict)  # canonical mnemonic -> target spelling
     why: dict = field(default_factory=dict)  # excluded construct -> one line
+    lang: Optional[str] = None  # the tensor-language version it reads (None: any)
+    subgroup_sizes: Optional[tuple[int, ...]] = None  # subgroup_size values (None: any)
 
     @property
     def restricts(self) -> bool:
         """Whether anything is left out (the `all` profile restricts nothing)."""
         return bool(self.exclude_types or self.exclude_instructions or self.exclude_features
-                    or self.work_group_size_multiple > 1)
+                    or self.work_group_size_multiple > 1 or self.subgroup_sizes is not None)
 
     def reason(self, construct: str) -> str:
         return self.why.get(construct, "not in the profile")
@@ -103,7 +120,9 @@ class Profile:
             lifetime_stop_percent=0 if "lifetime_stop" in gone
             else params.lifetime_stop_percent,
             work_group_size_multiple=max(self.work_group_size_multiple,
-                                         params.work_group_size_multiple))
+                                         params.work_group_size_multiple),
+            subgroup_sizes=tuple(s for s in params.subgroup_sizes
+                                 if self.subgroup_sizes is None or s in self.subgroup_sizes))
 
 
 def describe() -> str:
@@ -194,5 +213,16 @@ def from_dict(data: Any, where: str = "<profile>") -> Profile:
     description = data.get("description", "")
     if not isinstance(description, str):
         raise bad("'description' must be a string")
+    lang = data.get("lang")
+    if lang not in (None, "v0.3", "v0.4"):
+        raise bad("'lang' must be \"v0.3\" or \"v0.4\"")
+    sizes = data.get("subgroup_sizes")
+    if sizes is not None:
+        if not isinstance(sizes, list) or not sizes or not all(
+                isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in sizes):
+            raise bad("'subgroup_sizes' must be a non-empty list of positive integers")
+        if not why.get("subgroup_size", "").strip():
+            raise bad("say why in 'why' for: subgroup_size")
+        sizes = tuple(sizes)
     return Profile(name, description, frozenset(spelled[t] for t in types), frozenset(insts),
-                   frozenset(feats), multiple, dict(spellings), dict(why))
+                   frozenset(feats), multiple, dict(spellings), dict(why), lang, sizes)

@@ -12,10 +12,10 @@ from tlinterp import ir
 from tlinterp.printer import mnemonic
 from tlinterp.types import GroupType, MemrefType, ScalarType
 
-from . import Profile
+from . import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES, Profile
 
 __all__ = ["Violation", "violations", "instruction_violations", "integer_product",
-           "mixed_sizes"]
+           "mixed_sizes", "narrow_atomic"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,24 @@ def integer_product(inst: ir.Instruction) -> bool:
         not t.element.is_float for t in (inst.a_type, inst.b_type, inst.c_type))
 
 
-def instruction_violations(inst: ir.Instruction, profile: Profile) -> list[Violation]:
-    """What one instruction (not its regions) uses outside the profile."""
+def narrow_atomic(inst: ir.Instruction, element: Optional[ScalarType] = None) -> bool:
+    """An atomic on an element type the feature "atomic-narrow-types" names (`element`: the
+    memref's element type, for the v0.4 atomics that do not record it)."""
+    if isinstance(inst, ir.Blas) and inst.atomic:
+        return inst.memref_type(inst.output()).element in NARROW_ATOMIC_UPDATE_TYPES
+    if isinstance(inst, (ir.AtomicLoad, ir.AtomicUpdate)):
+        t = inst.type
+        return t in (NARROW_ATOMIC_UPDATE_TYPES if isinstance(inst, ir.AtomicUpdate)
+                     else NARROW_ATOMIC_TYPES)
+    if isinstance(inst, ir.AtomicStore):
+        return element in NARROW_ATOMIC_TYPES
+    return False
+
+
+def instruction_violations(inst: ir.Instruction, profile: Profile,
+                           elements: Optional[dict] = None) -> list[Violation]:
+    """What one instruction (not its regions) uses outside the profile (`elements`: memref
+    value name -> element type, which v0.4's atomic_store does not record)."""
     found: list[str] = []
     name = mnemonic(inst)
     if name in profile.exclude_instructions:
@@ -92,6 +108,9 @@ def instruction_violations(inst: ir.Instruction, profile: Profile) -> list[Viola
         found.append("expand-dynamic-stride")
     if "mixed-static-dynamic-sizes" in feats and mixed_sizes(inst):
         found.append("mixed-static-dynamic-sizes")
+    if "atomic-narrow-types" in feats and narrow_atomic(
+            inst, (elements or {}).get(getattr(getattr(inst, "operand", None), "name", ""))):
+        found.append("atomic-narrow-types")
     span = getattr(inst, "span", None)
     return [Violation(c, span, profile.reason(c)) for c in dict.fromkeys(found)]
 
@@ -111,11 +130,29 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
         if wgs is not None and int(wgs[0]) % profile.work_group_size_multiple:
             out.append(Violation("work_group_size", fn.span,
                                  profile.reason("work_group_size")))
+        if fn.subgroup_size is not None and profile.subgroup_sizes is not None \
+                and int(fn.subgroup_size) not in profile.subgroup_sizes:
+            out.append(Violation("subgroup_size", fn.span, profile.reason("subgroup_size")))
+        elements = _elements(fn)
         for inst, in_if in _walk(fn.body):
-            out.extend(instruction_violations(inst, profile))
+            out.extend(instruction_violations(inst, profile, elements))
             if in_if and isinstance(inst, ir.Alloca) and "alloca-in-if" in \
                     profile.exclude_features:
                 out.append(Violation("alloca-in-if", inst.span, profile.reason("alloca-in-if")))
+    return out
+
+
+def _elements(fn: ir.Function) -> dict:
+    """Memref value name -> element type: arguments, allocas, views, group loads."""
+    out = {}
+    for a in fn.args:
+        for t in _scalars(a.type):
+            out[a.value.name] = t
+    for inst in ir.walk(fn.body):
+        t = getattr(inst, "type", None)
+        if isinstance(inst, (ir.Alloca, ir.Subview, ir.Expand, ir.Fuse, ir.Load)) and \
+                isinstance(t, (MemrefType, GroupType)):
+            out[inst.result.name] = next(_scalars(t))
     return out
 
 

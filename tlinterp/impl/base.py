@@ -12,6 +12,7 @@ from typing import Optional
 import numpy as np
 
 from .. import ir
+from ..args import groups_word
 from ..diagnostics import TLError, UndefinedBehaviour
 from ..interp.ub import KINDS
 
@@ -154,15 +155,18 @@ class Implementation(ABC):
 
 
 def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[str],
-                  func: Optional[str], groups: Optional[int]) -> str:
-    """`tlrun ... --impl SPEC ...`: reruns the implementation `spec` names."""
+                  func: Optional[str], groups, lang: Optional[str] = None) -> str:
+    """`tlrun ... --impl SPEC ...`: reruns the implementation `spec` names (`groups`: a count
+    or a v0.4 grid; `lang`: the kernel's version, when it must be said)."""
     cmd = ["tlrun", kernel]
     if args is not None:
         cmd += ["--args", args]
     if func:
         cmd += ["--func", func]
     if groups is not None:
-        cmd += ["--groups", str(groups)]
+        cmd += ["--groups", groups_word(groups)]
+    if lang is not None:
+        cmd += ["--lang", lang]
     if spec not in ("interp", "tlinterp"):
         cmd += ["--impl", spec]
         cmd += option_words(options)

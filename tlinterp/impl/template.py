@@ -9,7 +9,7 @@ import sys
 import tempfile
 from typing import Optional
 
-from ..args import load_npz, save_npz
+from ..args import groups_word, load_npz, save_npz
 from ..diagnostics import TLError
 from .base import (
     DEFAULT_OPTIONS,
@@ -57,9 +57,9 @@ class Template(Implementation):
 
     def argv(self, kernel: str, args: str, out: str, func: Optional[str],
              groups: Optional[int]) -> list[str]:
-        return expand_template(self.spec, {"kernel": kernel, "args": args, "out": out,
-                                           "func": func,
-                                           "groups": None if groups is None else str(groups)})
+        return expand_template(self.spec, {
+            "kernel": kernel, "args": args, "out": out, "func": func,
+            "groups": None if groups is None else groups_word(groups)})
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
         with tempfile.TemporaryDirectory(prefix="tl-impl-") as tmp:

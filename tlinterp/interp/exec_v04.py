@@ -141,8 +141,10 @@ def _atomic_update(ex, inst: ir.AtomicUpdate, env, lanes, col) -> None:
 
 
 def _in_spmd(lanes: Lanes) -> bool:
-    """Inside an SPMD region (a foreach iteration, or a region whose lanes are work-items)."""
-    return lanes.has_act or bool(getattr(lanes, "spmd", False))
+    """Inside an SPMD region (a foreach iteration, or a region whose lanes are work-items).
+    Iteration numbers say so whether or not the run checks for races (actor ids exist only
+    then: a run with check=False applied a foreach's atomic_add once per work-item)."""
+    return lanes.has_act or lanes.it is not None or bool(getattr(lanes, "spmd", False))
 
 
 def _items(ex, inst) -> int:
