@@ -1,7 +1,8 @@
-"""corpus/v04 (test material for the v0.4 front end): the `; expect:` headers are well formed
-and lie inside their files, the valid programs together use every v0.4 instruction and type,
-every program gets through the preprocessor, and the preprocessor's own errors in the invalid
-programs are at the expected ranges."""
+"""The v0.4 front end's test material: corpus/v04/valid (check-only programs) together use every
+v0.4 instruction and type; the invalid v0.4 programs of the conformance corpus
+(corpus/cases/invalid_v04.py, generated to corpus/invalid/v04/) blame no comment, get through
+the preprocessor unless it is the preprocessor that rejects them, and the front end reports
+exactly their expected errors, every independent one, in order."""
 
 from __future__ import annotations
 
@@ -11,33 +12,16 @@ from pathlib import Path
 import pytest
 
 import tlinterp
+from corpus.cases import InvalidCase, all_undefined, all_valid, invalid_v04
+from corpus.cases.v04tags import INSTRUCTIONS, instructions_of, layouts_of
 from tlinterp.diagnostics import SourceError, TLError
 from tlinterp.preprocess import preprocess
 
 V04 = Path(__file__).resolve().parents[1] / "corpus" / "v04"
 VALID = sorted((V04 / "valid").glob("*.tl"))
-INVALID = sorted((V04 / "invalid").glob("*.tl"))
-# L.C-C on one line, L.C-L2.C2 across lines (as diagnostics print their ranges)
-EXPECT = re.compile(r"^; expect: (\d+)\.(\d+)-(?:(\d+)\.)?(\d+) (\S.*)$", re.M)
+INVALID = invalid_v04.cases()
 
-# The instruction names and types of v0.4 (docs/language.md "v0.4 syntax by example").
-INSTRUCTIONS = """
-alloca associated atomic_load atomic_store atomic_add atomic_max atomic_min axpby barrier cast
-constant cumsum expand fuse for foreach foreach_tile gemm gemv ger hadamard if load parallel
-size store subview sum yield add sub mul div rem shl shr and or xor min max abs neg not conj im
-re group_id num_groups num_subgroups subgroup_size subgroup_id subgroup_linear_id
-subgroup_local_id equal not_equal greater_than greater_than_equal less_than less_than_equal
-cos sin exp exp2 log log2 native_cos native_sin native_exp native_exp2 native_log native_log2
-subgroup_broadcast subgroup_exclusive_scan_add subgroup_exclusive_scan_max
-subgroup_exclusive_scan_min subgroup_inclusive_scan_add subgroup_inclusive_scan_max
-subgroup_inclusive_scan_min subgroup_reduce_add subgroup_reduce_max subgroup_reduce_min
-cooperative_matrix_apply cooperative_matrix_atomic_add cooperative_matrix_atomic_load
-cooperative_matrix_atomic_max cooperative_matrix_atomic_min cooperative_matrix_atomic_store
-cooperative_matrix_construct cooperative_matrix_extract cooperative_matrix_insert
-cooperative_matrix_load cooperative_matrix_mul_add cooperative_matrix_prefetch
-cooperative_matrix_reduce_add cooperative_matrix_reduce_max cooperative_matrix_reduce_min
-cooperative_matrix_scale cooperative_matrix_store
-""".split()
+# The types of v0.4 (docs/language.md "v0.4 syntax by example"); the instructions: v04tags.
 TYPES = "bool i8 i16 i32 i64 index bf16 f16 f32 f64 c32 c64 memref group coopmatrix".split()
 ALSO = ["local", "global", "strided", "offset", "matrix_a", "matrix_b", "matrix_acc",
         "attributes", "init", "else", "alignment", "shape_gcd", "stride_gcd", "subgroup_size",
@@ -47,7 +31,8 @@ ALSO = ["local", "global", "strided", "offset", "matrix_a", "matrix_b", "matrix_
 
 
 def test_the_corpus_is_there() -> None:
-    assert len(VALID) >= 25 and len(INVALID) >= 20
+    assert len(VALID) >= 25 and len(INVALID) >= 80
+    assert all(c.lang == "v0.4" and c.id.startswith("invalid/v04/") for c in INVALID)
 
 
 def test_valid_programs_cover_every_instruction_and_type() -> None:
@@ -57,55 +42,84 @@ def test_valid_programs_cover_every_instruction_and_type() -> None:
         body = re.sub(r";[^\n]*", "", p.read_text())
         text += body
         words |= set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body))
-    assert sorted(set(INSTRUCTIONS + TYPES) - words) == []
+    assert sorted((set(INSTRUCTIONS) | set(TYPES)) - words) == []
     assert [w for w in ALSO if w not in text] == []
 
 
-@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
-def test_invalid_programs_say_what_to_expect(path: Path) -> None:
-    text = path.read_text()
-    lines = text.splitlines()
-    expects = EXPECT.findall(text)
-    assert expects, "no '; expect: LINE.COL-COL FRAGMENT' line"
-    assert len(expects) == text.count("; expect:")
-    for line, col, end_line, end, _ in expects:
-        line, col, end = int(line), int(col), int(end)
-        end_line = int(end_line or line)
-        assert 1 <= line <= end_line <= len(lines)
-        assert 1 <= col <= len(lines[line - 1]) and 1 <= end <= len(lines[end_line - 1])
-        assert line < end_line or col <= end
+SCALAR_TYPES = [t for t in TYPES if t not in ("memref", "group", "coopmatrix")]
+
+
+def test_the_runnable_cases_cover_every_instruction_type_and_layout() -> None:
+    """The runnable v0.4 cases (tags read from their kernels) use every v0.4 instruction,
+    scalar type and layout, and a grid of work-groups."""
+    cases = [c for c in all_valid() if c.lang == "v0.4"]
+    for c in cases:
+        assert c.tags["instruction"] == instructions_of(c.source), c.id
+        assert c.tags["layout"] == layouts_of(c.source), c.id
+    tagged = {dim: {t for c in cases for t in c.tags[dim]} for dim in c.tags}
+    assert sorted(set(INSTRUCTIONS) - tagged["instruction"]) == []
+    assert sorted(set(SCALAR_TYPES) - tagged["type"]) == []
+    assert tagged["layout"] == {"canonical", "strided", "dynshape", "dynstride"}
+    assert any(isinstance(c.groups, tuple) and len(c.groups) == 3 for c in cases)
+
+
+def test_the_undefined_cases_cover_every_v04_only_kind() -> None:
+    kinds = {c.kind for c in all_undefined() if c.lang == "v0.4"}
+    assert kinds >= {"non-uniform", "barrier-divergence", "data-race", "out-of-bounds",
+                     "uninitialised-read"}
+
+
+@pytest.mark.parametrize("params, want", [
+    ("%A: memref<f32 x 4 x 3>", ["canonical"]),
+    ("%A: memref<f32 x 4 x 3, strided<1, 4>>", ["canonical"]),
+    ("%A: memref<f32 x 4 x 3, strided<1, 5>, global>", ["strided"]),
+    ("%A: memref<f32 x ? x 3>", ["dynshape"]),
+    ("%A: memref<f32 x 16 x ?, strided<1, 16>>", ["dynshape"]),
+    ("%A: memref<f32 x 4, strided<?>>, %b: f32", ["dynstride"]),
+    ("%G: group<memref<f32 x ? x 2> x ?, offset: ?>, %B: memref<i16>", ["canonical", "dynshape"]),
+])
+def test_layout_tags_read_from_the_parameters(params: str, want: list[str]) -> None:
+    assert layouts_of(f"func @k({params}) attributes{{subgroup_size=8}} {{\n}}\n") == want
+
+
+def _ranges(case: InvalidCase) -> list[str]:
+    return [case.blame_range(), *case.more_ranges()]
+
+
+@pytest.mark.parametrize("case", INVALID, ids=lambda c: c.name)
+def test_invalid_programs_blame_code_not_comments(case: InvalidCase) -> None:
+    lines = case.source.splitlines()
+    assert lines[0].startswith("; "), "the first line says the rule"
+    for r in _ranges(case):
+        line = int(r.split(".")[0])
         assert not lines[line - 1].lstrip().startswith(";"), "the range blames a comment"
 
 
-@pytest.mark.parametrize("path", VALID + INVALID, ids=lambda p: p.parent.name + "/" + p.stem)
-def test_preprocessor_errors_are_where_the_corpus_expects(path: Path) -> None:
+@pytest.mark.parametrize("path", VALID, ids=lambda p: p.stem)
+def test_valid_programs_get_through_the_preprocessor(path: Path) -> None:
+    preprocess(path.read_text())
+
+
+@pytest.mark.parametrize("case", INVALID, ids=lambda c: c.name)
+def test_preprocessor_errors_are_where_the_corpus_expects(case: InvalidCase) -> None:
     """Programs without preprocessor errors come through (the parser judges them later);
     the ones the preprocessor rejects are rejected at their expected range."""
-    text = path.read_text()
-    expects = EXPECT.findall(text)
     try:
-        preprocess(text)
+        preprocess(case.source)
     except SourceError as e:
-        assert path.parent.name == "invalid", str(e)
         (diag,) = e.diagnostics
-        ranges = {_range(*e[:4]): e[4] for e in expects}
-        assert str(diag.span) in ranges, str(e)
-        assert ranges[str(diag.span)].lower() in diag.message.lower()
-
-
-def _range(line: str, col: str, end_line: str, end: str) -> str:
-    return f"{line}.{col}-{end_line + '.' if end_line else ''}{end}"
+        assert str(diag.span) == case.blame_range(), str(e)
 
 
 def test_preprocessor_rejects_what_it_should_among_the_invalid() -> None:
     rejected = set()
-    for p in INVALID:
+    for c in INVALID:
         try:
-            preprocess(p.read_text())
+            preprocess(c.source)
         except SourceError:
-            rejected.add(p.stem)
-    assert rejected == {"def_undefined", "def_redefined", "def_complex_part",
-                        "calc_bad_operator"}
+            rejected.add(c.name)
+    assert rejected == {"v04/def_undefined", "v04/def_redefined", "v04/def_complex_part",
+                        "v04/calc_bad_operator"}
 
 
 @pytest.mark.parametrize("path", VALID, ids=lambda p: p.stem)
@@ -115,15 +129,11 @@ def test_the_front_end_accepts_every_valid_program(path: Path) -> None:
     assert program.lang == "v0.4"
 
 
-@pytest.mark.parametrize("path", INVALID, ids=lambda p: p.stem)
-def test_the_front_end_reports_exactly_the_expected_errors(path: Path) -> None:
+@pytest.mark.parametrize("case", INVALID, ids=lambda c: c.name)
+def test_the_front_end_reports_exactly_the_expected_errors(case: InvalidCase) -> None:
     """Every expected diagnostic, in order, at its range, and no other (independent errors
     are all reported)."""
-    text = path.read_text()
     with pytest.raises(TLError) as e:
-        tlinterp.check(tlinterp.parse(text, str(path), lang="v0.4"))
-    got = [(str(d.span), d.message) for d in e.value.diagnostics]
-    want = [(_range(*x[:4]), x[4]) for x in EXPECT.findall(text)]
-    assert [r for r, _ in got] == [r for r, _ in want], e.value.format()
-    for (_, message), (_, fragment) in zip(got, want):
-        assert fragment.lower() in message.lower(), e.value.format()
+        tlinterp.check(tlinterp.parse(case.source, f"{case.id}.tl", lang="v0.4"))
+    got = [str(d.span) for d in e.value.diagnostics]
+    assert got == _ranges(case), e.value.format()

@@ -408,20 +408,6 @@ def test_corpus_v04_valid_kernels_check(path):
     check(parse(path.read_text(encoding="utf-8"), str(path), lang="v0.4"))
 
 
-@pytest.mark.parametrize("path", sorted((V04_CORPUS / "invalid").glob("*.tl")),
-                         ids=lambda p: p.name)
-def test_corpus_v04_invalid_kernels_fail_on_their_first_expected_line(path):
-    import re
-
-    from tlinterp import check
-
-    text = path.read_text(encoding="utf-8")
-    lines = {int(m) for m in re.findall(r"^; expect: (\d+)\.", text, re.M)}
-    with pytest.raises(SourceError) as e:
-        check(parse(text, str(path), lang="v0.4"))
-    assert lines and {d.span.line for d in e.value.diagnostics if d.span} & lines
-
-
 @pytest.mark.parametrize("body, what", [
     ("%c = constant 1.0 : f16\n  store %c, %A[%z]", "the type f16"),
     ("%x = load %B[%z] : f32\n  %e = exp %x : f32\n  store %e, %B[%z]", "exp"),

@@ -308,8 +308,13 @@ class _Builder04(_Builder):
             return
         try:
             want = typerules.result_types(self.folded(inst))[0]
-        except (typerules.TypeRuleError, AttributeError, TypeError, IndexError) as e:
+        except typerules.TypeRuleError as e:
             self.late.append((str(getattr(e, "message", e)), inst.span))
+            return
+        except (AttributeError, TypeError, IndexError):
+            # an operand of the wrong kind (a scalar where a memref belongs): the checker
+            # reports that in its own words; Python's text ('ScalarType' object has no
+            # attribute 'order') is no diagnostic
             return
         if isinstance(want, MemrefType) and isinstance(inst.type, MemrefType):
             want = MemrefType(want.element, want.shape, want.stride, inst.type.space)

@@ -14,18 +14,18 @@ __all__ = ["InvalidCase", "UndefinedCase", "ValidCase", "all_invalid", "all_unde
 
 
 def all_valid() -> list[ValidCase]:
-    from . import blas, control, groups, scalar, v04, views  # each imports .model only
+    from . import blas, control, groups, scalar, v04, v04_coop, v04_memory, v04_scalar, views
 
     cases = [*blas.cases(), *scalar.cases(), *views.cases(), *groups.cases(), *control.cases(),
-             *v04.cases()]
+             *v04.cases(), *v04_scalar.cases(), *v04_memory.cases(), *v04_coop.cases()]
     _unique(c.id for c in cases)
     return cases
 
 
 def all_invalid() -> list[InvalidCase]:
-    from . import invalid
+    from . import invalid, invalid_v04
 
-    cases = invalid.cases()
+    cases = [*invalid.cases(), *invalid_v04.cases()]
     _unique(c.id for c in cases)
     return cases
 

@@ -4,9 +4,12 @@ a source; every case module builds these."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
+
+# a work-group count, or a v0.4 grid (X, Y, Z) of work-groups; None: the .npz convention's count
+Groups = Union[None, int, tuple[int, ...]]
 
 
 @dataclass
@@ -20,7 +23,7 @@ class ValidCase:
     expected: dict[str, np.ndarray]
     tags: dict[str, list[str]]  # instruction, type, layout
     func: Optional[str] = None
-    groups: Optional[int] = None
+    groups: Groups = None
     warns: str = ""  # source text an expected warning covers; "" for none
     warns_line: int = 1  # its first match at or after this line
     warning: str = ""  # its message, filled in from the checker at generation time
@@ -48,10 +51,16 @@ class InvalidCase:
     message: str = ""  # filled in from the checker at generation time, reviewed by eye
     restriction: str = ""  # set when the v0.3 text does not state the rule: why we keep it
     lang: str = "v0.3"  # the program's tensor-language version ("v0.4": its meta says so)
+    # further independent errors the reference reports after the first, in order: (blame,
+    # line, occurrence) each; only the first decides the case, the tests check them all
+    more: tuple = ()
 
     @property
     def id(self) -> str:
         return f"invalid/{self.name}"
+
+    def more_ranges(self) -> list[str]:
+        return [text_range(self.source, b, line, occ) for b, line, occ in self.more]
 
     def blame_range(self) -> str:
         """`L.C-C` (or `L.C-L2.C2` when the blamed text spans lines), 1-based, inclusive."""
@@ -91,7 +100,7 @@ class UndefinedCase:
     source: str
     args: dict[str, np.ndarray]
     func: Optional[str] = None
-    groups: Optional[int] = None
+    groups: Groups = None
     tags: dict[str, list[str]] = field(default_factory=dict)
     lang: str = "v0.3"  # the kernel's tensor-language version ("v0.4": its meta says so)
 

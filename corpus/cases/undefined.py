@@ -175,5 +175,58 @@ def spmd() -> list[UndefinedCase]:
     ]
 
 
+_LANE16 = ("        %c8 = constant 8 : index\n        %s = subgroup_linear_id : i32\n"
+           "        %si = cast %s : index\n        %t = mul %si, %c8 : index\n"
+           "        %l = add %t, %ki : index\n")
+_ACC8 = "coopmatrix<f32 x 8 x 8, matrix_acc>"
+
+
+def spmd_more() -> list[UndefinedCase]:
+    """More v0.4-only undefined behaviour: races in local memory and between work-items,
+    atomics against plain accesses, barriers under lane-dependent loops, non-uniform
+    cooperative-matrix operands, unchecked coopmatrix stores and uninitialised local memory."""
+    a = {"a": np.arange(16, dtype=np.int32)}
+    f = {"f": np.arange(64, dtype=np.float32).reshape(8, 8)}
+    coop = ("func @k(%f: memref<f32 x 8 x 8>) attributes{subgroup_size=8} {\n    parallel {\n"
+            "        %c0 = constant 0 : index\n")
+    return [
+        _u("v04_race_local_memory_without_barrier", "data-race",
+           "func @k(%a: memref<i32 x 16>) attributes{subgroup_size=8, "
+           "work_group_size=[16, 1]} {\n    %L = alloca : memref<i32 x 16, local>\n"
+           "    parallel {\n        %k = subgroup_local_id : i32\n"
+           "        %ki = cast %k : index\n" + _LANE16 +
+           "        %x = load %a[%l] : i32\n        store %x, %L[%l]\n"
+           "        %c15 = constant 15 : index\n        %m = sub %c15, %l : index\n"
+           "        %y = load %L[%m] : i32\n        store %y, %a[%l]\n    }\n}\n", a,
+           lang="v0.4"),
+        _u("v04_race_work_items_same_element", "data-race",
+           _SPMD_HEAD + "        %c0 = constant 0 : index\n        store %k, %a[%c0]\n"
+           "    }\n}\n", a, lang="v0.4"),
+        _u("v04_race_atomic_and_plain_load", "data-race",
+           _SPMD_HEAD + "        %c0 = constant 0 : index\n        %one = constant 1 : i32\n"
+           "        %x = atomic_add %one, %a[%c0] : i32\n        %y = load %a[%c0] : i32\n"
+           "        store %y, %a[%ki]\n    }\n}\n", a, lang="v0.4"),
+        _u("v04_barrier_in_lane_dependent_loop", "barrier-divergence",
+           _SPMD_HEAD + "        %c0 = constant 0 : i32\n        %c1 = constant 1 : i32\n"
+           "        for %i = %c0, %k {\n            barrier.local\n        }\n    }\n}\n",
+           a, lang="v0.4"),
+        _u("v04_coopmatrix_load_index_not_uniform", "non-uniform",
+           coop + "        %k = subgroup_local_id : i32\n        %ki = cast %k : index\n"
+           f"        %m = cooperative_matrix_load %f[%ki, %c0] : {_ACC8}\n    }}\n}}\n",
+           f, lang="v0.4"),
+        _u("v04_coopmatrix_store_unchecked_edge", "out-of-bounds",
+           coop + "        %c1 = constant 1 : index\n"
+           f"        %m = cooperative_matrix_load %f[%c0, %c0] : {_ACC8}\n"
+           "        cooperative_matrix_store %m, %f[%c1, %c0]\n    }\n}\n", f, lang="v0.4"),
+        _u("v04_uninitialised_local_memory", "uninitialised-read",
+           "func @k(%a: memref<i32 x 16>) attributes{subgroup_size=8, "
+           "work_group_size=[16, 1]} {\n    %L = alloca : memref<i32 x 16, local>\n"
+           "    parallel {\n        %k = subgroup_local_id : i32\n"
+           "        %ki = cast %k : index\n" + _LANE16 +
+           "        %y = load %L[%l] : i32\n        store %y, %a[%l]\n    }\n}\n", a,
+           lang="v0.4"),
+    ]
+
+
 def cases() -> list[UndefinedCase]:
-    return [*memory(), *arithmetic(), *spmd()]
+    return [*memory(), *arithmetic(), *spmd(), *spmd_more()]

@@ -15,17 +15,23 @@ import numpy as np
 
 from .model import ValidCase
 from .util import rng_for
+from .v04tags import instructions_of, layouts_of
 
 SPMD8 = "attributes{subgroup_size=8, work_group_size=[16, 1]}"
 
 
 def _v(name: str, source: str, args: dict, expected: dict, instr, types,
        groups=None) -> ValidCase:
-    out = {k: np.array(v) for k, v in args.items()}  # every argument is a memref
+    """A v0.4 case. Its instruction and layout tags are read from the source (corpus.cases.
+    v04tags); `instr` names what the case is about and must be among them."""
+    out = {k: np.array(v) for k, v in args.items()}
     for k, v in expected.items():
         out[k] = np.asarray(v).astype(out[k].dtype)
-    tags = {"instruction": sorted(set(instr)), "type": sorted(set(types)),
-            "layout": ["canonical"]}
+    used = instructions_of(source)
+    if set(instr) - set(used):
+        raise ValueError(f"{name}: tagged with {sorted(set(instr) - set(used))}, which its "
+                         "kernel does not use")
+    tags = {"instruction": used, "type": sorted(set(types)), "layout": layouts_of(source)}
     return ValidCase("v04", name, source, args, out, tags, groups=groups, lang="v0.4")
 
 

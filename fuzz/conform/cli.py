@@ -155,8 +155,9 @@ def _parser() -> argparse.ArgumentParser:
                        help="only cases whose id (e.g. valid/blas/gemm_f32_canonical_v0) "
                             "matches: a glob if it has * ? [, else a substring")
     add_lang(g.run, default=None,
-             help="only the cases written in this tensor-language version (each "
-                  "case's metadata says; default: every case)")
+             help="only the cases of this tensor-language version (each case's "
+                  "metadata says; v0.4 adds the v0.3 cases in their v0.4 form, "
+                  "marked as migrated; default: every case as written)")
     g.run.add_argument("--profile", default=None, metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): cases "
                             "using a construct outside it are skipped, kernels go to the "
@@ -254,10 +255,19 @@ def _main(opts: argparse.Namespace) -> int:
             err.print(f"tlconform: device {chosen_device(opts.device)}", highlight=False,
                       markup=False)
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
-        if opts.lang is not None:
+        not_migrated: list = []
+        if opts.lang == "v0.4":  # the v0.3 cases too, in their v0.4 form where they have one
+            from .migrated import migrate_cases
+
+            migrated, not_migrated = migrate_cases(cases)
+            v03 = {c.id: c for c in migrated}
+            cases = [v03.get(c.id, c) for c in cases
+                     if c.lang == "v0.4" or c.id in v03]
+        elif opts.lang is not None:
             cases = [c for c in cases if c.lang == opts.lang]
-        corpus_order = cases
+        corpus_order = cases + [c for c, _ in not_migrated]
         cases, skipped = apply_profile(cases, profile)
+        skipped += not_migrated
         for report, option in _reports(opts):  # before the run, not after it
             try:
                 check_target(report, option)

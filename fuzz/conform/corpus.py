@@ -12,7 +12,7 @@ import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -49,8 +49,10 @@ class Case:
         return self.meta.get("func")
 
     @property
-    def groups(self) -> Optional[int]:
-        return self.meta.get("groups")
+    def groups(self) -> Union[None, int, tuple[int, ...]]:
+        """The work-group count, or a v0.4 grid (X, Y, Z) (a list in the .json)."""
+        g = self.meta.get("groups")
+        return tuple(g) if isinstance(g, list) else g
 
     @property
     def lang(self) -> str:
@@ -83,8 +85,13 @@ class Case:
         if self.func:
             cmd += ["--func", self.func]
         if self.groups is not None:
-            cmd += ["--groups", str(self.groups)]
+            cmd += ["--groups", groups_arg(self.groups)]
         return shlex.join(cmd)
+
+
+def groups_arg(groups: Union[int, tuple[int, ...]]) -> str:
+    """`--groups`'s spelling: N, or X,Y,Z for a grid."""
+    return ",".join(map(str, groups)) if isinstance(groups, tuple) else str(groups)
 
 
 def shown(path: Path) -> str:
@@ -134,8 +141,14 @@ def _opt_str(v) -> bool:
     return v is None or isinstance(v, str)
 
 
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+
 def _opt_groups(v) -> bool:
-    return v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 1)
+    """None, a work-group count, or a v0.4 grid [X, Y, Z] (1 to 3 counts)."""
+    return v is None or _count(v) or (isinstance(v, list) and 1 <= len(v) <= 3
+                                       and all(_count(x) for x in v))
 
 
 def _tags(v) -> bool:
@@ -157,7 +170,8 @@ def _name(v) -> bool:
 # be, and how that is said when it is not; fields not listed are free (e.g. comments).
 FIELDS = {
     "func": (KINDS, _opt_str, "a function name or null"),
-    "groups": (("valid", "undefined"), _opt_groups, "a work-group count >= 1 or null"),
+    "groups": (("valid", "undefined"), _opt_groups,
+               "a work-group count >= 1, a grid [X, Y, Z] of them, or null"),
     "tags": (("valid", "undefined"), _tags, "an object of lists of strings"),
     "warning": (("valid",), _warning, 'an object with "range" and "message" strings'),
     "range": (("invalid",), _opt_str, "a LINE.COL-COL string"),

@@ -5,11 +5,12 @@ register); this module turns a case into the job they run and into a command to 
 
 from __future__ import annotations
 
+import shlex
 from typing import Optional
 
 from tlinterp.impl import Implementation, Job, Outcome
 
-from .corpus import Case, shown
+from .corpus import Case, groups_arg, shown
 
 
 def case_job(case: Case) -> Job:
@@ -43,9 +44,17 @@ def reproduce(impl: Implementation, case: Case) -> str:
     case `tlfuzz reproduce`, which exits 1 while its outputs differ from the reference's (a
     reducer's interestingness test); else the implementation's own command."""
     args = shown(case.args_path) if case.args_path is not None else None
+    # a v0.4 grid as --groups spells it (X,Y,Z); the command builders print what they get
+    groups = None if case.groups is None else groups_arg(case.groups)
+    kernel, first = shown(case.kernel), ""
+    if case.meta.get("migrated"):  # the implementation got the v0.4 form: write it first
+        v04 = f"{case.name}.v04.tl"
+        first = shlex.join(["tlrun", kernel, "--emit", "ir", "--from", case.meta["migrated"],
+                            "--lang", case.lang]) + f" > {shlex.quote(v04)} && "
+        kernel = v04
     if case.kind == "valid" and args is not None and impl.spec not in ("interp", "tlinterp"):
         from ..campaign.reproduce import reproduce_line
 
-        return reproduce_line(shown(case.kernel), args, case.func, case.groups, impl.spec,
-                              impl.options)
-    return impl.reproduce(shown(case.kernel), args, case.func, case.groups)
+        return first + reproduce_line(kernel, args, case.func, groups,  # type: ignore[arg-type]
+                                      impl.spec, impl.options)
+    return first + impl.reproduce(kernel, args, case.func, groups)  # type: ignore[arg-type]

@@ -83,6 +83,10 @@ def summary_tables(verdicts: Sequence[Verdict]) -> list[Table]:
         matched["valid"] = f"{sum(v.warning_match == 'yes' for v in warned)}/{len(warned)} warnings"
     extra = ("diagnostics match", matched) if matched else None
     tables = [_table("Conformance by case kind", by_kind, extra)]
+    if any(v.case.meta.get("migrated") for v in verdicts):  # tlconform --lang v0.4
+        tables.append(_table("Cases by origin", counts_by(verdicts, lambda v: [
+            f"migrated from {v.case.meta['migrated']}" if v.case.meta.get("migrated")
+            else f"written in {v.case.lang}"])))
     tables.append(_table("Valid kernels by category",
                          counts_by(valid, lambda v: [v.case.category])))
     for dim in DIMENSIONS:
@@ -140,7 +144,8 @@ def print_summary(console: Console, verdicts: Sequence[Verdict], impl_name: str,
                       "(see --log)")
     n = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, INFO, SKIP)}
     colour = "red" if n[FAIL] else "green"
-    skipped = f", {n[SKIP]} skipped (outside the profile)" if n[SKIP] else ""
+    # outside --profile, or a v0.3 case with no v0.4 form under --lang v0.4
+    skipped = f", {n[SKIP]} skipped (--log and --json say why)" if n[SKIP] else ""
     stopped = (f"; stopped early after {stop_after} failure{'s' if stop_after != 1 else ''} "
                f"(-x/--max-failures), {not_run} case{'s' if not_run != 1 else ''} not run"
                if stop_after is not None and not_run else "")

@@ -34,6 +34,9 @@ from tlinterp import ir
 
 from .magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
 
+# a work-group count, a v0.4 grid (X, Y, Z), or None for the .npz convention's count
+Groups = Union[None, int, tuple[int, ...]]
+
 MAX_PER_KEY = 8  # mismatches listed per output; the rest are summarised in one entry
 
 __all__ = ["Mismatch", "compare_outputs", "explain"]
@@ -68,20 +71,26 @@ def _program(program: Union[str, ir.Program]) -> ir.Program:
     return program
 
 
-def _groups(function: ir.Function, args: Mapping, groups: Optional[int]) -> int:
+def _groups(function: ir.Function, args: Mapping, groups: Groups) -> int:
+    """The work-group count; a v0.4 grid (X, Y, Z) counts its product."""
     from tlinterp.args import count_groups
 
+    if isinstance(groups, (tuple, list)):
+        from tlinterp.interp import grid_of
+
+        x, y, z = grid_of(tuple(groups))
+        return x * y * z
     return count_groups(function, args, groups)
 
 
-def explain(program, func: Optional[str], args: Mapping, groups: Optional[int] = None) -> Plan:
+def explain(program, func: Optional[str], args: Mapping, groups: Groups = None) -> Plan:
     """How `compare_outputs` will compare this function's outputs."""
     f = _program(program).function(func)
     return plan(f, dict(args), _groups(f, args, groups))
 
 
 def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mapping,
-                    actual: Mapping, groups=None) -> list[Mismatch]:
+                    actual: Mapping, groups: Groups = None) -> list[Mismatch]:
     """Mismatches between two runs of `func` on `args` (see the module docstring). `groups`
     is the work-group count of the runs (default: the .npz convention's), or a v0.4 grid
     (x, y, z). A v0.4 program is judged in the form the interpreter runs
@@ -141,12 +150,13 @@ def _bits_if_bf16(v) -> np.ndarray:
     return a
 
 
-def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups,
+def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups: Groups,
                 v04: bool = False):
     from tlinterp.interp import run
 
     mag = magnitude_function(function)
-    prog = ir.Program((mag,), program.filename)
+    # the same language version: a v0.4 kernel's magnitude twin is checked as v0.4
+    prog = ir.Program((mag,), program.filename, lang=program.lang)
     with np.errstate(all="ignore"):
         if not v04:
             return run(prog, magnitude_args(dict(args)), func=mag.name, groups=groups,

@@ -206,7 +206,12 @@ class _Abs:
         if isinstance(i, ir.BLAS):
             if _out_type(i).element.is_float:
                 i.alpha = self.abs_of(i.alpha, i.alpha_type, out)
-                i.beta = self.abs_of(i.beta, i.beta_type, out)
+                # v0.4 .atomic: beta is a `constant` 0 or 1 (the checker insists), already
+                # its own magnitude; an |x| computed by `if` would not be a constant
+                if not getattr(i, "atomic", False):
+                    i.beta = self.abs_of(i.beta, i.beta_type, out)
+        elif isinstance(i, ir.Constant) and isinstance(i.type, ScalarType) and i.type.is_float:
+            i.value = Const(abs(i.value.value), True)  # v0.4's named literals
         elif isinstance(i, ir.Arith) and i.type.is_float:
             i.lhs, i.rhs = fa(i.lhs), fa(i.rhs)
             if i.op == "sub":
