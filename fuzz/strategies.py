@@ -17,6 +17,14 @@ reparsed one, with source spans. Keyword parameters are `fuzz.gen.params.GenPara
 and `profile` (a `fuzz.profiles` name or Profile, default `all`): the target's dialect, whose
 constructs alone are generated, printed in its spellings (`kernels(profile="tinytc-0.3.1")`).
 
+`kernels(lang="v0.4")` draws tensor language v0.4 kernels instead (`fuzz.gen.v04`: the same
+builder under v0.4's rules, plus f16/bf16/c32/c64, math functions, loops that yield, 3-D
+grids, multi-dimensional foreach, cumsum, atomics and attributes; see docs/fuzzing.md), printed
+as v0.4 and reparsed with lang="v0.4"; `case.lang` says which, `case.groups` may then be an
+(x, y, z) grid. `lang` defaults to the profile's version (a v0.4 profile such as
+`tinytc-0.4.0`), else v0.3, whose draws are unchanged. With `spmd_weight > 0` that percentage
+of v0.4 cases comes from `fuzz.gen.spmd.spmd_cases(...)` where that module exists.
+
 `lowering_configs()` draws `tlgpu.LoweringConfig`s (tiling and tile plans, staging, unrolling,
 fused multiply-add, index width, barriers, work-group size) so the OpenCL lowering's edge
 cases are exercised alongside.

@@ -303,3 +303,73 @@ def test_tlfuzz_profile_and_lang_must_agree(tmp_path, capsys):
                  str(tmp_path / "out")]) == 2
     assert "is a v0.4 profile, not v0.3" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_gemm_atomic_with_beta_one_is_outside_tinytc_040():
+    from fuzz.profiles import load
+    from fuzz.profiles.check import violations
+
+    text = """func @k(%A: memref<f32x4x3>, %B: memref<f32x3x2>, %C: memref<f32x4x2>) {
+    %a = constant 1.0 : f32
+    %b = constant BETA : f32
+    gemm.atomic %a, %A, %B, %b, %C
+}
+"""
+    profile = load("tinytc-0.4.0")
+    for beta, want in (("1.0", ["gemm-atomic-beta-one"]), ("0.0", [])):
+        program = tlinterp.check(tlinterp.parse(text.replace("BETA", beta), lang="v0.4"))
+        assert [v.construct for v in violations(program, profile)] == want
+
+
+def test_a_v04_profile_skips_the_v03_corpus_cases():
+    from fuzz.conform.corpus import apply_profile, default_corpus, load_corpus
+    from fuzz.profiles import load
+
+    cases = load_corpus(default_corpus(), "valid/")
+    run_, skipped = apply_profile(cases, load("tinytc-0.4.0"))
+    assert {c.lang for c in run_} == {"v0.4"}
+    assert skipped and all("a v0.3 case (the target reads v0.4)" in why
+                           for c, why in skipped if c.lang == "v0.3")
+
+
+@pytest.mark.parametrize("body, outside", [
+    ("%r = constant nan : f32", True),
+    ("%a = constant 3.25 : f32\n    %z = constant -0.0 : f32\n    %r = rem %a, %z : f32", True),
+    ("%a = constant 3.25 : f32\n    %z = constant 2.0 : f32\n    %r = rem %a, %z : f32", False),
+])
+def test_nan_constants_are_outside_tinytc_040(body, outside):
+    from fuzz.profiles import load
+    from fuzz.profiles.check import violations
+
+    text = f"func @k(%A: memref<f32x1>) {{\n    {body}\n    %c0 = constant 0 : index\n" \
+           "    store %r, %A[%c0]\n}\n"
+    program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
+    found = [v.construct for v in violations(program, load("tinytc-0.4.0"))]
+    assert found == (["nan-constants"] if outside else [])
+
+
+def test_spmd_weight_draws_from_the_spmd_generator_when_it_exists(monkeypatch):
+    """The hook for fuzz.gen.spmd (another generator of whole SPMD v0.4 kernels):
+    spmd_weight percent of the v0.4 cases come from its spmd_cases(name=..., **params)."""
+    import types
+
+    from hypothesis import Phase, find
+    from hypothesis import strategies as st
+
+    marker = FuzzCase(ir.Program(()), "spmd", {}, 1, "v0.4")
+    seen = {}
+
+    def spmd_cases(name="k", **params):
+        seen.update(params, name=name)
+        return st.just(marker)
+
+    monkeypatch.setitem(sys.modules, "fuzz.gen.spmd", types.SimpleNamespace(
+        spmd_cases=spmd_cases))
+    once = settings(max_examples=1, phases=[Phase.generate], database=None)
+    case = find(kernels(lang="v0.4", spmd_weight=100, max_groups=2), lambda c: True,
+                settings=once)
+    assert case is marker and seen == {"name": "k", "max_groups": 2}
+    monkeypatch.delitem(sys.modules, "fuzz.gen.spmd")
+    monkeypatch.setitem(sys.modules, "fuzz.gen.spmd", None)  # absent: the builder here
+    case = find(kernels(lang="v0.4", spmd_weight=100), lambda c: True, settings=once)
+    assert case.func == "k" and case.lang == "v0.4"

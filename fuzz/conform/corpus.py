@@ -242,6 +242,10 @@ def apply_profile(cases: list[Case], profile) -> tuple[list[Case], list[tuple[Ca
     run: list[Case] = []
     skipped: list[tuple[Case, str]] = []
     for case in cases:
+        if profile.lang is not None and case.lang != profile.lang:
+            skipped.append((case, f"outside profile {profile.name}: a {case.lang} case (the "
+                                  f"target reads {profile.lang})"))
+            continue
         try:
             program = parse(case.source(), filename=case.kernel.name, lang=case.lang)
         except TLError:

@@ -171,12 +171,22 @@ class V04Generator(FunctionGenerator):
             if not isinstance(beta.op, Const):
                 raise Unavailable("beta does not promote")
             beta = dataclasses.replace(beta, type=out)
+        beta_one = isinstance(beta.op, Const) and beta.op.value == 1
         if atomic and (not (isinstance(beta.op, Const) and beta.op.value in (0, 1))
-                       or self.narrow_atomic(out, update=True)):
+                       or self.narrow_atomic(out, update=True)
+                       or (kind == "gemm" and beta_one and self.excludes("gemm-atomic-beta-one"))):
             if c.buf.kind == "atomic":
                 raise Unavailable("a shared sink needs beta 1 and an atomic type")
             atomic = False
         return super().collective_inst(kind, atomic, ta, tb, alpha, a, b, beta, c)
+
+    def binary(self, op: str, a: Scal, b: Scal) -> Scal:
+        if op == "rem" and a.type.is_float and self.excludes("nan-constants") and not (
+                b.rng.known and (b.rng.lo > 0 or b.rng.hi < 0)):
+            # the target folds a constant rem by zero into a NaN constant, which it cannot
+            # take: only divisors that cannot be zero
+            raise Unavailable("a float rem by what may be zero")
+        return super().binary(op, a, b)
 
     def narrow_atomic(self, t: ScalarType, update: bool = False) -> bool:
         """Whether the target takes no atomic (update) on elements of type t."""

@@ -75,6 +75,34 @@ def narrow_atomic(inst: ir.Instruction, element: Optional[ScalarType] = None) ->
     return False
 
 
+def gemm_atomic_beta_one(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
+    """A gemm.atomic whose beta is 1: a literal (v0.3 form) or a `constant` (v0.4 form, whose
+    values `constants` maps by name)."""
+    return isinstance(inst, ir.Gemm) and inst.atomic and _is_one(inst.beta, constants)
+
+
+def nan_constant(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
+    """A NaN literal or `constant`, or a float `rem` by a literal or `constant` zero (which
+    constant folding turns into a NaN constant)."""
+    if isinstance(inst, ir.Constant):
+        v = inst.value.value
+        return v != v if isinstance(v, float) else (isinstance(v, complex) and v != v)
+    if isinstance(inst, ir.Arith) and inst.op == "rem" and inst.type.is_float:
+        return _literal(inst.rhs, constants) == 0
+    return False
+
+
+def _literal(op, constants: Optional[dict]):
+    """The value of a literal operand or a v0.4 `constant` (None when it is neither)."""
+    if isinstance(op, ir.Value):
+        op = (constants or {}).get("=" + op.name)
+    return op.value if isinstance(op, ir.Const) else None
+
+
+def _is_one(op, constants: Optional[dict]) -> bool:
+    return _literal(op, constants) == 1
+
+
 def instruction_violations(inst: ir.Instruction, profile: Profile,
                            elements: Optional[dict] = None) -> list[Violation]:
     """What one instruction (not its regions) uses outside the profile (`elements`: memref
@@ -108,6 +136,10 @@ def instruction_violations(inst: ir.Instruction, profile: Profile,
         found.append("expand-dynamic-stride")
     if "mixed-static-dynamic-sizes" in feats and mixed_sizes(inst):
         found.append("mixed-static-dynamic-sizes")
+    if "nan-constants" in feats and nan_constant(inst, elements):
+        found.append("nan-constants")
+    if "gemm-atomic-beta-one" in feats and gemm_atomic_beta_one(inst, elements):
+        found.append("gemm-atomic-beta-one")
     if "atomic-narrow-types" in feats and narrow_atomic(
             inst, (elements or {}).get(getattr(getattr(inst, "operand", None), "name", ""))):
         found.append("atomic-narrow-types")
@@ -143,7 +175,8 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
 
 
 def _elements(fn: ir.Function) -> dict:
-    """Memref value name -> element type: arguments, allocas, views, group loads."""
+    """Memref value name -> element type: arguments, allocas, views, group loads; and
+    "=NAME" -> the literal of the v0.4 `constant` NAME."""
     out = {}
     for a in fn.args:
         for t in _scalars(a.type):
@@ -153,6 +186,8 @@ def _elements(fn: ir.Function) -> dict:
         if isinstance(inst, (ir.Alloca, ir.Subview, ir.Expand, ir.Fuse, ir.Load)) and \
                 isinstance(t, (MemrefType, GroupType)):
             out[inst.result.name] = next(_scalars(t))
+        if isinstance(inst, ir.Constant):  # "=NAME": the value of a v0.4 constant
+            out["=" + inst.result.name] = inst.value
     return out
 
 
