@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from fuzz.gen.spmd import sample_spmd, spmd_cases, spmd_program
 from tlinterp import ir
 from tlinterp.interp import coopmatrix, run, subgroups
-from tlinterp.types import MemrefType
+from tlinterp.types import CoopMatrixType, MemrefType
 
 EXAMPLES = min(settings.default.max_examples, 100)
 
@@ -42,6 +42,8 @@ def _kinds(fn: ir.Function) -> set[str]:
             kinds.add("type." + t.element.value)
         if not isinstance(a.type, MemrefType):
             kinds.add("group argument")
+    if any(isinstance(i, ir.CoopStore) and i.atomic for i in ir.walk(fn.body)):
+        kinds.add("atomic coopmatrix store")
     if any(isinstance(i, ir.For) and i.inits for i in ir.walk(fn.body)):
         kinds.add("loop-carried")
     if any(isinstance(i, ir.If) and i.results for i in ir.walk(fn.body)):
@@ -56,6 +58,7 @@ FAMILIES = {
       for o in ("add", "max", "min")),
     "CoopLoad", "CoopStore", "CoopMulAdd", "CoopConstruct", "CoopScale", "CoopExtract",
     "CoopInsert", "CoopReduce", "CoopApply", "CoopPrefetch", "reduce.row", "reduce.column",
+    "AtomicLoad", "AtomicStore", "AtomicUpdate", "CoopAtomicUpdate", "atomic coopmatrix store",
     "use.matrix_a", "use.matrix_b", "use.matrix_acc", "load.n", "load.t", "load.nrows",
     "load.tcols", "load.nboth",
     *(f"type.{t}" for t in ("i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "c32",
@@ -141,3 +144,35 @@ def test_a_planted_wrong_rule_changes_some_generated_result(bug, monkeypatch):
         wrong = [_outputs(*k) for k in kernels]
     assert all(isinstance(r, dict) for r in right)
     assert sum(r != w for r, w in zip(right, wrong)) >= 1
+
+
+def test_atomic_types_restrict_every_atomic():
+    atomics = 0
+    for seed in range(60):
+        fn = sample_spmd(seed, atomic_types=("i32", "f64"), weights={"atomic": 6})[0]
+        elem = {a.value.name: getattr(a.type, "memref", a.type).element for a in fn.args}
+        for i in ir.walk(fn.body):
+            if isinstance(i, (ir.AtomicLoad, ir.AtomicUpdate, ir.CoopAtomicUpdate)) or \
+                    getattr(i, "atomic", False):
+                assert elem[i.operand.name].value in ("i32", "f64"), (seed, i)
+                atomics += 1
+    assert atomics >= 30
+
+
+def test_extract_padding_off_extracts_only_matrix_entries():
+    from tlinterp.interp.coopmatrix import Layout
+
+    extracts = 0
+    for seed in range(60):
+        fn = sample_spmd(seed, extract_padding=False)[0]
+        types = {i.result.name: t for i in ir.walk(fn.body)  # coopmatrix results (casts too)
+                 if isinstance(t := getattr(i, "to_type", getattr(i, "type", None)),
+                               CoopMatrixType)}
+        for i in ir.walk(fn.body):
+            if isinstance(i, ir.CoopExtract):
+                t = types[i.operand.name]
+                cols = Layout(t.rows, t.cols, t.component.value, t.use, fn.subgroup_size) \
+                    .positions[1]
+                assert cols[:, i.index].max() < t.cols, (seed, i)
+                extracts += 1
+    assert extracts >= 20

@@ -17,6 +17,10 @@ the families of `SpmdParams.weights`, then sometimes a `foreach_tile`:
 - cooperative matrices: loads (uses a/b/acc, `.t`, checked flags at partly outside
   positions), construct, mul_add with mixed precision, scale, component-wise arithmetic,
   casts between types and uses, extract/insert, reduce (row/column), apply, stores;
+- atomics: every work-item of a work-group updates its element of a sink (one of add, max,
+  min per sink, so the order does not matter; the old values are not used); atomic loads of
+  read-only data, atomic stores to elements of their own; coopmatrix atomic stores and
+  updates of a block of their own (the old values they return are kept);
 - results go to distinct elements of output memrefs: (work-item, slot, work-group) for
   scalars, a block per (work-group, sub-group) for coopmatrices.
 
@@ -43,365 +47,21 @@ from hypothesis import strategies as st
 
 from tlinterp import ir
 from tlinterp.ir import Value
-from tlinterp.types import INDEX, GroupType, MemrefType, ScalarType, canonical_strides
+from tlinterp.types import INDEX, MemrefType, ScalarType
 
+from .spmd_base import I32, BuilderBase
 from .spmd_coop import coop_step, foreach_tile, observe_coop
-from .spmd_model import (
-    LANE,
-    SG,
-    WG,
-    CVal,
-    SpmdParams,
-    Val,
-    fits,
-    int_max,
-    literal,
-    real_of,
-    value_grain,
-    value_mag,
-)
+from .spmd_model import LANE, SG, WG, SpmdParams, Val, fits, real_of
 
-I32 = ScalarType.i32
 Groups = Union[int, tuple[int, ...]]
 
-_INTS: dict[tuple[int, int], st.SearchStrategy] = {}
 _SUBGROUP_KINDS = ("reduce", "inclusive_scan", "exclusive_scan")
-_FENCES = ((), ("global",), ("local",), ("global", "local"))
 # what is stored at the end of its region even when no statement stored it
 _OBSERVED = {"subgroup", "broadcast", "exchange", "extract", "if", "for"}
 
 
-class _Output:
-    """A memref argument written by the kernel: its element, shape (patched at the end for
-    the per-lane outputs, whose slot count grows) and the stores that name its type."""
-
-    def __init__(self, name: str, elem: ScalarType):
-        self.value = Value(name)
-        self.elem = elem
-        self.slots = 0
-        self.stores: list[ir.Store] = []
-        self.dynamic = False
-
-
-class _Builder:
-    def __init__(self, draw: Callable, p: SpmdParams, name: str):
-        self.draw = draw
-        self.p = p
-        self.name = name
-        self.n = 0
-        self.stats: Counter = Counter()
-        self.args: list[tuple[ir.Argument, Any]] = []  # (argument, data or _Output)
-        self.prelude: list = []
-        self.consts: dict[tuple, Val] = {}
-        self.regions: list[list] = []
-        self.scopes: list[list[Val]] = []
-        self.cscopes: list[list[CVal]] = []
-        self.inputs: list[tuple[Value, ScalarType, str, float, int]] = []
-        self.outputs: dict[ScalarType, _Output] = {}
-        self.allocas: dict[ScalarType, list] = {}  # elem -> [value, read since a barrier]
-        self.loops = 0  # for loops around the statement being generated
-        self.data_rng = np.random.default_rng(self.int(0, 2 ** 32 - 1))
-
-    # --- drawing ---------------------------------------------------------------------------
-
-    def int(self, lo: int, hi: int) -> int:
-        if hi <= lo:
-            return lo
-        if isinstance(self.draw, random.Random):
-            return self.draw.randint(lo, hi)
-        s = _INTS.get((lo, hi))
-        if s is None:
-            s = _INTS[(lo, hi)] = st.integers(lo, hi)
-        return self.draw(s)
-
-    def pick(self, seq):
-        seq = list(seq)
-        return seq[self.int(0, len(seq) - 1)]
-
-    def flip(self, percent: int) -> bool:
-        return self.int(0, 99) < percent
-
-    def weighted(self, weights: dict[str, int]) -> Optional[str]:
-        items = [(k, w) for k, w in weights.items() if w > 0]
-        if not items:
-            return None
-        r = self.int(0, sum(w for _, w in items) - 1)
-        for k, w in items:
-            if r < w:
-                return k
-            r -= w
-        return items[-1][0]
-
-    # --- names, emission, scopes -----------------------------------------------------------
-
-    def fresh(self, prefix: str = "v") -> Value:
-        self.n += 1
-        return Value(f"{prefix}{self.n}")
-
-    def emit(self, inst) -> None:
-        self.regions[-1].append(inst)
-
-    def visible(self) -> list[Val]:
-        return [v for s in self.scopes for v in s]
-
-    def cvisible(self) -> list[CVal]:
-        return [v for s in self.cscopes for v in s]
-
-    def add(self, v: Val) -> Val:
-        self.scopes[-1].append(v)
-        return v
-
-    def open(self) -> list:
-        self.regions.append([])
-        self.scopes.append([])
-        self.cscopes.append([])
-        return self.regions[-1]
-
-    def close(self, observe: bool = True) -> ir.Region:
-        if observe:
-            self.observe_region()
-        self.scopes.pop()
-        self.cscopes.pop()
-        return ir.Region(self.regions.pop())
-
-    def const(self, value, t: ScalarType, here: bool = False) -> Val:
-        """A `constant` of type t: in the prelude (shared, cached) unless `here`."""
-        key = (value, t)
-        if not here and key in self.consts:
-            return self.consts[key]
-        v = self.fresh("c")
-        inst = ir.Constant(v, literal(value, t), t)
-        val = Val(v, t, value_mag(value), value_grain(value), WG, "const")
-        if here:
-            self.emit(inst)
-            return self.add(val)
-        self.prelude.append(inst)
-        self.consts[key] = val
-        return val
-
-    def random_value(self, t: ScalarType, mag: Optional[int] = None):
-        """A multiple of 2^-g (g drawn; 0 for integers) in [-mag, mag], complex: per part."""
-        m = self.p.data_max if mag is None else mag
-        g = 0 if t.is_int else self.int(0, self.p.max_data_grain)
-        while g and not fits(t, m, g):
-            g -= 1
-        k = self.int(-m << g, m << g)
-        value: Any = k / (1 << g) if g else k
-        if t.is_complex:
-            value = complex(value, self.int(-m << g, m << g) / (1 << g))
-        return value
-
-    def random_const(self, t: ScalarType, here: bool = False, mag: Optional[int] = None) -> Val:
-        return self.const(self.random_value(t, mag), t, here)
-
-    # --- arithmetic with the model ---------------------------------------------------------
-
-    def arith(self, op: str, a: Val, b: Val, t: ScalarType, mag: float, grain: int,
-              kind: str = "value") -> Val:
-        r = self.fresh()
-        self.emit(ir.Arith(r, op, a.op, b.op, t))
-        self.stats["op." + op] += 1
-        return self.add(Val(r, t, mag, grain, max(a.uni, b.uni), kind))
-
-    def binary_model(self, op: str, a: Val, b: Val) -> Optional[tuple[float, int]]:
-        """(mag, grain) of `a op b`, None when the op is not defined on the type or the
-        result may be inexact or overflow."""
-        t = a.type
-        if op in ("min", "max"):
-            if t.is_complex:
-                return None
-            return max(a.mag, b.mag), max(a.grain, b.grain)
-        if op in ("and", "or", "xor"):
-            if not t.is_int or not (math.isfinite(a.mag) and math.isfinite(b.mag)):
-                return None
-            m = 1 << int(max(a.mag, b.mag)).bit_length()
-            return (m, 0) if fits(t, m, 0) else None
-        if op in ("add", "sub"):
-            m, g = a.mag + b.mag, max(a.grain, b.grain)
-        elif op == "mul":
-            m, g = a.mag * b.mag * (2 if t.is_complex else 1), a.grain + b.grain
-        else:
-            return None
-        return (m, g) if fits(t, m, g) else None
-
-    # --- lane ids and indices --------------------------------------------------------------
-
-    def lane_ids(self) -> None:
-        """The work-item's ids at the top of the parallel region, built from a random choice
-        of builtins (all give the same numbers)."""
-        S, nsg = self.S, self.nsg
-        sl = self.fresh("sl")
-        self.emit(ir.Builtin(sl, "subgroup_local_id", None, I32))
-        if self.flip(50):
-            sid = self.fresh("sid")
-            self.emit(ir.Builtin(sid, "subgroup_linear_id", None, I32))
-            self.stats["builtin.subgroup_linear_id"] += 1
-        else:
-            sx, sy, nx = self.fresh("sx"), self.fresh("sy"), self.fresh("nsx")
-            self.emit(ir.Builtin(sx, "subgroup_id", "x", I32))
-            self.emit(ir.Builtin(sy, "subgroup_id", "y", I32))
-            self.emit(ir.Builtin(nx, "num_subgroups", "x", I32))
-            t = self.fresh()
-            self.emit(ir.Arith(t, "mul", sy, nx, I32))
-            sid = self.fresh("sid")
-            self.emit(ir.Arith(sid, "add", t, sx, I32))
-            self.stats["builtin.subgroup_id"] += 1
-        if self.flip(50):
-            ss = self.fresh("ss")
-            self.emit(ir.Builtin(ss, "subgroup_size", None, I32))
-        else:
-            ss = self.const(S, I32).op
-        t = self.fresh()
-        self.emit(ir.Arith(t, "mul", sid, ss, I32))
-        lin = self.fresh("lin")
-        self.emit(ir.Arith(lin, "add", t, sl, I32))
-        self.sl = self.add(Val(sl, I32, S - 1, 0, LANE, "id"))
-        self.sid = self.add(Val(sid, I32, nsg - 1, 0, SG, "id"))
-        self.lin = self.add(Val(lin, I32, self.W - 1, 0, LANE, "id"))
-        self.lini = self.cast_to(self.lin, INDEX)
-        self.sidi = self.cast_to(self.sid, INDEX)
-
-    def cast_to(self, v: Val, t: ScalarType, kind: Optional[str] = None) -> Val:
-        r = self.fresh()
-        self.emit(ir.Cast(r, v.op, v.type, t))
-        mag, grain = (math.floor(v.mag), 0) if t.is_int and not v.type.is_int \
-            else (v.mag, v.grain)
-        return self.add(Val(r, t, mag, grain, v.uni, kind or v.kind))
-
-    def lane_index(self) -> tuple[Val, str]:
-        """An index in [0, W) of the current work-item: its own, another's, a sub-group's or
-        a constant (the index form is the second result, for statistics)."""
-        W = self.W
-        form = self.pick(("lin", "lin", "rotate", "reverse", "subgroup", "const"))
-        if form == "lin":
-            return self.lini, form
-        if form == "rotate":
-            s = self.arith("add", self.lini, self.const(self.int(1, W - 1), INDEX), INDEX,
-                           2 * W, 0, "id")
-            return self.arith("rem", s, self.const(W, INDEX), INDEX, W - 1, 0, "id"), form
-        if form == "reverse":
-            return self.arith("sub", self.const(W - 1, INDEX), self.lini, INDEX, W - 1, 0,
-                              "id"), form
-        if form == "subgroup":
-            return self.sidi, form
-        return self.const(self.int(0, W - 1), INDEX), form
-
-    # --- memory: inputs, outputs, local memory ---------------------------------------------
-
-    def new_arg(self, prefix: str, t, data) -> Value:
-        v = self.fresh(prefix)
-        self.args.append((ir.Argument(v, t), data))
-        return v
-
-    def data(self, t: ScalarType, shape: tuple[int, ...], mag: float, grain: int) -> np.ndarray:
-        rng = self.data_rng
-        k = int(mag * (1 << grain))
-        x = rng.integers(-k, k + 1, size=shape) / (1 << grain)
-        if t.is_complex:
-            x = x + 1j * (rng.integers(-k, k + 1, size=shape) / (1 << grain))
-        if t.is_int:
-            x = np.rint(x)
-        return np.asarray(x).astype(t.dtype)
-
-    def strided(self, elem: ScalarType, shape: tuple[int, ...]) -> MemrefType:
-        """A memref type of `shape`: packed column-major, with a padded leading dimension,
-        or with every other element skipped (strides must grow mode by mode:
-        S_2 >= S_1 s_1)."""
-        form = self.pick(("packed", "packed", "padded", "spaced")) if len(shape) == 2 \
-            else "packed"
-        if form == "padded":
-            stride: tuple = (1, shape[0] + self.int(1, 3))
-        elif form == "spaced":
-            stride = (2, 2 * shape[0] + self.int(0, 3))
-        else:
-            stride = canonical_strides(shape)
-        self.stats["layout." + form] += 1
-        return MemrefType(elem, shape, stride)
-
-    def data_model(self, t: ScalarType) -> tuple[int, int]:
-        mag = self.int(1, self.p.data_max)
-        if t.is_int:
-            return min(mag, int_max(t)), 0
-        g = self.int(0, self.p.max_data_grain)
-        while g and not fits(t, mag, g):
-            g -= 1
-        return mag, g
-
-    def lane_input(self, t: ScalarType) -> tuple[Value, str, float, int]:
-        """An input holding one value per work-item (and work-group): an existing one of
-        type t, or a new argument (a memref W x G, a memref W shared by the work-groups, or a
-        group of G memrefs W)."""
-        old = [i for i in self.inputs if i[1] is t]
-        if old and self.flip(50):
-            v, _, form, mag, grain = self.pick(old)
-            return v, form, mag, grain
-        mag, grain = self.data_model(t)
-        W, G = self.W, self.G
-        form = self.pick(("wg", "wg", "shared", "group"))
-        if form == "wg":
-            v = self.new_arg("A", self.strided(t, (W, G)), self.data(t, (W, G), mag, grain))
-        elif form == "shared":
-            v = self.new_arg("A", MemrefType(t, (W,), (1,)), self.data(t, (W,), mag, grain))
-        else:
-            gt = GroupType(MemrefType(t, (W,), (1,)), 0, G)
-            g = self.new_arg("G", gt, self.data(t, (G, W), mag, grain))
-            v = self.fresh("m")
-            self.prelude.append(ir.Load(v, g, (self.glin.op,), gt))
-        self.stats["input." + form] += 1
-        self.inputs.append((v, t, form, mag, grain))
-        return v, form, mag, grain
-
-    def load(self, t: ScalarType) -> Val:
-        v, form, mag, grain = self.lane_input(t)
-        idx, iform = self.lane_index()
-        mt = self.type_of_arg(v)
-        indices = (idx.op, self.glin.op) if form == "wg" else (idx.op,)
-        r = self.fresh()
-        self.emit(ir.Load(r, v, indices, mt))
-        self.stats["load." + iform] += 1
-        return self.add(Val(r, t, mag, grain, idx.uni, "load"))
-
-    def type_of_arg(self, v: Value) -> MemrefType:
-        for a, _ in self.args:
-            if a.value == v:
-                return a.type
-        for inst in self.prelude:  # a member of a group argument
-            if isinstance(inst, ir.Load) and inst.result == v:
-                return inst.type.memref
-        raise KeyError(v.name)
-
-    def store(self, v: Val) -> None:
-        """v to a fresh slot of the per-lane output of its type: element (work-item, slot,
-        work-group), written by nobody else."""
-        out = self.outputs.get(v.type)
-        if out is None:
-            out = self.outputs[v.type] = _Output(self.fresh("O").name, v.type)
-            out.dynamic = self.flip(30)
-            self.args.append((ir.Argument(out.value, MemrefType(v.type, (), ())), out))
-        slot = self.const(out.slots, INDEX)
-        out.slots += 1
-        inst = ir.Store(v.op, out.value, (self.lini.op, slot.op, self.glin.op),
-                        MemrefType(v.type, (), ()))
-        out.stores.append(inst)
-        self.emit(inst)
-        v.stored = True
-        self.stats["store"] += 1
-
-    def alloca(self, t: ScalarType) -> list:
-        entry = self.allocas.get(t)
-        if entry is None or self.flip(20):
-            v = self.fresh("L")
-            attrs = {"alignment": self.pick((16, 64))} if self.flip(30) else {}
-            self.prelude.append(ir.Alloca(v, MemrefType(t, (self.W,), (1,), "local"),
-                                          attributes=attrs))
-            entry = self.allocas[t] = [v, False]
-        return entry
-
-    def barrier(self) -> None:
-        self.emit(ir.Barrier(fences=self.pick(_FENCES)))
-        for e in self.allocas.values():
-            e[1] = False
-        self.stats["barrier"] += 1
+class _Builder(BuilderBase):
+    """The statements of a parallel region, and the kernel around it."""
 
     # --- statements ------------------------------------------------------------------------
 
@@ -457,7 +117,9 @@ class _Builder:
             ops = ["add", "sub", "min", "max", "mul"]
 
     def st_unary(self, ctl: int, depth: int) -> None:
-        a = self.some_val()
+        complex_types = [t for t in self.p.types if t.is_complex]
+        # complex operands a third of the time: conj, re and im take nothing else
+        a = self.some_val(self.pick(complex_types) if complex_types and self.flip(33) else None)
         t = a.type
         ops = ["neg"] + (["conj", "re", "im"] if t.is_complex else ["abs"]) + \
             (["not"] if t.is_int else [])
@@ -557,9 +219,6 @@ class _Builder:
         self.emit(ir.Compare(r, self.pick(conds), a.op, b.op, a.type))
         return Val(r, ScalarType.i1, 1, 0, max(a.uni, b.uni), "cond")
 
-    def dirty(self) -> list[bool]:
-        return [e[1] for e in self.allocas.values()]
-
     def st_if_(self, ctl: int, depth: int) -> None:
         cond = self.condition()
         inner = max(ctl, cond.uni)
@@ -609,6 +268,7 @@ class _Builder:
             e[1] = True  # an earlier iteration may have read local memory
         self.open()
         self.loops += 1
+        self.mult *= max(trips, 1)
         self.add(Val(var, INDEX, max(trips - 1, 0), 0, WG, "loopvar"))
         self.statements(self.int(1, max(1, self.p.max_statements // 3)), ctl, depth + 1)
         w = self.some_val(init.type)
@@ -626,6 +286,7 @@ class _Builder:
             self.emit(ir.Arith(nxt, op, acc, w.op, init.type))
         self.observe_region()
         self.loops -= 1
+        self.mult //= max(trips, 1)
         self.emit(ir.Yield((nxt,), (init.type,)))
         body = self.close(observe=False)
         for e in self.allocas.values():
@@ -717,18 +378,7 @@ class _Builder:
         return self.finish([*self.prelude, par, *tail], groups)
 
     def finish(self, body: list, groups: Groups) -> tuple[ir.Function, dict, Groups]:
-        args, data = [], {}
-        for a, d in self.args:
-            if isinstance(d, _Output):
-                ns = max(d.slots, 1)
-                shape = (self.W, ns, None if d.dynamic else self.G)
-                t = MemrefType(d.elem, shape, canonical_strides(shape))
-                for s in d.stores:
-                    s.type = t
-                a = ir.Argument(a.value, t)
-                d = np.zeros((self.W, ns, self.G), d.elem.dtype)
-            args.append(a)
-            data[a.value.name] = d
+        args, data = self.final_arguments()
         fn = ir.Function(self.name, tuple(args), ir.Region(body), work_group_size=self.wg,
                          subgroup_size=self.S)
         return fn, data, groups

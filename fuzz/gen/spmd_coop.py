@@ -12,7 +12,7 @@ K * |A| |B| + |C| exact in C's type (the model of fuzz/gen/spmd_model.py).
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -22,10 +22,11 @@ from tlinterp.interp.coopmatrix import Layout
 from tlinterp.ir import Region, Value
 from tlinterp.types import INDEX, CoopMatrixType, MemrefType, ScalarType
 
+from .spmd_base import BuilderBase
 from .spmd_model import LANE, SG, CVal, Val, fits, literal, value_grain, value_mag
 
-# the builder of fuzz.gen.spmd, which imports this module (so it is not imported here)
-_Builder = Any
+# the builder's shared part (fuzz.gen.spmd, which builds on it, imports this module)
+_Builder = BuilderBase
 
 
 I32 = ScalarType.i32
@@ -209,12 +210,23 @@ def cast(b: _Builder, m: CVal) -> None:
     _add(b, CVal(r, ct, math.floor(mag) if t.is_int and not src.is_int else mag, g))
 
 
-def _components(b: _Builder, ct: CoopMatrixType) -> int:
-    return Layout(ct.rows, ct.cols, ct.component.value, ct.use, b.S).V
+def _components(b: _Builder, ct: CoopMatrixType, entries: bool = False) -> list[int]:
+    """The components v of a lane (`extract`/`insert` indices); with `entries`, only those
+    that hold a matrix entry in every lane (not a padding column)."""
+    layout = Layout(ct.rows, ct.cols, ct.component.value, ct.use, b.S)
+    if not entries:
+        return list(range(layout.V))
+    cols = layout.positions[1]
+    return [v for v in range(layout.V) if cols[:, v].max() < ct.cols]
 
 
-def extract(b: _Builder, m: CVal) -> Val:
-    v = b.int(0, _components(b, m.type) - 1)
+def extract(b: _Builder, m: CVal) -> Optional[Val]:
+    """A component of every lane (None when padding is not to be extracted and every
+    component is padding in some lane)."""
+    vs = _components(b, m.type, not b.p.extract_padding)
+    if not vs:
+        return None
+    v = b.pick(vs)
     r = b.fresh()
     b.emit(ir.CoopExtract(r, m.op, v, m.type.component))
     b.stats["coop.extract"] += 1
@@ -225,7 +237,7 @@ def extract(b: _Builder, m: CVal) -> Val:
 def insert(b: _Builder, m: CVal) -> None:
     x = b.some_val(m.type.component)
     r = b.fresh("M")
-    b.emit(ir.CoopInsert(r, x.op, m.op, b.int(0, _components(b, m.type) - 1), m.type))
+    b.emit(ir.CoopInsert(r, x.op, m.op, b.pick(_components(b, m.type)), m.type))
     b.stats["coop.insert"] += 1
     _add(b, CVal(r, m.type, max(m.mag, x.mag), max(m.grain, x.grain)))
 
@@ -301,11 +313,38 @@ def store(b: _Builder, m: CVal) -> None:
     R = b.int(1, E0) if checked in (dir0, "both") and b.flip(50) else E0
     shape = (R, E1 * b.nsg * b.G)
     mt = b.strided(ct.component, shape)
-    arg = b.new_arg("C", mt, np.zeros(shape, ct.component.dtype))
+    comp = ct.component
+    form = b.pick(("store",) * 6 + ("atomic store", "atomic update")) \
+        if comp in b.p.atomic_types else "store"
+    op, mag, grain = None, 0, 0
+    if form == "atomic update":  # the block holds data; each entry is updated once per run
+        mag, grain = b.data_model(comp)
+        for op in b.pick((("add", "max"), ("max", "add"), ("min", "add"))):
+            if op == "add" and fits(comp, mag + b.mult * m.mag, max(grain, m.grain)):
+                break
+            if op != "add" and not comp.is_complex:
+                break
+        else:
+            form = "store"
+    data = b.data(comp, shape, mag, grain) if form == "atomic update" else \
+        np.zeros(shape, comp.dtype)
+    arg = b.new_arg("C", mt, data)
     t = b.arith("mul", b.glin, b.const(b.nsg, INDEX), INDEX, b.G * b.nsg, 0, "id")
     s = b.arith("add", t, b.sidi, INDEX, b.G * b.nsg, 0, "id")
     y = b.arith("mul", s, b.const(E1, INDEX), INDEX, shape[1], 0, "id")
-    b.emit(ir.CoopStore(m.op, arg, b.const(0, INDEX).op, y.op, trans, checked))
+    x = b.const(0, INDEX).op
+    if form == "atomic update":
+        r = b.fresh("M")
+        b.emit(ir.CoopAtomicUpdate(r, op, m.op, arg, x, y.op, ct, trans, checked, *b.scope()))
+        b.stats["coop.atomic_" + op] += 1
+        # the old values (0 where nothing was taken), in a loop after earlier updates
+        top = mag + b.mult * m.mag if op == "add" else max(mag, m.mag)
+        _add(b, CVal(r, ct, top, max(grain, m.grain)))
+    else:
+        atomic = form == "atomic store"
+        b.emit(ir.CoopStore(m.op, arg, x, y.op, trans, checked, atomic,
+                            *(b.scope() if atomic else (None, None))))
+        b.stats["coop.atomic_store" if atomic else "coop.plain_store"] += 1
     b.stats["coop.store" + (".t" if trans else ".n") + (f".{checked}" if checked else "")] += 1
     b.stats["coop.store"] += 1
     m.observed = True
@@ -339,12 +378,16 @@ def _coop_step(b: _Builder) -> None:
 def observe_coop(b: _Builder) -> None:
     """Matrices of the closing region that nobody stored or extracted from: stored, or one
     component extracted and stored."""
-    for m in b.cscopes[-1]:
+    for m in list(b.cscopes[-1]):
         if not m.observed:
-            if b.flip(50):
+            e = extract(b, m) if b.flip(50) else None
+            if e is None:
                 store(b, m)
             else:
-                b.store(extract(b, m))
+                b.store(e)
+    for m in b.cscopes[-1]:  # old values an atomic update just gave: one component each
+        if not m.observed and (e := extract(b, m)) is not None:
+            b.store(e)
 
 
 def foreach_tile(b: _Builder) -> None:

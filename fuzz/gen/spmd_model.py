@@ -86,7 +86,8 @@ class SpmdParams:
 
     weights: statements of a parallel region: load, arith (binary), unary, cast, subgroup
     (reduce/scan), broadcast, exchange (local memory through a barrier), barrier, coop (a
-    cooperative-matrix step), if_, for_, store.
+    cooperative-matrix step), if_, for_, store, atomic (work-items of a work-group update one
+    element).
     """
 
     subgroup_sizes: tuple[int, ...] = (8, 16, 16, 32)
@@ -102,9 +103,15 @@ class SpmdParams:
     max_data_grain: int = 2
     foreach_tile_percent: int = 30  # kernels with a foreach_tile after the parallel region
     coop_max_cols: int = 9
+    # extract components that are padding (columns N..J-1 of the layout) in some lanes: the
+    # reference defines them (0 after a load); off, only matrix entries are extracted
+    extract_padding: bool = True
+    # element types of atomics (scalar and coopmatrix); tinytc v0.4.0 compiles them for
+    # i32 i64 f32 f64 c32 c64 only (and f16 except add)
+    atomic_types: tuple[ScalarType, ...] = NUMBER_TYPES
     weights: dict[str, int] = field(default_factory=lambda: dict(
         load=4, arith=6, unary=2, cast=2, subgroup=5, broadcast=3, exchange=3, barrier=1,
-        coop=6, if_=2, for_=2, store=2))
+        coop=6, if_=2, for_=2, store=2, atomic=1))
 
     @classmethod
     def of(cls, knobs: dict[str, Any]) -> SpmdParams:
@@ -116,14 +123,16 @@ class SpmdParams:
             raise TypeError(f"spmd_cases: unknown knob(s) {', '.join(unknown)} "
                             f"(known: {', '.join(sorted(names))})")
         base = cls()
-        if "types" in knobs:  # names ("f16") or ScalarTypes, number types only
+        for key in ("types", "atomic_types"):  # names ("f16") or ScalarTypes: number types
+            if key not in knobs:
+                continue
             names = {t.value: t for t in NUMBER_TYPES}
-            types = tuple(names.get(t, t) if isinstance(t, str) else t for t in knobs["types"])
+            types = tuple(names.get(t, t) if isinstance(t, str) else t for t in knobs[key])
             bad = [str(t) for t in types if t not in NUMBER_TYPES]
-            if bad or not types:
-                raise ValueError(f"spmd_cases: types must be number types of v0.4 "
+            if bad or (key == "types" and not types):
+                raise ValueError(f"spmd_cases: {key} must be number types of v0.4 "
                                  f"({', '.join(map(str, NUMBER_TYPES))}), not {bad or 'none'}")
-            knobs = {**knobs, "types": types}
+            knobs = {**knobs, key: types}
         if "weights" in knobs:
             knobs = {**knobs, "weights": {**base.weights, **knobs["weights"]}}
             bad = sorted(set(knobs["weights"]) - set(base.weights))
