@@ -20,6 +20,36 @@ def errors(body: str, args: str = "", attrs: str = "") -> list[tuple[str, str]]:
 
 
 CASES = {
+    "layout-rule": (
+        "", "%C: memref<i16 x 8 x 8, strided<8, 1>>", "",
+        "argument %C: layout restriction violated: stride 8 x size 8 of mode 0", "1.9-46"),
+    "negative-size": (
+        "", "%A: memref<f32 x 8 x -1>", "", "argument %A: mode 1 has negative size -1", "1.9-32"),
+    "group-negative-offset": (
+        "", "%G: group<memref<f32 x 2> x 4, offset: -1>", "",
+        "argument %G: the group has negative offset -1", "1.9-50"),
+    "subgroup-broadcast-lane-type": (
+        "parallel {\n    %i = constant 1 : index\n    %x = subgroup_broadcast %a, %i : f32\n}",
+        "%a: f32", "", "the sub-group lane %i has type index, not i32", "4.9-44"),
+    "subgroup-reduce-result-type": (
+        "parallel {\n    %x = subgroup_reduce_add %a : f64\n}", "%a: f32", "",
+        "operand %a has type f32, not f64", "3.9-41"),
+    "subgroup-reduce-memref": (
+        "parallel {\n    %x = subgroup_reduce_add %A : f32\n}", "%A: memref<f32x4>", "",
+        "subgroup_reduce_add needs a number operand, not memref<f32x4>", "3.9-41"),
+    "subgroup-max-complex": (
+        "parallel {\n    %x = subgroup_inclusive_scan_max %z : c32\n}", "%z: c32", "",
+        "subgroup_inclusive_scan_max is not defined on complex c32", "3.9-49"),
+    "cast-memref": (
+        "%x = cast %A : index", "%A: memref<f32x4>", "",
+        "cast needs number types, not memref<f32x4>", "2.5-24"),
+    "subview-offset-not-index": (
+        "%c = constant 1 : index\n%v = subview %A[%c:2, %x:%c] : memref<f32 x 2 x ?, "
+        "strided<1, 4>>", "%A: memref<f32 x 4 x 4>, %x: i32", "",
+        "offset or size %x has type i32, not index", "3.27-28"),
+    "expand-size-not-index": (
+        "%v = expand %A[0 -> 4 x %x] : memref<f32 x 4 x 2>", "%A: memref<f32 x 8>, %x: i32",
+        "", "expanded size %x has type i32, not index", "2.29-30"),
     "collective-in-spmd": (
         "%c0 = constant 0 : index\nforeach (%i) = (%c0), (%c0) {\n"
         "    axpby %a, %A, %a, %A\n}", "%a: f32, %A: memref<f32x4>", "",
@@ -125,3 +155,18 @@ def test_a_valid_program_passes():
            "    %one = constant 1.0 : f32\n    %zero = constant 0.0 : f64\n"
            "    gemm.atomic %one, %A, %A, %zero, %B\n}\n")
     check(parse(src, "ok.tl", lang="v0.4"))
+
+
+def test_diagnostics_after_the_preprocessor_quote_and_count_in_the_text_as_written():
+    """A `$name` expanded to text of another length before the error: the range and the quoted
+    line are the original's (the checker's rules, the parser's result-type rules)."""
+    src = ("$longname = 4\n$t = f32\nfunc @k(%A: memref<$t x 4 x 4>, %x: i32) {\n"
+           "    %v = subview %A[$longname:%x, 0:1] : memref<$t x ?>\n"
+           "    %w = load %A[%x, %x] : $t\n}\n")
+    with pytest.raises(SourceError) as info:
+        check(parse(src, "p.tl", lang="v0.4"))
+    spans = [str(d.span) for d in info.value.diagnostics]
+    # the second is the parser's result-type rule (memref<f32x?> is not the derived type)
+    assert spans == ["4.31-32", "4.42-55", "5.18-19", "5.22-23"], spans
+    shown = info.value.format()
+    assert "subview %A[$longname:%x" in shown and "load %A[%x, %x] : $t" in shown

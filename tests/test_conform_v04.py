@@ -82,3 +82,21 @@ def test_a_case_may_run_on_a_grid(tmp_path, capsys) -> None:
     desc.write_text(json.dumps(meta))
     assert main(["--impl", "interp", "--corpus", str(root), "-q"]) == 1
     capsys.readouterr()
+
+
+def test_a_command_template_gets_the_grid_as_x_y_z(tmp_path) -> None:
+    """A template's {groups} of a grid case is X,Y,Z (what tlrun --groups takes): tlrun as the
+    template passes the grid case."""
+    import sys
+
+    root = tmp_path / "c"
+    for kind in ("invalid", "undefined"):
+        (root / kind).mkdir(parents=True)
+    (root / "valid" / "v04").mkdir(parents=True)
+    for f in (default_corpus() / "valid" / "v04").glob("grid_3d.*"):
+        shutil.copy(f, root / "valid" / "v04" / f.name)
+    template = (f"{sys.executable} -m tlinterp.cli {{kernel}} --args {{args}} --out {{out}} "
+                "[--groups {groups}]")
+    log = tmp_path / "t.log"
+    assert main(["--impl", template, "--corpus", str(root), "-q", "--log", str(log)]) == 0
+    assert "--groups 2,3,2" in log.read_text()

@@ -59,8 +59,8 @@ def test_subgroup_reduce_scans_broadcast():
                    f"        %c{k} = constant {k} : index\n"
                    f"        store %r{k}, %R[%li, %c{k}]\n" for k, op in enumerate(ops))
     src = (_head(args=args) + "    parallel {\n" + LINEAR + "        %x = load %A[%li] : i32\n"
-           + body + "        %c5 = constant 5 : i32\n"
-           "        %b = subgroup_broadcast %x, %c5 : i32\n        %c7 = constant 7 : index\n"
+           + body + "        %lane5 = constant 5 : i32\n"
+           "        %b = subgroup_broadcast %x, %lane5 : i32\n        %c7 = constant 7 : index\n"
            "        store %b, %R[%li, %c7]\n    }\n}\n")
     a = np.random.default_rng(3).integers(-50, 50, 32).astype(np.int32)
     out = _run(src, {"A": a, "R": np.zeros((32, 8), np.int32)})["R"]

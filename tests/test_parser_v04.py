@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlinterp import cli, ir, parse
+from tlinterp import check, cli, ir, parse
 from tlinterp.diagnostics import NotExecutable, SourceError
 from tlinterp.printer_v04 import format_program_v04
 from tlinterp.types import CoopMatrixType, GroupType, MemrefType, ScalarType
@@ -431,3 +431,24 @@ def test_the_lowering_refuses_v04_leftovers_in_words(body, what, tmp_path, capsy
     assert cli.main([str(kernel), "--args", str(tmp_path / "a.npz"), "--impl", "opencl"]) == 2
     err = capsys.readouterr().err
     assert f"not yet lowered: {what}" in err and "Traceback" not in err
+
+
+def test_names_are_scoped_as_in_v03_no_shadowing_sibling_reuse_allowed():
+    """tinytc v0.4.0 rejects a name visible in an enclosing region ("already used"); regions
+    side by side may reuse one. The v0.4 parser once let an inner region shadow a name."""
+    head = "func @k(%A: memref<i32 x 4>) {\n    %c0 = constant 0 : index\n" \
+           "    %n = constant 4 : index\n"
+    shadow = head + ("    foreach (%i) = (%c0), (%n) {\n        %c0 = constant 1 : index\n"
+                     "        %x = constant 1 : i32\n        store %x, %A[%c0]\n    }\n}\n")
+    with pytest.raises(SourceError) as e:
+        parse(shadow, "s.tl", lang="v0.4")
+    d = e.value.diagnostics[0]
+    assert (d.span.line, d.span.col) == (5, 9)
+    assert "%c0 shadows the definition at 2.5" in d.message
+    twice = head + "    %n = constant 5 : index\n}\n"
+    with pytest.raises(SourceError, match=r"%n is already defined at 3\.5"):
+        parse(twice, "t.tl", lang="v0.4")
+    siblings = head + "".join(
+        "    foreach (%i) = (%c0), (%n) {\n        %x = constant 1 : i32\n"
+        "        store %x, %A[%i]\n    }\n" for _ in range(2)) + "    %x = constant 2 : i32\n}\n"
+    check(parse(siblings, "u.tl", lang="v0.4"))

@@ -36,6 +36,7 @@ from . import ir
 from . import v04names as names
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
+from .layout import layout_problems
 from .types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType, Type, VoidType
 from .v04names import v04_words
 
@@ -144,7 +145,20 @@ class _Function:
         self.errors.append((msg, span))
 
     def define(self, v: Value, t: Type) -> None:
+        self.valid_type(t, v.span, f"%{v.name}")
         self.scopes[-1][v.name] = t
+
+    def valid_type(self, t: Type, span: Optional[Span], what: str) -> None:
+        """The layout rule of memref types (also a group's), and non-negative group sizes and
+        offsets: every written type passes here once (parameters and defined values)."""
+        m = t.memref if isinstance(t, GroupType) else t
+        if isinstance(m, MemrefType):
+            for p in layout_problems(m):
+                self.error(f"{what}: {p}", span)
+        if isinstance(t, GroupType):
+            for name, x in (("size", t.size), ("offset", t.offset)):
+                if x is not None and x < 0:
+                    self.error(f"{what}: the group has negative {name} {x}", span)
 
     def type_of(self, op: ir.Operand) -> Type:
         if isinstance(op, Const):
@@ -155,6 +169,8 @@ class _Function:
         return UNKNOWN  # the parser reported it
 
     def run(self) -> list[tuple[str, Optional[Span]]]:
+        for a in self.fn.args:
+            self.valid_type(a.type, a.span, f"argument %{a.value.name}")
         self.attributes()
         self.region(self.fn.body, spmd=False)
         return self.errors
@@ -291,6 +307,10 @@ class _Function:
                 self.error(f"cast changes the use {a.use} to {b.use} (only matrix_acc may "
                            "become matrix_a or matrix_b)", inst.span)
             a, b = a.component, b.component
+        for t in (a, b):
+            if not isinstance(t, ScalarType):
+                self.error(f"cast needs number types, not {t}", inst.span)
+                return
         if isinstance(a, ScalarType) and isinstance(b, ScalarType) and a.is_complex \
                 and not b.is_complex:
             self.error(f"cast from complex {a} to {b} is forbidden", inst.span)
@@ -299,6 +319,29 @@ class _Function:
         want = INDEX if inst.name in ("group_id", "num_groups") else ScalarType.i32
         if inst.type != want:
             self.error(f"{inst.name} has type {want}, not {inst.type}", inst.span)
+
+    def _subgroup_operand(self, inst, op: ir.Operand, what: str) -> None:
+        t = self.type_of(op)
+        if t is UNKNOWN:
+            return
+        if not isinstance(t, ScalarType) or t == BOOL:
+            self.error(f"{what} needs a number operand, not {t}", inst.span)
+        elif t != inst.type:
+            self.error(f"operand %{op.name} has type {t}, not {inst.type}", inst.span)
+
+    def _subgroupbroadcast(self, inst: ir.SubgroupBroadcast, spmd) -> None:
+        self._subgroup_operand(inst, inst.value, "subgroup_broadcast")
+        ti = self.type_of(inst.index)
+        if ti is not UNKNOWN and ti != ScalarType.i32:
+            self.error(f"the sub-group lane %{inst.index.name} has type {ti}, not i32",
+                       inst.span)
+
+    def _subgroupop(self, inst: ir.SubgroupOp, spmd) -> None:
+        self._subgroup_operand(inst, inst.operand, f"subgroup_{inst.op}")
+        t = self.type_of(inst.operand)
+        if inst.op.endswith(("_min", "_max")) and isinstance(t, ScalarType) and t.is_complex:
+            self.error(f"subgroup_{inst.op} is not defined on complex {t} (no order)",
+                       inst.span)
 
     # memory ---------------------------------------------------------------------------------
 
@@ -326,6 +369,20 @@ class _Function:
             ti = self.type_of(i)
             if ti is not UNKNOWN and ti != INDEX:
                 self.error(f"index %{i.name} has type {ti}, not index", i.span or inst.span)
+
+    def _index_operands(self, inst, operands, what: str) -> None:
+        for op in operands:
+            if isinstance(op, Value):
+                t = self.type_of(op)
+                if t is not UNKNOWN and t != INDEX:
+                    self.error(f"{what} %{op.name} has type {t}, not index", op.span or inst.span)
+
+    def _subview(self, inst: ir.Subview, spmd) -> None:
+        self._index_operands(inst, [x for s in inst.slices for x in (s.offset, s.size)],
+                             "offset or size")
+
+    def _expand(self, inst: ir.Expand, spmd) -> None:
+        self._index_operands(inst, inst.shape, "expanded size")
 
     def _load(self, inst: ir.Load, spmd) -> None:
         self._indices(inst, inst.type)

@@ -14,6 +14,7 @@ definitions, `!calc`) goes through tlinterp/preprocess.py first.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import re
@@ -113,11 +114,43 @@ def _parse_preprocessed(text: str, filename: str, parse04,
                                       filename)]) from None
     pre = pre_mod.preprocess(text, filename=filename, defines=defines)
     try:
-        return parse04(pre.text, filename)
+        program = parse04(pre.text, filename)
     except SourceError as e:
         diags = [Diagnostic(d.message, pre.original_span(d.span) if d.span else None,
                             d.filename, d.severity) for d in e.diagnostics]
         raise SourceError(diags, text) from None
+    if pre.identity:
+        return program
+    # every later diagnostic (checker, interpreter, lowering line tables) then quotes and
+    # counts in the text as written, where a `$name` use stands for its expansion
+    _remap_spans(program, pre.original_span)
+    program.pending = [(m, pre.original_span(s) if s else None) for m, s in program.pending]
+    program.source = text
+    return program
+
+
+def _remap_spans(root: object, remap) -> None:
+    """Replace every `span` of the IR under `root` (nodes are frozen dataclasses; spans do not
+    take part in equality or hashing, so this is safe) by `remap(span)`."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, (tuple, list)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, (type, Span)):
+            for f in dataclasses.fields(obj):
+                value = getattr(obj, f.name)
+                if f.name == "span":
+                    if value is not None:
+                        object.__setattr__(obj, "span", remap(value))
+                elif not isinstance(value, (str, int, float, type(None))):
+                    stack.append(value)
 
 
 def _explained(e: SourceError, text: str, filename: str, lang: str) -> SourceError:

@@ -3,7 +3,8 @@
 The grammar is `grammar_v04.peg`; the driver, spans, constants and syntax-error messages are
 those of tlinterp/parser.py (this builder subclasses its _Builder).  v0.4 writes the
 *result* type after `:` and no operand types, so the builder keeps the types of the values in
-scope (regions nest scopes; v0.4 lets an inner region reuse a name) and fills the operand
+scope (regions nest scopes; as in v0.3, a name cannot be defined where it is visible, but
+sibling regions may reuse one) and fills the operand
 types the IR keeps (Load.type, Arith.type, Gemm.a_type, ...).  Where the IR does not keep the
 written result type (load, arithmetic, comparison, views, size), the builder checks it against
 the type the operands give, so that "result type" diagnostics come with the parse.
@@ -88,6 +89,7 @@ class _Builder04(_Builder):
     def __init__(self, text: str, filename: str):
         super().__init__(text, filename)
         self.scopes: list[dict[str, Type]] = []
+        self.defined_at: list[dict[str, Optional[Span]]] = []  # parallel to scopes
         # integer `constant` values by name: a view's derived type uses them as static sizes
         # (as tinytc does), so `subview %A[%c0:%c16]` has a static mode of 16
         self.known: dict[str, Const] = {}
@@ -102,7 +104,18 @@ class _Builder04(_Builder):
     # scopes ---------------------------------------------------------------------------------
 
     def define(self, v: Value, t: Type) -> None:
+        # tinytc v0.4.0 rejects a name visible in any enclosing scope, as the v0.3 rule does
+        for depth, (scope, where) in enumerate(zip(reversed(self.scopes),
+                                                   reversed(self.defined_at))):
+            if v.name in scope and v.name in where:
+                at = where[v.name]
+                place = "?" if at is None else f"{at.line}.{at.col}"
+                self.error(f"%{v.name} is already defined at {place}" if depth == 0 else
+                           f"%{v.name} shadows the definition at {place} in an enclosing "
+                           "region", v.span)
+                break
         self.scopes[-1][v.name] = t
+        self.defined_at[-1][v.name] = v.span
 
     def type_of(self, v: Value) -> Type:
         for scope in reversed(self.scopes):
@@ -219,6 +232,7 @@ class _Builder04(_Builder):
     def function(self, node) -> ir.Function:
         _, gid, _, params_opt, _, attrs_opt, body = node.children
         self.scopes = [{}]
+        self.defined_at = [{}]
         self.known = {}
         args = []
         if params_opt.children:
@@ -246,12 +260,14 @@ class _Builder04(_Builder):
 
     def region(self, node, defs: tuple[tuple[Value, Type], ...] = ()) -> ir.Region:
         self.scopes.append({})
+        self.defined_at.append({})
         for v, t in defs:
             self.define(v, t)
         try:
             return super().region(node)
         finally:
             self.scopes.pop()
+            self.defined_at.pop()
 
     def value_instruction(self, op, r: Value, sp) -> ir.Instruction:
         inst = _VALUE[op.expr.name](self, op, r, sp)

@@ -296,14 +296,17 @@ def _k(body: str, params: str = "", attrs: str = "") -> str:
     return f"func @k({params}){' ' + attrs if attrs else ''} {{\n{body}}}\n"
 
 
-SG8 = "attributes{subgroup_size=8, work_group_size=[8, 1]}"
-ACC = "coopmatrix<f32 x 8 x 8, matrix_acc>"
+# sub-groups of 16, the size tinytc v0.4.0's default target takes: a program is rejected for
+# its rule, not for its sub-group size
+SG16 = "attributes{subgroup_size=16, work_group_size=[16, 1]}"
+ACC = "coopmatrix<f32 x 16 x 8, matrix_acc>"
+SQ = "coopmatrix<f32 x 16 x 16, matrix_acc>"
 
 
 def _spmd(body: str, params: str = "") -> str:
     """`body` inside `parallel` of a kernel with sub-groups of 8."""
     inner = "".join(f"        {line}\n" for line in body.splitlines())
-    return _k(f"    parallel {{\n{inner}    }}\n", params, SG8)
+    return _k(f"    parallel {{\n{inner}    }}\n", params, SG16)
 
 
 def _r(name: str, rule: str, source: str, blame: str, line: int = 1, occurrence: int = 1,
@@ -358,15 +361,16 @@ def rules() -> list[InvalidCase]:
            _k("    %x = cast %p : i32\n", "%p: bool"), "%x = cast %p : i32"),
         _r("coopmatrix_cast_to_scalar", "casts keep coopmatrix-ness",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
-                 "%x = cast %m : f32", "%A: memref<f32 x 8 x 8>"), "%x = cast %m : f32"),
+                 "%x = cast %m : f32", "%A: memref<f32 x 16 x 8>"), "%x = cast %m : f32"),
         _r("coopmatrix_cast_shape", "casts keep the coopmatrix shape",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
                  "%x = cast %m : coopmatrix<f16 x 8 x 16, matrix_acc>",
-                 "%A: memref<f32 x 8 x 8>"), "%x = cast %m : coopmatrix<f16 x 8 x 16, matrix_acc>"),
+                 "%A: memref<f32 x 16 x 8>"),
+           "%x = cast %m : coopmatrix<f16 x 8 x 16, matrix_acc>"),
         _r("coopmatrix_cast_use", "only matrix_acc may become matrix_a or matrix_b",
            _spmd("%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : "
-                 "coopmatrix<f32 x 8 x 8, matrix_a>\n"
-                 f"%x = cast %m : {ACC}", "%A: memref<f32 x 8 x 8>"), f"%x = cast %m : {ACC}"),
+                 "coopmatrix<f32 x 16 x 8, matrix_a>\n"
+                 f"%x = cast %m : {ACC}", "%A: memref<f32 x 16 x 8>"), f"%x = cast %m : {ACC}"),
         _r("builtin_type", "group_id has type index",
            _k("    %g = group_id.x : i32\n"), "%g = group_id.x : i32"),
         _r("alloca_scalar", "alloca makes a memref",
@@ -415,16 +419,16 @@ def rules() -> list[InvalidCase]:
            "%r = for %i = %c0, %n init(%a = %z) -> (i32) {\n        yield (%a)\n    }"),
         _r("foreach_tile_extents", "one tile extent per loop variable",
            _k("    %c0 = constant 0 : index\n    foreach_tile (%i, %j) = (%c0, %c0), (%n, %n) as"
-              " (%s, %t) <= (8) {\n    }\n", "%n: index", SG8),
-           "foreach_tile (%i, %j) = (%c0, %c0), (%n, %n) as (%s, %t) <= (8) {\n    }"),
+              " (%s, %t) <= (16) {\n    }\n", "%n: index", SG16),
+           "foreach_tile (%i, %j) = (%c0, %c0), (%n, %n) as (%s, %t) <= (16) {\n    }"),
         _r("foreach_tile_extent_zero", "tile extents are positive",
            _k("    %c0 = constant 0 : index\n    foreach_tile (%i, %j) = (%c0, %c0), (%n, %n) as"
-              " (%s, %t) <= (8, 0) {\n    }\n", "%n: index", SG8),
-           "foreach_tile (%i, %j) = (%c0, %c0), (%n, %n) as (%s, %t) <= (8, 0) {\n    }"),
+              " (%s, %t) <= (16, 0) {\n    }\n", "%n: index", SG16),
+           "foreach_tile (%i, %j) = (%c0, %c0), (%n, %n) as (%s, %t) <= (16, 0) {\n    }"),
         _r("foreach_tile_not_subgroup_multiple", "the first tile extent is a multiple of the "
            "subgroup size",
            _k("    %c0 = constant 0 : index\n    foreach_tile (%i) = (%c0), (%n) as (%s) <= (4)"
-              " {\n    }\n", "%n: index", SG8),
+              " {\n    }\n", "%n: index", SG16),
            "foreach_tile (%i) = (%c0), (%n) as (%s) <= (4) {\n    }"),
         _r("blas_scalar_operand", "BLAS operands are memrefs",
            _k("    gemm %a, %a, %B, %a, %B\n", "%a: f32, %B: memref<f32 x 4 x 4>"),
@@ -448,40 +452,73 @@ def rules() -> list[InvalidCase]:
            _k("    cumsum %a, %A, 0, %a, %B\n", "%a: f32, %A: memref<f32 x 4>, "
               "%B: memref<f32 x 5>"), "cumsum %a, %A, 0, %a, %B"),
         _r("coopmatrix_mul_add_use", "mul_add takes matrix_a, matrix_b, matrix_acc",
-           _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
-                 f"%d = cooperative_matrix_mul_add %m, %m, %m : {ACC}",
-                 "%A: memref<f32 x 8 x 8>"), f"%d = cooperative_matrix_mul_add %m, %m, %m : {ACC}",
-           again=1),  # A's use and B's use: two errors
+           _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {SQ}\n"
+                 f"%d = cooperative_matrix_mul_add %m, %m, %m : {SQ}",
+                 "%A: memref<f32 x 16 x 16>"), f"%d = cooperative_matrix_mul_add %m, %m, %m : {SQ}",
+           again=1),  # A's use and B's use: two errors (square: the shapes fit)
         _r("coopmatrix_mul_add_promotion", "mul_add's product promotes to the accumulator",
            _spmd("%c0 = constant 0 : index\n%a = cooperative_matrix_load %A[%c0, %c0] : "
-                 "coopmatrix<f32 x 8 x 8, matrix_a>\n%b = cooperative_matrix_load %A[%c0, %c0] "
+                 "coopmatrix<f32 x 16 x 8, matrix_a>\n%b = cooperative_matrix_load %A[%c0, %c0] "
                  ": coopmatrix<f32 x 8 x 8, matrix_b>\n%c = cooperative_matrix_load %C[%c0, %c0]"
-                 " : coopmatrix<f16 x 8 x 8, matrix_acc>\n%d = cooperative_matrix_mul_add %a, "
-                 "%b, %c : coopmatrix<f16 x 8 x 8, matrix_acc>",
-                 "%A: memref<f32 x 8 x 8>, %C: memref<f16 x 8 x 8>"),
-           "%d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f16 x 8 x 8, matrix_acc>"),
+                 " : coopmatrix<f16 x 16 x 8, matrix_acc>\n%d = cooperative_matrix_mul_add %a, "
+                 "%b, %c : coopmatrix<f16 x 16 x 8, matrix_acc>",
+                 "%A: memref<f32 x 16 x 8>, %C: memref<f16 x 16 x 8>"),
+           "%d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f16 x 16 x 8, matrix_acc>"),
         _r("coopmatrix_load_vector", "coopmatrix loads read matrices",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}",
                  "%A: memref<f32 x 8>"), f"%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}"),
         _r("coopmatrix_load_component", "the component type is the element type",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}",
-                 "%A: memref<f64 x 8 x 8>"), f"%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}"),
+                 "%A: memref<f64 x 16 x 8>"), f"%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}"),
         _r("coopmatrix_scale_type", "the scale factor has the component type",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
                  f"%s = cooperative_matrix_scale %a, %m : {ACC}",
-                 "%A: memref<f32 x 8 x 8>, %a: f64"),
+                 "%A: memref<f32 x 16 x 8>, %a: f64"),
            f"%s = cooperative_matrix_scale %a, %m : {ACC}"),
         _r("coopmatrix_reduce_shape", "a row reduction gives M x 1",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
                  f"%r = cooperative_matrix_reduce_add.row %m : {ACC}",
-                 "%A: memref<f32 x 8 x 8>"), f"%r = cooperative_matrix_reduce_add.row %m : {ACC}"),
+                 "%A: memref<f32 x 16 x 8>"), f"%r = cooperative_matrix_reduce_add.row %m : {ACC}"),
         _r("coopmatrix_apply_type", "apply returns the matrix's type",
            _spmd(f"%c0 = constant 0 : index\n%m = cooperative_matrix_load %A[%c0, %c0] : {ACC}\n"
                  "%r = cooperative_matrix_apply (%i, %j, %v) = %m -> "
                  "coopmatrix<f32 x 8 x 16, matrix_acc> {\n    yield (%v)\n}",
-                 "%A: memref<f32 x 8 x 8>"),
+                 "%A: memref<f32 x 16 x 8>"),
            "%r = cooperative_matrix_apply (%i, %j, %v) = %m -> "
            "coopmatrix<f32 x 8 x 16, matrix_acc> {\n            yield (%v)\n        }"),
+        _r("value_redefined", "a name is defined once in a region",
+           _k("    %x = add %a, %a : i32\n    %x = sub %a, %a : i32\n", "%a: i32"), "%x", 3),
+        _r("value_shadowed", "a name visible in an enclosing region is not defined again",
+           _k("    %c0 = constant 0 : index\n    %n = constant 4 : index\n"
+              "    foreach (%i) = (%c0), (%n) {\n        %n = constant 7 : i32\n"
+              "        store %n, %A[%i]\n    }\n", "%A: memref<i32 x 4>"), "%n", 5),
+        _r("loop_variable_shadowed", "a loop variable is a name like any other",
+           _k("    %c0 = constant 0 : index\n    for %n = %c0, %n {\n    }\n", "%n: index"),
+           "%n", 3),
+        _r("layout_row_major", "a memref's strides grow mode by mode (column-major)",
+           _k("", "%A: memref<f32 x 4 x 3, strided<3, 1>>"),
+           "%A: memref<f32 x 4 x 3, strided<3, 1>>"),
+        _r("layout_stride_count", "a strided layout has one stride per mode",
+           _k("", "%A: memref<f32 x 4 x 3, strided<1>>"), "%A: memref<f32 x 4 x 3, strided<1>>"),
+        _r("layout_negative_size", "sizes are not negative",
+           _k("", "%A: memref<f32 x -4>"), "%A: memref<f32 x -4>"),
+        _r("group_negative_offset", "a group's offset is not negative",
+           _k("", "%G: group<memref<f32 x 4> x 2, offset: -1>"),
+           "%G: group<memref<f32 x 4> x 2, offset: -1>"),
+        _r("cast_from_memref", "cast takes numbers",
+           _k("    %x = cast %A : index\n", "%A: memref<f32 x 4>"), "%x = cast %A : index"),
+        _r("subgroup_lane_type", "subgroup_broadcast's lane is an i32",
+           _spmd("%c0 = constant 0 : index\n%b = subgroup_broadcast %a, %c0 : f32", "%a: f32"),
+           "%b = subgroup_broadcast %a, %c0 : f32"),
+        _r("subgroup_operand_type", "a sub-group operation's operand has the result type",
+           _spmd("%r = subgroup_reduce_add %a : f64", "%a: f32"),
+           "%r = subgroup_reduce_add %a : f64"),
+        _r("subgroup_max_complex", "sub-group max and min need an order",
+           _spmd("%r = subgroup_reduce_max %a : c32", "%a: c32"),
+           "%r = subgroup_reduce_max %a : c32"),
+        _r("subview_offset_type", "subview offsets are index values",
+           _k("    %o = constant 1 : i32\n    %v = subview %A[%o:2] : memref<f32 x 2>\n",
+              "%A: memref<f32 x 4>"), "%o", 3),
         _r("subgroup_op_in_collective", "sub-group operations need an SPMD region",
            _k("    %r = subgroup_reduce_add %a : f32\n", "%a: f32"),
            "%r = subgroup_reduce_add %a : f32"),

@@ -148,14 +148,15 @@ def arithmetic() -> list[UndefinedCase]:
     ]
 
 
-_SPMD_HEAD = ("func @k(%a: memref<i32 x 16>) attributes{subgroup_size=8, "
-              "work_group_size=[16, 1]} {\n    parallel {\n"
+# two sub-groups of 16 (the size tinytc v0.4.0's default target takes)
+_SPMD_HEAD = ("func @k(%a: memref<i32 x 32>) attributes{subgroup_size=16, "
+              "work_group_size=[32, 1]} {\n    parallel {\n"
               "        %k = subgroup_local_id : i32\n        %ki = cast %k : index\n")
 
 
 def spmd() -> list[UndefinedCase]:
     """v0.4 work-items and sub-groups (tests/test_interp_v04_spmd.py has the twins)."""
-    a = {"a": np.arange(16, dtype=np.int32)}
+    a = {"a": np.arange(32, dtype=np.int32)}
     return [
         _u("v04_broadcast_index_not_uniform", "non-uniform",
            _SPMD_HEAD + "        %x = load %a[%ki] : i32\n"
@@ -167,36 +168,37 @@ def spmd() -> list[UndefinedCase]:
            _SPMD_HEAD + "        %x = load %a[%ki] : i32\n        store %x, %a[%ki]\n"
            "    }\n}\n", a, lang="v0.4"),
         _u("v04_coopmatrix_load_unchecked_edge", "out-of-bounds",
-           "func @k(%a: memref<f32 x 5 x 8>) attributes{subgroup_size=8} {\n"
+           "func @k(%a: memref<f32 x 5 x 8>) attributes{subgroup_size=16} {\n"
            "    parallel {\n        %c0 = constant 0 : index\n"
            "        %x = cooperative_matrix_load %a[%c0, %c0] : "
-           "coopmatrix<f32 x 8 x 8, matrix_acc>\n    }\n}\n",
+           "coopmatrix<f32 x 16 x 8, matrix_acc>\n    }\n}\n",
            {"a": np.ones((5, 8), np.float32)}, lang="v0.4"),
     ]
 
 
-_LANE16 = ("        %c8 = constant 8 : index\n        %s = subgroup_linear_id : i32\n"
-           "        %si = cast %s : index\n        %t = mul %si, %c8 : index\n"
+_LANE16 = ("        %c16 = constant 16 : index\n        %s = subgroup_linear_id : i32\n"
+           "        %si = cast %s : index\n        %t = mul %si, %c16 : index\n"
            "        %l = add %t, %ki : index\n")
-_ACC8 = "coopmatrix<f32 x 8 x 8, matrix_acc>"
+_ACC16 = "coopmatrix<f32 x 16 x 8, matrix_acc>"
 
 
 def spmd_more() -> list[UndefinedCase]:
     """More v0.4-only undefined behaviour: races in local memory and between work-items,
     atomics against plain accesses, barriers under lane-dependent loops, non-uniform
     cooperative-matrix operands, unchecked coopmatrix stores and uninitialised local memory."""
-    a = {"a": np.arange(16, dtype=np.int32)}
-    f = {"f": np.arange(64, dtype=np.float32).reshape(8, 8)}
-    coop = ("func @k(%f: memref<f32 x 8 x 8>) attributes{subgroup_size=8} {\n    parallel {\n"
+    a = {"a": np.arange(32, dtype=np.int32)}
+    f = {"f": np.arange(128, dtype=np.float32).reshape(16, 8)}
+    coop = ("func @k(%f: memref<f32 x 16 x 8>) attributes{subgroup_size=16} {\n"
+            "    parallel {\n"
             "        %c0 = constant 0 : index\n")
     return [
         _u("v04_race_local_memory_without_barrier", "data-race",
-           "func @k(%a: memref<i32 x 16>) attributes{subgroup_size=8, "
-           "work_group_size=[16, 1]} {\n    %L = alloca : memref<i32 x 16, local>\n"
+           "func @k(%a: memref<i32 x 32>) attributes{subgroup_size=16, "
+           "work_group_size=[32, 1]} {\n    %L = alloca : memref<i32 x 32, local>\n"
            "    parallel {\n        %k = subgroup_local_id : i32\n"
            "        %ki = cast %k : index\n" + _LANE16 +
            "        %x = load %a[%l] : i32\n        store %x, %L[%l]\n"
-           "        %c15 = constant 15 : index\n        %m = sub %c15, %l : index\n"
+           "        %c31 = constant 31 : index\n        %m = sub %c31, %l : index\n"
            "        %y = load %L[%m] : i32\n        store %y, %a[%l]\n    }\n}\n", a,
            lang="v0.4"),
         _u("v04_race_work_items_same_element", "data-race",
@@ -212,15 +214,15 @@ def spmd_more() -> list[UndefinedCase]:
            a, lang="v0.4"),
         _u("v04_coopmatrix_load_index_not_uniform", "non-uniform",
            coop + "        %k = subgroup_local_id : i32\n        %ki = cast %k : index\n"
-           f"        %m = cooperative_matrix_load %f[%ki, %c0] : {_ACC8}\n    }}\n}}\n",
+           f"        %m = cooperative_matrix_load %f[%ki, %c0] : {_ACC16}\n    }}\n}}\n",
            f, lang="v0.4"),
         _u("v04_coopmatrix_store_unchecked_edge", "out-of-bounds",
            coop + "        %c1 = constant 1 : index\n"
-           f"        %m = cooperative_matrix_load %f[%c0, %c0] : {_ACC8}\n"
+           f"        %m = cooperative_matrix_load %f[%c0, %c0] : {_ACC16}\n"
            "        cooperative_matrix_store %m, %f[%c1, %c0]\n    }\n}\n", f, lang="v0.4"),
         _u("v04_uninitialised_local_memory", "uninitialised-read",
-           "func @k(%a: memref<i32 x 16>) attributes{subgroup_size=8, "
-           "work_group_size=[16, 1]} {\n    %L = alloca : memref<i32 x 16, local>\n"
+           "func @k(%a: memref<i32 x 32>) attributes{subgroup_size=16, "
+           "work_group_size=[32, 1]} {\n    %L = alloca : memref<i32 x 32, local>\n"
            "    parallel {\n        %k = subgroup_local_id : i32\n"
            "        %ki = cast %k : index\n" + _LANE16 +
            "        %y = load %L[%l] : i32\n        store %y, %a[%l]\n    }\n}\n", a,

@@ -17,7 +17,10 @@ from .model import ValidCase
 from .util import rng_for
 from .v04tags import instructions_of, layouts_of
 
-SPMD8 = "attributes{subgroup_size=8, work_group_size=[16, 1]}"
+# Sub-groups of 16: the size tinytc v0.4.0 takes for its default target (pvc: 16 or 32) and
+# Intel's CPU runtime runs; two sub-groups per work-group in the SPMD kernels.
+SG = 16
+SPMD = f"attributes{{subgroup_size={SG}, work_group_size=[{2 * SG}, 1]}}"
 
 
 def _v(name: str, source: str, args: dict, expected: dict, instr, types,
@@ -210,8 +213,8 @@ def compare() -> list[ValidCase]:
     body = "".join(
         f"        %p{j} = {o} %a, %b : bool\n"
         f"        %v{j} = if %p{j} -> (i32) {{\n            yield (%one)\n        }} else {{\n"
-        f"            yield (%zero)\n        }}\n        %c{j} = constant {j} : index\n"
-        f"        store %v{j}, %R[%i, %c{j}]\n" for j, o in enumerate(ops))
+        f"            yield (%zero)\n        }}\n        %j{j} = constant {j} : index\n"
+        f"        store %v{j}, %R[%i, %j{j}]\n" for j, o in enumerate(ops))
     src = _foreach_kernel("%A: memref<f32 x 5>, %B: memref<f32 x 5>, %R: memref<i32 x 5 x 6>",
                           5, "        %a = load %A[%i] : f32\n        %b = load %B[%i] : f32\n"
                           + body,
@@ -345,7 +348,7 @@ DECIMAL_N    %y = cast %gy : i32
 
 
 def atomics() -> list[ValidCase]:
-    src = f"""func @k(%A: memref<i32 x 3>, %F: memref<f32>) {SPMD8} {{
+    src = f"""func @k(%A: memref<i32 x 3>, %F: memref<f32>) {SPMD} {{
     parallel {{
         %c0 = constant 0 : index
         %c1 = constant 1 : index
@@ -354,8 +357,8 @@ def atomics() -> list[ValidCase]:
         %half = constant 0.5 : f32
         %s = subgroup_linear_id : i32
         %k = subgroup_local_id : i32
-        %c8 = constant 8 : i32
-        %t = mul %s, %c8 : i32
+        %csg = constant {SG} : i32
+        %t = mul %s, %csg : i32
         %l = add %t, %k : i32
         %0 = atomic_add %one, %A[%c0] : i32
         %1 = atomic_max %l, %A[%c1] : i32
@@ -368,7 +371,7 @@ def atomics() -> list[ValidCase]:
     a = [5, -7, 100]
     f = 1.25
     for _g in range(groups):
-        for lid in range(16):
+        for lid in range(2 * SG):
             a[0] += 1
             a[1] = max(a[1], lid)
             a[2] = min(a[2], lid)
@@ -381,12 +384,12 @@ def atomics() -> list[ValidCase]:
 
 # --- work-items and sub-groups ---------------------------------------------------------------
 
-_LANE = """        %s = subgroup_linear_id : i32
+_LANE = f"""        %s = subgroup_linear_id : i32
         %k = subgroup_local_id : i32
         %ki = cast %k : index
         %si = cast %s : index
-        %c8 = constant 8 : index
-        %t = mul %si, %c8 : index
+        %csg = constant {SG} : index
+        %t = mul %si, %csg : index
         %l = add %t, %ki : index
 """
 
@@ -421,22 +424,26 @@ def _sg_reference(x: list, op: str, lo, hi) -> list:
 def subgroups() -> list[ValidCase]:
     out = []
     for t, dt, lo, hi in (("i32", np.int32, -2**31, 2**31 - 1),
-                          ("f32", np.float32, -math.inf, math.inf)):
+                          ("f32", np.float32, -math.inf, math.inf),
+                          ("i64", np.int64, -2**63, 2**63 - 1),
+                          ("f64", np.float64, -math.inf, math.inf),
+                          ("f16", np.float16, -math.inf, math.inf)):
         body = "".join(
             f"        %r{j} = {op} %x{', %c3' if op == 'subgroup_broadcast' else ''} : {t}\n"
             f"        %o{j} = constant {j} : index\n        store %r{j}, %R[%l, %o{j}]\n"
             for j, op in enumerate(_SG_OPS))
-        src = (f"func @k(%X: memref<{t} x 16>, %R: memref<{t} x 16 x {len(_SG_OPS)}>) "
-               f"{SPMD8} {{\n    parallel {{\n{_LANE}        %c3 = constant 3 : i32\n"
+        src = (f"func @k(%X: memref<{t} x {2 * SG}>, %R: memref<{t} x {2 * SG} x "
+               f"{len(_SG_OPS)}>) "
+               f"{SPMD} {{\n    parallel {{\n{_LANE}        %c3 = constant 3 : i32\n"
                f"        %x = load %X[%l] : {t}\n{body}    }}\n}}\n")
-        x = [int(v) for v in rng_for(f"v04_sg_{t}").integers(-20, 21, 16)]
-        r = [[0] * len(_SG_OPS) for _ in range(16)]
+        x = [int(v) for v in rng_for(f"v04_sg_{t}").integers(-20, 21, 2 * SG)]
+        r = [[0] * len(_SG_OPS) for _ in range(2 * SG)]
         for j, op in enumerate(_SG_OPS):
             for sg in range(2):
-                lanes = _sg_reference(x[8 * sg:8 * sg + 8], op, lo, hi)
-                for p in range(8):
-                    r[8 * sg + p][j] = lanes[p]
-        args = {"X": np.array(x, dt), "R": np.zeros((16, len(_SG_OPS)), dt)}
+                lanes = _sg_reference(x[SG * sg:SG * sg + SG], op, lo, hi)
+                for p in range(SG):
+                    r[SG * sg + p][j] = lanes[p]
+        args = {"X": np.array(x, dt), "R": np.zeros((2 * SG, len(_SG_OPS)), dt)}
         out.append(_v(f"subgroup_ops_{t}", src, args, {"R": r},
                       _SG_OPS + ["parallel", "subgroup_linear_id", "subgroup_local_id", "load",
                                  "store"], [t, "index"]))
@@ -444,33 +451,33 @@ def subgroups() -> list[ValidCase]:
 
 
 def barrier_local() -> list[ValidCase]:
-    src = f"""func @k(%A: memref<f32 x 16>, %B: memref<f32 x 16>) {SPMD8} {{
-    %L = alloca : memref<f32 x 16, local>
+    src = f"""func @k(%A: memref<f32 x {2 * SG}>, %B: memref<f32 x {2 * SG}>) {SPMD} {{
+    %L = alloca : memref<f32 x {2 * SG}, local>
     parallel {{
 {_LANE}        %x = load %A[%l] : f32
         store %x, %L[%l]
         barrier.local
-        %c15 = constant 15 : index
-        %m = sub %c15, %l : index
+        %last = constant {2 * SG - 1} : index
+        %m = sub %last, %l : index
         %y = load %L[%m] : f32
         store %y, %B[%l]
     }}
 }}
 """
-    a = _eighths("v04_barrier", 16)
+    a = _eighths("v04_barrier", 2 * SG)
     return [_v("barrier_local_reverse", src, {"A": np.array(a, np.float32),
-                                              "B": np.zeros(16, np.float32)},
+                                              "B": np.zeros(2 * SG, np.float32)},
                {"B": list(reversed(a))}, ["barrier", "alloca", "parallel", "load", "store"],
                ["f32"])]
 
 
 def foreach_tile() -> list[ValidCase]:
-    src = f"""func @k(%A: memref<f32 x ? x ?>, %B: memref<f32 x ? x ?>) {SPMD8} {{
+    src = f"""func @k(%A: memref<f32 x ? x ?>, %B: memref<f32 x ? x ?>) {SPMD} {{
     %c0 = constant 0 : index
     %c1 = constant 1 : index
     %m = size %A[0] : index
     %n = size %A[1] : index
-    foreach_tile (%i, %j) = (%c0, %c0), (%m, %n) as (%si, %sj) <= (8, 2) {{
+    foreach_tile (%i, %j) = (%c0, %c0), (%m, %n) as (%si, %sj) <= ({SG}, 2) {{
         %k = subgroup_local_id : i32
         %ki = cast %k : index
         %p = less_than %ki, %si : bool
@@ -486,62 +493,64 @@ def foreach_tile() -> list[ValidCase]:
     }}
 }}
 """
-    a = [_eighths(f"v04_tile_{r}", 5) for r in range(10)]
+    a = [_eighths(f"v04_tile_{r}", 5) for r in range(SG + 4)]  # a full tile and an edge
     b = [[v + v for v in row] for row in a]
-    args = {"A": np.array(a, np.float32), "B": np.zeros((10, 5), np.float32)}
+    args = {"A": np.array(a, np.float32), "B": np.zeros((SG + 4, 5), np.float32)}
     return [_v("foreach_tile_edges", src, args, {"B": b},
                ["foreach_tile", "subgroup_local_id", "less_than", "if", "for", "size", "add",
                 "load", "store"], ["f32", "index"])]
 
 
-# --- cooperative matrices (one sub-group of 8: lane p holds row p, component v column v) ---
+# --- cooperative matrices (one sub-group of SG: lane p holds row p, component v column v) ---
 
-SG1 = "attributes{subgroup_size=8, work_group_size=[8, 1]}"
+SG1 = f"attributes{{subgroup_size={SG}, work_group_size=[{SG}, 1]}}"
+M = SG  # rows of matrix_a and matrix_acc: a multiple of the sub-group size
 
 
 def coopmatrix() -> list[ValidCase]:
     out = []
     for t, dt in (("f32", np.float32), ("f16", np.float16)):
-        src = f"""func @k(%A: memref<{t} x 8 x 8>, %B: memref<{t} x 8 x 8>, %C: memref<f32 x 8 x 8>,
-           %D: memref<f32 x 8 x 8>) {SG1} {{
+        src = f"""func @k(%A: memref<{t} x {M} x 8>, %B: memref<{t} x 8 x 8>,
+           %C: memref<f32 x {M} x 8>, %D: memref<f32 x {M} x 8>) {SG1} {{
     parallel {{
         %c0 = constant 0 : index
-        %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<{t} x 8 x 8, matrix_a>
+        %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<{t} x {M} x 8, matrix_a>
         %b = cooperative_matrix_load.t %B[%c0, %c0] : coopmatrix<{t} x 8 x 8, matrix_b>
-        %c = cooperative_matrix_load %C[%c0, %c0] : coopmatrix<f32 x 8 x 8, matrix_acc>
-        %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f32 x 8 x 8, matrix_acc>
+        %c = cooperative_matrix_load %C[%c0, %c0] : coopmatrix<f32 x {M} x 8, matrix_acc>
+        %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<f32 x {M} x 8, matrix_acc>
         cooperative_matrix_store %d, %D[%c0, %c0]
     }}
 }}
 """
-        a = [_eighths(f"v04_cm_{t}_a{r}", 8) for r in range(8)]
+        a = [_eighths(f"v04_cm_{t}_a{r}", 8) for r in range(M)]
         b = [_eighths(f"v04_cm_{t}_b{r}", 8) for r in range(8)]
-        c = [_eighths(f"v04_cm_{t}_c{r}", 8) for r in range(8)]
-        d = [[0.0] * 8 for _ in range(8)]
-        for m in range(8):
+        c = [_eighths(f"v04_cm_{t}_c{r}", 8) for r in range(M)]
+        d = [[0.0] * 8 for _ in range(M)]
+        for m in range(M):
             for n in range(8):
                 acc = c[m][n]
                 for k in range(8):
                     acc += a[m][k] * b[n][k]  # B loaded transposed: entry (k, n) is B[n, k]
                 d[m][n] = acc
         args = {"A": np.array(a, dt), "B": np.array(b, dt), "C": np.array(c, np.float32),
-                "D": np.zeros((8, 8), np.float32)}
+                "D": np.zeros((M, 8), np.float32)}
         out.append(_v(f"coopmatrix_mul_add_{t}", src, args, {"D": d},
                       ["cooperative_matrix_load", "cooperative_matrix_mul_add",
                        "cooperative_matrix_store", "parallel"], [t, "f32"]))
-    src = f"""func @k(%A: memref<f32 x 8 x 8>, %X: memref<f32 x 8>, %C: memref<f32 x 8 x 8>,
-           %R: memref<f32 x 8 x 1>, %Q: memref<f32 x 1 x 8>) {SG1} {{
+    acc = f"coopmatrix<f32 x {M} x 8, matrix_acc>"
+    src = f"""func @k(%A: memref<f32 x {M} x 8>, %X: memref<f32 x {M}>, %C: memref<f32 x {M} x 8>,
+           %R: memref<f32 x {M} x 1>, %Q: memref<f32 x 1 x 8>) {SG1} {{
     parallel {{
         %c0 = constant 0 : index
-        %m = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        %m = cooperative_matrix_load %A[%c0, %c0] : {acc}
         %e = cooperative_matrix_extract %m[2] : f32
         %k = subgroup_local_id : i32
         %ki = cast %k : index
         store %e, %X[%ki]
-        %m2 = cooperative_matrix_insert %e, %m[0] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        %m2 = cooperative_matrix_insert %e, %m[0] : {acc}
         %two = constant 2.0 : f32
-        %m3 = cooperative_matrix_scale %two, %m2 : coopmatrix<f32 x 8 x 8, matrix_acc>
-        %m4 = cooperative_matrix_apply (%i, %j, %v) = %m3 -> coopmatrix<f32 x 8 x 8, matrix_acc> {{
+        %m3 = cooperative_matrix_scale %two, %m2 : {acc}
+        %m4 = cooperative_matrix_apply (%i, %j, %v) = %m3 -> {acc} {{
             %c10 = constant 10 : i32
             %i10 = mul %i, %c10 : i32
             %ij = add %i10, %j : i32
@@ -550,25 +559,25 @@ def coopmatrix() -> list[ValidCase]:
             yield (%w)
         }}
         cooperative_matrix_store %m4, %C[%c0, %c0]
-        %r = cooperative_matrix_reduce_add.row %m4 : coopmatrix<f32 x 8 x 1, matrix_acc>
+        %r = cooperative_matrix_reduce_add.row %m4 : coopmatrix<f32 x {M} x 1, matrix_acc>
         cooperative_matrix_store %r, %R[%c0, %c0]
         %q = cooperative_matrix_reduce_max.column %m4 : coopmatrix<f32 x 1 x 8, matrix_acc>
         cooperative_matrix_store %q, %Q[%c0, %c0]
     }}
 }}
 """
-    a = [_eighths(f"v04_cm_el{r}", 8) for r in range(8)]
-    x = [a[p][2] for p in range(8)]
-    m = [[(x[i] if j == 0 else a[i][j]) * 2 + (10 * i + j) for j in range(8)] for i in range(8)]
+    a = [_eighths(f"v04_cm_el{r}", 8) for r in range(M)]
+    x = [a[p][2] for p in range(M)]
+    m = [[(x[i] if j == 0 else a[i][j]) * 2 + (10 * i + j) for j in range(8)] for i in range(M)]
     rows = []
-    for i in range(8):
+    for i in range(M):
         s = 0.0
         for j in range(8):
             s += m[i][j]
         rows.append([s])
-    cols = [[max(m[i][j] for i in range(8)) for j in range(8)]]
-    args = {"A": np.array(a, np.float32), "X": np.zeros(8, np.float32),
-            "C": np.zeros((8, 8), np.float32), "R": np.zeros((8, 1), np.float32),
+    cols = [[max(m[i][j] for i in range(M)) for j in range(8)]]
+    args = {"A": np.array(a, np.float32), "X": np.zeros(M, np.float32),
+            "C": np.zeros((M, 8), np.float32), "R": np.zeros((M, 1), np.float32),
             "Q": np.zeros((1, 8), np.float32)}
     out.append(_v("coopmatrix_elements", src, args, {"X": x, "C": m, "R": rows, "Q": cols},
                   ["cooperative_matrix_load", "cooperative_matrix_extract",

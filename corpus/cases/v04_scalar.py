@@ -84,8 +84,8 @@ def bool_logic() -> list[ValidCase]:
     for j, o in enumerate(ops + ["not"]):
         expr = "not %p : bool" if o == "not" else f"{o} %p, %q : bool"
         lines += [f"%r{j} = {expr}", f"%v{j} = if %r{j} -> (i32) {{", "    yield (%one)",
-                  "} else {", "    yield (%zero)", "}", f"%c{j} = constant {j} : index",
-                  f"store %v{j}, %R[%i, %c{j}]"]
+                  "} else {", "    yield (%zero)", "}", f"%col{j} = constant {j} : index",
+                  f"store %v{j}, %R[%i, %col{j}]"]
     src = _foreach_kernel("%A: memref<i32 x 4>, %B: memref<i32 x 4>, %R: memref<i32 x 4 x 4>", 4,
                           _lines(*lines),
                           "    %one = constant 1 : i32\n    %zero = constant 0 : i32\n")
@@ -97,6 +97,22 @@ def bool_logic() -> list[ValidCase]:
     return [_v("bool_logic", src, args, {"R": r}, ops + ["not", "equal", "if", "yield", "load",
                                                           "store", "foreach", "constant"],
                ["bool", "i32"])]
+
+
+def complex_unary() -> list[ValidCase]:
+    """conj, re, im, abs and neg on c64 (c32: corpus/cases/v04.py unary_complex): abs of
+    Pythagorean pairs is exact."""
+    src = _foreach_kernel(
+        _vectors(4, Z="c64", C="c64", N="c64", R="f64", I="f64", M="f64"), 4, _lines(
+            "%z = load %Z[%i] : c64", "%c = conj %z : c64", "%g = neg %z : c64",
+            "%r = re %z : f64", "%m = im %z : f64", "%a = abs %z : f64", "store %c, %C[%i]",
+            "store %g, %N[%i]", "store %r, %R[%i]", "store %m, %I[%i]", "store %a, %M[%i]"))
+    z = [complex(-8, 15), complex(7, 24), complex(0.375, -0.5), complex(-20, -21)]
+    args = {"Z": np.array(z, np.complex128), "C": np.zeros(4, np.complex128),
+            "N": np.zeros(4, np.complex128)} | {k: np.zeros(4) for k in "RIM"}
+    exp = {"C": [v.conjugate() for v in z], "N": [-v for v in z], "R": [v.real for v in z],
+           "I": [v.imag for v in z], "M": [math.hypot(v.real, v.imag) for v in z]}
+    return [_v("unary_c64", src, args, exp, ["conj", "neg", "re", "im", "abs"], ["c64", "f64"])]
 
 
 def f32r(x: float) -> float:
@@ -244,7 +260,7 @@ def compares() -> list[ValidCase]:
         for j, o in enumerate(ops):
             lines += [f"%p{j} = {o} %a, %b : bool", f"%v{j} = if %p{j} -> (i32) {{",
                       "    yield (%one)", "} else {", "    yield (%zero)", "}",
-                      f"%c{j} = constant {j} : index", f"store %v{j}, %R[%i, %c{j}]"]
+                      f"%col{j} = constant {j} : index", f"store %v{j}, %R[%i, %col{j}]"]
         src = _foreach_kernel(f"%A: memref<{t} x {n}>, %B: memref<{t} x {n}>, "
                               f"%R: memref<i32 x {n} x {len(ops)}>", n, _lines(*lines),
                               "    %one = constant 1 : i32\n    %zero = constant 0 : i32\n")
@@ -260,4 +276,5 @@ def compares() -> list[ValidCase]:
 
 
 def cases() -> list[ValidCase]:
-    return [*integers(), *bool_logic(), *floats(), *math_types(), *casts(), *compares()]
+    return [*integers(), *bool_logic(), *complex_unary(), *floats(), *math_types(), *casts(),
+            *compares()]

@@ -53,9 +53,8 @@ def migrate_cases(cases: Sequence[Case]) -> tuple[list[Case], list[tuple[Case, s
             skipped.append((case, f"not migrated: {first}"))
             continue
         m = copy.copy(case)
-        m.meta = {**case.meta, "lang": "v0.4", "migrated": "v0.3"}
-        if case.kind != "invalid":
-            m.meta["tags"] = {**case.tags, "origin": [ORIGIN]}
-        m._cache = {"source": text}
+        m.meta = {**case.meta, "lang": "v0.4", "migrated": "v0.3",
+                  "tags": {**case.tags, "origin": [ORIGIN]}}
+        m._cache = {"source": text}  # a dict of its own: the v0.3 case keeps its text
         out.append(m)
     return out, skipped

@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 import tempfile
-from typing import Optional
+from typing import Optional, Union
 
 from ..args import groups_word, load_npz, save_npz
 from ..diagnostics import TLError
@@ -56,7 +56,7 @@ class Template(Implementation):
         self.options = options
 
     def argv(self, kernel: str, args: str, out: str, func: Optional[str],
-             groups: Optional[int]) -> list[str]:
+             groups: Union[None, int, tuple[int, ...]]) -> list[str]:
         return expand_template(self.spec, {
             "kernel": kernel, "args": args, "out": out, "func": func,
             "groups": None if groups is None else groups_word(groups)})
