@@ -84,3 +84,32 @@ def test_installed_mutants_leave_the_reference_alone(tmp_path, capsys):
         other.join()
     assert status == 0, [c["id"] for c in report["cases"] if c["status"] != "pass"]
     assert wrong and all(wrong)
+
+
+def test_low_precision_mutants_keep_single_values_single():
+    """A rounding mutant hands back a value of the shape it got: one bf16/f16 value stays
+    0-d (an atomic update of one shared element stores it into an array element; a 1-element
+    array there made the plug-in crash instead of computing)."""
+    import numpy as np
+
+    assert mutations_v04._bf16_truncate(np.float32(-0.1)).shape == ()
+    assert mutations_v04._f16_flush(np.float32(1e-6)).shape == ()
+    source = """func @k(%A: memref<bf16 x 4>, %M: memref<bf16>)
+        attributes{subgroup_size=8, work_group_size=[8, 1]} {
+    parallel {
+        %k = subgroup_local_id : i32
+        %ki = cast %k : index
+        %c4 = constant 4 : index
+        %i = rem %ki, %c4 : index
+        %x = load %A[%i] : bf16
+        %old = atomic_max %x, %M[] : bf16
+    }
+}
+"""
+    import ml_dtypes
+
+    args = {"A": np.array([0.5, -2.0, 3.25, 1.0], ml_dtypes.bfloat16),
+            "M": np.array(-8.0, ml_dtypes.bfloat16)}
+    for name in ("bf16-truncate", "f16-flush-subnormals"):
+        out = mutations_v04.run(name, source, dict(args))
+        assert float(np.asarray(out["M"]).astype(np.float32)) == 3.25

@@ -320,9 +320,12 @@ def _rounding(name: str, dtype_name: str,
         fns = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
 
         def narrowed(x32) -> np.ndarray:
-            r = narrow(np.asarray(x32, np.float32))
-            if np.any(r.astype(np.float32) != np.asarray(x32, np.float32).astype(t)
-                      .astype(np.float32)):
+            x32 = np.asarray(x32, np.float32)
+            r = narrow(x32)
+            with np.errstate(all="ignore"):
+                right = x32.astype(t).astype(np.float32)
+            got = r.astype(np.float32)
+            if np.any((got != right) & ~(np.isnan(got) & np.isnan(right))):
                 _hit()
             return r
 
@@ -370,8 +373,9 @@ def _bf16_truncate(x: np.ndarray) -> np.ndarray:
     """f32 -> bf16 by dropping the low 16 bits (round toward zero)."""
     import ml_dtypes
 
-    return (np.ascontiguousarray(x).view(np.uint32) >> 16).astype(np.uint16) \
-        .view(ml_dtypes.bfloat16)
+    a = np.asarray(x, np.float32)
+    bits = a.reshape(-1).view(np.uint32) >> 16  # reshape: a 0-d value too, kept 0-d below
+    return bits.astype(np.uint16).view(ml_dtypes.bfloat16).reshape(a.shape)
 
 
 def _f16_flush(x: np.ndarray) -> np.ndarray:
