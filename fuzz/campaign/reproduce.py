@@ -1,9 +1,10 @@
 """`tlfuzz reproduce`: rerun a finding against the reference, as an interestingness test.
 
     tlfuzz reproduce FINDING [--device D] [--timeout S]
-    tlfuzz reproduce KERNEL.tl --args ARGS.npz --impl SPEC [--func F] [--groups N]
-                     [--device D] [--lowering KEY=VALUE ...] [--work-group-size W0xW1]
-                     [--build-options '...'] [--reject-status 1,2] [--timeout S]
+    tlfuzz reproduce KERNEL.tl --args ARGS.npz --impl SPEC [--func F] [--groups N|X,Y,Z]
+                     [--lang v0.3|v0.4] [--device D] [--lowering KEY=VALUE ...]
+                     [--work-group-size W0xW1] [--build-options '...'] [--reject-status 1,2]
+                     [--timeout S]
 
 FINDING is NAME, NAME.tl or NAME.txt of a finding saved by tlfuzz: the implementation and its
 flags come from the first line of NAME.txt (flags given here override them). The reference

@@ -86,7 +86,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                  for w in (flag, v)]
     try:
         req = request([ns.finding, *overrides])
-        case = load_case(req.tl, req.npz, req.func, req.groups)
+        case = load_case(req.tl, req.npz, req.func, req.groups, req.lang)
     except (UsageError, OSError, ValueError, KeyError, IndexError) as e:
         print(f"tlfuzz triage: cannot read the finding {ns.finding}: {e}", file=sys.stderr)
         return 2
