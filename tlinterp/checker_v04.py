@@ -620,6 +620,30 @@ class _Function:
                 self.error(f"result type {inst.type} differs from the matrix type {tm}",
                            inst.span)
 
+    def _coopextract(self, inst: ir.CoopExtract, spmd) -> None:
+        """The component read has the matrix's component type (tinytc v0.4.0 agrees: "Number
+        type mismatch"); accepted before, the value then carried the wrong type."""
+        tm = self.type_of(inst.operand)
+        if not isinstance(tm, CoopMatrixType):
+            if tm is not UNKNOWN:
+                self.error(f"%{inst.operand.name} is not a coopmatrix ({tm})", inst.span)
+        elif inst.type != tm.component:
+            self.error(f"cooperative_matrix_extract of {tm} gives {tm.component}, not "
+                       f"{inst.type}", inst.span)
+
+    def _coopinsert(self, inst: ir.CoopInsert, spmd) -> None:
+        """The value has the component type and the result the matrix's type."""
+        tm, tv = self.type_of(inst.operand), self.type_of(inst.value)
+        if not isinstance(tm, CoopMatrixType):
+            if tm is not UNKNOWN:
+                self.error(f"%{inst.operand.name} is not a coopmatrix ({tm})", inst.span)
+            return
+        if tv is not UNKNOWN and tv != tm.component:
+            self.error(f"inserted value of type {tv}, the matrix holds {tm.component}",
+                       inst.span)
+        if tm != inst.type:
+            self.error(f"result type {inst.type} differs from the matrix type {tm}", inst.span)
+
     def _coopreduce(self, inst: ir.CoopReduce, spmd) -> None:
         ta, t = self.type_of(inst.operand), inst.type
         if isinstance(ta, CoopMatrixType) and isinstance(t, CoopMatrixType):
