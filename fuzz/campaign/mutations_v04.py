@@ -34,6 +34,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tlinterp import ir
+
 from .mutations import HITS, Mutation
 
 _LOCAL = threading.local()  # .name: the mutant of the plug-in call running in this thread
@@ -99,12 +101,6 @@ def _rewrite(name: str, cls: type, change: Callable[[Any], Any]) -> Callable[[],
     return install
 
 
-def _ir():
-    from tlinterp import ir
-
-    return ir
-
-
 # --- sub-group operations ----------------------------------------------------------------------
 
 
@@ -145,7 +141,6 @@ def _identity_zero(name: str) -> Callable[[], None]:
 
 def _broadcast_lane0(inst):
     """subgroup_broadcast ignores its index: every lane gets lane 0's value."""
-    ir = _ir()
     if isinstance(inst.index, ir.Const) and int(inst.index.value) == 0:
         return None
     return dataclasses.replace(inst, index=ir.Const(0))
@@ -194,7 +189,6 @@ def _mul_add_low(name: str) -> Callable[[], None]:
     is rounded to the low type, and the result converted back."""
 
     def install() -> None:
-        from tlinterp import ir
         from tlinterp.interp import coopmatrix as cm
         from tlinterp.interp import execute, lowp
         from tlinterp.interp import spmd_exec as se
@@ -234,7 +228,6 @@ def _for_stale(inst):
     (the last yield is lost, as when a lowering reads the loop header's phi after a
     bottom-tested loop). Rewritten as the same loop carrying one more copy of each value, the
     previous iteration's, whose results then stand for the real ones (`_for_stale_install`)."""
-    ir = _ir()
     if not _for_stale_applies(inst):
         return None
     y = inst.body.instructions[-1]
@@ -252,11 +245,10 @@ def _for_stale(inst):
 
 def _for_stale_applies(inst) -> bool:
     body = inst.body.instructions
-    return bool(inst.inits) and bool(body) and isinstance(body[-1], _ir().Yield)
+    return bool(inst.inits) and bool(body) and isinstance(body[-1], ir.Yield)
 
 
 def _for_stale_install() -> None:
-    from tlinterp import ir
     from tlinterp.interp import execute
 
     _rewrite("for-yield-stale", ir.For, _for_stale)()
@@ -441,7 +433,7 @@ def _atomic_exchange(name: str) -> Callable[[], None]:
 
 def _rw(name: str, cls_name: str, change: Callable) -> Callable[[], None]:
     def install() -> None:
-        _rewrite(name, getattr(_ir(), cls_name), change)()
+        _rewrite(name, getattr(ir, cls_name), change)()
 
     return install
 
