@@ -22,8 +22,8 @@ builder under v0.4's rules, plus f16/bf16/c32/c64, math functions, loops that yi
 grids, multi-dimensional foreach, cumsum, atomics and attributes; see docs/fuzzing.md), printed
 as v0.4 and reparsed with lang="v0.4"; `case.lang` says which, `case.groups` may then be an
 (x, y, z) grid. `lang` defaults to the profile's version (a v0.4 profile such as
-`tinytc-0.4.0`), else v0.3, whose draws are unchanged. With `spmd_weight > 0` that percentage
-of v0.4 cases comes from `fuzz.gen.spmd.spmd_cases(...)` where that module exists.
+`tinytc-0.4.0`), else v0.3, whose draws are unchanged. `spmd_weight` (default 30) percent of
+the v0.4 cases come from `fuzz.gen.spmd.spmd_cases(**spmd_params)` where that module exists.
 
 `lowering_configs()` draws `tlgpu.LoweringConfig`s (tiling and tile plans, staging, unrolling,
 fused multiply-add, index width, barriers, work-group size) so the OpenCL lowering's edge
@@ -35,13 +35,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
 from tlinterp import ir
+from tlinterp.args import Groups
 
 from .gen.function import FunctionGenerator
 from .gen.params import GenParams
@@ -63,7 +64,7 @@ class FuzzCase:
     program: ir.Program  # one function, parsed back from its printed text
     func: str  # its name, without '@'
     args: dict[str, np.ndarray]  # .npz convention
-    groups: Union[int, tuple[int, int, int]]  # work-groups: a count, or a v0.4 (x, y, z) grid
+    groups: Groups  # number of work-groups, or a v0.4 grid (x, y, z)
     lang: str = "v0.3"  # the version of the program's text (`source`)
 
     @property
@@ -159,13 +160,32 @@ def kernels(draw, name: str = "k", lang: Optional[str] = None, **params: Any) ->
     """One random UB-free kernel with arguments, as tensor language `lang` (None: the
     profile's version, else v0.3); see the module docstring."""
     lang = lang_of(lang, params.get("profile"))
-    if lang == "v0.4" and params.get("spmd_weight", GenParams().spmd_weight) > 0:
-        spmd = _spmd_cases()
-        if spmd is not None and draw(st.integers(0, 99)) < params["spmd_weight"]:
-            return draw(spmd(name=name, **{k: v for k, v in params.items()
-                                           if k != "spmd_weight"}))
+    weight = params.get("spmd_weight", GenParams().spmd_weight)
+    if lang == "v0.4" and weight > 0 and _spmd_cases() is not None \
+            and draw(st.integers(0, 99)) < weight:
+        return draw(_spmd_kernels(name, params))
     func, args, groups = draw(kernel_functions(name=name, lang=lang, **params))
     return case_of(func, args, groups, params.get("profile"), lang)
+
+
+@st.composite
+def _spmd_kernels(draw, name: str, params: dict[str, Any]) -> FuzzCase:
+    """A case of `fuzz.gen.spmd.spmd_cases(**spmd_params)`, within the profile: its
+    sub-group sizes and, without narrow atomics, the atomic types it compiles."""
+    profile = profile_of(params.get("profile"))
+    knobs = dict(params.get("spmd_params") or {})
+    if profile.subgroup_sizes is not None:
+        knobs.setdefault("subgroup_sizes", profile.subgroup_sizes)
+    if "atomic-narrow-types" in profile.exclude_features:
+        from .gen.v04 import LOWP, V04_SCALAR_TYPES
+        from .profiles import NARROW_ATOMIC_UPDATE_TYPES
+
+        kept = tuple(t for t in (*V04_SCALAR_TYPES, *LOWP) if not t.is_bool
+                     and t.value != "index" and t not in NARROW_ATOMIC_UPDATE_TYPES)
+        knobs.setdefault("atomic_types", kept)
+    func, args, groups = draw(_spmd_cases()(name=name, **knobs))
+    assume(not profile.restricts or not violations(func, profile))
+    return case_of(func, args, groups, profile, "v0.4")
 
 
 def _spmd_cases():
@@ -194,14 +214,26 @@ V04_GENERATED = (ir.Constant, ir.Builtin, ir.AtomicLoad, ir.AtomicStore, ir.Atom
                  ir.Cumsum, ir.ForeachNd)
 
 
-def generated_kinds(lang: str = "v0.3") -> list[str]:
+# ... and those of the SPMD kernels (fuzz.gen.spmd, kernels(spmd_weight > 0))
+V04_SPMD_GENERATED = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp,
+                      ir.CoopApply, ir.CoopAtomicUpdate, ir.CoopConstruct, ir.CoopExtract,
+                      ir.CoopInsert, ir.CoopLoad, ir.CoopMulAdd, ir.CoopPrefetch, ir.CoopReduce,
+                      ir.CoopScale, ir.CoopStore)
+
+
+def generated_kinds(lang: str = "v0.3", spmd: Optional[bool] = None) -> list[str]:
     """The instruction kinds (`coverage_of`'s names) the generator makes for `lang`: the
-    denominator of tlfuzz's instruction coverage. v0.4 has no lifetime_stop."""
+    denominator of tlfuzz's instruction coverage. v0.4 has no lifetime_stop; `spmd` (None:
+    whether the default spmd_weight draws SPMD kernels and fuzz.gen.spmd exists) adds the
+    SPMD kinds."""
     v03 = {t.__name__ for t in ir.Instruction.__args__ if t not in ir.V04_INSTRUCTIONS} \
         | {t.__name__ + ".atomic" for t in ir.BLAS}
     if _lang(lang) == "v0.3":
         return sorted(v03)
-    return sorted(v03 - {"LifetimeStop"} | {t.__name__ for t in V04_GENERATED})
+    if spmd is None:
+        spmd = GenParams().spmd_weight > 0 and _spmd_cases() is not None
+    extra = V04_GENERATED + (V04_SPMD_GENERATED if spmd else ())
+    return sorted(v03 - {"LifetimeStop"} | {t.__name__ for t in extra})
 
 
 def coverage_of(program: ir.Program) -> set[str]:

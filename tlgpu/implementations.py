@@ -12,7 +12,8 @@ import threading
 import time
 from typing import Optional
 
-from tlinterp.diagnostics import BackendError, TLError
+from tlinterp.args import Groups, groups_text
+from tlinterp.diagnostics import ArgumentError, BackendError, TLError
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
 from tlinterp.impl.base import parse_work_group_size
 from tlinterp.impl.command import (
@@ -43,11 +44,31 @@ def _program(job: Job):
 
     if job.program is not None:
         return lowerable(job.program)
+    # a v0.4 program runs in its v0.3 form, or is refused as not yet lowered
+    return lowerable(_checked(job))
+
+
+def _checked(job: Job):
+    """The job's program checked in its own language (job.program, else the text checked),
+    never lowered: what another compiler compiled (its signature and attributes decide the
+    calling convention, the parameters and the launch)."""
+    if job.program is not None:
+        return job.program
     import tlinterp
 
-    # a v0.4 program runs in its v0.3 form, or is refused as not yet lowered
-    return lowerable(tlinterp.check(tlinterp.parse(job.source, filename=job.filename,
-                                                    lang=job.lang)))
+    return tlinterp.check(tlinterp.parse(job.source, filename=job.filename, lang=job.lang))
+
+
+def _one_dimensional(groups: Optional[Groups]) -> Optional[int]:
+    """Our lowering launches a 1-D grid (work-groups along axis 2, callconv.launch_sizes):
+    a count, or X,1,1; a grid with Y or Z > 1 is refused in words."""
+    if not isinstance(groups, (tuple, list)):
+        return groups
+    if tuple(groups[1:]) != (1, 1):
+        raise ArgumentError(f"--groups {groups_text(groups)}: the opencl implementation (our "
+                            "lowering) launches a one-dimensional grid of work-groups; a grid "
+                            "with Y or Z > 1 runs on interp, opencl-c: and spirv:")
+    return groups[0]
 
 
 class _OnADevice:
@@ -79,9 +100,10 @@ class OpenCL(_OnADevice, Implementation):
 
         try:
             program = _program(job)
+            groups = _one_dimensional(job.groups)
             with _LOCK:
-                config = self._tuned(program, job.args, job.func, job.groups)
-                out = run(program, job.args, func=job.func, groups=job.groups,
+                config = self._tuned(program, job.args, job.func, groups)
+                out = run(program, job.args, func=job.func, groups=groups,
                           device=self.options.device, config=config)
         except TLError as e:
             return outcome_of_error(e)
@@ -89,7 +111,7 @@ class OpenCL(_OnADevice, Implementation):
             return Outcome("crashed", message=f"raised {type(e).__name__}: {e}")
         return Outcome("ok", outputs=out)
 
-    def run_isolated(self, program, args, func: Optional[str], groups: Optional[int],
+    def run_isolated(self, program, args, func: Optional[str], groups: Optional[Groups],
                      repeat: int = 1, timeout: Optional[float] = None):
         """Build and launch (`repeat` times) in a child process (tlgpu.runtime.isolated): what tlrun
         uses, so that a crash on the device is a result and never takes the tool down; past
@@ -97,6 +119,7 @@ class OpenCL(_OnADevice, Implementation):
         `tune`, the search runs here first: it times configs the fuzzer checks.)"""
         from tlgpu.runtime.isolated import run_isolated
 
+        groups = _one_dimensional(groups)
         config = self._tuned(program, args, func, groups)
         return run_isolated(program, args, func=func, groups=groups, device=self.options.device,
                             config=config, repeat=repeat, timeout=timeout)
@@ -195,6 +218,7 @@ class _Foreign(_OnADevice, Implementation):
         return data
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
+        from tlgpu.lowering.callconv import convention_of
         from tlgpu.lowering.function import kernel_name
         from tlgpu.runtime.foreign import ForeignJob
 
@@ -205,7 +229,7 @@ class _Foreign(_OnADevice, Implementation):
         if code is None:
             return compiled
         try:
-            program = _program(job)
+            program = _checked(job)  # never lowered: the compiler's code runs, not ours
             function = program.function(job.func) if job.func or len(program.functions) != 1 \
                 else program.functions[0]
         except TLError:  # the reference rejects it: an accepted invalid program
@@ -217,7 +241,8 @@ class _Foreign(_OnADevice, Implementation):
         left = max(deadline - time.monotonic(), 0.1)
         o = self.runner.run(ForeignJob(self.kind, self._code(code), function,
                                        kernel_name(function), self.size,
-                                       self.options.build_options, dict(job.args), job.groups),
+                                       self.options.build_options, dict(job.args), job.groups,
+                                       convention_of(program)),
                             left)
         o.command = compiled.command
         if o.status == "timeout":  # in the case's terms, not the rest the device got

@@ -65,6 +65,12 @@ class BoundArgs:
             return groups
         return 1 if self.group_members is None else self.group_members
 
+    def grid(self, groups: Optional[Groups] = None) -> tuple[int, int, int]:
+        """The launch's grid (x, y, z): a given grid, else (`num_groups(groups)`, 1, 1)."""
+        if isinstance(groups, (tuple, list)):
+            return grid_of(groups)
+        return (self.num_groups(groups), 1, 1)
+
 
 def extent(shape, strides) -> int:
     """Elements a strided view spans (0 for an empty view)."""
@@ -144,6 +150,54 @@ def check_groups(groups: Any) -> Optional[int]:
         raise ArgumentError(f"the number of work-groups must be in [0, {MAX_GROUPS}], got "
                             f"{str(groups)[:40]}")
     return groups
+
+
+# a launch's work-groups: a count, or a v0.4 grid (x, y, z) linearised x fastest
+Groups = Union[int, tuple[int, int, int]]
+
+
+def grid_of(groups: Union[int, tuple[int, ...], list]) -> tuple[int, int, int]:
+    """A work-group count or a v0.4 grid (x[, y[, z]]) as (x, y, z)."""
+    g = tuple(groups) if isinstance(groups, (tuple, list)) else (groups,)
+    if not 1 <= len(g) <= 3:
+        raise ArgumentError(f"groups: a grid has 1 to 3 dimensions, got {len(g)}")
+    if any(x is None for x in g):
+        raise ArgumentError(f"groups: every grid size must be an integer, got {g!r}"[:200])
+    grid = tuple(int(check_groups(x)) for x in g) + (1,) * (3 - len(g))  # in range
+    check_groups(grid[0] * grid[1] * grid[2])  # and so is their product
+    return grid  # type: ignore[return-value]
+
+
+def groups_count(groups: Optional[Groups]) -> Optional[int]:
+    """The number of work-groups a count or a grid launches (None: from the arguments)."""
+    if isinstance(groups, (tuple, list)):
+        x, y, z = grid_of(groups)
+        return x * y * z
+    return check_groups(groups)
+
+
+def groups_text(groups: Groups) -> str:
+    """How tools write a work-group count or grid (`--groups 4`, `--groups 2,3,1`)."""
+    if isinstance(groups, (tuple, list)):
+        return ",".join(str(int(g)) for g in groups)
+    return str(int(groups))
+
+
+def parse_groups(text: str) -> Groups:
+    """`N` as an int, `X,Y[,Z]` as (x, y, z) (a missing Z is 1); ValueError with a message
+    otherwise (the tools' --groups)."""
+    parts = text.split(",")
+    if not 1 <= len(parts) <= 3:
+        raise ValueError(f"expected N or X,Y[,Z], got {text!r}"[:200])
+    try:
+        nums = tuple(int(p) for p in parts)
+    except ValueError:
+        raise ValueError(f"expected integers N or X,Y[,Z], got {text!r}"[:200]) from None
+    if len(nums) == 1:
+        return nums[0]  # its range is check_groups' to report
+    if any(n < 0 for n in nums):
+        raise ValueError(f"the numbers of work-groups in a grid must be >= 0, got {text!r}"[:200])
+    return nums + (1,) * (3 - len(nums))  # type: ignore[return-value]
 
 
 def _check_layout(name: str, shape, strides) -> None:
@@ -427,17 +481,3 @@ def unbind(bound: BoundArgs) -> dict[str, np.ndarray]:
                 out[name] = arr
     out.update(bound.extra_keys)
     return out
-
-
-def groups_word(groups) -> str:
-    """A work-group count or a v0.4 grid as `--groups` reads it back (N or X,Y,Z)."""
-    if isinstance(groups, (tuple, list)):
-        return ",".join(str(int(g)) for g in groups)
-    return str(groups)
-
-
-def group_total(groups):
-    """The number of work-groups of a count or a v0.4 grid (None stays None)."""
-    if isinstance(groups, (tuple, list)):
-        return int(np.prod([int(g) for g in groups]))
-    return groups

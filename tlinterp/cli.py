@@ -32,7 +32,7 @@ from typing import Optional
 
 import numpy as np
 
-from .args import check_groups, count_groups, load_npz, save_npz
+from .args import count_groups, groups_count, load_npz, save_npz
 from .cliconv import (
     add_impl_choice,
     add_lang,
@@ -133,8 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     g.run.add_argument("--args", dest="args_file", metavar="ARGS.npz", help="arguments (.npz)")
     g.run.add_argument("--func", help="function to run (optional when the file has one)")
     g.run.add_argument("--groups", type=grid_arg, metavar="X[,Y[,Z]]",
-                       help="number of work-groups, or a v0.4 grid X,Y,Z (interpreter only; "
-                            "group_id.x runs fastest)")
+                       help="number of work-groups, or a v0.4 grid X,Y,Z (group_id.x runs "
+                            "fastest; every implementation but our 1-D opencl lowering)")
     g.run.add_argument("--no-check", action="store_true",
                        help="turn undefined-behaviour detection off (faster)")
     g.run.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
@@ -306,12 +306,9 @@ def _run(ns) -> int:
     if ns.check and ns.emit is None:  # with --emit, the checked program is still printed
         return 0
     func_name = ns.func
-    grid = ns.groups if isinstance(ns.groups, tuple) else None
-    if grid is not None:  # X,Y,Z: the work-group count is the product
-        ns.groups = grid[0] * grid[1] * grid[2]
-        if grid[1:] == (1, 1):
-            grid = None
-    check_groups(ns.groups)
+    if isinstance(ns.groups, tuple) and ns.groups[1:] == (1, 1):
+        ns.groups = ns.groups[0]  # X,1,1 is the count X
+    groups_count(ns.groups)  # a count or grid in range
     if ns.out is not None:
         check_target(ns.out)  # before the run, not after it
         if os.path.exists(ns.out) and os.path.samefile(ns.out, ns.kernel):
@@ -321,6 +318,7 @@ def _run(ns) -> int:
         return 0
     from .frontend import executable
 
+    checked = program  # in its own language: what other implementations are handed
     program = executable(program)  # a v0.4 program: its v0.3 form, or "not yet executable"
     if ns.emit == "opencl":
         code = _implementation(ns, "opencl").emit(program, func_name)
@@ -331,9 +329,6 @@ def _run(ns) -> int:
     from .interp import select_function
 
     impl = _implementation(ns, ns.impl)  # a bad name is reported before the arguments
-    if grid is not None and impl.spec != "interp":
-        raise ArgumentError(f"--groups {','.join(map(str, grid))}: a grid with Y or Z > 1 "
-                            "runs on the interpreter only (--impl interp)")
     function = select_function(program, func_name)
     if ns.args_file is None:
         if function.args:
@@ -352,22 +347,23 @@ def _run(ns) -> int:
     if hasattr(impl, "run_isolated"):  # our OpenCL lowering: a child process, timed
         out, timing = _run_opencl(ns, impl, program, function, args)
     elif impl.spec != "interp":  # the reference runs here, with its own options
-        out = _run_impl(impl, program, text, ns, function.name, args)
+        out = _run_impl(impl, checked, text, ns, function.name, args)
         _check_convention(impl, function, args, out)
     else:
         from .args import bind, unbind
         from .interp import run_bound
 
         bound = bind(function, args)
-        groups = bound.num_groups(ns.groups)
-        run_bound(program, function, bound, grid or groups, check=not ns.no_check,
+        grid = bound.grid(ns.groups)
+        run_bound(program, function, bound, grid, check=not ns.no_check,
                   max_steps=ns.max_steps or None)
+        groups = grid[0] * grid[1] * grid[2]
         out = unbind(bound)
     seconds = time.perf_counter() - start
     if ns.out is not None:
         save_npz(ns.out, out)
     if impl.spec != "interp":  # the reference runs here, with its own options
-        groups = count_groups(function, args, ns.groups)
+        groups = count_groups(function, args, groups_count(ns.groups))
     if not ns.quiet:
         _summary(err, function, impl.name, groups, args, out,
                  timing or f"{seconds * 1e3:.1f} ms", not ns.no_check)
@@ -402,7 +398,10 @@ def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.nda
     """Outputs of a registry implementation; its failures as TLErrors with its exit status."""
     from .impl import Job, SpecError
 
-    job = Job(text, args, func=func, groups=ns.groups, filename=ns.kernel, program=program)
+    # the checked program in its own language (as tlfuzz reproduce hands it): a foreign
+    # compiler's kernel follows that language's calling convention
+    job = Job(text, args, func=func, groups=ns.groups, filename=ns.kernel, program=program,
+              lang=program.lang)
     try:
         outcome = impl.run(job, ns.timeout)
     except SpecError as e:  # e.g. a template placeholder this run has no value for

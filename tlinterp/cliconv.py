@@ -129,20 +129,14 @@ def add_lang(group: argparse._ArgumentGroup, *, default: Optional[str], help: st
 
 
 def grid_arg(text: str):
-    """argparse type of `--groups N` (an int) or `--groups X,Y[,Z]` (a tuple of 3)."""
-    parts = text.split(",")
-    if not 1 <= len(parts) <= 3:
-        raise argparse.ArgumentTypeError(f"expected N or X,Y[,Z], got {text!r}"[:200])
+    """argparse type of `--groups N` (an int) or `--groups X,Y[,Z]` (a grid of 3; the rule is
+    tlinterp.args.parse_groups)."""
+    from .args import parse_groups
+
     try:
-        nums = tuple(int(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers N or X,Y[,Z], got {text!r}"[:200]) \
-            from None
-    if len(nums) == 1:
-        return nums[0]
-    if any(n < 0 for n in nums):
-        raise argparse.ArgumentTypeError(f"grid sizes must be >= 0, got {text!r}"[:200])
-    return nums + (1,) * (3 - len(nums))
+        return parse_groups(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def print_impls(out=None) -> int:

@@ -3,8 +3,9 @@
     parse(text, filename, lang=None, defines=None)
                                        lang: None (detect), "v0.3" or "v0.4"; defines: -D
     executable(program)                the v0.3 form the interpreter runs (or NotExecutable)
-    lowerable(program)                 that form with no v0.4 construct left, as the OpenCL
-                                       lowering needs (or NotExecutable "not yet lowered")
+    lowerable(program)                 that form with no v0.4 construct left (the grid
+                                       builtins excepted), as the OpenCL lowering needs (or
+                                       NotExecutable "not yet lowered")
 
 The version: `lang` wins; else tlinterp/langdetect.py's markers; else both parsers run and
 must agree, or the error asks for --lang.  A syntax error caused by a construct of the other
@@ -196,7 +197,8 @@ def _v04_left(program: ir.Program) -> bool:
 
 def lowerable(program: ir.Program) -> ir.Program:
     """What the OpenCL lowering takes: the program in its v0.3 form; `NotExecutable` ("not yet
-    lowered: ... at L.C-C") at the first v0.4 type, operation or instruction that remains."""
+    lowered: ... at L.C-C") at the first v0.4 type, operation or instruction that remains (the
+    grid builtins group_id/num_groups .y/.z excepted: the lowering takes them)."""
     converted = executable(program)
     left = _v04_leftover(converted)  # also a v0.3 form executable() already made
     if left is not None:
@@ -205,6 +207,13 @@ def lowerable(program: ir.Program) -> ir.Program:
         raise NotExecutable([Diagnostic(f"not yet lowered: {what}{where}", span,
                                         program.filename)])
     return converted
+
+
+def _lowered_builtin(inst) -> bool:
+    """The grid builtins (group_id / num_groups .x/.y/.z), which the lowering takes."""
+    from .v04names import GRID_BUILTINS
+
+    return isinstance(inst, ir.Builtin) and inst.name in GRID_BUILTINS
 
 
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
@@ -229,7 +238,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
             span = getattr(inst, "span", None)
             if any(nonfinite(getattr(inst, f.name, None)) for f in fields(inst)):
                 return "an infinite or NaN constant", span
-            if isinstance(inst, ir.V04_INSTRUCTIONS):
+            if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst):
                 return construct(inst), span
             if getattr(inst, "inits", ()):
                 return "a loop that yields values", span

@@ -4,12 +4,11 @@ a source; every case module builds these."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 
-# a work-group count, or a v0.4 grid (X, Y, Z) of work-groups; None: the .npz convention's count
-Groups = Union[None, int, tuple[int, ...]]
+from tlinterp.args import Groups
 
 
 @dataclass
@@ -23,7 +22,7 @@ class ValidCase:
     expected: dict[str, np.ndarray]
     tags: dict[str, list[str]]  # instruction, type, layout
     func: Optional[str] = None
-    groups: Groups = None
+    groups: Optional[Groups] = None  # a count, or a v0.4 grid
     warns: str = ""  # source text an expected warning covers; "" for none
     warns_line: int = 1  # its first match at or after this line
     warning: str = ""  # its message, filled in from the checker at generation time
@@ -100,7 +99,7 @@ class UndefinedCase:
     source: str
     args: dict[str, np.ndarray]
     func: Optional[str] = None
-    groups: Groups = None
+    groups: Optional[Groups] = None  # a count, or a v0.4 grid
     tags: dict[str, list[str]] = field(default_factory=dict)
     lang: str = "v0.3"  # the kernel's tensor-language version ("v0.4": its meta says so)
 

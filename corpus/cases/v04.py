@@ -344,7 +344,46 @@ DECIMAL_N    %y = cast %gy : i32
     exp = [[3 * 100 + 10 + 1, 0, 0] for _ in range(3)]
     return [_v("group_id_xyz", src, {"A": np.zeros((3, 3), np.int32)}, {"A": exp},
                ["group_id", "num_groups", "cast", "store", "mul", "add"], ["i32", "index"],
-               groups=3)]
+               groups=3), _grid3d()]
+
+
+def _grid3d() -> ValidCase:
+    """A 3-D grid (3, 2, 2): each work-group writes its ids and the grid's sizes into the row
+    of its linear id x + 3 (y + 2 z), computed from the ids and sizes themselves."""
+    src = """func @k(%A: memref<i32 x 12 x 4>) {
+    %gx = group_id.x : index
+    %gy = group_id.y : index
+    %gz = group_id.z : index
+    %nx = num_groups.x : index
+    %ny = num_groups.y : index
+    %nz = num_groups.z : index
+    %c0 = constant 0 : index
+    %c1 = constant 1 : index
+    %c2 = constant 2 : index
+    %c3 = constant 3 : index
+    %c10 = constant 10 : index
+    %c100 = constant 100 : index
+DECIMAL_N    %yz = mul %ny, %gz : index
+    %yzy = add %yz, %gy : index
+    %row0 = mul %nx, %yzy : index
+    %row = add %row0, %gx : index
+    %x = cast %gx : i32
+    %y = cast %gy : i32
+    %z = cast %gz : i32
+    store %w, %A[%row, %c0]
+    store %x, %A[%row, %c1]
+    store %y, %A[%row, %c2]
+    store %z, %A[%row, %c3]
+}
+""".replace("DECIMAL_N", _decimal("%nx", "%ny", "%nz", 4))
+    exp = [[0] * 4 for _ in range(12)]
+    for z in range(2):
+        for y in range(2):
+            for x in range(3):
+                exp[x + 3 * (y + 2 * z)] = [3 * 100 + 2 * 10 + 2, x, y, z]
+    return _v("group_id_grid3d", src, {"A": np.full((12, 4), -1, np.int32)}, {"A": exp},
+              ["group_id", "num_groups", "cast", "store", "mul", "add"], ["i32", "index"],
+              groups=(3, 2, 2))
 
 
 def atomics() -> list[ValidCase]:

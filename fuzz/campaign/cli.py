@@ -317,14 +317,8 @@ def _drain(q, tally: Tally, timeout: float) -> None:
 
 
 def _params(ns: argparse.Namespace) -> dict:
-    """The generator's parameters of a campaign: the profile, the language, and for v0.4 no
-    3-D grids where the implementation runs a command (those take a group count; the
-    interpreter and python: plug-ins take grids)."""
-    params = {"profile": getattr(ns, "profile_ref", None), "lang": ns.lang}
-    spec = ns.impl_ref[0] if ns.impl_ref else "opencl"
-    if ns.lang == "v0.4" and not (spec in ("interp", "tlinterp") or spec.startswith("python:")):
-        params["grid_percent"] = 0
-    return params
+    """The generator's parameters of a campaign: the profile and the language."""
+    return {"profile": getattr(ns, "profile_ref", None), "lang": ns.lang}
 
 
 def run_campaign(ns: argparse.Namespace) -> int:

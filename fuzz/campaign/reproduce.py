@@ -1,7 +1,7 @@
 """`tlfuzz reproduce`: rerun a finding against the reference, as an interestingness test.
 
     tlfuzz reproduce FINDING [--device D] [--timeout S]
-    tlfuzz reproduce KERNEL.tl --args ARGS.npz --impl SPEC [--func F] [--groups N|X,Y,Z]
+    tlfuzz reproduce KERNEL.tl --args ARGS.npz --impl SPEC [--func F] [--groups X[,Y[,Z]]]
                      [--lang v0.3|v0.4] [--device D] [--lowering KEY=VALUE ...]
                      [--work-group-size W0xW1] [--build-options '...'] [--reject-status 1,2]
                      [--timeout S]
@@ -26,6 +26,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from tlinterp.args import Groups, groups_text
 from tlinterp.foreigntext import shown
 
 from .options import positive_seconds
@@ -34,19 +35,18 @@ AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
 DEFAULT_TIMEOUT = 300.0  # seconds per run of the implementation
 
 
-def reproduce_line(tl: str, npz: str, func: Optional[str], groups, spec: str,
-                   options, lang: Optional[str] = None) -> str:
+def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
+                   spec: str, options, lang: Optional[str] = None) -> str:
     """The `tlfuzz reproduce` command for these files and implementation (with its flags,
     `option_words`): exits 1 while the implementation still differs from the reference.
-    `groups`: a count or a v0.4 grid; `lang`: the kernel's version, when it must be said."""
-    from tlinterp.args import groups_word
+    `lang`: the kernel's version, when it must be said."""
     from tlinterp.impl.base import option_words
 
     words = ["tlfuzz", "reproduce", tl, "--args", npz]
     if func:
         words += ["--func", func]
     if groups is not None:
-        words += ["--groups", groups_word(groups)]
+        words += ["--groups", groups_text(groups)]
     if lang is not None:
         words += ["--lang", lang]
     return shlex.join(words + ["--impl", spec] + option_words(options))
@@ -130,7 +130,7 @@ class Request:
     tl: str
     npz: str
     func: Optional[str]
-    groups: object  # None, a count, or a v0.4 grid (x, y, z)
+    groups: Optional[Groups]
     spec: str
     options: object  # tlinterp.impl.ImplOptions
     timeout: float
@@ -193,11 +193,12 @@ class Verdict:
     text: str  # what to print (stderr)
 
 
-def load_case(tl: str, npz: str, func: Optional[str], groups, lang: Optional[str] = None):
+def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
+              lang: Optional[str] = None):
     """The kernel (tensor language `lang`, None: detected) and its arguments as a FuzzCase;
     TLError/OSError when they do not load."""
     import tlinterp
-    from tlinterp.args import bind, group_total, load_npz
+    from tlinterp.args import bind, load_npz
     from tlinterp.diagnostics import decode_source
 
     from ..strategies import FuzzCase
@@ -208,11 +209,10 @@ def load_case(tl: str, npz: str, func: Optional[str], groups, lang: Optional[str
     program = tlinterp.check(tlinterp.parse(text, tl, lang=lang))
     func = func or program.functions[0].name
     args = load_npz(npz)
-    if isinstance(groups, tuple):  # a v0.4 grid: its product binds the group arguments
-        bind(program.function(func), args).num_groups(group_total(groups))
-    else:
-        groups = bind(program.function(func), args).num_groups(groups)
-    return FuzzCase(program, func, args, groups, program.lang or "v0.3")
+    bound = bind(program.function(func), args)
+    grid = bound.grid(groups)  # a grid stays one (X,1,1 is the count X)
+    return FuzzCase(program, func, args, grid if grid[1:] != (1, 1) else grid[0],
+                    program.lang or "v0.3")
 
 
 def run_impl(case, spec: str, options, timeout: float):

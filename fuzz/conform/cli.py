@@ -157,7 +157,8 @@ def _parser() -> argparse.ArgumentParser:
     add_lang(g.run, default=None,
              help="only the cases of this tensor-language version (each case's "
                   "metadata says; v0.4 adds the v0.3 cases in their v0.4 form, "
-                  "marked as migrated; default: every case as written)")
+                  "marked as migrated; default: every case as written, or the "
+                  "profile's version)")
     g.run.add_argument("--profile", default=None, metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): cases "
                             "using a construct outside it are skipped, kernels go to the "
@@ -235,6 +236,11 @@ def _main(opts: argparse.Namespace) -> int:
             console.print(describe(), highlight=False, markup=False)
             return 0
         profile = _profile(opts.profile)
+        if profile.lang is not None:  # a v0.4 target reads v0.4: its cases by default
+            if opts.lang not in (None, profile.lang):
+                raise SpecError(f"--profile {opts.profile} is a {profile.lang} profile, not "
+                                f"{opts.lang}: leave --lang out or make them agree")
+            opts.lang = profile.lang
         if opts.list_impls:
             return print_impls(sys.stderr if opts.json == "-" else sys.stdout)
         if not opts.impl:

@@ -12,11 +12,11 @@ import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Union
+from typing import Optional
 
 import numpy as np
 
-from tlinterp.args import load_npz
+from tlinterp.args import Groups, groups_text, load_npz
 
 KINDS = ("valid", "invalid", "undefined")
 
@@ -49,8 +49,8 @@ class Case:
         return self.meta.get("func")
 
     @property
-    def groups(self) -> Union[None, int, tuple[int, ...]]:
-        """The work-group count, or a v0.4 grid (X, Y, Z) (a list in the .json)."""
+    def groups(self) -> Optional[Groups]:
+        """The work-group count, or a v0.4 grid (x, y, z) (a list of three in the .json)."""
         g = self.meta.get("groups")
         return tuple(g) if isinstance(g, list) else g
 
@@ -85,13 +85,8 @@ class Case:
         if self.func:
             cmd += ["--func", self.func]
         if self.groups is not None:
-            cmd += ["--groups", groups_arg(self.groups)]
+            cmd += ["--groups", groups_text(self.groups)]
         return shlex.join(cmd)
-
-
-def groups_arg(groups: Union[int, tuple[int, ...]]) -> str:
-    """`--groups`'s spelling: N, or X,Y,Z for a grid."""
-    return ",".join(map(str, groups)) if isinstance(groups, tuple) else str(groups)
 
 
 def shown(path: Path) -> str:
@@ -146,9 +141,11 @@ def _count(v) -> bool:
 
 
 def _opt_groups(v) -> bool:
-    """None, a work-group count, or a v0.4 grid [X, Y, Z] (1 to 3 counts)."""
-    return v is None or _count(v) or (isinstance(v, list) and 1 <= len(v) <= 3
-                                       and all(_count(x) for x in v))
+    def count(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+    return v is None or count(v) or (isinstance(v, list) and len(v) == 3
+                                     and all(count(x) for x in v))
 
 
 def _tags(v) -> bool:
@@ -171,7 +168,7 @@ def _name(v) -> bool:
 FIELDS = {
     "func": (KINDS, _opt_str, "a function name or null"),
     "groups": (("valid", "undefined"), _opt_groups,
-               "a work-group count >= 1, a grid [X, Y, Z] of them, or null"),
+               "a work-group count >= 1, a grid [x, y, z] of counts >= 1, or null"),
     "tags": (("valid", "undefined"), _tags, "an object of lists of strings"),
     "warning": (("valid",), _warning, 'an object with "range" and "message" strings'),
     "range": (("invalid",), _opt_str, "a LINE.COL-COL string"),
@@ -232,10 +229,10 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
 def apply_profile(cases: list[Case], profile) -> tuple[list[Case], list[tuple[Case, str]]]:
     """The cases to run on a target of `profile` (fuzz.profiles.Profile), their kernels in
     its spellings, and the skipped ones with the reason: those using a construct the profile
-    leaves out. A kernel that does not parse (an invalid case's syntax error) runs as it is."""
+    leaves out. A kernel that does not parse or check (an invalid case) runs as it is."""
     from fuzz.profiles.check import violations
     from fuzz.profiles.respell import respell
-    from tlinterp import TLError, parse
+    from tlinterp import TLError, check, parse
 
     if not profile.restricts and not profile.spellings:
         return list(cases), []
@@ -247,7 +244,9 @@ def apply_profile(cases: list[Case], profile) -> tuple[list[Case], list[tuple[Ca
                                   f"target reads {profile.lang})"))
             continue
         try:
-            program = parse(case.source(), filename=case.kernel.name, lang=case.lang)
+            # checked too: an invalid case's operands may not even have the kinds of types
+            # the profile's rules look at (a scalar where a memref belongs)
+            program = check(parse(case.source(), filename=case.kernel.name, lang=case.lang))
         except TLError:
             run.append(case)
             continue

@@ -10,7 +10,7 @@ from typing import Optional
 
 from tlinterp.impl import Implementation, Job, Outcome
 
-from .corpus import Case, groups_arg, shown
+from .corpus import Case, shown
 
 
 def case_job(case: Case) -> Job:
@@ -44,8 +44,7 @@ def reproduce(impl: Implementation, case: Case) -> str:
     case `tlfuzz reproduce`, which exits 1 while its outputs differ from the reference's (a
     reducer's interestingness test); else the implementation's own command."""
     args = shown(case.args_path) if case.args_path is not None else None
-    # a v0.4 grid as --groups spells it (X,Y,Z); the command builders print what they get
-    groups = None if case.groups is None else groups_arg(case.groups)
+    groups = case.groups  # the command builders spell a grid as --groups takes it (X,Y,Z)
     kernel, first = shown(case.kernel), ""
     if case.meta.get("migrated"):  # the implementation got the v0.4 form: write it first
         v04 = f"{case.name}.v04.tl"
@@ -55,6 +54,6 @@ def reproduce(impl: Implementation, case: Case) -> str:
     if case.kind == "valid" and args is not None and impl.spec not in ("interp", "tlinterp"):
         from ..campaign.reproduce import reproduce_line
 
-        return first + reproduce_line(kernel, args, case.func, groups,  # type: ignore[arg-type]
+        return first + reproduce_line(kernel, args, case.func, groups,
                                       impl.spec, impl.options)
-    return first + impl.reproduce(kernel, args, case.func, groups)  # type: ignore[arg-type]
+    return first + impl.reproduce(kernel, args, case.func, groups)

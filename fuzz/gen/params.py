@@ -84,9 +84,10 @@ class GenParams:
     lifetime_stop_percent: int = 50  # allocas whose lifetime ends explicitly
     work_group_size_multiple: int = 1  # work_group_size attributes: W0 a multiple of it
     # v0.4 only (kernels(lang="v0.4")): the percentage of cases drawn from the SPMD kernel
-    # generator (fuzz.gen.spmd.spmd_cases: parallel regions, sub-groups, cooperative
-    # matrices) where that module exists; the rest come from the builder here
-    spmd_weight: int = 0
+    # generator (fuzz.gen.spmd.spmd_cases(**spmd_params): parallel regions, sub-groups,
+    # cooperative matrices) where that module exists; the rest come from the builder here
+    spmd_weight: int = 30
+    spmd_params: dict = field(default_factory=dict)  # knobs of spmd_cases (its SpmdParams)
     # v0.4 only: the statement "v04" (weight in statement_weights) picks one of these
     v04_weights: dict[str, int] = field(default_factory=lambda: _weights(
         lowp=4, math=2, abs=1, foreach_nd=2, cumsum=4, atomic=2))

@@ -31,11 +31,9 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from tlinterp import ir
+from tlinterp.args import Groups
 
 from .magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
-
-# a work-group count, a v0.4 grid (X, Y, Z), or None for the .npz convention's count
-Groups = Union[None, int, tuple[int, ...]]
 
 MAX_PER_KEY = 8  # mismatches listed per output; the rest are summarised in one entry
 
@@ -71,40 +69,24 @@ def _program(program: Union[str, ir.Program]) -> ir.Program:
     return program
 
 
-def _groups(function: ir.Function, args: Mapping, groups: Groups) -> int:
-    """The work-group count; a v0.4 grid (X, Y, Z) counts its product."""
-    from tlinterp.args import count_groups
+def _groups(function: ir.Function, args: Mapping, groups: Optional[Groups]) -> int:
+    from tlinterp.args import count_groups, groups_count
 
-    if isinstance(groups, (tuple, list)):
-        from tlinterp.interp import grid_of
-
-        x, y, z = grid_of(tuple(groups))
-        return x * y * z
-    return count_groups(function, args, groups)
+    return count_groups(function, args, groups_count(groups))
 
 
-def explain(program, func: Optional[str], args: Mapping, groups: Groups = None) -> Plan:
+def explain(program, func: Optional[str], args: Mapping, groups: Optional[Groups] = None
+            ) -> Plan:
     """How `compare_outputs` will compare this function's outputs."""
     f = _program(program).function(func)
     return plan(f, dict(args), _groups(f, args, groups))
 
 
 def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mapping,
-                    actual: Mapping, groups: Groups = None) -> list[Mismatch]:
+                    actual: Mapping, groups: Optional[Groups] = None) -> list[Mismatch]:
     """Mismatches between two runs of `func` on `args` (see the module docstring). `groups`
-    is the work-group count of the runs (default: the .npz convention's), or a v0.4 grid
-    (x, y, z). A v0.4 program is judged in the form the interpreter runs
-    (`tlinterp.frontend.executable`: its constants are literals again, which the magnitude
-    run takes the absolute values of)."""
-    from tlinterp.args import group_total
-    from tlinterp.frontend import executable
-
+    is the work-group count or grid of the runs (default: the .npz convention's)."""
     program = _program(program)
-    grid = groups if isinstance(groups, (tuple, list)) else None
-    groups = group_total(groups)
-    v04 = program.lang == "v0.4"
-    if v04:
-        program = executable(program)
     function = program.function(func)
     out: list[Mismatch] = []
     # bf16 results are uint16 bit patterns in files but ml_dtypes.bfloat16 from an in-process
@@ -138,7 +120,9 @@ def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mappi
             out.extend(_exact(key, e, a))
         elif p.nonlinear is None:
             if magnitudes is None:
-                magnitudes = _magnitudes(program, function, args, grid or g, v04)
+                # the grid itself: group ids along y and z pick what is computed
+                magnitudes = _magnitudes(program, function, args,
+                                         groups if isinstance(groups, tuple) else g)
             out.extend(_bounded(key, e, a, np.abs(np.asarray(magnitudes[key], np.float64)), p))
     return out
 
@@ -150,26 +134,14 @@ def _bits_if_bf16(v) -> np.ndarray:
     return a
 
 
-def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups: Groups,
-                v04: bool = False):
+def _magnitudes(program: ir.Program, function: ir.Function, args: Mapping, groups: Groups):
     from tlinterp.interp import run
 
     mag = magnitude_function(function)
     # the same language version: a v0.4 kernel's magnitude twin is checked as v0.4
     prog = ir.Program((mag,), program.filename, lang=program.lang)
     with np.errstate(all="ignore"):
-        if not v04:
-            return run(prog, magnitude_args(dict(args)), func=mag.name, groups=groups,
-                       check=False)
-        # the interpreter's form of a v0.4 program, checked as v0.4 already: the v0.3
-        # checker that run() applies would refuse the v0.4 instructions it keeps
-        from tlinterp.args import bind, group_total, unbind
-        from tlinterp.interp import run_bound
-
-        bound = bind(mag, magnitude_args(dict(args)))
-        bound.num_groups(group_total(groups))
-        run_bound(prog, mag, bound, groups, check=False)
-        return unbind(bound)
+        return run(prog, magnitude_args(dict(args)), func=mag.name, groups=groups, check=False)
 
 
 def _report(key: str, bad: np.ndarray, e, a, bound, reason: str) -> list[Mismatch]:

@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass, fields
 from typing import Optional
 
+from tlgpu.lowering.callconv import CONVENTIONS
 from tlinterp.diagnostics import BackendError
 
 # knobs whose None means "decided by the device kind" (see LoweringConfig)
@@ -120,6 +121,11 @@ class LoweringConfig:
     # 3.120 -> 3.055 ms at 2e5 (its K_d dq0 gemms; dq0 has 56 rows), N=3 0.344 -> 0.342 ms;
     # batched 32x9x32 1.08x, 32x17x32 1.11x, 35x9x56 0.97x, six other shapes 0.99-1.01x
     k_pairs: bool = True
+    # the calling convention the kernel's parameters and its launch follow (callconv.py):
+    # "v0.3" (tinytc v0.3.1's, what `opencl` uses) or "v0.4" (tinytc v0.4.0's: all `?` sizes
+    # before all `?` strides, a group's `?` size, a launch of wg size x grid per dimension).
+    # Not a speed knob: a test's stand-in for another compiler lowers with "v0.4"
+    convention: str = "v0.3"
 
     def for_device(self, gpu: bool) -> LoweringConfig:
         """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a
@@ -157,6 +163,11 @@ class LoweringConfig:
 
 
 def _parse_value(key: str, text: str, current):
+    if key == "convention":
+        if text not in CONVENTIONS:
+            raise BackendError(f"lowering option 'convention': '{text}' is not "
+                               f"{' or '.join(CONVENTIONS)}")
+        return text
     try:
         if key == "work_group_size":
             if text.lower() in ("", "none", "auto"):

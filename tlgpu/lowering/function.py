@@ -146,7 +146,7 @@ class FunctionLowerer:
                 raise self.error(f"argument %{a.value.name} of type {t} cannot be passed",
                                  a.span)
             dynamic = {}  # (role, mode) -> the C parameter holding that `?`
-            for p in argument_params(a.value.name, t):
+            for p in argument_params(a.value.name, t, self.config.convention):
                 name = n + p.suffix
                 dynamic[(p.role, p.mode)] = name
                 params.append(self.declaration(a.value.name, t, p, name))
@@ -179,7 +179,7 @@ class FunctionLowerer:
                 return f"global const {ctype(t.element)}* restrict {name}"
             return f"global {ctype(t.element)}* {name}"
         assert isinstance(t, GroupType)
-        if p.role == "offset":
+        if p.role in ("offset", "size"):
             return f"long {name}"
         if p.role != "data":
             return f"global long* {name}"
@@ -276,10 +276,27 @@ class FunctionLowerer:
         self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b))
 
     def lower_groupid(self, w, inst):
-        self.define(w, inst.result, ScalarType.index, "(long)get_global_id(2)")
+        self.define(w, inst.result, ScalarType.index, f"(long){self.grid('group_id', 'x')}")
 
     def lower_groupsize(self, w, inst):
-        self.define(w, inst.result, ScalarType.index, "(long)get_num_groups(2)")
+        self.define(w, inst.result, ScalarType.index, f"(long){self.grid('num_groups', 'x')}")
+
+    def lower_builtin(self, w, inst: ir.Builtin):
+        if inst.name not in ("group_id", "num_groups"):  # sub-group builtins: not yet
+            raise not_yet(inst, "lowered")
+        self.define(w, inst.result, inst.type,
+                    f"({ctype(inst.type)}){self.grid(inst.name, inst.comp or 'x')}")
+
+    def grid(self, name: str, comp: str) -> str:
+        """The C expression of a work-group's id or the grid's size along `comp`. The v0.3
+        launch lays the work-groups out along axis 2 as a 1-D grid (y and z are 0 and 1); the
+        v0.4 launch is the grid itself, one axis per component (callconv.py)."""
+        axis = "xyz".index(comp)
+        if self.config.convention == "v0.4":
+            return f"get_group_id({axis})" if name == "group_id" else f"get_num_groups({axis})"
+        if axis:
+            return "0" if name == "group_id" else "1"
+        return "get_global_id(2)" if name == "group_id" else "get_num_groups(2)"
 
     def lower_size(self, w, inst: ir.Size):
         self.define(w, inst.result, ScalarType.index, self.view(inst.operand).shape[inst.mode])
@@ -542,4 +559,5 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.Foreach: FunctionLowerer.lower_foreach,
     **{cls: FunctionLowerer.lower_blas for cls in ir.BLAS},
     **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
+    ir.Builtin: FunctionLowerer.lower_builtin,  # the grid builtins; the rest not yet
 }

@@ -44,6 +44,7 @@ from typing import Optional, Union
 from tlgpu.runtime.isolated import _die_with_parent, _signal_name
 from tlinterp import diagnostics as _diagnostics
 from tlinterp import ir
+from tlinterp.args import Groups
 from tlinterp.diagnostics import ExecutionError, TLError
 from tlinterp.impl.base import Outcome, outcome_of_error
 
@@ -57,8 +58,8 @@ _LOG = "worker.log"  # in the worker's working directory
 @dataclass
 class ForeignJob:
     """One build-and-launch: `code` is OpenCL C text (kind "opencl-c") or a SPIR-V module
-    (kind "spirv") holding `kernel_name`, the kernel of `function` under the calling
-    convention."""
+    (kind "spirv") holding `kernel_name`, the kernel of `function` under calling convention
+    `convention` (tlgpu.lowering.callconv; the program's language's)."""
 
     kind: str
     code: Union[str, bytes]
@@ -67,7 +68,8 @@ class ForeignJob:
     work_group_size: Optional[tuple[int, int]] = None
     build_options: str = ""
     args: dict = field(default_factory=dict)
-    groups: Optional[int] = None
+    groups: Optional[Groups] = None  # a count, or a v0.4 grid (x, y, z)
+    convention: str = "v0.3"
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def _job(job: ForeignJob, device: Optional[str]) -> dict:
 
     build = from_il if job.kind == "spirv" else from_source
     kernel = build(job.code, job.function, job.kernel_name, device, job.work_group_size,
-                   job.build_options)
+                   job.build_options, job.convention)  # type: ignore[arg-type]
     # guard zones catch the code's stores next to an argument (the program is checked, so
     # they are the compiler's doing) before they corrupt this worker; Oclgrind checks itself
     grind = "oclgrind" in kernel.device.device.platform.name.lower()

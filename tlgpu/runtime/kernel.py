@@ -16,12 +16,13 @@ from typing import Optional
 
 import numpy as np
 
+from tlgpu.lowering.callconv import Convention, launch_sizes
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.runtime.buildlog import without_saved_source
 from tlgpu.runtime.devices import DeviceHandle, handle
 from tlgpu.runtime.launch import BUILD_OPTIONS, _Marshal, prepare
 from tlinterp import ir
-from tlinterp.args import BoundArgs, bind, unbind
+from tlinterp.args import BoundArgs, Groups, bind, unbind
 from tlinterp.diagnostics import BackendError, ExecutionError
 
 # other compilers' programs (OpenCL C text or SPIR-V bytes), by code, device and build options
@@ -36,9 +37,13 @@ class ForeignCodeError(BackendError):
 class Binding:
     """Arguments marshalled to device buffers for one kernel; launches update them in place."""
 
-    def __init__(self, kernel: Kernel, bound: BoundArgs, groups: int, guard: bool = False):
-        self.kernel, self.bound, self.groups = kernel, bound, groups
-        self._marshal = _Marshal(kernel.device, guard=guard)
+    def __init__(self, kernel: Kernel, bound: BoundArgs, grid: tuple[int, int, int],
+                 guard: bool = False):
+        self.kernel, self.bound, self.grid = kernel, bound, grid
+        self.groups = grid[0] * grid[1] * grid[2]
+        # the grid must have a launch under the kernel's convention, before any buffer exists
+        self.sizes = launch_sizes(kernel.convention, kernel.work_group_size, grid)
+        self._marshal = _Marshal(kernel.device, guard=guard, convention=kernel.convention)
         try:
             self.values = self._marshal.args(kernel.function, bound)
         except kernel.cl.Error as e:
@@ -80,16 +85,19 @@ class Launch:
 
 
 class Kernel:
-    """A built OpenCL kernel for `function`, launched on (wg0, wg1, groups) work-items in
-    work-groups of (wg0, wg1, 1)."""
+    """A built OpenCL kernel for `function`, taking its arguments and launched as calling
+    convention `convention` says (tlgpu.lowering.callconv: v0.3 on (wg0, wg1, groups)
+    work-items, v0.4 on the grid times the work-group size) in work-groups of (wg0, wg1, 1)."""
 
     def __init__(self, function: ir.Function, device: DeviceHandle, cl_kernel,
-                 work_group_size: tuple[int, int], source: str):
+                 work_group_size: tuple[int, int], source: str,
+                 convention: Convention = "v0.3"):
         import pyopencl as cl
 
         self.cl = cl
         self.function, self.device, self.cl_kernel = function, device, cl_kernel
         self.work_group_size, self.source = work_group_size, source
+        self.convention = convention
 
     @property
     def device_name(self) -> str:
@@ -103,22 +111,22 @@ class Kernel:
     def queue(self):
         return self.device.queue
 
-    def bind(self, args: Mapping[str, np.ndarray], groups: Optional[int] = None,
+    def bind(self, args: Mapping[str, np.ndarray], groups: Optional[Groups] = None,
              guard: bool = False) -> Binding:
-        """Validate and copy `args` (the .npz convention) to the device; `guard`: surround
-        the writable buffers with guard zones (tlgpu.runtime.guards)."""
+        """Validate and copy `args` (the .npz convention) to the device for a launch of
+        `groups` work-groups (a count or a v0.4 grid); `guard`: surround the writable buffers
+        with guard zones (tlgpu.runtime.guards)."""
         bound = bind(self.function, args)
-        return Binding(self, bound, bound.num_groups(groups), guard)
+        return Binding(self, bound, bound.grid(groups), guard)
 
     def launch(self, binding: Binding, wait: bool = True) -> Launch:
         if binding.kernel is not self:
             raise ValueError("this binding belongs to another kernel")
         if binding.groups == 0:
             return Launch(None)
-        w0, w1 = self.work_group_size
+        global_size, local_size = binding.sizes
         try:
-            event = self.cl_kernel(self.device.queue, (w0, w1, binding.groups), (w0, w1, 1),
-                                   *binding.values)
+            event = self.cl_kernel(self.device.queue, global_size, local_size, *binding.values)
             launch = Launch(event)
             if wait:
                 launch.wait()
@@ -127,7 +135,7 @@ class Kernel:
                                  f"'{self.device_name}' failed: {e}") from None
         return launch
 
-    def run(self, args: Mapping[str, np.ndarray], groups: Optional[int] = None,
+    def run(self, args: Mapping[str, np.ndarray], groups: Optional[Groups] = None,
             guard: Optional[str] = None) -> dict[str, np.ndarray]:
         """Bind, launch once and read back: what `tlgpu.run` returns. `guard` names whose
         code runs: the buffers then get guard zones, and a store outside them is an
@@ -147,7 +155,8 @@ def compile(program: ir.Program, func: Optional[str] = None, device: Optional[st
 
     function = _function(program, func)
     dev, cl_kernel, geo = prepare(program, function, device, config)
-    return Kernel(function, dev, cl_kernel, (geo.wg0, geo.wg1), "")
+    return Kernel(function, dev, cl_kernel, (geo.wg0, geo.wg1), "",
+                  (config or LoweringConfig()).convention)  # type: ignore[arg-type]
 
 
 # what OpenCL C that needs sub-groups mentions: the built-ins, the extensions, the attribute
@@ -195,10 +204,11 @@ def build_options_of(extra: str) -> list[str]:
 def from_source(source: str, function: ir.Function, kernel_name: str,
                 device: Optional[str] = None,
                 work_group_size: Optional[tuple[int, int]] = None,
-                build_options: str = "") -> Kernel:
-    """Build OpenCL C that someone else generated for `function` under the calling convention
-    (docs/conformance.md), with the runtime's build options plus `build_options`. The
-    work-group size is the kernel's reqd_work_group_size, else `work_group_size`.
+                build_options: str = "", convention: Convention = "v0.3") -> Kernel:
+    """Build OpenCL C that someone else generated for `function` under calling convention
+    `convention` (docs/semantics.md), with the runtime's build options plus `build_options`.
+    The work-group size is the function's work_group_size attribute, else the kernel's
+    reqd_work_group_size, else `work_group_size`.
     ForeignCodeError when it does not build or the size is unknown; MissingFeatureError when
     it needs sub-groups the device lacks (checked first: the build log would only say that
     some name is undeclared)."""
@@ -220,12 +230,13 @@ def from_source(source: str, function: ir.Function, kernel_name: str,
                                    f"(options: {' '.join(options)}):\n"
                                    f"{without_saved_source(str(e)).strip()}"
                                    ) from None
-    return _kernel(_BUILT[key], function, kernel_name, dev, work_group_size, "OpenCL C", source)
+    return _kernel(_BUILT[key], function, kernel_name, dev, work_group_size, "OpenCL C", source,
+                   convention)
 
 
 def from_il(il: bytes, function: ir.Function, kernel_name: str, device: Optional[str] = None,
             work_group_size: Optional[tuple[int, int]] = None,
-            build_options: str = "") -> Kernel:
+            build_options: str = "", convention: Convention = "v0.3") -> Kernel:
     """Like `from_source`, for a SPIR-V module (clCreateProgramWithIL); MissingFeatureError on
     a device that takes no intermediate language."""
     import pyopencl as cl
@@ -247,11 +258,13 @@ def from_il(il: bytes, function: ir.Function, kernel_name: str, device: Optional
                                    f"(options: {' '.join(options)}):\n"
                                    f"{without_saved_source(str(e)).strip()}"
                                    ) from None
-    return _kernel(_BUILT[key], function, kernel_name, dev, work_group_size, "SPIR-V", "")
+    return _kernel(_BUILT[key], function, kernel_name, dev, work_group_size, "SPIR-V", "",
+                   convention)
 
 
 def _kernel(prog, function: ir.Function, kernel_name: str, dev: DeviceHandle,
-            work_group_size: Optional[tuple[int, int]], what: str, source: str) -> Kernel:
+            work_group_size: Optional[tuple[int, int]], what: str, source: str,
+            convention: Convention) -> Kernel:
     """The kernel of a built foreign program, with its work-group size checked."""
     import pyopencl as cl
 
@@ -263,7 +276,13 @@ def _kernel(prog, function: ir.Function, kernel_name: str, dev: DeviceHandle,
                                f"(kernels: {names.replace(';', ', ')})") from None
     info = cl.kernel_work_group_info
     reqd = tuple(cl_kernel.get_work_group_info(info.COMPILE_WORK_GROUP_SIZE, dev.device))
-    if any(reqd):
+    if function.work_group_size is not None:  # the program says it: what the code must take
+        size = (int(function.work_group_size[0]), int(function.work_group_size[1]))
+        if any(reqd) and tuple(reqd) != (*size, 1):
+            raise ForeignCodeError(f"kernel '{kernel_name}': reqd_work_group_size{reqd} differs "
+                                   f"from @{function.name}'s work_group_size attribute "
+                                   f"[{size[0]},{size[1]}]")
+    elif any(reqd):
         if reqd[2] != 1:
             raise ForeignCodeError(f"kernel '{kernel_name}': reqd_work_group_size{reqd} must have "
                                    "1 as its third size (work-groups are laid out along axis 2)")
@@ -278,4 +297,4 @@ def _kernel(prog, function: ir.Function, kernel_name: str, dev: DeviceHandle,
         raise ForeignCodeError(f"kernel '{kernel_name}': work-group size {size[0]}x{size[1]} "
                                f"exceeds the {limit} work-items it allows on "
                                f"{_device_words(dev)}")
-    return Kernel(function, dev, cl_kernel, size, source)
+    return Kernel(function, dev, cl_kernel, size, source, convention)

@@ -1,7 +1,8 @@
 """Run a lowered function through pyopencl: build (cached by source, device and options;
 known device bugs steered around per kernel, tlgpu.runtime.workarounds), marshal the
-bound arguments (one cl.Buffer per argument buffer; group pointer arrays built on the device),
-launch with global (wg0, wg1, N) and local (wg0, wg1, 1), read the buffers back."""
+bound arguments (one cl.Buffer per argument buffer; group pointer arrays built on the device)
+in the calling convention of tlgpu.lowering.callconv, launch as it says (v0.3: global
+(wg0, wg1, N), local (wg0, wg1, 1)), read the buffers back."""
 
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ from typing import Optional, Union
 
 import numpy as np
 
-from tlgpu.lowering.callconv import Param, argument_params
+from tlgpu.lowering.callconv import Convention, Param, argument_params, launch_sizes
 from tlgpu.lowering.config import LoweringConfig
-from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.program import Lowered, lower_program
 from tlgpu.runtime import workarounds
 from tlgpu.runtime.buildlog import map_log, without_saved_source
@@ -28,7 +28,7 @@ from tlgpu.runtime.prelaunch import check_launch
 from tlinterp import ir
 from tlinterp.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
 from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
-from tlinterp.types import GroupType, MemrefType
+from tlinterp.types import GroupType, MemrefType, ScalarType
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str, tuple[str, ...]], object] = {}
@@ -149,22 +149,20 @@ class DeviceWorkaround(UserWarning):
     """A kernel was built around a known device-compiler bug (tlgpu.runtime.workarounds)."""
 
 
-_HELPERS: dict[tuple[str, str], object] = {}
+_HELPERS: dict[str, object] = {}
 
 
-def _pointer_kernel(dev: DeviceHandle, elem: str):
-    """A kernel filling a group's pointer array: out[i] = base + offsets[i] (on the device,
-    since host code cannot form device pointers)."""
+def _pointer_kernel(dev: DeviceHandle):
+    """A kernel filling a group's pointer array: out[i] = base + offsets[i] bytes (on the
+    device, since host code cannot form device pointers)."""
     import pyopencl as cl
 
-    key = (dev.key, elem)
-    if key not in _HELPERS:
-        src = ("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
-               f"kernel void tl_pointers(global {elem}* base, global long* offsets, "
+    if dev.key not in _HELPERS:
+        src = ("kernel void tl_pointers(global uchar* base, global long* offsets, "
                "global ulong* out) {\n"  # ulong: OpenCL C 1.2 has no pointer-to-pointer args
                "    size_t i = get_global_id(0);\n    out[i] = (ulong)(base + offsets[i]);\n}\n")
-        _HELPERS[key] = cl.Program(dev.context, src).build().tl_pointers
-    return _HELPERS[key]
+        _HELPERS[dev.key] = cl.Program(dev.context, src).build().tl_pointers
+    return _HELPERS[dev.key]
 
 
 def _padded(host: np.ndarray) -> np.ndarray:
@@ -175,26 +173,86 @@ def _padded(host: np.ndarray) -> np.ndarray:
     return out
 
 
+def aligned_layout(starts: list[int], align: int) -> list[tuple[int, int]]:
+    """(byte position, shift) per distinct start, in increasing order: the buffer is cut at
+    the starts of its members and each piece moved up by its shift (never less than the
+    previous piece's), so that every member starts at a multiple of `align` while the bytes
+    before, between and after the members (red zones, gaps) stay where they were relative to
+    them. Group members share one host buffer at whatever offsets the arguments gave
+    (tlinterp.args); a kernel may assume each member's base pointer aligned."""
+    out: list[tuple[int, int]] = []
+    shift = 0
+    for start in sorted(set(starts)):
+        shift += -(start + shift) % align
+        out.append((start, shift))
+    return out
+
+
+def _moved(raw: np.ndarray, layout: list[tuple[int, int]]) -> np.ndarray:
+    """`raw` (bytes) with its pieces moved as `layout` says; the gaps opened are zero."""
+    if not layout:
+        return raw.copy()
+    out = np.zeros(raw.size + layout[-1][1], np.uint8)
+    cuts = [p for p, _ in layout[1:]] + [raw.size]
+    out[layout[0][1]:layout[0][1] + cuts[0]] = raw[:cuts[0]]  # the prefix moves with piece 0
+    for (start, shift), end in zip(layout[1:], cuts[1:]):
+        out[start + shift:end + shift] = raw[start:end]
+    return out
+
+
+def _restored(moved: np.ndarray, raw: np.ndarray, layout: list[tuple[int, int]]) -> None:
+    """The inverse of `_moved`: the pieces copied back into `raw`."""
+    if not layout:
+        raw[...] = moved[:raw.size]
+        return
+    cuts = [p for p, _ in layout[1:]] + [raw.size]
+    raw[:cuts[0]] = moved[layout[0][1]:layout[0][1] + cuts[0]]
+    for (start, shift), end in zip(layout[1:], cuts[1:]):
+        raw[start:end] = moved[start + shift:end + shift]
+
+
+def _as_bytes(a: np.ndarray) -> np.ndarray:
+    """The array's bytes: what OpenCL copies (bf16, an ml_dtypes type, has no buffer
+    protocol of its own; c32/c64 are complex64/complex128, float2/double2 in memory)."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+
+
 class _Marshal:
-    def __init__(self, dev: DeviceHandle, guard: bool = False):
+    """Arguments to kernel parameters under a calling convention (callconv.py). Every base
+    pointer passed is aligned to the device's CL_DEVICE_MEM_BASE_ADDR_ALIGN, as the v0.4
+    convention requires: buffers and sub-buffers are, and group members are moved apart to
+    such boundaries (`aligned_layout`)."""
+
+    def __init__(self, dev: DeviceHandle, guard: bool = False, convention: Convention = "v0.3"):
         import pyopencl as cl
 
         self.cl = cl
         self.dev = dev
-        self.readback: list[tuple[object, np.ndarray, np.ndarray]] = []  # (buf, padded, dst)
+        self.convention = convention
+        self.align = max(16, dev.device.mem_base_addr_align // 8)  # bits -> bytes
+        # (buffer, bytes on the host, put them back into the argument)
+        self.readback: list[tuple[object, np.ndarray, Callable[[np.ndarray], None]]] = []
         self.keep: list[object] = []
         self.guards = Guards(dev) if guard else None  # runtime.guards: stores outside arguments
 
-    def buffer(self, host: np.ndarray, writable: bool = True, name: Optional[str] = None):
+    def buffer(self, host: np.ndarray, writable: bool = True, name: Optional[str] = None,
+               put: Optional[Callable[[np.ndarray], None]] = None):
+        """A device buffer holding `host`'s bytes; `put` takes them back after the launch
+        (default: into `host` itself)."""
         cl = self.cl
-        pad = _padded(host)
+        pad = _as_bytes(_padded(host))
         if self.guards is not None and writable:
             buf = self.guards.buffer(pad, name)
         else:
             buf = cl.Buffer(self.dev.context,
                             cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=pad)
         if writable:
-            self.readback.append((buf, pad, host))
+            if put is None:
+                flat = host.reshape(-1)
+
+                def put(data: np.ndarray, flat=flat) -> None:  # contiguous: in place
+                    flat.view(np.uint8)[...] = data[:flat.nbytes]
+            self.readback.append((buf, pad, put))
         self.keep.append(buf)
         return buf
 
@@ -206,7 +264,7 @@ class _Marshal:
         start = v.offset * v.buffer.itemsize
         if self.guards is not None:  # tlrun's guard zones (runtime.guards) bring their own room
             return self.buffer(v.buffer[v.offset:], name=name)
-        if start and start % max(1, self.dev.device.mem_base_addr_align // 8) == 0:
+        if start and start % self.align == 0:
             whole = self.buffer(v.buffer)
             sub = whole.get_sub_region(start, v.buffer.nbytes - start)
             self.keep.append(sub)
@@ -219,30 +277,46 @@ class _Marshal:
     def args(self, fn: ir.Function, bound: BoundArgs) -> list:
         """The kernel's argument values, in the order of `callconv.argument_params`: the
         order the lowering declares them in, and the one foreign code must follow."""
-        return [self.value(p, bound.values[a.value.name], a.type)
-                for a in fn.args for p in argument_params(a.value.name, a.type)]
+        return [self.value(p, bound.values[a.value.name], a)
+                for a in fn.args
+                for p in argument_params(a.value.name, a.type, self.convention)]
 
-    def value(self, p: Param, v, t) -> object:
-        """What is passed for parameter `p` of an argument bound to `v`, of type `t`."""
+    def value(self, p: Param, v, a: ir.Argument) -> object:
+        """What is passed for parameter `p` of argument `a`, bound to `v`."""
+        t = a.type
         if p.role == "value":
-            return v
+            return _scalar(v, t, a)
         if isinstance(v, MemrefArg):
             if p.role == "data":
                 return self.memref(v, p.arg)
             return np.int64((v.shape if p.role == "shape" else v.strides)[p.mode])
         assert isinstance(v, GroupArg) and isinstance(t, GroupType)
         if p.role == "data":
-            return self.pointers(v, t.memref, p.arg)
+            return self.pointers(v, t.memref, p.arg, a.attributes.get("alignment"))
         if p.role == "offset":
             return np.int64(v.offset)
+        if p.role == "size":
+            return np.int64(len(v.members))
         return self.longs((mm.shape if p.role == "shape" else mm.strides)[p.mode]
                           for mm in v.members)
 
-    def pointers(self, g: GroupArg, m: MemrefType, name: str):
-        """The group's member pointer array, filled on the device."""
+    def pointers(self, g: GroupArg, m: MemrefType, name: str, alignment: object = None):
+        """The group's member pointer array, filled on the device; every member's first
+        element at a multiple of the alignment (the device's, or the argument's `alignment`
+        attribute when larger)."""
         n = len(g.members)
+        item = m.element.dtype.itemsize
         base = g.members[0].buffer if g.members else np.zeros(1, m.element.dtype)
-        base_buf = self.buffer(base, name=name)
+        align = max(self.align, alignment if isinstance(alignment, int) else 0)
+        flat = base.reshape(-1)
+        raw = flat.view(np.uint8)
+        layout = aligned_layout([mm.offset * item for mm in g.members], align)
+        shift = dict(layout)
+
+        def put(data: np.ndarray) -> None:
+            _restored(data, raw, layout)
+
+        base_buf = self.buffer(_moved(raw, layout), name=name, put=put)
         # zero-filled from the host although the kernel below writes every entry: after
         # earlier launches in the same process, Oclgrind forgets that a kernel initialised
         # a buffer the host never wrote and reports "Uninitialized address" at every member
@@ -252,10 +326,10 @@ class _Marshal:
                               hostbuf=np.zeros(max(1, n) * self.dev.device.address_bits // 8,
                                                np.uint8))
         self.keep.append(ptrs)
-        if n:
-            offs = self.longs(mm.offset - g.offset for mm in g.members)
-            _pointer_kernel(self.dev, ctype(m.element))(self.dev.queue, (n,), None,
-                                                        base_buf, offs, ptrs)
+        if n:  # a member's pointer is its first element less the group offset (`a[i] + off`)
+            offs = self.longs(mm.offset * item + shift[mm.offset * item] - g.offset * item
+                              for mm in g.members)
+            _pointer_kernel(self.dev)(self.dev.queue, (n,), None, base_buf, offs, ptrs)
         return ptrs
 
     def restore(self) -> None:
@@ -267,8 +341,19 @@ class _Marshal:
         for buf, pad, _ in self.readback:
             self.cl.enqueue_copy(self.dev.queue, pad, buf)
         self.dev.queue.finish()
-        for _, pad, dst in self.readback:
-            dst[...] = pad[:dst.size]
+        for _, pad, put in self.readback:
+            put(pad)
+
+
+def _scalar(v, t, a: ir.Argument):
+    """A scalar argument as the kernel takes it: its own bytes (f16 half, c32/c64 float2/
+    double2 as complex64/complex128), bf16 as its 16 bits; an i1 cannot be passed."""
+    if getattr(t, "is_bool", False):
+        raise ArgumentError(f"argument '{a.value.name}' is a bool (i1): the calling convention "
+                            "cannot pass it, since an OpenCL kernel takes no bool parameter")
+    if t is ScalarType.bf16:
+        return np.asarray(v, t.dtype).reshape(1).view(np.uint16)[0]
+    return v
 
 
 def prepare(program: ir.Program, function: ir.Function, device: Optional[str],
@@ -321,7 +406,10 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
     check_launch(program, function, bound, groups, geo.size, dev.device.address_bits)
     if groups == 0:
         return []
-    lowered = lowered_for(program, dev, device_config(dev, config))
+    cfg = device_config(dev, config)
+    lowered = lowered_for(program, dev, cfg)
+    global_size, local_size = launch_sizes(cfg.convention,  # type: ignore[arg-type]
+                                           (geo.wg0, geo.wg1), (groups, 1, 1))
     extra = []
     slab = lowered.local_args.get(function.name, 0)
     if slab:  # Oclgrind tracks uninitialised local memory only in kernel arguments
@@ -330,14 +418,14 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, grou
     times = []
     try:
         with captured_stderr() if grind else _nothing() as cap:
-            marshal = _Marshal(dev, guard=guard and not grind)
+            marshal = _Marshal(dev, guard=guard and not grind,
+                               convention=cfg.convention)  # type: ignore[arg-type]
             args = marshal.args(function, bound)
             for k in range(max(1, repeat)):
                 if k:
                     marshal.restore()
                 start = time.perf_counter()
-                event = kernel(dev.queue, (geo.wg0, geo.wg1, groups), (geo.wg0, geo.wg1, 1),
-                               *args, *extra)
+                event = kernel(dev.queue, global_size, local_size, *args, *extra)
                 event.wait()
                 times.append(_kernel_seconds(event, time.perf_counter() - start))
             if marshal.guards is not None:

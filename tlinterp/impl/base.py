@@ -12,7 +12,7 @@ from typing import Optional
 import numpy as np
 
 from .. import ir
-from ..args import groups_word
+from ..args import Groups, groups_text
 from ..diagnostics import TLError, UndefinedBehaviour
 from ..interp.ub import KINDS
 
@@ -33,7 +33,8 @@ class ImplOptions:
 
     device: Optional[str] = None  # OpenCL device string (pocl, nvidia, oclgrind, ...)
     lowering: tuple[str, ...] = ()  # KEY=VALUE overrides of the reference lowering
-    work_group_size: Optional[str] = None  # "W0xW1" for OpenCL C without reqd_work_group_size
+    work_group_size: Optional[str] = None  # "W0xW1" for foreign code without
+    # reqd_work_group_size whose function has no work_group_size attribute
     tune: bool = False  # opencl: time lowering configs with the job's arguments first, use the
     # fastest (cached per kernel and device) and report the search on stderr
     build_options: str = ""  # opencl-c:/spirv: extra OpenCL build options (tinytc wants
@@ -64,12 +65,13 @@ DEFAULT_OPTIONS = ImplOptions()
 @dataclass
 class Job:
     """One run: the program (text, and the checked IR when the caller has it), the function,
-    the arguments (the .npz convention) and the work-group count (None: the default rule)."""
+    the arguments (the .npz convention) and the work-group count or v0.4 grid (None: the
+    default rule)."""
 
     source: str
     args: Mapping[str, np.ndarray]
     func: Optional[str] = None
-    groups: Optional[int] = None
+    groups: Optional[Groups] = None  # a count, or a v0.4 grid (x, y, z)
     filename: str = "kernel.tl"
     program: Optional[ir.Program] = None
     lang: Optional[str] = None  # "v0.3"/"v0.4"; None: detected (tlinterp.frontend)
@@ -149,22 +151,23 @@ class Implementation(ABC):
         return None
 
     def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
-                  groups: Optional[int]) -> str:
+                  groups: Optional[Groups]) -> str:
         """A shell command that reruns THIS implementation on these files."""
         return tlrun_command(self.spec, self.options, kernel, args, func, groups)
 
 
 def tlrun_command(spec: str, options: ImplOptions, kernel: str, args: Optional[str],
-                  func: Optional[str], groups, lang: Optional[str] = None) -> str:
-    """`tlrun ... --impl SPEC ...`: reruns the implementation `spec` names (`groups`: a count
-    or a v0.4 grid; `lang`: the kernel's version, when it must be said)."""
+                  func: Optional[str], groups: Optional[Groups],
+                  lang: Optional[str] = None) -> str:
+    """`tlrun ... --impl SPEC ...`: reruns the implementation `spec` names (`lang`: the
+    kernel's version, when it must be said)."""
     cmd = ["tlrun", kernel]
     if args is not None:
         cmd += ["--args", args]
     if func:
         cmd += ["--func", func]
     if groups is not None:
-        cmd += ["--groups", groups_word(groups)]
+        cmd += ["--groups", groups_text(groups)]
     if lang is not None:
         cmd += ["--lang", lang]
     if spec not in ("interp", "tlinterp"):

@@ -28,7 +28,8 @@ _HELP = {
               "pyopencl wheel's pocl, then the newest (tlrun --list-devices, docs/devices.md)",
     "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists the "
                 "keys)",
-    "work_group_size": "opencl-c: work-group size of kernels without reqd_work_group_size",
+    "work_group_size": "opencl-c/spirv: work-group size of kernels without "
+                       "reqd_work_group_size whose function has no work_group_size attribute",
     "build_options": "opencl-c/spirv: extra OpenCL build options, one quoted word, e.g. "
                      "'-cl-std=CL2.0 -cl-mad-enable' (a single option: "
                      "--build-options=-cl-mad-enable)",

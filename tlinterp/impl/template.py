@@ -7,9 +7,9 @@ import os
 import shlex
 import sys
 import tempfile
-from typing import Optional, Union
+from typing import Optional
 
-from ..args import groups_word, load_npz, save_npz
+from ..args import Groups, groups_text, load_npz, save_npz
 from ..diagnostics import TLError
 from .base import (
     DEFAULT_OPTIONS,
@@ -56,10 +56,10 @@ class Template(Implementation):
         self.options = options
 
     def argv(self, kernel: str, args: str, out: str, func: Optional[str],
-             groups: Union[None, int, tuple[int, ...]]) -> list[str]:
-        return expand_template(self.spec, {
-            "kernel": kernel, "args": args, "out": out, "func": func,
-            "groups": None if groups is None else groups_word(groups)})
+             groups: Optional[Groups]) -> list[str]:
+        return expand_template(self.spec, {"kernel": kernel, "args": args, "out": out,
+                                           "func": func, "groups": None if groups is None
+                                           else groups_text(groups)})
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
         with tempfile.TemporaryDirectory(prefix="tl-impl-") as tmp:
@@ -95,7 +95,7 @@ class Template(Implementation):
                            command=command)
 
     def reproduce(self, kernel: str, args: Optional[str], func: Optional[str],
-                  groups: Optional[int]) -> str:
+                  groups: Optional[Groups]) -> str:
         argv = self.argv(kernel, args or "args.npz", "out.npz", func, groups)
         line = shlex.join(argv)
         if args is None and "{args}" in self.spec:

@@ -9,7 +9,7 @@ from typing import Optional, Union
 import numpy as np
 
 from .. import ir
-from ..args import BoundArgs, GroupArg, MemrefArg, bind, check_groups, unbind
+from ..args import BoundArgs, GroupArg, MemrefArg, bind, grid_of, unbind
 from ..deepstack import call_deep, nesting
 from ..diagnostics import ArgumentError
 from ..effects import written_arguments
@@ -83,18 +83,6 @@ def _arg_value(name: str, t, v):
         buf = GroupBuffer(data, "%" + name, offsets, shapes, strides)
         return GroupValue(buf, t, offsets, shapes, strides)
     return np.asarray(v)
-
-
-def grid_of(groups: Union[int, tuple[int, ...]]) -> tuple[int, int, int]:
-    """A work-group count or a v0.4 grid (x[, y[, z]]) as (x, y, z)."""
-    g = tuple(groups) if isinstance(groups, (tuple, list)) else (groups,)
-    if not 1 <= len(g) <= 3:
-        raise ArgumentError(f"groups: a grid has 1 to 3 dimensions, got {len(g)}")
-    if any(x is None for x in g):
-        raise ArgumentError(f"groups: every grid size must be an integer, got {g!r}"[:200])
-    g = tuple(check_groups(x) for x in g) + (1,) * (3 - len(g))  # integers in range
-    check_groups(g[0] * g[1] * g[2])  # and so is their product
-    return g  # type: ignore[return-value]
 
 
 def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs,
