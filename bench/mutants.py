@@ -1,19 +1,28 @@
-"""Mutation bench: how many realistic lowering bugs does a short fuzzing campaign find?
+"""Mutation bench: how many realistic implementation bugs does a short fuzzing campaign find?
 
-    python bench/mutants.py [--time 60] [--seed 0] [--device pocl] [--jobs 1]
-                            [--only NAME ...] [--shrink-time 10] [--list]
+    python bench/mutants.py [--lang v0.3|v0.4] [--time 60] [--seed 0] [--device pocl]
+                            [--jobs 1] [--only NAME ...] [--shrink-time 10] [--list]
+                            [--min-kill-rate R]
 
-For every mutant of fuzz/campaign/mutations.py (one planted single-change bug each), run a
-fixed-seed campaign of at most --time seconds against the mutated OpenCL side, exactly as
-`tlfuzz --mutation NAME --seed S --jobs 1` would search, and stop at the first finding. A mutant
-is killed when the campaign reports a finding AND the mutant actually changed the generated
-code; a mutant that never applied is "not applicable" and counts as not killed. A finding
-counts only when the unmutated OpenCL side passes the same batch: a device bug that the
-campaign happens to meet is no kill (the table's "false" column counts those, the search goes
-on). Prints a table (mutant, category, verdict, time-to-kill, shrunk size), the kill rate and
-the median time-to-kill. Exit status 0; 1 when --min-kill-rate is given and not reached.
+--lang v0.3 (the default): for every mutant of fuzz/campaign/mutations.py (one planted
+single-change bug each in our OpenCL lowering), run a fixed-seed campaign of at most --time
+seconds against the mutated OpenCL side, exactly as `tlfuzz --mutation NAME --seed S --jobs 1`
+would search, and stop at the first finding.
+
+--lang v0.4: for every mutant of fuzz/campaign/mutations_v04.py (the reference interpreter as a
+`python:` plug-in with one rule changed), the same fixed-seed campaign as
+`tlfuzz --lang v0.4 --impl python:fuzz.campaign.mutations_v04:NAME --seed S --jobs 1`
+(--device is not used: the plug-in runs on the CPU).
+
+A mutant is killed when the campaign reports a finding AND the mutant actually changed
+something (rewrote the generated code, took its wrong branch); a mutant that never applied is
+"not applicable" and counts as not killed. A finding counts only when the unmutated side (our
+OpenCL lowering; the unmutated plug-in `python:fuzz.campaign.mutations_v04:reference`) passes
+the same batch: a device bug that the campaign happens to meet is no kill (the table's "false"
+column counts those, the search goes on). Prints a table (mutant, category, verdict,
+time-to-kill, shrunk size), the kill rate and the median time-to-kill. Exit status 0; 1 when
+--min-kill-rate is given and not reached; 2 for bad arguments.
 """
-
 from __future__ import annotations
 
 import argparse
@@ -28,6 +37,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 ROUNDS = 50  # batches per seeded search, as tlfuzz --rounds (its default)
+LANGS = ("v0.3", "v0.4")
 
 
 @dataclass
@@ -42,19 +52,39 @@ class Result:
     false: int = 0  # batches whose findings the unmutated side shows too (device bugs)
 
 
-def run_one(name: str, seconds: float, seed: int, device: str, shrink: float) -> Result:
-    """One fixed-seed campaign against the mutant `name`."""
+def mutants(lang: str) -> dict:
+    """The mutants of one language version: name -> fuzz.campaign.mutations.Mutation."""
+    if lang == "v0.4":
+        from fuzz.campaign.mutations_v04 import MUTATIONS
+    else:
+        from fuzz.campaign.mutations import MUTATIONS
+    return MUTATIONS
+
+
+def run_one(name: str, seconds: float, seed: int, device: str, shrink: float,
+            lang: str = "v0.3") -> Result:
+    """One fixed-seed campaign against the mutant `name` of `lang`'s set."""
     warnings.filterwarnings("ignore")
     from fuzz.campaign.cli import round_seed
     from fuzz.campaign.hunt import HuntOptions, hunt
-    from fuzz.campaign.mutations import known
     from fuzz.campaign.sandbox import Sandbox
     from tlinterp import ir
 
-    m = known()[name]
-    opts = HuntOptions(device=device, shrink_time=shrink, mutation=name,
-                       kinds=frozenset({"mismatch", "backend-error", "backend-crash",
-                                        "red-zone"}))
+    m = mutants(lang)[name]
+    kinds = frozenset({"mismatch", "backend-error", "backend-crash", "red-zone"})
+    if lang == "v0.4":
+        from fuzz.campaign.mutations_v04 import REFERENCE, plugin_spec
+        from tlinterp.impl.base import DEFAULT_OPTIONS
+
+        # the mutant is a plug-in: no device, no lowering mutation; the clean side is the
+        # same plug-in without a mutant
+        opts = HuntOptions(device=None, shrink_time=shrink, kinds=kinds,
+                           impl=(plugin_spec(name), DEFAULT_OPTIONS), params={"lang": lang})
+        clean_impl = (plugin_spec(REFERENCE), DEFAULT_OPTIONS)
+        device = None
+    else:
+        opts = HuntOptions(device=device, shrink_time=shrink, mutation=name, kinds=kinds)
+        clean_impl = None
     first: list[float] = []
     cases = [0]
     false = [0]
@@ -79,7 +109,8 @@ def run_one(name: str, seconds: float, seed: int, device: str, shrink: float) ->
     start = time.time()
     deadline = start + seconds
     findings: list = []
-    with Timed(device, opts.timeout, name) as box, Sandbox(device, opts.timeout) as clean:
+    with Timed(device, opts.timeout, opts.mutation, opts.impl) as box, \
+            Sandbox(device, opts.timeout, impl=clean_impl) as clean:
         k = 0
         while not findings and time.time() < deadline:
             findings = hunt(opts, round_seed(seed, 0, k), ROUNDS, progress, stop_at=deadline,
@@ -119,33 +150,38 @@ def table(results: list[Result], title: str):
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from fuzz.campaign.mutations import MUTATIONS
-
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--lang", choices=LANGS, default=None,
+                   help="v0.3: bugs planted in our OpenCL lowering (default); v0.4: in the "
+                        "interpreter as a python: plug-in")
     p.add_argument("--time", type=float, default=60.0, help="seconds per mutant (default 60)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="pocl")
     p.add_argument("--jobs", type=int, default=1, help="mutants run in parallel")
     p.add_argument("--shrink-time", type=float, default=10.0)
     p.add_argument("--only", nargs="+", metavar="NAME", help="run these mutants only")
-    p.add_argument("--list", action="store_true", help="list the mutants and exit")
+    p.add_argument("--list", action="store_true",
+                   help="list the mutants of both sets (or of --lang when given) and exit")
     p.add_argument("--min-kill-rate", type=float, default=None,
                    help="exit 1 when the kill rate (0..1) is below this")
     ns = p.parse_args(argv)
     if ns.list:
-        for m in MUTATIONS.values():
-            print(f"{m.name:26} {m.category:11} {m.doc}")
+        for lang in [ns.lang] if ns.lang else LANGS:
+            for m in mutants(lang).values():
+                print(f"{lang:5} {m.name:26} {m.category:11} {m.doc}")
         return 0
-    names = ns.only or list(MUTATIONS)
-    unknown = [n for n in names if n not in MUTATIONS]
+    ns.lang = ns.lang or "v0.3"
+    known = mutants(ns.lang)
+    names = ns.only or list(known)
+    unknown = [n for n in names if n not in known]
     if unknown or ns.jobs < 1 or ns.time <= 0:
-        print(f"mutants.py: unknown mutants {unknown}" if unknown
+        print(f"mutants.py: unknown {ns.lang} mutants {unknown} (see --list)" if unknown
               else "mutants.py: --jobs and --time must be positive", file=sys.stderr)
         return 2
     from rich.console import Console
 
     console = Console()
-    work = [(n, ns.time, ns.seed, ns.device, ns.shrink_time) for n in names]
+    work = [(n, ns.time, ns.seed, ns.device, ns.shrink_time, ns.lang) for n in names]
     start = time.time()
     results: list[Result] = []
     try:
@@ -164,7 +200,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         console.print("interrupted: partial results")
     killed = [r for r in results if r.verdict == "killed"]
-    console.print(table(results, f"mutation bench: {ns.device}, seed {ns.seed}, "
+    side = ns.device if ns.lang == "v0.3" else "v0.4 interpreter plug-in"
+    console.print(table(results, f"mutation bench ({ns.lang}): {side}, seed {ns.seed}, "
                                  f"{ns.time:.0f} s per mutant, {ns.jobs} job(s)"))
     rate = len(killed) / max(len(results), 1)
     med = statistics.median(r.seconds for r in killed) if killed else float("nan")

@@ -14,10 +14,22 @@ __all__ = ["InvalidCase", "UndefinedCase", "ValidCase", "all_invalid", "all_unde
 
 
 def all_valid() -> list[ValidCase]:
-    from . import blas, control, groups, scalar, v04, v04_coop, v04_memory, v04_scalar, views
+    from . import (
+        blas,
+        control,
+        groups,
+        scalar,
+        v04,
+        v04_coop,
+        v04_memory,
+        v04_nan,
+        v04_scalar,
+        views,
+    )
 
     cases = [*blas.cases(), *scalar.cases(), *views.cases(), *groups.cases(), *control.cases(),
-             *v04.cases(), *v04_scalar.cases(), *v04_memory.cases(), *v04_coop.cases()]
+             *v04.cases(), *v04_scalar.cases(), *v04_memory.cases(), *v04_coop.cases(),
+             *v04_nan.cases()]
     _unique(c.id for c in cases)
     return cases
 
