@@ -175,7 +175,7 @@ def test_tlfuzz_v04_against_a_correct_plugin_finds_nothing(tmp_path):
 def test_tlfuzz_v04_finding_is_saved_as_v04_and_reproduces(tmp_path):
     out = tmp_path / "out"
     r = _tlfuzz(tmp_path, "--lang", "v0.4", "--impl", "python:v04plugins:wrong", "--time",
-                "8s", "-j", "1", "-q", "--batch", "2", "--rounds", "2", "--shrink-time", "2",
+                "20s", "-j", "1", "-q", "--batch", "2", "--rounds", "2", "--shrink-time", "2",
                 "--triage-time", "0", "--out", str(out))
     assert r.returncode == 1, r.stderr
     saved = sorted(glob.glob(str(out / "mismatch-*.tl")))

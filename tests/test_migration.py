@@ -24,7 +24,7 @@ KERNELS = sorted([*ROOT.glob("examples/**/*.tl"),
                   *(p for p in ROOT.glob("corpus/valid/**/*.tl") if p.parent.name != "v04")])
 # what v0.4 cannot express (the message of each kernel that does not convert)
 NO_V04 = ("the v0.2 unsigned type", "a cast to i1", "with beta other than a constant 0 or 1",
-          "lifetime_stop")
+          "lifetime_stop", "does not promote to")
 
 
 def _v03(path: Path):
@@ -151,3 +151,16 @@ def test_generated_programs_print_as_v04_and_back(case: FuzzCase):
               func=case.func, groups=case.groups)
     for k in want:
         np.testing.assert_array_equal(got[k], want[k])
+
+
+def test_a_conversion_that_breaks_a_v04_rule_is_an_error_at_its_range():
+    """v0.3 lets alpha and beta be wider than the output (f64 into f32); v0.4 does not: the
+    conversion says so instead of printing a v0.4 text its checker rejects."""
+    src = ("func @k(%a: f64, %A: memref<f32x4x4>, %x: memref<f32x4>, %y: memref<f32x4>) {\n"
+           "  gemv.n %a, %A, %x, 1.0, %y : f64, memref<f32x4x4>, memref<f32x4>, f64, "
+           "memref<f32x4>\n}\n")
+    with pytest.raises(SourceError) as e:
+        format_program_v04(check(parse(src, "w.tl", lang="v0.3")))
+    d = e.value.diagnostics[0]
+    assert d.span.line == 2
+    assert "no v0.4 equivalent: gemv: alpha of type f64 does not promote to f32" in d.message

@@ -51,7 +51,23 @@ def to_v04(program: ir.Program) -> ir.Program:
     if errors:
         raise SourceError([dataclasses.replace(d, filename=program.filename) for d in errors],
                           program.source)
-    return dataclasses.replace(program, functions=functions)
+    result = dataclasses.replace(program, functions=functions)
+    if program.lang != "v0.4":
+        _expressible(result)
+    return result
+
+
+def _expressible(program: ir.Program) -> None:
+    """A converted v0.3 program must satisfy v0.4's own rules, which are stricter in places
+    (alpha and beta promote to the output's element type); what does not is an error at its
+    range, never an invalid v0.4 text."""
+    from .checker_v04 import check as check_v04
+
+    try:
+        check_v04(program)
+    except SourceError as e:
+        raise SourceError([dataclasses.replace(d, message=f"no v0.4 equivalent: {d.message}")
+                           for d in e.diagnostics], program.source) from None
 
 
 def _names(fn: ir.Function) -> set[str]:
