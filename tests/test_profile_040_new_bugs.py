@@ -135,3 +135,57 @@ def test_a_bf16_literal_of_the_v03_form_is_a_bf16_constant():
                       ir.Arith(y, "add", x, Const(1.5, True), bf16)])
     fn = ir.Function("k", (ir.Argument(Value("A"), MemrefType.make(bf16, (2,))),), body)
     assert [v.construct for v in violations(fn, load(PROFILE))] == ["bf16-constants"]
+
+
+def _folded_zero_divisions(func) -> int:
+    """Float `div`s whose operands both fold to zero (literals and add/sub/mul of folded
+    values, as a compiler's constant propagation sees them): each a NaN constant once
+    folded, which tinytc 0.4.0 cannot take (nan-constants)."""
+    from tlinterp import ir
+
+    known: dict = {}
+    found = 0
+
+    def fold(op):
+        if isinstance(op, ir.Const):
+            return op.value
+        return known.get(getattr(op, "name", None))
+
+    for inst in ir.walk(func.body):
+        if not (isinstance(inst, ir.Arith) and inst.type.is_float):
+            continue
+        a, b = fold(inst.lhs), fold(inst.rhs)
+        if a is None or b is None:
+            continue
+        if inst.op == "div" and a == 0 and b == 0:
+            found += 1
+        elif inst.op in ("add", "sub", "mul"):
+            known[inst.result.name] = {"add": a + b, "sub": a - b, "mul": a * b}[inst.op]
+    return found
+
+
+def test_no_float_division_folds_into_a_nan_constant():
+    """Seed 197 of this profile once divided `0.001 - 0.001` by itself: tinytc's constant
+    propagation made that a NaN constant ('Internal compiler error'). Under nan-constants
+    no float div has operands that may both be zero; without it, such divisions occur."""
+    for seed in range(300):
+        func, _, _, _ = sample_function(seed, profile=PROFILE)
+        assert _folded_zero_divisions(func) == 0, seed
+    assert sum(_folded_zero_divisions(sample_function(seed, lang="v0.4")[0])
+               for seed in range(300)) > 0
+
+
+@pytest.mark.parametrize("lhs, rhs, outside", [("0.0", "0.0", True), ("1.0", "0.0", False),
+                                               ("0.0", "2.0", False)])
+def test_a_float_division_of_zero_by_zero_is_a_nan_constant(lhs, rhs, outside):
+    text = f"""func @k(%A: memref<f32x1>) {{
+    %a = constant {lhs} : f32
+    %b = constant {rhs} : f32
+    %r = div %a, %b : f32
+    %c0 = constant 0 : index
+    store %r, %A[%c0]
+}}
+"""
+    program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
+    found = [v.construct for v in violations(program, load("tinytc-0.4.0"))]
+    assert found == (["nan-constants"] if outside else [])

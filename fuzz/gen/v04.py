@@ -78,6 +78,11 @@ def v04_params() -> GenParams:
                                statement_weights={**base.statement_weights, "v04": 5})
 
 
+def _nonzero(r) -> bool:
+    """Whether a value of range r cannot be zero (an unknown range may be)."""
+    return r.known and (r.lo > 0 or r.hi < 0)
+
+
 def _widen(r: FRange, eps: float, limit: float) -> FRange:
     if not r.known or r.mag * (1 + eps) > limit:
         return UNKNOWN_F
@@ -225,6 +230,10 @@ class V04Generator(FunctionGenerator):
             # the target folds a constant rem by zero into a NaN constant, which it cannot
             # take: only divisors that cannot be zero
             raise Unavailable("a float rem by what may be zero")
+        if op == "div" and a.type.is_float and self.excludes("nan-constants") and not (
+                _nonzero(a.rng) or _nonzero(b.rng)):
+            # 0 / 0 of values that fold to constants is a NaN constant too (x / 0 is inf)
+            raise Unavailable("a float div of what may both be zero")
         return super().binary(op, a, b)
 
     def narrow_atomic(self, t: ScalarType, update: bool = False) -> bool:
@@ -317,6 +326,9 @@ class V04Generator(FunctionGenerator):
             return self.add_scalar(Scal(r, t, rng))
         op = self.pick(["add", "sub", "mul"] + ([] if t.is_complex else ["min", "max", "div"]))
         a, b = self.gen_lowp(t, depth - 1), self.gen_lowp(t, depth - 1)
+        if op == "div" and self.excludes("nan-constants") and not (
+                _nonzero(a.rng) or _nonzero(b.rng)):
+            op = "sub"  # 0 / 0 may fold into a NaN constant (see binary)
         r = self.fresh()
         self.emit(ir.Arith(r, op, a.op, b.op, t))
         if op == "div" or not (a.rng.known and b.rng.known):

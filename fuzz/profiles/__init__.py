@@ -57,8 +57,9 @@ FEATURES = {
     "expand-inferred-dynamic": "expand with a `?` entry of a mode whose size is `?` (the "
                                "entry inferred at run time)",
     "expand-dynamic-stride": "expand of a mode whose stride is `?`",
-    "nan-constants": "a NaN `constant`, or a float `rem` whose divisor may be zero (constant "
-                     "folding turns it into a NaN constant)",
+    "nan-constants": "a NaN `constant`, a float `rem` whose divisor may be zero, or a float "
+                     "`div` of zero by zero (constant folding turns both into a NaN "
+                     "constant)",
     "gemm-atomic-beta-one": "gemm.atomic with beta 1 (v0.4: beta is a `constant` 0 or 1)",
     "atomic-narrow-types": "v0.4 atomics (`.atomic` collectives, atomic_load/store/add/max/"
                            "min) on i8, i16 or bf16 elements, and atomic updates of f16",

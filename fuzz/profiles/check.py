@@ -104,13 +104,15 @@ def gemm_atomic_beta_one(inst: ir.Instruction, constants: Optional[dict] = None)
 
 
 def nan_constant(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
-    """A NaN literal or `constant`, or a float `rem` by a literal or `constant` zero (which
-    constant folding turns into a NaN constant)."""
+    """A NaN literal or `constant`, a float `rem` by a literal or `constant` zero, or a float
+    `div` of zero by zero (constant folding turns both into a NaN constant)."""
     if isinstance(inst, ir.Constant):
         v = inst.value.value
         return v != v if isinstance(v, float) else (isinstance(v, complex) and v != v)
     if isinstance(inst, ir.Arith) and inst.op == "rem" and inst.type.is_float:
         return _literal(inst.rhs, constants) == 0
+    if isinstance(inst, ir.Arith) and inst.op == "div" and inst.type.is_float:
+        return _literal(inst.lhs, constants) == 0 and _literal(inst.rhs, constants) == 0
     return False
 
 
