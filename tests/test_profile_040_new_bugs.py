@@ -189,3 +189,20 @@ def test_a_float_division_of_zero_by_zero_is_a_nan_constant(lhs, rhs, outside):
     program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
     found = [v.construct for v in violations(program, load("tinytc-0.4.0"))]
     assert found == (["nan-constants"] if outside else [])
+
+
+def test_tlconform_skips_the_corpus_cases_of_the_reported_bugs(corpus_copy):
+    from fuzz.conform.corpus import apply_profile, load_corpus
+
+    ids = {"valid/v04/cast_from_i64": "index-i64-casts",
+           "valid/v04/cast_from_index": "index-i64-casts",
+           "valid/v04/group_offsets": "group-offsets",
+           "valid/v04/arith_bf16": None}
+    cases = load_corpus(str(corpus_copy(list(ids))), "valid/")
+    run_, skipped = apply_profile(cases, load(PROFILE))
+    assert [c.id for c in run_] == ["valid/v04/arith_bf16"]  # bf16 without constants stays
+    reasons = {c.id: why for c, why in skipped}
+    for case, feature in ids.items():
+        if feature is not None:
+            assert f"{feature}: reported:" in reasons[case], case
+    assert not apply_profile(cases, load("tinytc-0.4.0"))[1]
