@@ -183,6 +183,10 @@ def _spmd_kernels(draw, name: str, params: dict[str, Any]) -> FuzzCase:
         kept = tuple(t for t in (*V04_SCALAR_TYPES, *LOWP) if not t.is_bool
                      and t.value != "index" and t not in NARROW_ATOMIC_UPDATE_TYPES)
         knobs.setdefault("atomic_types", kept)
+    if "bf16-constants" in profile.exclude_features:
+        knobs.setdefault("bf16_constants", False)
+    if "index-i64-casts" in profile.exclude_features:
+        knobs.setdefault("index_i64_casts", False)
     func, args, groups = draw(_spmd_cases()(name=name, **knobs))
     assume(not profile.restricts or not violations(func, profile))
     return case_of(func, args, groups, profile, "v0.4")

@@ -227,6 +227,8 @@ class FunctionGenerator(BodyGenerator):
                         for k, s in enumerate(strides)]
         off_dyn = self.flip(40)
         offset = self.int(0, 3)
+        if self.excludes("group-offsets"):
+            off_dyn, offset = False, 0  # the draws above keep the other choices' sequence
         mt = MemrefType.make(buf.elem, tshape, tstride)
         gt = GroupType(mt, None if off_dyn else offset)
         v = self.arg(gt)

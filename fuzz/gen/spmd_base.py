@@ -143,8 +143,15 @@ class BuilderBase:
         key = (value, t)
         if not here and key in self.consts:
             return self.consts[key]
-        v = self.fresh("c")
-        inst = ir.Constant(v, literal(value, t), t)
+        if t is ScalarType.bf16 and not self.p.bf16_constants:
+            # the target takes no bf16 constant: an f32 one cast to bf16, the same value
+            # (random values are exact in bf16, hence in f32)
+            f = self.const(value, ScalarType.f32, here)
+            v = self.fresh("c")
+            inst = ir.Cast(v, f.op, ScalarType.f32, t)
+        else:
+            v = self.fresh("c")
+            inst = ir.Constant(v, literal(value, t), t)
         val = Val(v, t, value_mag(value), value_grain(value), WG, "const")
         if here:
             self.emit(inst)
@@ -236,6 +243,11 @@ class BuilderBase:
         self.sidi = self.cast_to(self.sid, INDEX)
 
     def cast_to(self, v: Val, t: ScalarType, kind: Optional[str] = None) -> Val:
+        if not self.p.index_i64_casts and {v.type, t} == {INDEX, ScalarType.i64} \
+                and v.mag < 2 ** 31:
+            # the target miscompiles index <-> i64: through i32, the same value (ids, loop
+            # variables and sizes are small)
+            v = self.cast_to(v, ScalarType.i32, kind)
         r = self.fresh()
         self.emit(ir.Cast(r, v.op, v.type, t))
         mag, grain = (math.floor(v.mag), 0) if t.is_int and not v.type.is_int \

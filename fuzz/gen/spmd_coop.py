@@ -90,7 +90,8 @@ def construct(b: _Builder, ct: CoopMatrixType) -> CVal:
     r = b.fresh("M")
     if v is None or b.flip(40):
         value = b.random_value(t, b.int(1, b.p.data_max))
-        if b.flip(50):  # a coopmatrix constant
+        if b.flip(50) and (t is not ScalarType.bf16 or b.p.bf16_constants):
+            # a coopmatrix constant
             b.emit(ir.Constant(r, literal(value, t), ct))
             b.stats["coop.constant"] += 1
             return _add(b, CVal(r, ct, value_mag(value), value_grain(value)))

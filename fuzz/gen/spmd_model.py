@@ -109,6 +109,11 @@ class SpmdParams:
     # element types of atomics (scalar and coopmatrix); tinytc v0.4.0 compiles them for
     # i32 i64 f32 f64 c32 c64 only (and f16 except add)
     atomic_types: tuple[ScalarType, ...] = NUMBER_TYPES
+    # `constant`s of bf16 (scalar or coopmatrix components); off, a bf16 value that would be
+    # one is an f32 constant cast to bf16 (tinytc v0.4.0 miscompiles bf16 constants)
+    bf16_constants: bool = True
+    # casts between index and i64; off, such a cast goes through i32 (the values are small)
+    index_i64_casts: bool = True
     weights: dict[str, int] = field(default_factory=lambda: dict(
         load=4, arith=6, unary=2, cast=2, subgroup=5, broadcast=3, exchange=3, barrier=1,
         coop=6, if_=2, for_=2, store=2, atomic=1))

@@ -78,6 +78,11 @@ def v04_params() -> GenParams:
                                statement_weights={**base.statement_weights, "v04": 5})
 
 
+def _nonzero(r) -> bool:
+    """Whether a value of range r cannot be zero (an unknown range may be)."""
+    return r.known and (r.lo > 0 or r.hi < 0)
+
+
 def _widen(r: FRange, eps: float, limit: float) -> FRange:
     if not r.known or r.mag * (1 + eps) > limit:
         return UNKNOWN_F
@@ -151,7 +156,46 @@ class V04Generator(FunctionGenerator):
             raise Unavailable("v0.4's bool is no cast result")  # compares make bools
         if a.type in LOWP or to in LOWP:
             return self.lowp_cast(a, to)
+        if {a.type, to} == {INDEX, ScalarType.i64} and self.excludes("index-i64-casts"):
+            # through i32 (the same value where it fits: index and i64 witnesses, loop
+            # bounds and sizes are small), else not at all
+            if not a.rng.within(type_range(ScalarType.i32)):
+                raise Unavailable("an index/i64 cast the profile leaves out")
+            return super().cast(super().cast(a, ScalarType.i32), to)
         return super().cast(a, to)
+
+    def emit(self, inst) -> None:
+        if self.excludes("bf16-constants"):
+            inst = self.without_bf16_literals(inst)
+        super().emit(inst)
+
+    def without_bf16_literals(self, inst):
+        """The instruction with each literal operand of type bf16 (a `constant` in v0.4)
+        replaced by an f32 literal cast to bf16 just before: the same value (the literals
+        drawn are exact in f32), for targets that take no bf16 constant."""
+        def value(op: ir.Operand, t) -> ir.Operand:
+            if not (isinstance(op, Const) and t is ScalarType.bf16):
+                return op
+            r = self.fresh()
+            super(V04Generator, self).emit(
+                ir.Cast(r, Const(float(op.value), True), ScalarType.f32, t))
+            return r
+
+        rep = dataclasses.replace
+        if isinstance(inst, (ir.Arith, ir.Compare)):
+            return rep(inst, lhs=value(inst.lhs, inst.type), rhs=value(inst.rhs, inst.type))
+        if isinstance(inst, ir.ArithUnary):
+            return rep(inst, operand=value(inst.operand, inst.type))
+        if isinstance(inst, ir.Cast):
+            return rep(inst, operand=value(inst.operand, inst.from_type))
+        if isinstance(inst, ir.Store) and isinstance(inst.type, MemrefType):
+            return rep(inst, value=value(inst.value, inst.type.element))
+        if isinstance(inst, ir.Yield):
+            return rep(inst, values=tuple(value(x, t) for x, t in zip(inst.values, inst.types)))
+        if isinstance(inst, ir.For):
+            return rep(inst, inits=tuple((c, value(i, t)) for (c, i), t in
+                                         zip(inst.inits, inst.result_types)))
+        return inst
 
     def collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):
         """v0.4's mixed precision (alpha <= promote(A, B) <= C, beta <= C): a literal alpha
@@ -186,6 +230,10 @@ class V04Generator(FunctionGenerator):
             # the target folds a constant rem by zero into a NaN constant, which it cannot
             # take: only divisors that cannot be zero
             raise Unavailable("a float rem by what may be zero")
+        if op == "div" and a.type.is_float and self.excludes("nan-constants") and not (
+                _nonzero(a.rng) or _nonzero(b.rng)):
+            # 0 / 0 of values that fold to constants is a NaN constant too (x / 0 is inf)
+            raise Unavailable("a float div of what may both be zero")
         return super().binary(op, a, b)
 
     def narrow_atomic(self, t: ScalarType, update: bool = False) -> bool:
@@ -278,6 +326,9 @@ class V04Generator(FunctionGenerator):
             return self.add_scalar(Scal(r, t, rng))
         op = self.pick(["add", "sub", "mul"] + ([] if t.is_complex else ["min", "max", "div"]))
         a, b = self.gen_lowp(t, depth - 1), self.gen_lowp(t, depth - 1)
+        if op == "div" and self.excludes("nan-constants") and not (
+                _nonzero(a.rng) or _nonzero(b.rng)):
+            op = "sub"  # 0 / 0 may fold into a NaN constant (see binary)
         r = self.fresh()
         self.emit(ir.Arith(r, op, a.op, b.op, t))
         if op == "div" or not (a.rng.known and b.rng.known):

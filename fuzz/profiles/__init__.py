@@ -57,11 +57,17 @@ FEATURES = {
     "expand-inferred-dynamic": "expand with a `?` entry of a mode whose size is `?` (the "
                                "entry inferred at run time)",
     "expand-dynamic-stride": "expand of a mode whose stride is `?`",
-    "nan-constants": "a NaN `constant`, or a float `rem` whose divisor may be zero (constant "
-                     "folding turns it into a NaN constant)",
+    "nan-constants": "a NaN `constant`, a float `rem` whose divisor may be zero, or a float "
+                     "`div` of zero by zero (constant folding turns both into a NaN "
+                     "constant)",
     "gemm-atomic-beta-one": "gemm.atomic with beta 1 (v0.4: beta is a `constant` 0 or 1)",
     "atomic-narrow-types": "v0.4 atomics (`.atomic` collectives, atomic_load/store/add/max/"
                            "min) on i8, i16 or bf16 elements, and atomic updates of f16",
+    "group-offsets": "a group type whose offset is not 0 (a constant other than 0, or `?`)",
+    "index-i64-casts": "a cast between index and i64, either way (`cast %x : i64` of an "
+                       "index value)",
+    "bf16-constants": "a bf16 `constant` (v0.3 form: a literal operand of type bf16), also a "
+                      "cooperative matrix constant of bf16 components",
 }
 # element types of the atomics "atomic-narrow-types" names: any atomic, an update
 NARROW_ATOMIC_TYPES = frozenset({ScalarType.i8, ScalarType.i16, ScalarType.bf16})

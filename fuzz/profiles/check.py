@@ -9,13 +9,15 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tlinterp import ir
+from tlinterp.diagnostics import SourceError
+from tlinterp.migrate import to_v04
 from tlinterp.printer import mnemonic
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlinterp.types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType
 
 from . import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES, Profile
 
 __all__ = ["Violation", "violations", "instruction_violations", "integer_product",
-           "mixed_sizes", "narrow_atomic"]
+           "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,26 @@ def narrow_atomic(inst: ir.Instruction, element: Optional[ScalarType] = None) ->
     return False
 
 
+def group_offset(t) -> bool:
+    """A group type whose offset is not 0: a constant other than 0 or `?` (None)."""
+    return isinstance(t, GroupType) and t.offset != 0
+
+
+def index_i64_cast(inst: ir.Instruction) -> bool:
+    """A cast from index to i64 or from i64 to index."""
+    return isinstance(inst, ir.Cast) and {inst.from_type, inst.to_type} == {
+        INDEX, ScalarType.i64}
+
+
+def bf16_constant(inst: ir.Instruction) -> bool:
+    """A v0.4 `constant` of type bf16, or of a cooperative matrix of bf16 components."""
+    if not isinstance(inst, ir.Constant):
+        return False
+    t = inst.type
+    return t is ScalarType.bf16 or (isinstance(t, CoopMatrixType)
+                                    and t.component is ScalarType.bf16)
+
+
 def gemm_atomic_beta_one(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
     """A gemm.atomic whose beta is 1: a literal (v0.3 form) or a `constant` (v0.4 form, whose
     values `constants` maps by name)."""
@@ -82,13 +104,15 @@ def gemm_atomic_beta_one(inst: ir.Instruction, constants: Optional[dict] = None)
 
 
 def nan_constant(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
-    """A NaN literal or `constant`, or a float `rem` by a literal or `constant` zero (which
-    constant folding turns into a NaN constant)."""
+    """A NaN literal or `constant`, a float `rem` by a literal or `constant` zero, or a float
+    `div` of zero by zero (constant folding turns both into a NaN constant)."""
     if isinstance(inst, ir.Constant):
         v = inst.value.value
         return v != v if isinstance(v, float) else (isinstance(v, complex) and v != v)
     if isinstance(inst, ir.Arith) and inst.op == "rem" and inst.type.is_float:
         return _literal(inst.rhs, constants) == 0
+    if isinstance(inst, ir.Arith) and inst.op == "div" and inst.type.is_float:
+        return _literal(inst.lhs, constants) == 0 and _literal(inst.rhs, constants) == 0
     return False
 
 
@@ -140,6 +164,8 @@ def instruction_violations(inst: ir.Instruction, profile: Profile,
         found.append("nan-constants")
     if "gemm-atomic-beta-one" in feats and gemm_atomic_beta_one(inst, elements):
         found.append("gemm-atomic-beta-one")
+    if "index-i64-casts" in feats and index_i64_cast(inst):
+        found.append("index-i64-casts")
     if "atomic-narrow-types" in feats and narrow_atomic(
             inst, (elements or {}).get(getattr(getattr(inst, "operand", None), "name", ""))):
         found.append("atomic-narrow-types")
@@ -158,6 +184,9 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
             for t in _scalars(a.type):
                 if t in profile.exclude_types:
                     out.append(Violation(t.value, a.span, profile.reason(t.value)))
+            # groups come from arguments only: a load from one repeats the argument's type
+            if "group-offsets" in profile.exclude_features and group_offset(a.type):
+                out.append(Violation("group-offsets", a.span, profile.reason("group-offsets")))
         wgs = fn.work_group_size
         if wgs is not None and int(wgs[0]) % profile.work_group_size_multiple:
             out.append(Violation("work_group_size", fn.span,
@@ -166,12 +195,26 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
                 and int(fn.subgroup_size) not in profile.subgroup_sizes:
             out.append(Violation("subgroup_size", fn.span, profile.reason("subgroup_size")))
         elements = _elements(fn)
+        if "bf16-constants" in profile.exclude_features:
+            # in the v0.4 form, where literal operands are the `constant`s they print as
+            out.extend(Violation("bf16-constants", inst.span, profile.reason("bf16-constants"))
+                       for inst in ir.walk(_v04_form(fn).body) if bf16_constant(inst))
         for inst, in_if in _walk(fn.body):
             out.extend(instruction_violations(inst, profile, elements))
             if in_if and isinstance(inst, ir.Alloca) and "alloca-in-if" in \
                     profile.exclude_features:
                 out.append(Violation("alloca-in-if", inst.span, profile.reason("alloca-in-if")))
     return out
+
+
+def _v04_form(fn: ir.Function) -> ir.Function:
+    """The function with its literal operands as v0.4 `constant` instructions of the type
+    each one has (tlinterp.migrate, the one place that decides it; a v0.4 program has none
+    and stays as it is); a function v0.4 cannot express stays as it is."""
+    try:
+        return to_v04(ir.Program((fn,), "<profile check>")).functions[0]
+    except SourceError:
+        return fn
 
 
 def _elements(fn: ir.Function) -> dict:

@@ -1,0 +1,208 @@
+"""The tinytc-0.4.0-new-bugs profile: tinytc-0.4.0 without the constructs of its bugs already
+reported (group offsets, index/i64 casts, bf16 constants). The generator (the v0.4 builder and
+the SPMD generator) never makes them, and `violations` names each one on a small kernel."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import tlinterp
+from fuzz.gen.spmd import sample_spmd
+from fuzz.profiles import load
+from fuzz.profiles.check import violations
+from fuzz.strategies import sample_function, to_program
+
+PROFILE = "tinytc-0.4.0-new-bugs"
+NEW = {"group-offsets", "index-i64-casts", "bf16-constants"}
+
+
+def test_the_profile_loads_with_tinytc_040s_exclusions_and_the_three_new_ones():
+    base, profile = load("tinytc-0.4.0"), load(PROFILE)
+    assert profile.lang == "v0.4" and profile.subgroup_sizes == base.subgroup_sizes
+    assert profile.exclude_features == base.exclude_features | NEW
+    assert profile.work_group_size_multiple == base.work_group_size_multiple
+    for feature in NEW:  # each one says which reported finding it stands for
+        assert "corpus/findings/tinytc-0.4.0/" in profile.reason(feature)
+
+
+def test_the_v04_builder_never_makes_an_excluded_construct():
+    """300 seeded kernels, plain sampling (the generator itself, no filter behind it), checked
+    raw and in their printed v0.4 form; the same seeds under tinytc-0.4.0 do make all three."""
+    profile = load(PROFILE)
+    loose: Counter = Counter()
+    for seed in range(300):
+        func, _, _, _ = sample_function(seed, profile=profile)
+        assert violations(func, profile) == [], seed
+        assert violations(to_program([func], lang="v0.4"), profile) == [], seed
+        free, _, _, _ = sample_function(seed, profile="tinytc-0.4.0")
+        loose.update(v.construct for v in violations(free, profile))
+    assert NEW <= set(loose)
+
+
+def test_the_spmd_generator_never_makes_an_excluded_construct():
+    """The knobs the profile gives the SPMD generator (fuzz.strategies) keep bf16 constants
+    and index/i64 casts out; without them both occur."""
+    profile = load(PROFILE)
+    knobs = dict(subgroup_sizes=(16, 32), bf16_constants=False, index_i64_casts=False)
+    loose: Counter = Counter()
+    for seed in range(300):
+        func = sample_spmd(seed, **knobs)[0]
+        assert not {v.construct for v in violations(func, profile)} & NEW, seed
+        free = sample_spmd(seed, subgroup_sizes=(16, 32))[0]
+        loose.update(v.construct for v in violations(free, profile))
+    assert {"bf16-constants", "index-i64-casts"} <= set(loose)
+
+
+def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
+    import sys
+    import types
+
+    from hypothesis import Phase, find, settings
+    from hypothesis import strategies as st
+
+    from fuzz.strategies import kernels
+
+    fn, args, groups = sample_spmd(0, subgroup_sizes=(32,))[:3]
+    seen = {}
+
+    def spmd_cases(name="k", **knobs):
+        seen.update(knobs)
+        return st.just((fn, args, groups))
+
+    monkeypatch.setitem(sys.modules, "fuzz.gen.spmd", types.SimpleNamespace(
+        spmd_cases=spmd_cases))
+    once = settings(max_examples=1, phases=[Phase.generate], database=None)
+    find(kernels(spmd_weight=100, profile=PROFILE), lambda c: True, settings=once)
+    assert seen["bf16_constants"] is False and seen["index_i64_casts"] is False
+
+
+_KERNELS = {
+    "group-offsets": """func @k(%g: group<memref<f32x2>x3, offset: OFF>, %B: memref<f32x2>) {
+    %c0 = constant 0 : index
+    %m = load %g[%c0] : memref<f32x2>
+    %x = load %m[%c0] : f32
+    store %x, %B[%c0]
+}""",
+    "index-i64-casts": """func @k(%A: memref<FROM x 2>, %B: memref<TO x 2>) {
+    %c0 = constant 0 : index
+    %x = load %A[%c0] : FROM
+    %j = cast %x : TO
+    store %j, %B[%c0]
+}""",
+    "bf16-constants": """func @k(%A: memref<T x 2>) {
+    %c0 = constant 0 : index
+    %x = load %A[%c0] : T
+    %k = constant 1.5 : T
+    %y = add %x, %k : T
+    store %y, %A[%c0]
+}""",
+}
+
+
+@pytest.mark.parametrize("feature, subst, outside", [
+    ("group-offsets", {"OFF": "1"}, True),
+    ("group-offsets", {"OFF": "?"}, True),
+    ("group-offsets", {"OFF": "0"}, False),
+    ("index-i64-casts", {"FROM": "index", "TO": "i64"}, True),
+    ("index-i64-casts", {"FROM": "i64", "TO": "index"}, True),
+    ("index-i64-casts", {"FROM": "i32", "TO": "i64"}, False),
+    ("index-i64-casts", {"FROM": "i32", "TO": "index"}, False),
+    ("bf16-constants", {"T": "bf16"}, True),
+    ("bf16-constants", {"T": "f16"}, False),
+])
+def test_violations_name_each_new_feature(feature, subst, outside):
+    text = _KERNELS[feature]
+    for key, value in subst.items():
+        text = text.replace(key, value)
+    program = tlinterp.check(tlinterp.parse(text + "\n", lang="v0.4"))
+    found = [v.construct for v in violations(program, load(PROFILE))]
+    assert found == ([feature] if outside else [])
+    assert violations(program, load("tinytc-0.4.0")) == []  # the features are new
+
+
+def test_a_bf16_literal_of_the_v03_form_is_a_bf16_constant():
+    """The generator's raw IR has literal operands, which print as `constant`s: a bf16 one
+    counts as what it prints as."""
+    from tlinterp import ir
+    from tlinterp.ir import Const, Value
+    from tlinterp.types import MemrefType, ScalarType
+
+    bf16 = ScalarType.bf16
+    x, y = Value("x"), Value("y")
+    body = ir.Region([ir.Load(x, Value("A"), (Const(0),), MemrefType.make(bf16, (2,))),
+                      ir.Arith(y, "add", x, Const(1.5, True), bf16)])
+    fn = ir.Function("k", (ir.Argument(Value("A"), MemrefType.make(bf16, (2,))),), body)
+    assert [v.construct for v in violations(fn, load(PROFILE))] == ["bf16-constants"]
+
+
+def _folded_zero_divisions(func) -> int:
+    """Float `div`s whose operands both fold to zero (literals and add/sub/mul of folded
+    values, as a compiler's constant propagation sees them): each a NaN constant once
+    folded, which tinytc 0.4.0 cannot take (nan-constants)."""
+    from tlinterp import ir
+
+    known: dict = {}
+    found = 0
+
+    def fold(op):
+        if isinstance(op, ir.Const):
+            return op.value
+        return known.get(getattr(op, "name", None))
+
+    for inst in ir.walk(func.body):
+        if not (isinstance(inst, ir.Arith) and inst.type.is_float):
+            continue
+        a, b = fold(inst.lhs), fold(inst.rhs)
+        if a is None or b is None:
+            continue
+        if inst.op == "div" and a == 0 and b == 0:
+            found += 1
+        elif inst.op in ("add", "sub", "mul"):
+            known[inst.result.name] = {"add": a + b, "sub": a - b, "mul": a * b}[inst.op]
+    return found
+
+
+def test_no_float_division_folds_into_a_nan_constant():
+    """Seed 197 of this profile once divided `0.001 - 0.001` by itself: tinytc's constant
+    propagation made that a NaN constant ('Internal compiler error'). Under nan-constants
+    no float div has operands that may both be zero; without it, such divisions occur."""
+    for seed in range(300):
+        func, _, _, _ = sample_function(seed, profile=PROFILE)
+        assert _folded_zero_divisions(func) == 0, seed
+    assert sum(_folded_zero_divisions(sample_function(seed, lang="v0.4")[0])
+               for seed in range(300)) > 0
+
+
+@pytest.mark.parametrize("lhs, rhs, outside", [("0.0", "0.0", True), ("1.0", "0.0", False),
+                                               ("0.0", "2.0", False)])
+def test_a_float_division_of_zero_by_zero_is_a_nan_constant(lhs, rhs, outside):
+    text = f"""func @k(%A: memref<f32x1>) {{
+    %a = constant {lhs} : f32
+    %b = constant {rhs} : f32
+    %r = div %a, %b : f32
+    %c0 = constant 0 : index
+    store %r, %A[%c0]
+}}
+"""
+    program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
+    found = [v.construct for v in violations(program, load("tinytc-0.4.0"))]
+    assert found == (["nan-constants"] if outside else [])
+
+
+def test_tlconform_skips_the_corpus_cases_of_the_reported_bugs(corpus_copy):
+    from fuzz.conform.corpus import apply_profile, load_corpus
+
+    ids = {"valid/v04/cast_from_i64": "index-i64-casts",
+           "valid/v04/cast_from_index": "index-i64-casts",
+           "valid/v04/group_offsets": "group-offsets",
+           "valid/v04/arith_bf16": None}
+    cases = load_corpus(str(corpus_copy(list(ids))), "valid/")
+    run_, skipped = apply_profile(cases, load(PROFILE))
+    assert [c.id for c in run_] == ["valid/v04/arith_bf16"]  # bf16 without constants stays
+    reasons = {c.id: why for c, why in skipped}
+    for case, feature in ids.items():
+        if feature is not None:
+            assert f"{feature}: reported:" in reasons[case], case
+    assert not apply_profile(cases, load("tinytc-0.4.0"))[1]
