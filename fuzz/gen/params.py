@@ -93,6 +93,9 @@ class GenParams:
         lowp=4, math=2, abs=1, foreach_nd=2, cumsum=4, atomic=2))
     lowp_types: tuple[ScalarType, ...] = (ScalarType.f16, ScalarType.bf16, ScalarType.c32,
                                           ScalarType.c64)
+    # functions (without float collectives) whose body ends with f16/bf16 operations on NaN,
+    # infinities, signed zeros, subnormals and full significands (V04Generator.gen_block)
+    lowp_special_percent: int = 40
     grid_percent: int = 40  # 3-D grids (x, y, z) instead of a group count
     loop_carried_percent: int = 40  # for loops with init(...) -> (...)
     unroll_percent: int = 25  # for loops with an unroll attribute

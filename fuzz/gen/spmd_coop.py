@@ -23,7 +23,17 @@ from tlinterp.ir import Region, Value
 from tlinterp.types import INDEX, CoopMatrixType, MemrefType, ScalarType
 
 from .spmd_base import BuilderBase
-from .spmd_model import LANE, SG, CVal, Val, fits, literal, value_grain, value_mag
+from .spmd_model import (
+    LANE,
+    PRECISION,
+    SG,
+    CVal,
+    Val,
+    fits,
+    literal,
+    value_grain,
+    value_mag,
+)
 
 # the builder's shared part (fuzz.gen.spmd, which builds on it, imports this module)
 _Builder = BuilderBase
@@ -31,6 +41,9 @@ _Builder = BuilderBase
 
 I32 = ScalarType.i32
 K_SIZES = (1, 2, 4, 8, 16)
+
+
+_NARROW = (ScalarType.f16, ScalarType.bf16)  # A's and B's types a wide accumulator tests
 
 
 def _rows(b: _Builder) -> int:
@@ -116,16 +129,22 @@ def matrix(b: _Builder, ct: CoopMatrixType, small: bool = False) -> CVal:
 def mul_add(b: _Builder) -> None:
     S, types = b.S, b.p.types
     M, K, N = b.pick((S, 2 * S)), b.pick(K_SIZES), _cols(b)
-    for _ in range(5):
-        ta = b.pick(types)
-        tb = ta if b.flip(40) else b.pick(types)
-        pr = promote(ta, tb)
-        tcs = [t for t in types if pr is not None and promotable(pr, t)]
-        if tcs:
-            break
+    narrow = [t for t in _NARROW if t in types]
+    wide = [t for t in (ScalarType.f32, ScalarType.f64) if t in types]
+    if narrow and wide and b.flip(20):  # the mixed precision a matrix engine is made for
+        ta = tb = pr = b.pick(narrow)
+        tc = b.pick(wide)
     else:
-        return
-    tc = pr if pr in tcs and b.flip(40) else b.pick(tcs)
+        for _ in range(5):
+            ta = b.pick(types)
+            tb = ta if b.flip(40) else b.pick(types)
+            pr = promote(ta, tb)
+            tcs = [t for t in types if pr is not None and promotable(pr, t)]
+            if tcs:
+                break
+        else:
+            return
+        tc = pr if pr in tcs and b.flip(40) else b.pick(tcs)
     for small in (False, True):
         A = matrix(b, CoopMatrixType(ta, M, K, "matrix_a"), small)
         B = matrix(b, CoopMatrixType(tb, K, N, "matrix_b"), small)
@@ -137,6 +156,16 @@ def mul_add(b: _Builder) -> None:
             break
     else:
         return
+    if pr in _NARROW and tc in (ScalarType.f32, ScalarType.f64) and b.flip(50):
+        # C's entries need more bits than A's and B's type has, while D stays exact in C's
+        # type: an implementation that accumulates in the narrow type shows (D is compared
+        # bit for bit; every correct order of the exact sum gives the same D)
+        wide = _wide_acc(b, CoopMatrixType(tc, M, N, "matrix_acc"), pr)
+        wmag = K * A.mag * B.mag * (2 if ta.is_complex and tb.is_complex else 1) + wide.mag
+        wgrain = max(A.grain + B.grain, wide.grain)
+        if fits(tc, wmag, wgrain):
+            C, mag, grain = wide, wmag, wgrain
+            b.stats["coop.mul_add.wide_acc"] += 1
     td = tc
     wider = [t for t in types if t is not tc and promotable(tc, t) and fits(t, mag, grain)]
     if wider and b.flip(20):
@@ -146,6 +175,12 @@ def mul_add(b: _Builder) -> None:
     b.stats["coop.mul_add"] += 1
     b.stats["coop.mul_add." + ("same" if ta is tb is tc is td else "mixed")] += 1
     _add(b, CVal(r, CoopMatrixType(td, M, N, "matrix_acc"), mag, grain))
+
+
+def _wide_acc(b: _Builder, ct: CoopMatrixType, narrow: ScalarType) -> CVal:
+    """A loaded accumulator whose entries are quarters of magnitude up to 2^(p-1), p the
+    significant bits of `narrow`: most of them are not representable in `narrow`."""
+    return load(b, ct, 2.0 ** (PRECISION[narrow] - 1), 2)
 
 
 def _scalar(b: _Builder, t: ScalarType) -> Val:

@@ -13,6 +13,10 @@ by-construction rules (value ranges, own slices per work-group, sinks nobody rea
   constants, loads from inputs of their own, add/sub/mul/neg, min/max, abs, conj/re/im, each
   observed exactly (witness outputs of the type itself; only in functions whose float outputs
   are compared exactly, i.e. without float collectives, see fuzz.oracle.compare);
+- special f16/bf16 values (NaN, ±inf, ±0, subnormals, full significands) from an input of
+  their own, one operation each (min/max meeting NaN, subnormal or inexact results: one
+  correctly rounded IEEE operation, compared exactly), `lowp_special_percent` of the
+  functions ending with some;
 - math functions (cos ... native_log2) and complex abs, whose results an implementation may
   round differently (docs/semantics.md): observed only through a comparison with a constant
   outside the result's range plus a wide margin, so every correct implementation agrees;
@@ -99,6 +103,8 @@ class V04Generator(FunctionGenerator):
         super().__init__(*args, **kwargs)
         self.grid: Optional[tuple[int, int, int]] = None
         self.lowp_inputs: dict[ScalarType, Scal] = {}  # type -> a view of its input
+        # type -> its special-values input and the index range of each part
+        self.special_inputs: dict[ScalarType, tuple[Scal, dict]] = {}
         self.counter: Optional[tuple[Value, MemrefType, int]] = None  # atomics' own argument
         self.loops: list[ir.For] = []
 
@@ -282,6 +288,8 @@ class V04Generator(FunctionGenerator):
     def gen_lowp_statement(self, depth: int) -> None:
         if not self.exact_floats():
             raise Unavailable("lowp values are compared exactly: no float collectives")
+        if self.flip(40) and self.gen_lowp_specials():
+            return
         t = self.pick([x for x in LOWP if x in self.p.lowp_types])
         v = self.gen_lowp(t, 2)
         self.witness(v)
@@ -341,6 +349,89 @@ class V04Generator(FunctionGenerator):
             rng = FRange(-m, m)
         self.stats["lowp-" + op] += 1
         return self.add_scalar(Scal(r, t, _widen(rng, _LOWP_EPS[t], _LOWP_LIMIT[t])))
+
+    def gen_block(self, depth: int, at_least: int = 0) -> None:
+        super().gen_block(depth, at_least)
+        if depth == 0 and not self.spmd and self.exact_floats() and \
+                self.flip(self.p.lowp_special_percent):
+            # the function's body ends with special-value operations (also in small kernels,
+            # which draw few statements: the first ones a campaign tries)
+            try:
+                self.gen_lowp_specials()
+            except Unavailable:
+                pass
+
+    def gen_lowp_specials(self) -> bool:
+        """1 or 2 witnessed `gen_lowp_special` operations of each of f16 and bf16 (False:
+        neither type is generated)."""
+        real = [x for x in LOWP if x in self.p.lowp_types and not x.is_complex]
+        for t in real:
+            for _ in range(self.int(1, 2)):
+                self.witness(self.gen_lowp_special(t))
+        return bool(real)
+
+    def gen_lowp_special(self, t: ScalarType) -> Scal:
+        """One operation of f16 or bf16 on the special-values input (`lowp_special_data`):
+        min/max with NaN, ±inf or ±0 as an operand; add/sub/mul of two tiny f16 values
+        (a subnormal result) or of two full significands (a result not representable,
+        rounded once). IEEE operations are correctly rounded, so every correct
+        implementation gives the same bits and the result is still compared exactly. The
+        value model knows nothing of it (UNKNOWN_F): nothing later needs a finite range."""
+        op = self.pick(["mul", "min", "add", "max", "sub"])  # Hypothesis favours the first
+        if op in ("min", "max"):
+            a = self.lowp_special_load(t, "special")
+            b = self.lowp_special_load(t, None) if self.flip(50) else self.gen_lowp(t, 1)
+        else:
+            part = "tiny" if t is ScalarType.f16 and self.flip(50) else "full"
+            a, b = self.lowp_special_load(t, part), self.lowp_special_load(t, part)
+        if self.flip(50):
+            a, b = b, a
+        r = self.fresh()
+        self.emit(ir.Arith(r, op, a.op, b.op, t))
+        self.stats["lowp-special-" + op] += 1
+        # not made visible to later statements: they draw values with known ranges
+        return Scal(r, t, UNKNOWN_F)
+
+    def lowp_special_load(self, t: ScalarType, part: Optional[str]) -> Scal:
+        """A load from the special-values input of type t (`%s<t>`, made on first use): of
+        an element of `part` ("special", "tiny", "full"; a constant index), or of any element
+        (None; 25 % of the time also for a part)."""
+        if t not in self.special_inputs:
+            name = f"s{t.value}"
+            data, parts = self.lowp_special_data(t)
+            n = len(data)
+            mt = MemrefType.make(t, (None if self.flip(30) else n,))
+            self.arguments.append(ir.Argument(Value(name), mt))
+            self.npz[name] = data
+            self.special_inputs[t] = (Scal(Value(name), mt, IRange(n, n)), parts)
+        arg, parts = self.special_inputs[t]
+        if part is None or self.flip(25):
+            idx = self.index_in(arg.rng.lo)
+        else:
+            idx = self.index_const(self.int(*parts[part]))
+        r = self.fresh()
+        self.emit(ir.Load(r, arg.op, (idx.op,), arg.type))
+        return Scal(r, t, UNKNOWN_F)
+
+    def lowp_special_data(self, t: ScalarType) -> tuple[np.ndarray, dict]:
+        """The special-values input and the index range of each part: NaN, ±inf, ±0
+        ("special"); for f16 subnormals and small powers of two whose sums and products are
+        subnormal ("tiny"); random full significands (8 bits in bf16, 11 in f16), whose sums
+        and products are rarely representable ("full")."""
+        r = self.data_rng
+        dt = ml_dtypes.bfloat16 if t is ScalarType.bf16 else np.float16
+        special = [np.nan, np.nan, np.inf, -np.inf, -0.0, 0.0]
+        # sums of the subnormals and products of the small ones are subnormal and not zero
+        tiny = [2.0 ** -20, -3 * 2.0 ** -22, 2.0 ** -16, 3 * 2.0 ** -9, -2.0 ** -7,
+                5 * 2.0 ** -10] if t is ScalarType.f16 else []
+        n = self.int(4, 8)
+        full = r.uniform(0.5, 4.0, n) * r.choice([-1.0, 1.0], n)
+        parts = {"special": (0, len(special) - 1), "full": (len(special) + len(tiny),
+                                                           len(special) + len(tiny) + n - 1)}
+        if tiny:
+            parts["tiny"] = (len(special), len(special) + len(tiny) - 1)
+        out = np.concatenate([np.array(special + tiny), full])
+        return out.astype(np.float32).astype(dt), parts
 
     def lowp_cast(self, a: Scal, to: ScalarType) -> Scal:
         """A cast from or to a new type (never complex to real: v0.4 has none). Ranges: the
