@@ -137,7 +137,7 @@ def test_a_bf16_literal_of_the_v03_form_is_a_bf16_constant():
     assert [v.construct for v in violations(fn, load(PROFILE))] == ["bf16-constants"]
 
 
-def _folded_zero_divisions(func) -> int:
+def _folded_zero_divisions(func, any_value: bool = False) -> int:
     """Float `div`s whose operands both fold to zero (literals and add/sub/mul of folded
     values, as a compiler's constant propagation sees them): each a NaN constant once
     folded, which tinytc 0.4.0 cannot take (nan-constants)."""
@@ -157,7 +157,7 @@ def _folded_zero_divisions(func) -> int:
         a, b = fold(inst.lhs), fold(inst.rhs)
         if a is None or b is None:
             continue
-        if inst.op == "div" and a == 0 and b == 0:
+        if inst.op == "div" and (any_value or (a == 0 and b == 0)):
             found += 1
         elif inst.op in ("add", "sub", "mul"):
             known[inst.result.name] = {"add": a + b, "sub": a - b, "mul": a * b}[inst.op]
@@ -168,11 +168,14 @@ def test_no_float_division_folds_into_a_nan_constant():
     """Seed 197 of this profile once divided `0.001 - 0.001` by itself: tinytc's constant
     propagation made that a NaN constant ('Internal compiler error'). Under nan-constants
     no float div has operands that may both be zero; without it, such divisions occur."""
+    folded = 0
     for seed in range(300):
         func, _, _, _ = sample_function(seed, profile=PROFILE)
         assert _folded_zero_divisions(func) == 0, seed
-    assert sum(_folded_zero_divisions(sample_function(seed, lang="v0.4")[0])
-               for seed in range(300)) > 0
+        folded += _folded_zero_divisions(func, any_value=True)
+    # not vacuous: divisions of operands that fold to constants are drawn under the profile
+    # (only their zero-by-zero case is avoided; the detector is tested on its own below)
+    assert folded > 0
 
 
 @pytest.mark.parametrize("lhs, rhs, outside", [("0.0", "0.0", True), ("1.0", "0.0", False),
