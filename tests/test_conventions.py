@@ -263,7 +263,7 @@ def test_tlfuzz_findings_default_to_the_user_cache_directory(tmp_path, monkeypat
 
 def test_tlfuzz_says_where_it_saved(tmp_path, capsys):
     out = tmp_path / "findings"
-    rc = _tlfuzz(["--frontend", "--time", "1", "-j", "1", "-q", "--out", str(out),
+    rc = _tlfuzz(["--frontend", "--time", "5", "-j", "1", "-q", "--out", str(out),
                   "--shrink-time", "1", "--triage-time", "0"])
     err = capsys.readouterr().err
     assert rc in (0, 1)

@@ -216,7 +216,7 @@ def test_tlfuzz_bad_options(tmp_path, monkeypatch, capsys, case):
 @pytest.mark.opencl
 def test_tlfuzz_writes_hypothesis_files_only_under_out(tmp_path):
     # two rounds of one-kernel batches are enough for Hypothesis to cache its constants
-    p = tool("fuzz.campaign.cli", "--time", "3", "--rounds", "2", "--batch", "1",
+    p = tool("fuzz.campaign.cli", "--time", "8", "--rounds", "2", "--batch", "1",
              "--out", "found", cwd=tmp_path)
     clean(p, 0)
     assert os.listdir(tmp_path) == ["found"]

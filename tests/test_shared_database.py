@@ -112,15 +112,15 @@ def test_two_campaigns_share_a_redis_database_and_survive_its_loss(tmp_path, red
     env = _env(tmp_path)
 
     # machine 1 finds the planted bug; its example goes to the shared database
-    a = subprocess.run(_campaign(tmp_path, url, "a", seed=1, seconds=4), env=env,
+    a = subprocess.run(_campaign(tmp_path, url, "a", seed=1, seconds=8), env=env,
                        capture_output=True, text=True, timeout=300)
     assert a.returncode == 1, a.stderr
     assert _findings(tmp_path / "a")
     assert client.keys("hypothesis-example:*"), "nothing reached the shared database"
 
-    # machine 2, another seed and too little time to find and shrink the bug itself (--time
-    # counts the replay too): what it shares with machine 1 is what it replayed
-    b = subprocess.run(_campaign(tmp_path, url, "b", seed=2, seconds=2), env=env,
+    # machine 2, another seed: what it shares with machine 1 is the replayed example (--time
+    # counts the replay too, and the start of its worker processes: a few seconds)
+    b = subprocess.run(_campaign(tmp_path, url, "b", seed=2, seconds=8), env=env,
                        capture_output=True, text=True, timeout=300)
     assert b.returncode == 1, b.stderr
     assert _findings(tmp_path / "b") & _findings(tmp_path / "a")
