@@ -142,9 +142,12 @@ def test_tlrun_ctrl_c_stops_a_long_launch(tmp_path):
     kernel, args = tmp_path / "spin.tl", tmp_path / "spin.npz"
     kernel.write_text(SPIN)
     np.savez(args, out=np.zeros(1, np.int64), n=np.int64(10**12))
+    # started as a terminal starts it: Ctrl-C not ignored (an ignored SIGINT is inherited, and
+    # some earlier test in the same pytest process can leave it ignored)
     proc = subprocess.Popen([sys.executable, "-m", "tlinterp.cli", str(kernel), "--args",
                              str(args), "--backend", "opencl", "--groups", "64"], env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     kids = _wait_for_children(proc, "tlgpu.runtime.isolated")
     time.sleep(1.5)  # let the build finish and the launch start
     start = time.monotonic()
