@@ -321,9 +321,8 @@ DECIMAL_IJK        store %w, %A[%i, %j, %k]
     return out
 
 
-def builtins() -> list[ValidCase]:
-    src = """func @k(%A: memref<i32 x 3 x 3>) {
-    %gx = group_id.x : index
+# the grid builtins and the three mode indices both grid kernels start with
+_GRID_HEAD = """    %gx = group_id.x : index
     %gy = group_id.y : index
     %gz = group_id.z : index
     %nx = num_groups.x : index
@@ -332,13 +331,19 @@ def builtins() -> list[ValidCase]:
     %c0 = constant 0 : index
     %c1 = constant 1 : index
     %c2 = constant 2 : index
-DECIMAL_N    %y = cast %gy : i32
+"""
+
+
+def builtins() -> list[ValidCase]:
+    src = """func @k(%A: memref<i32 x 3 x 3>) {
+GRID_HEADDECIMAL_N    %y = cast %gy : i32
     %z = cast %gz : i32
     store %w, %A[%gx, %c0]
     store %y, %A[%gx, %c1]
     store %z, %A[%gx, %c2]
 }
-""".replace("DECIMAL_N", _decimal("%nx", "%ny", "%nz", 4)).replace("    %c0 = constant 0 : index\n",
+""".replace("GRID_HEAD", _GRID_HEAD).replace("DECIMAL_N", _decimal("%nx", "%ny", "%nz", 4)) \
+        .replace("    %c0 = constant 0 : index\n",
             "    %c0 = constant 0 : index\n    %c10 = constant 10 : index\n"
             "    %c100 = constant 100 : index\n")
     exp = [[3 * 100 + 10 + 1, 0, 0] for _ in range(3)]
@@ -351,16 +356,7 @@ def _grid3d() -> ValidCase:
     """A 3-D grid (3, 2, 2): each work-group writes its ids and the grid's sizes into the row
     of its linear id x + 3 (y + 2 z), computed from the ids and sizes themselves."""
     src = """func @k(%A: memref<i32 x 12 x 4>) {
-    %gx = group_id.x : index
-    %gy = group_id.y : index
-    %gz = group_id.z : index
-    %nx = num_groups.x : index
-    %ny = num_groups.y : index
-    %nz = num_groups.z : index
-    %c0 = constant 0 : index
-    %c1 = constant 1 : index
-    %c2 = constant 2 : index
-    %c3 = constant 3 : index
+GRID_HEAD    %c3 = constant 3 : index
     %c10 = constant 10 : index
     %c100 = constant 100 : index
 DECIMAL_N    %yz = mul %ny, %gz : index
@@ -375,7 +371,7 @@ DECIMAL_N    %yz = mul %ny, %gz : index
     store %y, %A[%row, %c2]
     store %z, %A[%row, %c3]
 }
-""".replace("DECIMAL_N", _decimal("%nx", "%ny", "%nz", 4))
+""".replace("GRID_HEAD", _GRID_HEAD).replace("DECIMAL_N", _decimal("%nx", "%ny", "%nz", 4))
     exp = [[0] * 4 for _ in range(12)]
     for z in range(2):
         for y in range(2):
