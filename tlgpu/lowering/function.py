@@ -17,6 +17,7 @@ from tlgpu.lowering.barriers import ALLOCA, LOCAL_ROOTS, Pending
 from tlgpu.lowering.callconv import Param, argument_params
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.cumsum import lower_cumsum
 from tlgpu.lowering.cwriter import CWriter
 from tlgpu.lowering.memory import plan_allocas
 from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align
@@ -578,5 +579,6 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.Constant: CF.lower_constant,
     ir.Associated: CF.lower_associated,
     ir.ForeachNd: CF.lower_foreach_nd,
+    ir.Cumsum: lower_cumsum,
     ir.Builtin: FunctionLowerer.lower_builtin,  # the grid builtins; the rest not yet
 }
