@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from tlgpu.lowering import atomics as A
 from tlgpu.lowering import chains
 from tlgpu.lowering import collectives as C
 from tlgpu.lowering import controlflow_v04 as CF
@@ -580,5 +581,8 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.Associated: CF.lower_associated,
     ir.ForeachNd: CF.lower_foreach_nd,
     ir.Cumsum: lower_cumsum,
+    ir.AtomicLoad: A.lower_atomic_load,
+    ir.AtomicStore: A.lower_atomic_store,
+    ir.AtomicUpdate: A.lower_atomic_update,
     ir.Builtin: FunctionLowerer.lower_builtin,  # the grid builtins; the rest not yet
 }

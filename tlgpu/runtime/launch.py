@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import time
 import warnings
 import weakref
@@ -70,6 +71,9 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
     import pyopencl as cl
 
     rows = fp64_mma_rows(d)  # None: the most the device has; a value: at most that
+    cl20 = opencl_c_20(d)
+    config = dataclasses.replace(config, atomics_cl20=cl20 if config.atomics_cl20 is None
+                                 else config.atomics_cl20 and cl20)
     config = dataclasses.replace(config, tensor_cores=rows if config.tensor_cores is None
                                  else min(config.tensor_cores, rows))
     return dataclasses.replace(
@@ -82,6 +86,17 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
         or "portable computing language" not in d.platform.name.lower(),
         # Oclgrind tracks uninitialised values only in local memory passed as an argument
         local_slab_argument=config.local_slab_argument or is_oclgrind(d))
+
+
+def opencl_c_20(d) -> bool:
+    """Whether the device compiles OpenCL C 2.0 (its atomics with memory orders and scopes;
+    lowering/atomics.py): its OpenCL C version is 2.0 or later."""
+    m = re.match(r"OpenCL C (\d+)\.(\d+)", d.opencl_c_version or "")
+    return m is not None and (int(m.group(1)), int(m.group(2))) >= (2, 0)
+
+
+# OpenCL C 2.0 atomics in a source (lowering/atomics.py) need the 2.0 language
+CL20_MARK = "memory_order_"
 
 
 def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) -> Lowered:
@@ -120,6 +135,8 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
     found = workarounds.applicable(workarounds.kernel_text(source, kernel), dev.device) \
         if kernel else ()
     options = list(BUILD_OPTIONS) + list(workarounds.options(found))
+    if CL20_MARK in source:
+        options.append("-cl-std=CL2.0")
     if found:  # compile just this kernel with the options, not the whole batch again
         source = workarounds.only_kernel(source, kernel)
     for w in found:
