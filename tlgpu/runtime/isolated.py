@@ -37,6 +37,7 @@ import numpy as np
 from tlgpu.lowering.config import LoweringConfig
 from tlinterp import diagnostics as _diagnostics
 from tlinterp import ir
+from tlinterp.args import Groups
 from tlinterp.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frames, nesting
 from tlinterp.diagnostics import ExecutionError, TLError
 from tlinterp.parser import MAX_NESTING
@@ -64,7 +65,7 @@ def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> 
     program = _as_program(program)
     function = program.function(func)
     bound = bind(function, args)
-    n = bound.num_groups(groups)
+    n = bound.grid(groups)
     start = time.perf_counter()
     dev, _, _ = prepare(program, function, device, config)
     build = time.perf_counter() - start
@@ -142,7 +143,7 @@ def _reraise(reply: tuple, log: str) -> None:
 
 
 def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = None,
-                 groups: Optional[int] = None, device: Optional[str] = None,
+                 groups: Optional[Groups] = None, device: Optional[str] = None,
                  config: Optional[LoweringConfig] = None, repeat: int = 1,
                  timeout: Optional[float] = None) -> IsolatedResult:
     """`tlgpu.run` in a child process (see the module doc). Raises the child's `TLError`;

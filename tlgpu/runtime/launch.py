@@ -27,7 +27,7 @@ from tlgpu.runtime.guards import Guards
 from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
 from tlgpu.runtime.prelaunch import check_launch
 from tlinterp import ir
-from tlinterp.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
+from tlinterp.args import BoundArgs, GroupArg, Groups, MemrefArg, bind, grid_of, unbind
 from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
 from tlinterp.types import GroupType, MemrefType, ScalarType
 
@@ -410,23 +410,25 @@ def _kernel_seconds(event, wall: float) -> float:
         return wall
 
 
-def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
+def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: Groups,
               device: Optional[str] = None, config: Optional[LoweringConfig] = None,
               repeat: int = 1, guard: bool = False) -> list[float]:
     """Launch `repeat` times on the same inputs (the results are those of one launch); returns
-    each launch's kernel time in seconds, from the queue's profiling events. `guard`: surround
-    the argument buffers with guard zones and raise ExecutionError when the kernel stored
-    into one (tlgpu.runtime.guards)."""
+    each launch's kernel time in seconds, from the queue's profiling events. `groups`: a
+    count, or a grid (x, y, z), which needs the v0.4 convention when y or z > 1. `guard`:
+    surround the argument buffers with guard zones and raise ExecutionError when the kernel
+    stored into one (tlgpu.runtime.guards)."""
     import pyopencl as cl
 
+    grid = grid_of(groups)
     dev, kernel, geo = prepare(program, function, device, config)
-    check_launch(program, function, bound, groups, geo.size, dev.device.address_bits)
-    if groups == 0:
+    check_launch(program, function, bound, grid, geo.size, dev.device.address_bits)
+    if grid[0] * grid[1] * grid[2] == 0:
         return []
     cfg = device_config(dev, config)
     lowered = lowered_for(program, dev, cfg)
     global_size, local_size = launch_sizes(cfg.convention,  # type: ignore[arg-type]
-                                           (geo.wg0, geo.wg1), (groups, 1, 1))
+                                           (geo.wg0, geo.wg1), grid)
     extra = []
     slab = lowered.local_args.get(function.name, 0)
     if slab:  # Oclgrind tracks uninitialised local memory only in kernel arguments
@@ -462,12 +464,12 @@ def _nothing():
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
-        groups: Optional[int] = None, device: Optional[str] = None,
+        groups: Optional[Groups] = None, device: Optional[str] = None,
         config: Optional[LoweringConfig] = None) -> dict[str, np.ndarray]:
     program = _as_program(program)
     function = _function(program, func)
     bound = bind(function, args)
-    run_bound(program, function, bound, bound.num_groups(groups), device=device, config=config)
+    run_bound(program, function, bound, bound.grid(groups), device=device, config=config)
     return unbind(bound)
 
 
