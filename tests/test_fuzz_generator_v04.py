@@ -191,11 +191,17 @@ def test_tlfuzz_v04_finding_is_saved_as_v04_and_reproduces(tmp_path):
     assert ok.returncode == 0, ok.stderr
 
 
-def test_tlfuzz_v04_with_our_opencl_lowering_is_a_usage_error(tmp_path, capsys):
-    from fuzz.campaign.cli import main
+def test_tlfuzz_v04_runs_our_opencl_lowering_through_the_registry(capsys):
+    """`--lang v0.4` with our lowering (named or the default): one case per job through the
+    registry's `opencl` (which lowers the v0.3 form and refuses what it does not lower yet as
+    a rejected construct), not the batched v0.3 path."""
+    from fuzz.campaign.cli import _impl_ref, build_parser, main
 
-    assert main(["--lang", "v0.4", "--time", "1s", "--out", str(tmp_path / "out")]) == 2
-    assert "--lang v0.4 needs --impl other than opencl" in capsys.readouterr().err
+    for argv in (["--lang", "v0.4"], ["--lang", "v0.4", "--impl", "opencl"]):
+        ns = build_parser().parse_args(argv)
+        ref = _impl_ref(ns)
+        assert ref is not None and ref[0] == "opencl", argv
+    assert _impl_ref(build_parser().parse_args(["--lang", "v0.3"])) is None
     assert main(["--lang", "v0.5"]) == 2
 
 
