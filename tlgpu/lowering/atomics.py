@@ -1,6 +1,6 @@
 """v0.4's atomics in OpenCL C: `atomic_load`, `atomic_store` and `atomic_add|max|min`, which
-return the element's value before the update (docs/semantics.md "Atomics on the OpenCL
-backend").
+return the element's value before the update (docs/semantics.md "v0.4 instructions on the
+OpenCL backend").
 
 Two kinds of code, chosen by the knob `atomics_cl20` (the runtime sets it from the device):
 - OpenCL C 2.0 atomics (`atomic_*_explicit` with the instruction's memory order and scope):
