@@ -315,3 +315,22 @@ def test_dynamic_corpus_kernels_pass_on_our_lowering_in_the_v04_convention():
     impl = resolve("opencl", ImplOptions(device="pocl", lowering=("convention=v0.4",)))
     failures = [f"{v.case.id}: {v.detail}" for v in run_all(impl, cases) if v.status != "pass"]
     assert not failures, "\n".join(failures)
+
+
+def test_tlrun_emit_opencl_follows_the_programs_language(tmp_path, capsys):
+    """`tlrun --emit opencl` of a v0.4 program declares the v0.4 order (all sizes, then all
+    strides, then the group's size and offset), what `opencl-c:` passes a v0.4 program's
+    kernel; the same program in v0.3 text keeps the interleaved v0.3 order."""
+    import re
+
+    def params(text: str, name: str) -> list[str]:
+        (tmp_path / name).write_text(text)
+        assert cli.main([str(tmp_path / name), "--emit", "opencl"]) == 0
+        code = capsys.readouterr().out
+        return re.findall(r"\b(v_A_\w+)\b", code[code.index("void k("):code.index("{")])
+
+    v04 = params(KERNEL, "k4.tl")
+    assert v04 == ["v_A_shape0", "v_A_shape1", "v_A_shape2", "v_A_stride1", "v_A_stride2"]
+    v03_text = "func @k(%A: memref<f32x?x?x?,strided<1,?,?>>) {}\n"
+    assert params(v03_text, "k3.tl") == ["v_A_shape0", "v_A_shape1", "v_A_stride1",
+                                         "v_A_shape2", "v_A_stride2"]

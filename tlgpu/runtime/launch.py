@@ -95,8 +95,9 @@ def opencl_c_20(d) -> bool:
     return m is not None and (int(m.group(1)), int(m.group(2))) >= (2, 0)
 
 
-# OpenCL C 2.0 atomics in a source (lowering/atomics.py) need the 2.0 language
-CL20_MARK = "memory_order_"
+# OpenCL C 2.0 atomics in a source (lowering/atomics.py: each an `atomic_*_explicit(` call;
+# no other text of a kernel has a name ending so before a bracket) need the 2.0 language
+CL20_MARK = "_explicit("
 
 
 def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) -> Lowered:
