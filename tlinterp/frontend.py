@@ -212,7 +212,7 @@ def _lowered_builtin(inst) -> bool:
 
 # v0.4 instructions the lowering takes (tlgpu/lowering/controlflow_v04.py, atomics.py,
 # cumsum.py); `for` with loop-carried values is lowered too
-_LOWERED_CTRL = (ir.Constant, ir.Associated, ir.ForeachNd, ir.AtomicLoad, ir.AtomicStore,
+_LOWERED_CTRL = (ir.Associated, ir.ForeachNd, ir.AtomicLoad, ir.AtomicStore,
                  ir.AtomicUpdate, ir.Cumsum)
 
 

@@ -1,6 +1,7 @@
 """v0.4 control flow and the small v0.4 instructions in OpenCL C: `for` with loop-carried
-values (init(...) -> (...)), multi-dimensional `foreach`, `associated` and a `constant` the
-v0.3 form still holds (docs/semantics.md "v0.4 instructions (interpreter, non-SPMD)").
+values (init(...) -> (...)), multi-dimensional `foreach` and `associated` (docs/semantics.md
+"v0.4 instructions on the OpenCL backend"). Scalar `constant`s never reach the lowering: the
+v0.3 form folds them into literals (tlinterp/migrate.py); coopmatrix ones are SPMD code.
 
 `for` shares FunctionLowerer.lower_for (trip count, barrier fixpoint); this module adds the
 carried values: each lives in a C variable declared before the loop, the body sees it as a
@@ -10,7 +11,7 @@ loop (the inits for an empty loop)."""
 
 from __future__ import annotations
 
-from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.views import Scalar, View
 from tlinterp import ir
 from tlinterp.types import ScalarType
@@ -98,11 +99,3 @@ def lower_associated(lw, w, inst: ir.Associated) -> None:
     else:
         expr = f"({val.ptrs} != 0)"
     lw.define(w, inst.result, ScalarType.i1, expr)
-
-
-def lower_constant(lw, w, inst: ir.Constant) -> None:
-    """A scalar `constant` the migration kept (it folds the others into literals)."""
-    t = inst.type
-    if not isinstance(t, ScalarType):
-        raise lw.error(f"not yet lowered: a constant of type {t}", inst.span)
-    lw.define(w, inst.result, t, literal(inst.value.value, inst.value.is_float, t))

@@ -577,7 +577,6 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.Foreach: FunctionLowerer.lower_foreach,
     **{cls: FunctionLowerer.lower_blas for cls in ir.BLAS},
     **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
-    ir.Constant: CF.lower_constant,
     ir.Associated: CF.lower_associated,
     ir.ForeachNd: CF.lower_foreach_nd,
     ir.Cumsum: lower_cumsum,
