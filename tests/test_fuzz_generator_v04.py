@@ -57,6 +57,21 @@ def test_generated_v04_ir_prints_and_reparses_to_itself(built):
     assert format_program_v04(again) == text
 
 
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(kernel_functions(lang="v0.4", spmd_weight=0,
+                        v04_weights={"atomic": 6, "foreach_nd": 1, "cumsum": 1},
+                        statement_weights={"foreach": 6, "v04": 12, "store": 1,
+                                           "scalar": 2, "for_": 1, "if_": 1}))
+def test_atomic_updates_of_the_counter_use_one_operation(built):
+    """add and max/min do not commute: a counter updated with both would end as the order
+    of the updates decides, which a device need not share with the interpreter (found by
+    fuzzing the lowering on Intel's runtime)."""
+    func, _, _ = built
+    ops = {i.op for i in ir.walk(func.body)
+           if isinstance(i, ir.AtomicUpdate) and i.operand.name == "cnt"}
+    assert len(ops) <= 1, ops
+
+
 def constructs(fn: ir.Function) -> set[str]:
     """What of v0.4 a function uses beyond its instruction kinds: types, operations,
     attributes, loops that yield, a grid."""
