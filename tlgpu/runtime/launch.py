@@ -110,7 +110,15 @@ def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) 
         if _LOWERED.get(key, (None,))[0] is ref:
             del _LOWERED[key]
 
-    lowered = lower_program(program, None, config)
+    try:
+        lowered = lower_program(program, None, config)
+    except BackendError as e:  # a refusal for this device names it
+        from tlgpu.lowering.atomics import THE_DEVICE
+
+        named = f"the device '{dev.device.name.strip()}' ({dev.device.opencl_c_version.strip()})"
+        e.diagnostics = [dataclasses.replace(d, message=d.message.replace(
+            f"which {THE_DEVICE} lacks", f"which {named} lacks")) for d in e.diagnostics]
+        raise
     _LOWERED[key] = (weakref.ref(program, forget), lowered)
     return lowered
 
