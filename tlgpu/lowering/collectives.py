@@ -305,13 +305,14 @@ def _generic(lw, w, inst, pr: Prepared) -> None:
             tu, iu, ju = f"{t}_{u}", f"{i}_{u}", f"{j}_{u}"
             at, new = pr.update(iu, ju, p.term(iu, ju, "0"))
             inside = "" if u == 0 else f"{tu} < {i}M * {i}N"  # the first is, by the loop test
-            items.append((f"const {I} {tu} = {t} + {u} * {nwi}, {iu} = {tu} % {i}M, "
-                          f"{ju} = {tu} / {i}M;", f"{v}_{u}", inside, T, new, at))
+            # no `%` beside the `/`: clang pairs them into a `freeze` Oclgrind cannot run
+            items.append((f"const {I} {tu} = {t} + {u} * {nwi}, {ju} = {tu} / {i}M, "
+                          f"{iu} = {tu} - {ju} * {i}M;", f"{v}_{u}", inside, T, new, at))
         _loads_then_stores(w, items)
         w.close()
         return
     w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {nwi})")
-    w.line(f"const {I} {i} = {t} % {i}M, {j} = {t} / {i}M;")
+    w.line(f"const {I} {j} = {t} / {i}M, {i} = {t} - {j} * {i}M;")  # no `%`: as above
     if p.K is None:
         acc = p.term(i, j, "0")
     else:
