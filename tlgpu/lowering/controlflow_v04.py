@@ -12,7 +12,7 @@ loop (the inits for an empty loop)."""
 from __future__ import annotations
 
 from tlgpu.lowering.ctypes_map import ctype
-from tlgpu.lowering.views import Scalar, View
+from tlgpu.lowering.views import Scalar, View, var
 from tlinterp import ir
 from tlinterp.types import ScalarType
 
@@ -77,16 +77,10 @@ def lower_foreach_nd(lw, w, inst: ir.ForeachNd) -> None:
                 nxt = lw.fresh("rest")
                 body.line(f"const long {nxt} = {rest} / {n[k]};")
                 coord, rest = f"{rest} - {nxt} * {n[k]}", nxt
-            body.line(f"const {ctype(t)} {lw_var(v)} = ({ctype(t)})({lo[k]} + {coord});")
-            lw.env[v.name] = Scalar(lw_var(v), t)
+            body.line(f"const {ctype(t)} {var(v.name)} = ({ctype(t)})({lo[k]} + {coord});")
+            lw.env[v.name] = Scalar(var(v.name), t)
 
     lw.spmd_loop(w, prologue, total, bind, inst.body)
-
-
-def lw_var(v: ir.Value) -> str:
-    from tlgpu.lowering.function import var
-
-    return var(v.name)
 
 
 def lower_associated(lw, w, inst: ir.Associated) -> None:
