@@ -17,12 +17,12 @@ import pytest
 import tlinterp
 from fuzz.conform.cli import main, run_all
 from fuzz.conform.corpus import default_corpus, load_corpus
-from tlinterp import ops
 from tlinterp.impl import UB_KINDS, SpecError
 from tlinterp.impl import resolve as from_spec
 from tlinterp.impl.command import expand_template
-from tlinterp.ir import BLAS, walk
-from tlinterp.types import GroupType, MemrefType, canonical_strides
+from tlinterp.lang import ops
+from tlinterp.lang.ir import BLAS, walk
+from tlinterp.lang.types import GroupType, MemrefType, canonical_strides
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = default_corpus()

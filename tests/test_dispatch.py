@@ -15,8 +15,10 @@ import pytest
 
 from tlgpu.lowering import collectives as lower_collectives
 from tlgpu.lowering import function as lower_function
-from tlinterp import checker, effects, ir, printer, typerules
+from tlinterp.checker import v03 as checker
 from tlinterp.interp import collectives, execute
+from tlinterp.lang import effects, ir, typerules
+from tlinterp.lang.v03 import printer
 
 INSTRUCTIONS = typing.get_args(ir.Instruction)
 

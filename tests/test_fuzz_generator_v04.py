@@ -24,11 +24,11 @@ from fuzz.strategies import (
     kernels,
     sample_function,
 )
-from tlinterp import ir
+from tlinterp.front.migrate import to_v04
 from tlinterp.interp import run
-from tlinterp.migrate import to_v04
-from tlinterp.printer_v04 import format_program_v04
-from tlinterp.types import MemrefType, ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.types import MemrefType, ScalarType
+from tlinterp.lang.v04.printer import format_program_v04
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = min(settings.default.max_examples, 60)

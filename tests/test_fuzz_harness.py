@@ -11,7 +11,7 @@ from fuzz.campaign.harness import Finding, combine, config_overrides, differenti
 from fuzz.campaign.sandbox import Sandbox
 from fuzz.strategies import FuzzCase
 from tlgpu import LoweringConfig
-from tlinterp.args import load_npz
+from tlinterp.io.args import load_npz
 
 AXPY = """
 func @k{n}(%x: memref<f32x8x?>, %y: memref<f32x8x?>) {{
@@ -123,10 +123,10 @@ def test_front_end_mutants_only_produce_diagnostics(item):
 
 
 def test_front_end_problem_reports_non_diagnostic_exceptions(monkeypatch):
-    import tlinterp.parser
+    import tlinterp.lang.v03.parser
 
     def boom(text, filename="<input>"):
         raise IndexError("oops")
 
-    monkeypatch.setattr(tlinterp.parser, "parse", boom)
+    monkeypatch.setattr(tlinterp.lang.v03.parser, "parse", boom)
     assert frontend_problem("func @f() {}", {}, 1) == "IndexError: oops"

@@ -68,7 +68,7 @@ def _program(source: str):
 def _pair(source: str):
     fn = _program(source).functions[0]
     insts = fn.body.instructions
-    k = next(i for i, x in enumerate(insts) if isinstance(x, tlinterp.ir.Gemm))
+    k = next(i for i, x in enumerate(insts) if isinstance(x, tlinterp.lang.ir.Gemm))
     return chains.gemm_pair(insts, k, chains.bases(fn))
 
 
@@ -153,7 +153,7 @@ def test_the_ader_chain_passes_each_intermediate_in_registers():
     fn = _program(source).functions[0]
     insts = fn.body.instructions
     pairs = [chains.gemm_pair(insts, k, chains.bases(fn)) for k, x in enumerate(insts)
-             if isinstance(x, tlinterp.ir.Gemm) and x.b.name.startswith("dq")]
+             if isinstance(x, tlinterp.lang.ir.Gemm) and x.b.name.startswith("dq")]
     assert len(pairs) == 9 and not any(p.keep for p in pairs)  # tmp: overwritten, then dead
     text = _lower(source)
     assert text.count("the first's output passed in registers") == 9

@@ -213,7 +213,7 @@ def test_only_nvidia_devices_with_fp64_mma_have_them():
 
 
 def test_knob_parses_and_the_fuzzer_may_force_it():
-    from tlinterp.diagnostics import BackendError
+    from tlinterp.lang.diagnostics import BackendError
 
     assert LoweringConfig.from_overrides(["tensor_cores=auto"]).tensor_cores is None
     assert LoweringConfig.from_overrides(["tensor_cores=8"]).tensor_cores == 8

@@ -16,9 +16,10 @@ import tlinterp
 from tlgpu import LoweringConfig
 from tlgpu.lowering.tiles import fits_int, plan
 from tlgpu.tuning.tuner import cached, table
-from tlinterp import cli, ir
-from tlinterp.diagnostics import BackendError
+from tlinterp.cli import tlrun as cli
 from tlinterp.interp import run as interp_run
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,9 +26,9 @@ from fuzz.conform.cli import main as tlconform
 from fuzz.oracle import compare_outputs
 from fuzz.shutdown import Stopped
 from fuzz.strategies import FuzzCase
-from tlinterp.diagnostics import ArgumentError
 from tlinterp.impl import Job, resolve
-from tlinterp.outfile import write_text
+from tlinterp.io.outfile import write_text
+from tlinterp.lang.diagnostics import ArgumentError
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG = "sh -c 'sleep 1000' {kernel}"  # an implementation that never answers

@@ -1,4 +1,4 @@
-"""Every scalar operation declared in tlinterp/ops.py is handled by every pass.
+"""Every scalar operation declared in tlinterp/lang/ops.py is handled by every pass.
 
 The static passes derive from the table (grammar, parser words, checker rule, result type,
 generator lists, profiles); the semantics live in one table per pass keyed by the same names
@@ -28,13 +28,13 @@ from fuzz.gen.params import GenParams
 from fuzz.profiles import load as load_profile
 from fuzz.profiles import names as profile_names
 from tlgpu.lowering import scalar as lower_scalar
-from tlinterp import ops, typerules
-from tlinterp.diagnostics import SourceError
 from tlinterp.interp import fastpath
 from tlinterp.interp import scalar as interp_scalar
-from tlinterp.ops import BINARY, BOOL, COMPARE, FLOAT, INT, UNARY, ScalarOp
-from tlinterp.printer import format_program
-from tlinterp.types import V03_SCALARS, ScalarType
+from tlinterp.lang import ops, typerules
+from tlinterp.lang.diagnostics import SourceError
+from tlinterp.lang.ops import BINARY, BOOL, COMPARE, FLOAT, INT, UNARY, ScalarOp
+from tlinterp.lang.types import V03_SCALARS, ScalarType
+from tlinterp.lang.v03.printer import format_program
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = {INT: ScalarType.i32, FLOAT: ScalarType.f32, BOOL: ScalarType.i1}

@@ -7,10 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlinterp import check, cli, ir, parse
-from tlinterp.diagnostics import NotExecutable, SourceError
-from tlinterp.printer_v04 import format_program_v04
-from tlinterp.types import CoopMatrixType, GroupType, MemrefType, ScalarType
+from tlinterp import check, parse
+from tlinterp.cli import tlrun as cli
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import NotExecutable, SourceError
+from tlinterp.lang.types import CoopMatrixType, GroupType, MemrefType, ScalarType
+from tlinterp.lang.v04.printer import format_program_v04
 
 # Our own v0.4 kernels: together they use every construct of the v0.4 reference.
 EVERYTHING = """\
@@ -321,7 +323,7 @@ def test_a_construct_of_the_other_version_is_one_clear_error(lang, src, where, w
 def test_v04_only_constructs_have_no_v03_spelling():
     with pytest.raises(SourceError) as e:
         cli_out = cli.main  # noqa: F841 - keep the import used
-        from tlinterp.migrate import to_v03
+        from tlinterp.front.migrate import to_v03
 
         to_v03(parse(EVERYTHING, "all.tl", lang="v0.4"))
     messages = [d.message for d in e.value.diagnostics]

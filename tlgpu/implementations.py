@@ -12,8 +12,6 @@ import threading
 import time
 from typing import Optional
 
-from tlinterp.args import Groups, groups_text
-from tlinterp.diagnostics import ArgumentError, BackendError, TLError
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
 from tlinterp.impl.base import parse_work_group_size
 from tlinterp.impl.command import (
@@ -24,6 +22,8 @@ from tlinterp.impl.command import (
     run_command,
 )
 from tlinterp.impl.template import write_kernel
+from tlinterp.io.args import Groups, groups_text
+from tlinterp.lang.diagnostics import ArgumentError, BackendError, TLError
 
 _LOCK = threading.Lock()  # one OpenCL queue at a time: the device parallelises itself
 
@@ -40,7 +40,7 @@ def _config(options: ImplOptions):
 
 
 def _program(job: Job):
-    from tlinterp.frontend import lowerable
+    from tlinterp.front.pipeline import lowerable
 
     if job.program is not None:
         return lowerable(job.program)

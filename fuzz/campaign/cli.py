@@ -26,7 +26,7 @@ At start, the saved findings in --out are re-run first (one still failing makes 
 status 1), then the Hypothesis example database (--out/hypothesis-db, given to every search)
 is replayed. A live view shows cases/s, instruction
 coverage and findings; Ctrl-C or the time limit ends the campaign with a summary table.
---out defaults to the per-user cache directory (tlinterp.cliconv.default_findings_dir); the
+--out defaults to the per-user cache directory (tlinterp.cli.conventions.default_findings_dir); the
 campaign ends with the line `tlfuzz: wrote DIR (N new findings)`. Exit statuses: EXIT_STATUSES
 below (`tlfuzz --help` lists them).
 --time is the whole campaign: searching, shrinking (at most --shrink-time per finding),
@@ -48,7 +48,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tlinterp.cliconv import (
+from tlinterp.cli.conventions import (
     add_impl_choice,
     add_jobs,
     add_lang,
@@ -59,8 +59,8 @@ from tlinterp.cliconv import (
     tool_parser,
     wrote,
 )
-from tlinterp.foreigntext import for_rich
 from tlinterp.impl.flags import add_impl_flags, whole_number
+from tlinterp.io.foreigntext import for_rich
 
 from ..strategies import generated_kinds
 from . import sharedb
@@ -93,7 +93,7 @@ def round_seed(seed: int, job: int, k: int) -> int:
 
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     from ..shutdown import stop_on_sigterm
     from .harness import save_finding
@@ -184,7 +184,7 @@ def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, 
 def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     """Re-run saved differential findings first; report which still fail."""
     import tlinterp
-    from tlinterp.args import load_npz
+    from tlinterp.io.args import load_npz
 
     from ..strategies import FuzzCase
 
@@ -645,7 +645,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"tlfuzz: {problem}", file=sys.stderr)
             return 2
     if ns.lang == "v0.4" and ns.impl_ref is None and not ns.frontend:
-        # tlinterp.frontend.lowerable: the OpenCL lowering takes v0.3 programs only, and most
+        # tlinterp.front.pipeline.lowerable: the OpenCL lowering takes v0.3 programs only, and most
         # generated v0.4 kernels use a type or instruction v0.3 lacks
         print("tlfuzz: --lang v0.4 needs --impl other than opencl (our OpenCL lowering takes "
               "v0.3 programs; run v0.4 kernels with --impl interp, python:..., spirv:... or a "

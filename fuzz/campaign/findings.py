@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.args import save_npz
-from tlinterp.outfile import write_text
+from tlinterp.io.args import save_npz
+from tlinterp.io.outfile import write_text
 
 from ..strategies import FuzzCase
 

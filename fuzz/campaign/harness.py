@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 from tlgpu.runtime.oclgrind import OclgrindReport
-from tlinterp import ir
-from tlinterp.args import red_zones
-from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
-from tlinterp.foreigntext import shown
+from tlinterp.io.args import red_zones
+from tlinterp.io.foreigntext import shown
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError, TLError, UndefinedBehaviour
 
 from ..oracle.compare import compare_outputs
 from ..strategies import FuzzCase

@@ -28,7 +28,7 @@ def check_out_dir(path: str) -> Optional[str]:
 def check_device(device: str) -> Optional[str]:
     """Why the OpenCL device string names no device, or None (checked once, up front, so a
     wrong name is not mistaken for a backend failure of every generated kernel)."""
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     try:
         from tlgpu.runtime.devices import find_device

@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp import ir
-from tlinterp.diagnostics import TLError
 from tlinterp.impl.base import mentioned_diagnostics
-from tlinterp.printer import mnemonic
-from tlinterp.types import ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import TLError
+from tlinterp.lang.types import ScalarType
+from tlinterp.lang.v03.printer import mnemonic
 
 from ..strategies import FuzzCase
 from .findings import Finding, reproduce_command, save_files
@@ -110,7 +110,7 @@ def _name(inst: ir.Instruction) -> str:
     try:
         return mnemonic(inst)
     except TLError:  # the v0.3 printer has no spelling for it
-        from tlinterp.v04names import construct
+        from tlinterp.lang.v04.names import construct
 
         return construct(inst)
 

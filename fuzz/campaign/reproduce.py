@@ -26,8 +26,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp.args import Groups, groups_text
-from tlinterp.foreigntext import shown
+from tlinterp.io.args import Groups, groups_text
+from tlinterp.io.foreigntext import shown
 
 from .options import positive_seconds
 
@@ -86,7 +86,7 @@ compared within the fuzzer's error bounds (fuzz.oracle.compare). See docs/triage
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tlinterp.cliconv import add_impl_choice, add_lang, grid_arg, tool_parser
+    from tlinterp.cli.conventions import add_impl_choice, add_lang, grid_arg, tool_parser
     from tlinterp.impl.flags import add_impl_flags
 
     p, g = tool_parser("tlfuzz reproduce", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES,
@@ -198,8 +198,8 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
     """The kernel (tensor language `lang`, None: detected) and its arguments as a FuzzCase;
     TLError/OSError when they do not load."""
     import tlinterp
-    from tlinterp.args import bind, load_npz
-    from tlinterp.diagnostics import decode_source
+    from tlinterp.io.args import bind, load_npz
+    from tlinterp.lang.diagnostics import decode_source
 
     from ..strategies import FuzzCase
 
@@ -219,8 +219,8 @@ def run_impl(case, spec: str, options, timeout: float):
     """One run of the implementation on the case, as an Outcome (never raises for the
     implementation's own failures). Our OpenCL lowering runs in a child process so that a
     crashing driver is an outcome (tlgpu.runtime.isolated)."""
-    from tlinterp.diagnostics import TLError
     from tlinterp.impl import Job, Outcome, outcome_of_error, resolve
+    from tlinterp.lang.diagnostics import TLError
 
     impl = resolve(spec, options)
     if hasattr(impl, "run_isolated"):  # our lowering, in a child process as tlrun runs it
@@ -254,9 +254,9 @@ def judge(case, expected: dict, outcome) -> Verdict:
 
 
 def reproduce(req: Request) -> Verdict:
-    from tlinterp.diagnostics import TLError, UndefinedBehaviour
     from tlinterp.impl import SpecError
     from tlinterp.interp import run
+    from tlinterp.lang.diagnostics import TLError, UndefinedBehaviour
 
     try:
         case = load_case(req.tl, req.npz, req.func, req.groups, req.lang)

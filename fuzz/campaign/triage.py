@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tlinterp.outfile import write_text
+from tlinterp.io.outfile import write_text
 
 from .clexec import OPT_DISABLE, Outcome, Prepared, Target, count, differing, run_source
 
@@ -127,7 +127,7 @@ def _judge(case, expected: dict, out: Outcome) -> tuple[str, Optional[bool]]:
 def available_others(target: Target) -> list[Target]:
     """pocl and Oclgrind when installed, except the finding's own device."""
     from tlgpu.runtime.devices import find_device
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     out = []
     for name in ("pocl", "oclgrind"):

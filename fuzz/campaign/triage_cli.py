@@ -41,7 +41,7 @@ NAME.triage.txt, and NAME.repro/ for a device-compiler suspect. See docs/triage.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tlinterp.cliconv import add_impl_choice, tool_parser
+    from tlinterp.cli.conventions import add_impl_choice, tool_parser
     from tlinterp.impl.flags import add_impl_flags
 
     p, g = tool_parser("tlfuzz triage", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES)
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     parser = build_parser()
     try:

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tlinterp import TLError
-from tlinterp.cliconv import (
+from tlinterp.cli.conventions import (
     add_impl_choice,
     add_jobs,
     add_lang,
@@ -35,7 +35,7 @@ from tlinterp.cliconv import (
 )
 from tlinterp.impl import Implementation, Outcome, SpecError, resolve
 from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl
-from tlinterp.outfile import check_target
+from tlinterp.io.outfile import check_target
 
 from ..campaign.options import positive_seconds
 from ..shutdown import exit_status_of, kill_children_settled, scratch_dir, stop_on_signals

@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.args import Groups, groups_text, load_npz
+from tlinterp.io.args import Groups, groups_text, load_npz
 
 KINDS = ("valid", "invalid", "undefined")
 

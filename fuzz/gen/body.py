@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tlinterp import ir, ops, typerules
-from tlinterp.ir import Const, Slice, Value
-from tlinterp.types import INDEX, MemrefType, ScalarType
+from tlinterp.lang import ir, ops, typerules
+from tlinterp.lang.ir import Const, Slice, Value
+from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
 from ..profiles.check import instruction_violations, integer_product, mixed_sizes
 from .core import CoreGenerator, exact_dim, size_bound

@@ -3,7 +3,7 @@ scopes, scalar expressions, loads and views (statements: `body`, functions: `fun
 
 A `Generator` draws every decision through a Hypothesis `draw` function (so cases shrink), or
 from a `random.Random` passed in its place (fast sampling for statistics, no shrinking), and
-builds `tlinterp.ir` directly. It keeps enough knowledge of the run-time state to make the
+builds `tlinterp.lang.ir` directly. It keeps enough knowledge of the run-time state to make the
 program free of undefined behaviour by construction:
 
 - scalars carry value ranges (`fuzz.gen.ranges`); an operation is only emitted when its range
@@ -31,9 +31,9 @@ from typing import Optional
 
 from hypothesis import strategies as st
 
-from tlinterp import ir, ops, typerules
-from tlinterp.ir import Const, Slice, Value
-from tlinterp.types import INDEX, MemrefType, ScalarType
+from tlinterp.lang import ir, ops, typerules
+from tlinterp.lang.ir import Const, Slice, Value
+from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
 from .model import Buf, Scal, Scope, Unavailable, View
 from .params import GenParams
@@ -385,7 +385,7 @@ class CoreGenerator:
         return self.gen_binary(t, depth)
 
     def op_names(self, family: str, t: ScalarType) -> list[str]:
-        """The operations of a family (tlinterp/ops.py) defined on `t`, with a range model
+        """The operations of a family (tlinterp/lang/ops.py) defined on `t`, with a range model
         there, allowed by the profile, and (floats in linear mode) linear."""
         out = [n for n in ops.accepting(family, t) if has_model(family, n, t)]
         if self.p.profile is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from tlinterp.types import V03_SCALARS, ScalarType
+from tlinterp.lang.types import V03_SCALARS, ScalarType
 
 MEMREF_TYPES = tuple(t for t in ScalarType  # i1 has no storage type; v0.4 types: not v0.3
                      if not t.is_bool and t in V03_SCALARS)

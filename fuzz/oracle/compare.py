@@ -30,8 +30,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from tlinterp import ir
-from tlinterp.args import Groups
+from tlinterp.io.args import Groups
+from tlinterp.lang import ir
 
 from .magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
 
@@ -70,7 +70,7 @@ def _program(program: Union[str, ir.Program]) -> ir.Program:
 
 
 def _groups(function: ir.Function, args: Mapping, groups: Optional[Groups]) -> int:
-    from tlinterp.args import count_groups, groups_count
+    from tlinterp.io.args import count_groups, groups_count
 
     return count_groups(function, args, groups_count(groups))
 

@@ -27,9 +27,9 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp import ir
-from tlinterp.ir import Const, Value
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Const, Value
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 
 def _out_type(inst: ir.Blas) -> MemrefType:

@@ -5,7 +5,7 @@ A profile is data, one JSON file per profile in this directory (`NAME.json`):
     {"name": "tinytc-0.3.1",
      "description": "one line",
      "exclude_types": ["u8"],                  # scalar types, by spelling
-     "exclude_instructions": ["barrier"],      # by mnemonic (`tlinterp.printer.mnemonic`)
+     "exclude_instructions": ["barrier"],      # by mnemonic (`tlinterp.lang.v03.printer.mnemonic`)
      "exclude_features": ["store-constant"],   # see FEATURES
      "work_group_size_multiple": 32,           # work_group_size(W0,W1): W0 a multiple of it
      "spellings": {"hadamard_product": "hadamard"},  # mnemonic -> the target's spelling
@@ -35,8 +35,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from tlinterp import ops
-from tlinterp.types import ScalarType
+from tlinterp.lang import ops
+from tlinterp.lang.types import ScalarType
 
 __all__ = ["FEATURES", "INSTRUCTIONS", "Profile", "ProfileError", "load", "names",
            "describe", "DEFAULT"]
@@ -73,7 +73,7 @@ FEATURES = {
 NARROW_ATOMIC_TYPES = frozenset({ScalarType.i8, ScalarType.i16, ScalarType.bf16})
 NARROW_ATOMIC_UPDATE_TYPES = NARROW_ATOMIC_TYPES | {ScalarType.f16}
 # the instructions the generator can leave out (others are the language's backbone): also
-# every scalar operation beyond the v0.3 reference (tlinterp/ops.py), such as `arith.min`
+# every scalar operation beyond the v0.3 reference (tlinterp/lang/ops.py), such as `arith.min`
 INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",
                 "hadamard_product", "sum", *ops.extensions())
 # types no program of the language can do without

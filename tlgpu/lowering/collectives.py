@@ -20,8 +20,8 @@ from tlgpu.lowering.barriers import STAGE
 from tlgpu.lowering.ctypes_map import common_type, ctype
 from tlgpu.lowering.tiles import fits_int
 from tlgpu.lowering.views import View, static_or
-from tlinterp import ir
-from tlinterp.types import ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.types import ScalarType
 
 Term = Callable[[str, str, str], str]  # (i, j, k) -> C expression in the compute type
 

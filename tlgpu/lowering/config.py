@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 from tlgpu.lowering.callconv import CONVENTIONS
-from tlinterp.diagnostics import BackendError
+from tlinterp.lang.diagnostics import BackendError
 
 # knobs whose None means "decided by the device kind" (see LoweringConfig)
 DEVICE_DEFAULT = ("fused_multiply_add", "narrow_indices", "warp_groups")

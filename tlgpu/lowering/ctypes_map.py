@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tlinterp.types import ScalarType
+from tlinterp.lang.types import ScalarType
 
 C_TYPES = {
     ScalarType.i1: "bool",

@@ -19,10 +19,10 @@ from tlgpu.lowering.ctypes_map import ctype, literal
 from tlgpu.lowering.cwriter import CWriter
 from tlgpu.lowering.memory import plan_allocas
 from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align
-from tlinterp import ir
-from tlinterp.diagnostics import BackendError, Diagnostic, not_yet
-from tlinterp.typerules import result_types
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError, Diagnostic, not_yet
+from tlinterp.lang.typerules import result_types
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 Val = Union[Scalar, View, Group]
 # a memref argument's first element: OpenCL aligns buffers and sub-buffer origins to
@@ -67,7 +67,7 @@ class FunctionLowerer:
                  geometry: Geometry, helpers: dict[str, str],
                  read_only: frozenset[str] = frozenset()):
         self.program = program
-        # memref arguments declared `const restrict`: never written (tlinterp.effects, see
+        # memref arguments declared `const restrict`: never written (tlinterp.lang.effects, see
         # `lower_program`); writing through one would not build
         self.read_only = read_only
         # roots some step writes (filled while lowering; `lower_program` checks it against

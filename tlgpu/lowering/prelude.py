@@ -9,7 +9,7 @@ and no 8/16-bit atomics); adding into a 32/64-bit integer (beta == 1) uses the n
 from __future__ import annotations
 
 from tlgpu.lowering.ctypes_map import ctype
-from tlinterp.types import ScalarType
+from tlinterp.lang.types import ScalarType
 
 HEADER = """\
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable

@@ -10,11 +10,11 @@ from typing import Optional
 from tlgpu.lowering import prelude
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.function import FunctionLowerer, Geometry, kernel_name
-from tlinterp import ir
-from tlinterp.diagnostics import BackendError, Diagnostic
-from tlinterp.effects import written_arguments
-from tlinterp.ir import Span
-from tlinterp.types import MemrefType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError, Diagnostic
+from tlinterp.lang.effects import written_arguments
+from tlinterp.lang.ir import Span
+from tlinterp.lang.types import MemrefType
 
 
 @dataclass
@@ -124,7 +124,7 @@ def _check_bracket_depth(lines: Optional[list[str]], fn: ir.Function,
     """A kernel whose C nests brackets deeper than OpenCL C compilers accept is refused here,
     by name, instead of failing the device build with a message about a temporary file.
     `lines` None: before lowering, from the region nesting alone (each level is a block)."""
-    from tlinterp.deepstack import nesting
+    from tlinterp.lang.deepstack import nesting
 
     levels = nesting(fn.body)
     depth = levels + 1 if lines is None else bracket_depth(lines)
@@ -157,7 +157,7 @@ def lower_program(program: ir.Program, func: Optional[str] = None,
     """OpenCL C for `func` (every function when None). The lowering walks regions
     recursively; programs nested deeper than a few dozen levels (the parser accepts
     parser.MAX_NESTING) are lowered on a deep stack, like the interpreter runs them."""
-    from tlinterp.deepstack import call_deep, nesting
+    from tlinterp.lang.deepstack import call_deep, nesting
 
     fns = program.functions if func is None else (program.function(func),)
     for fn in fns:  # before a lowering that takes long on very deep nests
@@ -185,7 +185,7 @@ def _lower(program: ir.Program, func: Optional[str], config: Optional[LoweringCo
             raise BackendError([Diagnostic(
                 "internal: the lowering writes argument(s) "
                 f"{', '.join('%' + n for n in sorted(missed))} that "
-                "tlinterp.effects.written_arguments found read-only (declared const restrict)",
+                "tlinterp.lang.effects.written_arguments found read-only (declared const restrict)",
                 fn.span, program.filename)], program.source)
         bodies.append(body)
         kernels[fn.name] = (kernel_name(fn), geo)

@@ -1,13 +1,13 @@
 """C expressions for the replicated scalar instructions, with the interpreter's semantics:
 each result rounded/wrapped in its own type, floats never contracted (FP_CONTRACT OFF).
 
-One table per family, per type class, keyed by the operation names of tlinterp/ops.py."""
+One table per family, per type class, keyed by the operation names of tlinterp/lang/ops.py."""
 
 from __future__ import annotations
 
 from tlgpu.lowering.ctypes_map import ctype
-from tlinterp.ops import BOOL, FLOAT, INT, type_class
-from tlinterp.types import ScalarType
+from tlinterp.lang.ops import BOOL, FLOAT, INT, type_class
+from tlinterp.lang.types import ScalarType
 
 
 def binary(op: str, a: str, b: str, t: ScalarType) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tlinterp.types import MemrefType, ScalarType
+from tlinterp.lang.types import MemrefType, ScalarType
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp.diagnostics import BackendError
+from tlinterp.lang.diagnostics import BackendError
 
 
 def _is_intel_cpu(platform, device) -> bool:

@@ -35,11 +35,11 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from tlgpu.lowering.config import LoweringConfig
-from tlinterp import diagnostics as _diagnostics
-from tlinterp import ir
-from tlinterp.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frames, nesting
-from tlinterp.diagnostics import ExecutionError, TLError
-from tlinterp.parser import MAX_NESTING
+from tlinterp.lang import diagnostics as _diagnostics
+from tlinterp.lang import ir
+from tlinterp.lang.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frames, nesting
+from tlinterp.lang.diagnostics import ExecutionError, TLError
+from tlinterp.lang.v03.parser import MAX_NESTING
 
 __all__ = ["IsolatedResult", "run_isolated"]
 
@@ -59,7 +59,7 @@ class IsolatedResult:
 def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> dict[str, Any]:
     """The child's work: bind, build (timed), launch `repeat` times, unbind."""
     from tlgpu.runtime.launch import _as_program, prepare, run_bound
-    from tlinterp.args import bind, unbind
+    from tlinterp.io.args import bind, unbind
 
     program = _as_program(program)
     function = program.function(func)
@@ -151,7 +151,7 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
     if isinstance(program, ir.Program):
-        from tlinterp.frontend import lowerable
+        from tlinterp.front.pipeline import lowerable
 
         # refused here, in words, before a child starts (v0.4 code the lowering lacks)
         program = lowerable(program)

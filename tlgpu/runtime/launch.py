@@ -25,10 +25,10 @@ from tlgpu.runtime.devices import DeviceHandle, handle
 from tlgpu.runtime.guards import Guards
 from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
 from tlgpu.runtime.prelaunch import check_launch
-from tlinterp import ir
-from tlinterp.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
-from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlinterp.io.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str, tuple[str, ...]], object] = {}
@@ -41,7 +41,7 @@ _LOWERED: dict[tuple[int, str, LoweringConfig], tuple[weakref.ref, Lowered]] = {
 
 
 def _as_program(program: Union[ir.Program, str]) -> ir.Program:
-    from tlinterp.frontend import lowerable
+    from tlinterp.front.pipeline import lowerable
 
     if isinstance(program, str):
         import tlinterp
@@ -179,7 +179,7 @@ def aligned_layout(starts: list[int], align: int) -> list[tuple[int, int]]:
     previous piece's), so that every member starts at a multiple of `align` while the bytes
     before, between and after the members (red zones, gaps) stay where they were relative to
     them. Group members share one host buffer at whatever offsets the arguments gave
-    (tlinterp.args); a kernel may assume each member's base pointer aligned."""
+    (tlinterp.io.args); a kernel may assume each member's base pointer aligned."""
     out: list[tuple[int, int]] = []
     shift = 0
     for start in sorted(set(starts)):
@@ -258,7 +258,7 @@ class _Marshal:
 
     def memref(self, v: MemrefArg, name: Optional[str] = None):
         """The view's buffer from its first element. When the bound buffer has room before
-        that element (the fuzzer's red zones, tlinterp.args.red_zones) and the offset is
+        that element (the fuzzer's red zones, tlinterp.io.args.red_zones) and the offset is
         aligned for the device, pass a sub-buffer of the whole, so that a write before the
         first element lands in the guard instead of outside any allocation."""
         start = v.offset * v.buffer.itemsize

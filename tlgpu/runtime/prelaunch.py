@@ -13,11 +13,11 @@ and cheap enough to catch before launching:
 
 from __future__ import annotations
 
-from tlinterp import ir
-from tlinterp.args import BoundArgs, GroupArg
-from tlinterp.diagnostics import ArgumentError
 from tlinterp.interp.ub import Collector, raise_reports
-from tlinterp.types import GroupType
+from tlinterp.io.args import BoundArgs, GroupArg
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError
+from tlinterp.lang.types import GroupType
 
 __all__ = ["check_launch"]
 

@@ -15,8 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
-from ..foreigntext import printable
-from .base import Outcome, SpecError, mentioned_diagnostics
+from tlinterp.impl.base import Outcome, SpecError, mentioned_diagnostics
+from tlinterp.io.foreigntext import printable
 
 _OPTIONAL = re.compile(r"\[([^\[\]]*)\]")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")

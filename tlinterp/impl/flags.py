@@ -14,7 +14,7 @@ import argparse
 import math
 from typing import Optional
 
-from .base import ImplOptions, SpecError, parse_work_group_size
+from tlinterp.impl.base import ImplOptions, SpecError, parse_work_group_size
 
 __all__ = ["FLAGS", "add_impl_flags", "impl_options", "lowering_needs_opencl", "whole_number",
            "parse_reject_status", "positive_seconds"]

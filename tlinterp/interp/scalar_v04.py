@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import ScalarType
-from . import lowp
+from tlinterp.interp import lowp
+from tlinterp.lang.types import ScalarType
 
 Fault = tuple[str, np.ndarray, str]
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from . import ir
+from tlinterp.lang import ir
 
 T = TypeVar("T")
 

@@ -20,7 +20,7 @@ from typing import BinaryIO
 import ml_dtypes
 import numpy as np
 
-from .diagnostics import ArgumentError
+from tlinterp.lang.diagnostics import ArgumentError
 
 
 def check_target(path: str, option: str = "--out") -> None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from .diagnostics import Diagnostic, SourceError
-from .ir import Span
+from tlinterp.lang.diagnostics import Diagnostic, SourceError
+from tlinterp.lang.ir import Span
 
 VERSIONS = ("v0.3", "v0.4")
 

@@ -1,6 +1,6 @@
 """Static rules of tensor language v0.4 (checker.check sends v0.4 programs here).
 
-Diagnostics as in tlinterp/checker.py: LINE.COL-COL, every independent error, sorted by
+Diagnostics as in tlinterp/checker/v03.py: LINE.COL-COL, every independent error, sorted by
 position.  The rules, by topic:
 
 - regions: the function body is collective; foreach, foreach_tile, parallel and
@@ -27,7 +27,7 @@ position.  The rules, by topic:
   for a group), of type index; stored, atomically updated and loaded values have the element
   type;
 - BLAS and cumsum: alpha/beta are numbers, the others memrefs; orders and shapes are
-  tlinterp/blas_shapes.py's rules (shared with v0.3);
+  tlinterp/checker/blas_shapes.py's rules (shared with v0.3);
 - coopmatrix: mul_add shapes (M x K, K x N, M x N) and uses (matrix_a, matrix_b,
   matrix_acc), load/store/atomic update/prefetch need an order-2 memref of the component type
   and an index position, construct/insert/scale take a number of the component type,
@@ -46,14 +46,22 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import ir
-from . import v04names as names
-from .blas_shapes import shape_problems
-from .diagnostics import WARNING, Diagnostic, SourceError
-from .ir import Const, Span, Value
-from .layout import layout_problems
-from .types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType, Type, VoidType
-from .v04names import v04_words
+from tlinterp.checker.blas_shapes import shape_problems
+from tlinterp.checker.layout import layout_problems
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
+from tlinterp.lang.ir import Const, Span, Value
+from tlinterp.lang.types import (
+    INDEX,
+    CoopMatrixType,
+    GroupType,
+    MemrefType,
+    ScalarType,
+    Type,
+    VoidType,
+)
+from tlinterp.lang.v04 import names
+from tlinterp.lang.v04.names import v04_words
 
 BOOL = ScalarType.i1
 UNKNOWN = VoidType()
@@ -752,7 +760,7 @@ class _Function:
             return
         # the layout's one definition is the interpreter's (imported here, where needed, so
         # that checking does not load the interpreter)
-        from .interp.coopmatrix import Layout, check_index
+        from tlinterp.interp.coopmatrix import Layout, check_index
 
         try:
             check_index(Layout(tm.rows, tm.cols, tm.component.value, tm.use, sg), inst.index)
@@ -803,7 +811,7 @@ def _name(inst) -> str:
 
 
 def _result(inst, fc: _Function) -> Type:
-    from .parser_v04 import _result_type
+    from tlinterp.lang.v04.parser import _result_type
 
     return _result_type(inst)
 

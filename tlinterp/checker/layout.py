@@ -4,7 +4,7 @@ stride at least the previous stride times the previous size (elements never over
 
 from __future__ import annotations
 
-from .types import MemrefType, canonical_strides
+from tlinterp.lang.types import MemrefType, canonical_strides
 
 __all__ = ["layout_problems"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from .diagnostics import ArgumentError
+from tlinterp.lang.diagnostics import ArgumentError
 
 
 def _memory_limit() -> int:

@@ -23,11 +23,10 @@ import dataclasses
 import itertools
 from typing import Optional
 
-from . import ir, typerules
-from . import v04names as names
-from .diagnostics import Diagnostic, NotExecutable, SourceError
-from .ir import Const, Value
-from .types import (
+from tlinterp.lang import ir, typerules
+from tlinterp.lang.diagnostics import Diagnostic, NotExecutable, SourceError
+from tlinterp.lang.ir import Const, Value
+from tlinterp.lang.types import (
     INDEX,
     V04_ONLY_SCALARS,
     CoopMatrixType,
@@ -36,6 +35,7 @@ from .types import (
     ScalarType,
     Type,
 )
+from tlinterp.lang.v04 import names
 
 _UNSIGNED = frozenset({ScalarType.u8, ScalarType.u16, ScalarType.u32, ScalarType.u64})
 
@@ -61,7 +61,7 @@ def _expressible(program: ir.Program) -> None:
     """A converted v0.3 program must satisfy v0.4's own rules, which are stricter in places
     (alpha and beta promote to the output's element type); what does not is an error at its
     range, never an invalid v0.4 text."""
-    from .checker_v04 import check as check_v04
+    from tlinterp.checker.v04 import check as check_v04
 
     try:
         check_v04(program)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from .types import ScalarType
+from tlinterp.lang.types import ScalarType
 
 # type classes
 INT, FLOAT, BOOL = "integer", "float", "i1"

@@ -4,7 +4,7 @@ printer, checker and migration read.
 v0.4 writes its scalar operations without the v0.3 prefixes (`add`, not `arith.add`; `equal`,
 not `cmp.eq`) and adds operations v0.3 lacks (`min`, `max`, `abs`, `conj`, `re`, `im`, the math
 functions).  All are op names of the existing classes ir.Arith / ir.ArithUnary / ir.Compare;
-the sets below are v0.4's spellings; the operations tlinterp/ops.py does not declare yet (the
+the sets below are v0.4's spellings; the operations tlinterp/lang/ops.py does not declare yet (the
 v0.4-only unary and math operations) are what the interpreter cannot run and v0.3 cannot
 print.  They are kept here, in one place, to fold into ops.py's table.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from . import ir, ops
+from tlinterp.lang import ir, ops
 
 # v0.4 spelling -> IR op name (ir.Arith.op); v0.4 adds min and max
 ARITH_BINARY = {o: o for o in ("add", "sub", "mul", "div", "rem", "max", "min", "shl", "shr",
@@ -29,7 +29,7 @@ COMPARE = {"equal": "eq", "not_equal": "ne", "greater_than": "gt", "greater_than
            "less_than": "lt", "less_than_equal": "le"}
 COMPARE_SPELLING = {v: k for k, v in COMPARE.items()}
 
-# IR op names the scalar-operation table (tlinterp/ops.py) does not declare: no v0.3 spelling
+# IR op names the scalar-operation table (tlinterp/lang/ops.py) does not declare: no v0.3 spelling
 # (not even as an extension) and no interpreter semantics yet
 V04_ONLY_BINARY = frozenset(ARITH_BINARY) - frozenset(ops.names(ops.BINARY))
 V04_ONLY_UNARY = frozenset(UNARY) - frozenset(ops.names(ops.UNARY))
@@ -61,8 +61,9 @@ MNEMONICS: dict[type, str] = {
 }
 
 
-# v0.4-only instruction classes the interpreter executes (tlinterp/migrate.py lets them through
-# a run; the rest are "not yet executable").  Builtins: only the grid ones (SPMD ones need lanes).
+# v0.4-only instruction classes the interpreter executes (tlinterp/front/migrate.py lets them
+# through a run; the rest are "not yet executable").  Builtins: only the grid ones (SPMD ones
+# need lanes).
 EXECUTABLE: tuple[type, ...] = (ir.Associated, ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate,
                                 ir.Cumsum, ir.ForeachNd, ir.Builtin)
 GRID_BUILTINS = frozenset({"group_id", "num_groups"})

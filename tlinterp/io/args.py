@@ -15,12 +15,12 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from . import ir
-from .diagnostics import ArgumentError
-from .memlimit import check_allocation  # noqa: F401 - re-exported: callers check sizes here too
-from .npzcheck import load_npz  # noqa: F401 - the convention's reader lives there
-from .outfile import save_npz  # noqa: F401 - and its atomic writer here
-from .types import GroupType, MemrefType, ScalarType, VoidType
+from tlinterp.io.memlimit import check_allocation  # noqa: F401 - re-exported: callers check sizes here too
+from tlinterp.io.npzcheck import load_npz  # noqa: F401 - the convention's reader lives there
+from tlinterp.io.outfile import save_npz  # noqa: F401 - and its atomic writer here
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType, VoidType
 
 
 @dataclass

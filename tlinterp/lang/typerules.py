@@ -12,9 +12,9 @@ from __future__ import annotations
 from math import prod
 from typing import Optional
 
-from . import ir, ops
-from .ir import Const, Span, Value
-from .types import INDEX, Dyn, GroupType, MemrefType, ScalarType, Type
+from tlinterp.lang import ir, ops
+from tlinterp.lang.ir import Const, Span, Value
+from tlinterp.lang.types import INDEX, Dyn, GroupType, MemrefType, ScalarType, Type
 
 
 class TypeRuleError(Exception):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
-from .ir import Span
+from tlinterp.lang.ir import Span
 
 ERROR = "error"
 WARNING = "warning"  # the program is accepted; `--werror` rejects it
@@ -147,7 +147,7 @@ class NotExecutable(TLError):
 
 def not_yet(inst, what: str = "executable") -> NotExecutable:
     """`not yet executable: cumsum at 3.5-40` for a v0.4 instruction (raise the result)."""
-    from .v04names import construct
+    from tlinterp.lang.v04.names import construct
 
     span = getattr(inst, "span", None)
     where = f" at {span}" if span is not None else ""

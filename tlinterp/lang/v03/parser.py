@@ -26,10 +26,10 @@ from parsimonious.exceptions import ParseError, ParsimoniousError
 from parsimonious.expressions import Literal, OneOf, Quantifier, Regex, Sequence
 from parsimonious.grammar import Grammar
 
-from . import ir, ops
-from .diagnostics import Diagnostic, SourceError
-from .ir import Const, Span, Value
-from .types import (
+from tlinterp.lang import ir, ops
+from tlinterp.lang.diagnostics import Diagnostic, SourceError
+from tlinterp.lang.ir import Const, Span, Value
+from tlinterp.lang.types import (
     INDEX,
     SCALAR_ALIASES,
     GroupType,
@@ -99,7 +99,7 @@ _SCALARS.update(SCALAR_ALIASES)
 
 def parse(text: str, filename: str = "<input>", builder: Optional[type] = None) -> ir.Program:
     """Parse tensor-language source; raises `SourceError` (and nothing else) on bad input.
-    `builder` is the _Builder subclass of another surface syntax (tlinterp/parser_v04.py)."""
+    `builder` is the _Builder subclass of another surface syntax (tlinterp/lang/v04/parser.py)."""
     if not isinstance(text, str):
         raise TypeError(f"parse() needs str, got {type(text).__name__}")
     builder = builder or _Builder
@@ -154,7 +154,7 @@ def _parse_functions(text: str, filename: str, builder_class: type) -> ir.Progra
 
 def _parse_deep(text: str, filename: str, depth: int, builder: type) -> ir.Program:
     """Run `_parse` in a thread whose stack and recursion limit fit `depth` nested regions."""
-    from .deepstack import call_with_frames
+    from tlinterp.lang.deepstack import call_with_frames
 
     try:
         return call_with_frames(lambda: _parse(text, filename, builder), 30 * depth)
@@ -599,7 +599,7 @@ class _Builder:
             return self.value_instruction(op, self.value(lid), sp)
         return self.other_instruction(node, name, sp)
 
-    # the dialect's hooks (tlinterp/parser_v04.py also defines what it builds)
+    # the dialect's hooks (tlinterp/lang/v04/parser.py also defines what it builds)
     def value_instruction(self, op, r: Value, sp) -> ir.Instruction:
         """`op`: the chosen alternative of a `%r = ...` instruction."""
         return _VALUE_BUILDERS[op.expr.name](self, op, r, sp)

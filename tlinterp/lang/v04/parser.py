@@ -1,7 +1,7 @@
 """Parser of tensor language v0.4: source text -> the same `ir.Program` as v0.3 produces.
 
-The grammar is `grammar_v04.peg`; the driver, spans, constants and syntax-error messages are
-those of tlinterp/parser.py (this builder subclasses its _Builder).  v0.4 writes the
+The grammar is `grammar.peg`; the driver, spans, constants and syntax-error messages are
+those of tlinterp/lang/v03/parser.py (this builder subclasses its _Builder).  v0.4 writes the
 *result* type after `:` and no operand types, so the builder keeps the types of the values in
 scope (regions nest scopes; as in v0.3, a name cannot be defined where it is visible, but
 sibling regions may reuse one) and fills the operand
@@ -20,12 +20,9 @@ from typing import Optional
 
 from parsimonious.grammar import Grammar
 
-from . import ir, typerules
-from . import v04names as names
-from .ir import Const, Span, Value
-from .parser import _WORDS, _Builder, _collapses, _use_stdlib_re, expected_message
-from .parser import parse as _parse_with
-from .types import (
+from tlinterp.lang import ir, typerules
+from tlinterp.lang.ir import Const, Span, Value
+from tlinterp.lang.types import (
     INDEX,
     CoopMatrixType,
     GroupType,
@@ -34,8 +31,11 @@ from .types import (
     Type,
     VoidType,
 )
+from tlinterp.lang.v03.parser import _WORDS, _Builder, _collapses, _use_stdlib_re, expected_message
+from tlinterp.lang.v03.parser import parse as _parse_with
+from tlinterp.lang.v04 import names
 
-GRAMMAR_PATH = Path(__file__).with_name("grammar_v04.peg")
+GRAMMAR_PATH = Path(__file__).with_name("grammar.peg")
 GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8"))
 _use_stdlib_re(GRAMMAR)
 

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
-from . import ir
-from .diagnostics import not_yet
-from .ir import Span, Value
-from .types import GroupType, MemrefType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import not_yet
+from tlinterp.lang.ir import Span, Value
+from tlinterp.lang.types import GroupType, MemrefType
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@
                                        builtins excepted), as the OpenCL lowering needs (or
                                        NotExecutable "not yet lowered")
 
-The version: `lang` wins; else tlinterp/langdetect.py's markers; else both parsers run and
+The version: `lang` wins; else tlinterp/front/detect.py's markers; else both parsers run and
 must agree, or the error asks for --lang.  A syntax error caused by a construct of the other
 version is reported as that (at its range).  v0.4 text using the preprocessor (`$name`
-definitions, `!calc`) goes through tlinterp/preprocess.py first.
+definitions, `!calc`) goes through tlinterp/front/preprocess.py first.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Optional
 
-from . import ir
-from .diagnostics import Diagnostic, NotExecutable, SourceError
-from .ir import Span
-from .langdetect import VERSIONS, ask_for_lang, blank_comments, detect, foreign_construct
+from tlinterp.front.detect import VERSIONS, ask_for_lang, blank_comments, detect, foreign_construct
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import Diagnostic, NotExecutable, SourceError
+from tlinterp.lang.ir import Span
 
 _PREPROCESSOR = re.compile(r"\$[A-Za-z0-9_]|!calc\b")
 
@@ -81,7 +81,7 @@ def _furthest(e: SourceError) -> tuple[int, int]:
 
 def _parse(text: str, filename: str, lang: str) -> ir.Program:
     if lang == "v0.3":
-        from .parser import parse as parse03
+        from tlinterp.lang.v03.parser import parse as parse03
 
         try:
             return parse03(text, filename)
@@ -97,7 +97,7 @@ def _parse(text: str, filename: str, lang: str) -> ir.Program:
 
 
 def _parser_v04():
-    from .parser_v04 import parse
+    from tlinterp.lang.v04.parser import parse
 
     return parse
 
@@ -108,7 +108,7 @@ def _parse_preprocessed(text: str, filename: str, parse04,
     expansion is reported at the original text's range (the program keeps the expanded text
     as its source, so later diagnostics quote what was checked)."""
     try:  # by name: no import edge back into the package's front door
-        pre_mod = importlib.import_module("tlinterp.preprocess")
+        pre_mod = importlib.import_module("tlinterp.front.preprocess")
     except ImportError:
         raise SourceError([Diagnostic("this v0.4 file uses the preprocessor ($name "
                                       "definitions, !calc), which this build lacks", None,
@@ -182,7 +182,7 @@ def executable(program: ir.Program) -> ir.Program:
     what tinytc's constant propagation writes) but a type mismatch to the v0.3 checker."""
     if program.lang != "v0.4":
         return program
-    from .migrate import to_v03
+    from tlinterp.front.migrate import to_v03
 
     converted = to_v03(program, "run")
     converted.lang = "v0.3"
@@ -205,15 +205,15 @@ def lowerable(program: ir.Program) -> ir.Program:
 
 def _lowered_builtin(inst) -> bool:
     """The grid builtins (group_id / num_groups .x/.y/.z), which the lowering takes."""
-    from .v04names import GRID_BUILTINS
+    from tlinterp.lang.v04.names import GRID_BUILTINS
 
     return isinstance(inst, ir.Builtin) and inst.name in GRID_BUILTINS
 
 
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
     """The first construct v0.3 cannot write that the v0.3 form still holds: (what, where)."""
-    from .types import V04_ONLY_SCALARS
-    from .v04names import V04_ONLY_BINARY, V04_ONLY_UNARY, construct
+    from tlinterp.lang.types import V04_ONLY_SCALARS
+    from tlinterp.lang.v04.names import V04_ONLY_BINARY, V04_ONLY_UNARY, construct
 
     def v04_type(t) -> Optional[str]:
         t = getattr(t, "memref", t)

@@ -1,6 +1,6 @@
 """Printer: IR -> tensor language v0.4 text.
 
-The IR must be in its v0.4 form (tlinterp/migrate.py `to_v04` makes it from any program:
+The IR must be in its v0.4 form (tlinterp/front/migrate.py `to_v04` makes it from any program:
 literal operands become `constant` instructions, v0.3 slices become `offset:size`, allocas
 and their views get the `local` address space).  `format_program_v04` runs `to_v04` first, so
 any program prints, or a `SourceError` says what has no v0.4 equivalent and where.
@@ -16,12 +16,20 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from . import ir
-from . import v04names as names
-from .diagnostics import no_equivalent
-from .ir import Const, Value
-from .printer import emit_lines
-from .types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType, Type, VoidType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import no_equivalent
+from tlinterp.lang.ir import Const, Value
+from tlinterp.lang.types import (
+    INDEX,
+    CoopMatrixType,
+    GroupType,
+    MemrefType,
+    ScalarType,
+    Type,
+    VoidType,
+)
+from tlinterp.lang.v03.printer import emit_lines
+from tlinterp.lang.v04 import names
 
 INDENT = "    "
 
@@ -111,7 +119,7 @@ def _view_type(inst) -> str:
 
 
 def _unary_result(inst: ir.ArithUnary) -> Type:
-    from .parser_v04 import unary_result_type
+    from tlinterp.lang.v04.parser import unary_result_type
 
     return unary_result_type(inst.op, inst.type)
 
@@ -323,7 +331,7 @@ def format_function(fn: ir.Function) -> str:
 
 def format_program_v04(program: ir.Program) -> str:
     """Any program as v0.4 text (migrated first); `SourceError` where v0.4 has no spelling."""
-    from .migrate import to_v04
+    from tlinterp.front.migrate import to_v04
 
     p = to_v04(program)
     return "\n\n".join(format_function(f) for f in p.functions) + "\n" if p.functions else ""

@@ -24,10 +24,10 @@ from typing import Optional
 import numpy as np
 import numpy.lib.format as npy
 
-from . import ir
-from .diagnostics import ArgumentError, Diagnostic
-from .memlimit import check_allocation
-from .types import GroupType, MemrefType
+from tlinterp.io.memlimit import check_allocation
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError, Diagnostic
+from tlinterp.lang.types import GroupType, MemrefType
 
 # what a damaged archive or member raises while being read (zlib.error: corrupt deflate
 # data; NotImplementedError: unknown zip versions or compression methods; TokenError and

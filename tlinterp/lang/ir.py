@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import ClassVar, Optional, Union
 
-from .types import CoopMatrixType, Dyn, GroupType, MemrefType, ScalarType, Type
+from tlinterp.lang.types import CoopMatrixType, Dyn, GroupType, MemrefType, ScalarType, Type
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class Alloca:
 @dataclass
 class Arith:
     result: Value
-    op: str  # one of ops.names(ops.BINARY) (tlinterp/ops.py declares them)
+    op: str  # one of ops.names(ops.BINARY) (tlinterp/lang/ops.py declares them)
     lhs: Operand
     rhs: Operand
     type: ScalarType
@@ -461,7 +461,7 @@ class Hadamard(Product):
 # --- tensor language v0.4 -----------------------------------------------------------------
 # Instructions only v0.4 spells.  v0.4 constructs with a v0.3 equivalent use the classes above
 # (`add` is Arith "add", `equal` is Compare "eq", `group_id.x : index` is GroupId, ...; the
-# spellings are in tlinterp/v04names.py).  Operand types that v0.4 does not write are looked
+# spellings are in tlinterp/lang/v04/names.py).  Operand types that v0.4 does not write are looked
 # up by the v0.4 parser where a v0.3 class stores them (Load.type, Arith.type, Gemm.a_type...);
 # the new classes store only what is written.  Memory scopes/semantics are None when omitted.
 

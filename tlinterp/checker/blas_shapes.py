@@ -1,5 +1,5 @@
 """The shape rules of the BLAS collectives (orders and the M/N/K relations of op() shapes),
-shared by the v0.3 checker (tlinterp/checker.py) and the v0.4 one (tlinterp/checker_v04.py):
+shared by the v0.3 checker (tlinterp/checker/v03.py) and the v0.4 one (tlinterp/checker/v04.py):
 both versions state the same restrictions, so they live here once.  Each rule gives
 (message, span) pairs; the checkers only report them."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import ir
-from .ir import Span
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Span
 
 Problem = tuple[str, Optional[Span]]
 

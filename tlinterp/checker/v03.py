@@ -22,13 +22,13 @@ from typing import Optional, Union
 
 import numpy as np
 
-from . import ir, ops
-from .blas_shapes import shape_problems
-from .diagnostics import WARNING, Diagnostic, SourceError
-from .ir import Const, Span, Value
-from .layout import layout_problems
-from .typerules import TypeRuleError, result_types
-from .types import BOOL, INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
+from tlinterp.checker.blas_shapes import shape_problems
+from tlinterp.checker.layout import layout_problems
+from tlinterp.lang import ir, ops
+from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
+from tlinterp.lang.ir import Const, Span, Value
+from tlinterp.lang.typerules import TypeRuleError, result_types
+from tlinterp.lang.types import BOOL, INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
 
 
 class _Unknown:
@@ -50,9 +50,9 @@ def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> i
     """Return `program` unchanged if it obeys every static rule; else raise `SourceError`
     carrying one diagnostic per independent violation (and the warnings), sorted by source
     position. Warnings of an accepted program are appended to `warnings` when given.
-    A v0.4 program is checked by v0.4's rules (tlinterp/checker_v04.py)."""
+    A v0.4 program is checked by v0.4's rules (tlinterp/checker/v04.py)."""
     if program.lang == "v0.4":
-        from .checker_v04 import check as check_v04
+        from tlinterp.checker.v04 import check as check_v04
 
         return check_v04(program, warnings)
     errors: list[tuple[str, Optional[Span]]] = []
@@ -454,7 +454,7 @@ class _FunctionChecker:
         self._operand(inst.operand, inst.type)
 
     def _op_type(self, family: str, name: str, t: ScalarType, span: Optional[Span]) -> None:
-        """The type classes that the operation's row in tlinterp/ops.py accepts."""
+        """The type classes that the operation's row in tlinterp/lang/ops.py accepts."""
         op = ops.find(family, name)
         problem = ops.type_error(op, t) if op is not None else None  # unknown: typerules says
         if problem:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from .impl.flags import whole_number
+from tlinterp.impl.flags import whole_number
 
 __all__ = ["SECTIONS", "Groups", "tool_parser", "add_impl_choice", "print_impls", "add_verbosity",
            "add_jobs", "hidden_alias", "positive_int", "version", "wrote", "default_findings_dir",
@@ -47,7 +47,7 @@ def version() -> str:
 
 
 def _declared_version() -> Optional[str]:
-    pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     try:
         text = pyproject.read_text(encoding="utf-8")
     except OSError:  # an installed wheel has no pyproject.toml beside its packages
@@ -130,8 +130,8 @@ def add_lang(group: argparse._ArgumentGroup, *, default: Optional[str], help: st
 
 def grid_arg(text: str):
     """argparse type of `--groups N` (an int) or `--groups X,Y[,Z]` (a grid of 3; the rule is
-    tlinterp.args.parse_groups)."""
-    from .args import parse_groups
+    tlinterp.io.args.parse_groups)."""
+    from tlinterp.io.args import parse_groups
 
     try:
         return parse_groups(text)
@@ -141,7 +141,7 @@ def grid_arg(text: str):
 
 def print_impls(out=None) -> int:
     """The registry's implementations, one a line (--list-impls); exit status 0."""
-    from .impl import available
+    from tlinterp.impl import available
 
     for name, doc in available():
         print(f"{name:12} {doc}", file=out or sys.stdout)

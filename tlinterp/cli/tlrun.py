@@ -32,8 +32,7 @@ from typing import Optional
 
 import numpy as np
 
-from .args import count_groups, groups_count, load_npz, save_npz
-from .cliconv import (
+from tlinterp.cli.conventions import (
     add_impl_choice,
     add_lang,
     add_verbosity,
@@ -42,7 +41,12 @@ from .cliconv import (
     tool_parser,
     wrote,
 )
-from .diagnostics import (
+from tlinterp.front.preprocess import parse_define_flag
+from tlinterp.impl.flags import add_impl_flags, positive_seconds
+from tlinterp.io.args import count_groups, groups_count, load_npz, save_npz
+from tlinterp.io.foreigntext import for_rich, shown
+from tlinterp.io.outfile import check_target
+from tlinterp.lang.diagnostics import (
     ERROR,
     ArgumentError,
     BackendError,
@@ -52,10 +56,6 @@ from .diagnostics import (
     TLError,
     decode_source,
 )
-from .foreigntext import for_rich, shown
-from .impl.flags import add_impl_flags, positive_seconds
-from .outfile import check_target
-from .preprocess import parse_define_flag
 
 MAX_SOURCE_BYTES = 4 * 2**20  # far beyond any real kernel; parsing 4 MiB takes ~15 s, ~1 GB
 EXIT_INTERNAL = 3
@@ -93,7 +93,7 @@ def _lowering_keys() -> str:
     printed (tlinterp knows no backend: the entry point loads it)."""
     from dataclasses import fields
 
-    from .impl import resolve
+    from tlinterp.impl import resolve
 
     try:
         config = resolve("opencl").config
@@ -187,19 +187,19 @@ def _read(path: str) -> str:
 def _emit_ir(program, lang: str) -> str:
     """The program printed as tensor language `lang` (migrated when it is the other one)."""
     if lang == "v0.4":
-        from .printer_v04 import format_program_v04
+        from tlinterp.lang.v04.printer import format_program_v04
 
         return format_program_v04(program)
-    from .migrate import to_v03
-    from .printer import format_program
+    from tlinterp.front.migrate import to_v03
+    from tlinterp.lang.v03.printer import format_program
 
     return format_program(to_v03(program) if program.lang == "v0.4" else program)
 
 
 def _implementation(ns, name: str):
     """The implementation `name` from the registry, made with the command line's options."""
-    from .impl import SpecError, resolve
-    from .impl.flags import impl_options, lowering_needs_opencl
+    from tlinterp.impl import SpecError, resolve
+    from tlinterp.impl.flags import impl_options, lowering_needs_opencl
 
     if name.partition(":")[0] != "opencl":  # options only this package's lowering reads
         for option, given, why in (("--tune", ns.tune, ""),
@@ -227,8 +227,8 @@ def _list_devices(console) -> int:
     import tlgpu), so an installation without it says so."""
     from rich.table import Table
 
-    from .impl import SpecError, resolve
-    from .impl.base import DEFAULT_OPTIONS
+    from tlinterp.impl import SpecError, resolve
+    from tlinterp.impl.base import DEFAULT_OPTIONS
 
     try:
         rows = resolve("opencl", DEFAULT_OPTIONS).devices() or []
@@ -277,7 +277,7 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
 def _run(ns) -> int:
     from rich.console import Console
 
-    from . import check, parse
+    from tlinterp import check, parse
 
     # piped or redirected: no wrapping at rich's default 80 columns
     err = Console(stderr=True, width=None if sys.stderr.isatty() else 100_000)
@@ -316,7 +316,7 @@ def _run(ns) -> int:
     if ns.emit == "ir":
         sys.stdout.write(_emit_ir(program, ns.lang or program.lang or "v0.3"))
         return 0
-    from .frontend import executable
+    from tlinterp.front.pipeline import executable
 
     checked = program  # in its own language: what other implementations are handed
     program = executable(program)  # a v0.4 program: its v0.3 form, or "not yet executable"
@@ -326,7 +326,7 @@ def _run(ns) -> int:
             raise BackendError("the 'opencl' implementation emits no code")
         sys.stdout.write(code)
         return 0
-    from .interp import select_function
+    from tlinterp.interp import select_function
 
     impl = _implementation(ns, ns.impl)  # a bad name is reported before the arguments
     function = select_function(program, func_name)
@@ -350,8 +350,8 @@ def _run(ns) -> int:
         out = _run_impl(impl, checked, text, ns, function.name, args)
         _check_convention(impl, function, args, out)
     else:
-        from .args import bind, unbind
-        from .interp import run_bound
+        from tlinterp.interp import run_bound
+        from tlinterp.io.args import bind, unbind
 
         bound = bind(function, args)
         grid = bound.grid(ns.groups)
@@ -396,7 +396,7 @@ def _run_opencl(ns, impl, program, function, args) -> tuple[dict, str]:
 
 def _run_impl(impl, program, text: str, ns, func: str, args) -> dict[str, np.ndarray]:
     """Outputs of a registry implementation; its failures as TLErrors with its exit status."""
-    from .impl import Job, SpecError
+    from tlinterp.impl import Job, SpecError
 
     # the checked program in its own language (as tlfuzz reproduce hands it): a foreign
     # compiler's kernel follows that language's calling convention
@@ -419,7 +419,7 @@ def _check_convention(impl, function, args, out: dict) -> None:
     """Another implementation's outputs must be what the reference would write (the inputs'
     keys, dtypes and shapes; the echoed .strides/.offset entries may be left out): --out and
     the summary must never pass on something else as a result."""
-    from .args import bind, unbind
+    from tlinterp.io.args import bind, unbind
 
     want = unbind(bind(function, args))
     for key in sorted(set(want) | set(out)):

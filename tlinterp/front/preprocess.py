@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .diagnostics import Diagnostic, SourceError
-from .ir import Span
+from tlinterp.lang.diagnostics import Diagnostic, SourceError
+from tlinterp.lang.ir import Span
 
 INT_MAX = 2**63 - 1
 # tinytc lexes integer literals into int64 and rejects -2**63 as a literal (as C++ does).

@@ -17,17 +17,17 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Optional, Union
 
-from . import ir
-from .diagnostics import no_equivalent
-from .ir import Const, Value
-from .types import INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import no_equivalent
+from tlinterp.lang.ir import Const, Value
+from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
 
 INDENT = "  "
 
 
 def format_type(t: Type) -> str:
     """`f32`, `memref<f32x4x?>`, `memref<f32x4x?,strided<1,?>>`, `group<memref<f32>, offset: ?>`
-    (the types spell themselves, in tlinterp/types.py)."""
+    (the types spell themselves, in tlinterp/lang/types.py)."""
     if not isinstance(t, (ScalarType, MemrefType, GroupType, VoidType)):
         raise TypeError(f"not a type: {t!r}")
     return str(t)
@@ -115,7 +115,7 @@ def mnemonic(inst: ir.Instruction) -> str:
     if isinstance(inst, (ir.Store, ir.Yield)):
         return "store" if isinstance(inst, ir.Store) else "yield"
     if isinstance(inst, ir.V04_INSTRUCTIONS):  # no v0.3 spelling: v0.4's name
-        from .v04names import construct
+        from tlinterp.lang.v04.names import construct
 
         return construct(inst)
     text = _HEADERS[type(inst)](inst)
@@ -198,7 +198,7 @@ def _defines(op_text: Callable[..., str]) -> Callable[..., str]:
 
 def _v04_only(inst: ir.Instruction) -> str:
     """v0.4-only instructions: tlinterp/migrate.to_v03 rewrites or rejects them first."""
-    from .v04names import construct
+    from tlinterp.lang.v04.names import construct
 
     raise no_equivalent(construct(inst), "v0.3", inst.span)
 
