@@ -275,7 +275,7 @@ def _program() -> str:
             if ep.value.partition(":")[0] == main.name:
                 return ep.name
     base = os.path.basename(sys.argv[0] if sys.argv else "")
-    return base if base and not base.endswith(".py") else "tlgpu"
+    return base if base and not base.endswith(".py") and base[0] != "-" else "tlgpu"
 
 
 def _no_intel(devs) -> str:

@@ -1,0 +1,215 @@
+"""A device must build a one-line kernel before it is chosen (tlgpu.runtime.probe,
+docs/devices.md): ranking with fake devices and fake probe outcomes (this machine's pocls
+both build, so an AMD Zen 5, where the wheel's pocl 3.0 builds nothing, is simulated), the
+probe cache, the once-only fallback line, and real probes of this machine's devices."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tlgpu.runtime import devices as D
+from tlgpu.runtime import probe as P
+from tlinterp.diagnostics import BackendError
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU = 2  # pyopencl's device_type.CPU
+
+
+def _pair(platform: str, version: str, device: str):
+    p = SimpleNamespace(name=platform)
+    return p, SimpleNamespace(name=device, driver_version=version, platform=p, type=CPU)
+
+
+POCL30 = _pair("Portable Computing Language", "3.0-rc2", "pthread-AMD Ryzen 9 9950X")
+POCL31 = _pair("Portable Computing Language", "3.1+debian", "pthread-znver4-AMD Ryzen 9 9950X")
+POCL5 = _pair("Portable Computing Language", "5.0", "cpu-x86-64")
+GRIND = _pair("Oclgrind", "Oclgrind 21.10", "Oclgrind Simulator")
+INTEL = _pair("Intel(R) OpenCL", "2026.22.10.0.01_160000", "AMD Ryzen 9 9950X")
+ZEN5 = "unknown target CPU 'generic'"
+
+
+def fails(*bad):
+    """A probe under which the devices of `bad` cannot build (counting its calls)."""
+    def probe(p, d):
+        probe.calls.append(d.name)
+        return P.Probe(False, ZEN5) if any(d is b[1] for b in bad) else P.Probe(True)
+    probe.calls = []
+    return probe
+
+
+@pytest.fixture(autouse=True)
+def _fresh_notes(monkeypatch):
+    monkeypatch.delenv(D._SAID, raising=False)  # the once-only line, once per test
+
+
+def test_a_device_that_cannot_build_ranks_last():
+    devs = [POCL30, POCL31, GRIND, INTEL]
+    assert D.rank(devs, (3, 0))[0] == POCL30  # the wheel's pocl first, when all build
+    ranked = D.rank(devs, (3, 0), fails(POCL30))
+    assert ranked[-1] == POCL30 and ranked[:3] == [INTEL, GRIND, POCL31]  # then versions
+
+
+def test_default_pocl_falls_over_to_the_next_pocl_that_builds():
+    probe = fails(POCL30)
+    chosen, skipped = D.choose("pocl", [GRIND, POCL31, POCL30, POCL5], (3, 0), probe)
+    assert chosen is POCL5[1] and skipped == [POCL30]  # the newest after the wheel's
+    assert probe.calls == [POCL30[1].name, POCL5[1].name]  # probed in rank order, no more
+    assert D.choose("pocl", [POCL30, POCL31], (3, 0), fails())[0] is POCL30[1]
+    note = D.fallback_note("pocl", skipped, chosen, probe)
+    assert note == (f"pocl 3.0-rc2 cannot build here ({ZEN5}); using Portable Computing "
+                    "Language 5.0: cpu-x86-64")
+
+
+def test_when_no_pocl_builds_the_error_says_what_to_do():
+    with pytest.raises(BackendError) as e:
+        D.choose("pocl", [POCL30, POCL31, GRIND], (3, 0), fails(POCL30, POCL31))
+    text = str(e.value)
+    assert f"Portable Computing Language 3.0-rc2: {POCL30[1].name}: cannot build here: {ZEN5}" \
+        in text
+    assert "apt install pocl-opencl-icd" in text
+    assert "--device oclgrind (Oclgrind" in text
+    assert "--device intel, Intel's CPU runtime: pip install" in text  # not installed here
+    with pytest.raises(BackendError) as e:  # installed: named as a device to use
+        D.choose("pocl", [POCL30, INTEL], (3, 0), fails(POCL30))
+    assert "or --device intel (Intel(R) OpenCL" in str(e.value)
+    assert "pip install" not in str(e.value)
+    with pytest.raises(BackendError) as e:  # an exact choice that cannot build: no apt hint
+        D.choose("pocl@3.0", [POCL30, POCL31], (3, 0), fails(POCL30))
+    assert "cannot build here" in str(e.value) and "apt install" not in str(e.value)
+    assert "or --device pocl (Portable Computing Language 3.1+debian" in str(e.value)
+
+
+def test_the_device_table_shows_what_cannot_build():
+    rows = D.inventory([POCL30, POCL31, GRIND], (3, 0), kind=lambda d: "CPU",
+                       probe=fails(POCL30))
+    by = {r.version: r for r in rows}
+    assert rows[-1].version == "3.0-rc2"
+    assert by["3.0-rc2"].cannot_build == ZEN5 and by["3.0-rc2"].default_for == ()
+    assert by["3.0-rc2"].select == "pocl@3.0-rc2"
+    assert by["3.1+debian"].default_for == ("pocl",) and by["3.1+debian"].select == "pocl"
+    assert by["3.1+debian"].cannot_build == ""
+
+
+def test_list_devices_prints_the_row(monkeypatch, capsys):
+    monkeypatch.setattr(D, "_all_devices", lambda: [POCL30, POCL31])
+    monkeypatch.setattr(D, "_wheel_pocl_version", lambda: (3, 0))
+    monkeypatch.setattr(D, "real_probe", fails(POCL30))
+    monkeypatch.setattr(D, "_kind", lambda d: "CPU")
+    from tlinterp.cli import main
+
+    assert main(["--list-devices"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if "3.0-rc2" in line)
+    assert f"cannot build here: {ZEN5}" in row
+
+
+def test_find_device_says_the_fallback_once(monkeypatch, capsys):
+    monkeypatch.setattr(D, "_all_devices", lambda: [POCL30, POCL31])
+    monkeypatch.setattr(D, "_wheel_pocl_version", lambda: (3, 0))
+    monkeypatch.setattr(D, "real_probe", fails(POCL30))
+    monkeypatch.delenv("PYOPENCL_CTX", raising=False)
+    assert D.find_device() is POCL31[1]
+    assert D.find_device("pocl") is POCL31[1]
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].endswith(
+        f": pocl 3.0-rc2 cannot build here ({ZEN5}); using Portable Computing Language "
+        f"3.1+debian: {POCL31[1].name}")
+    # a child process inherits what was said and does not repeat it
+    child = subprocess.run([sys.executable, "-c", "from tlgpu.runtime.devices import say_once;"
+                            f"say_once({D.notes_said()[0]!r}); say_once('new')"],
+                           capture_output=True, text=True, env={**os.environ,
+                                                                "PYTHONPATH": str(ROOT)})
+    assert child.stderr == "tlgpu: new\n", child.stderr
+
+
+def test_the_probe_cache_is_keyed_by_driver_version(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(P, "_SEEN", {})
+    calls = []
+
+    def child(platform, device, version):
+        calls.append(version)
+        return P.Probe(version != "3.0", ZEN5 if version == "3.0" else "")
+
+    monkeypatch.setattr(P, "_probe_in_child", child)
+    assert P.probe("pocl", "cpu", "3.0") == P.Probe(False, ZEN5)
+    assert P.probe("pocl", "cpu", "3.0").builds is False and calls == ["3.0"]  # this process
+    assert P.cache_file().parent == tmp_path / "tensor-language"
+    monkeypatch.setattr(P, "_SEEN", {})  # another process: the file answers
+    assert P.probe("pocl", "cpu", "3.0") == P.Probe(False, ZEN5) and calls == ["3.0"]
+    assert P.probe("pocl", "cpu", "3.1").builds and calls == ["3.0", "3.1"]  # a new driver
+    saved = json.loads(P.cache_file().read_text())
+    assert saved == {"pocl|cpu|3.0": {"builds": False, "reason": ZEN5},
+                     "pocl|cpu|3.1": {"builds": True, "reason": ""}}
+    # a probe that ran out of time says nothing about the device: not written down
+    monkeypatch.setattr(P, "_probe_in_child",
+                        lambda *a: P.Probe(False, "did not finish", keep=False))
+    assert not P.probe("pocl", "cpu", "3.2").builds
+    assert "pocl|cpu|3.2" not in json.loads(P.cache_file().read_text())
+    assert [f.name for f in P.cache_file().parent.iterdir()] == [P._FILE]  # no temp left
+
+
+def test_first_line_of_a_build_log():
+    log = ("clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\nBuild on <pyopencl.Device "
+           "'x' at 0x1>:\n\nerror: unknown target CPU 'generic'\nnote: valid target CPU "
+           "values are: ...\n")
+    assert P.first_line(P.build_log_of(log)) == ZEN5
+
+
+@pytest.mark.opencl
+def test_real_probes_of_this_machines_devices(tmp_path, monkeypatch):
+    """Each device here builds the one-line kernel in a child process (no cache involved);
+    a device the child does not find is not written down."""
+    devs = D._all_devices()
+    assert devs
+    for p, d in devs:
+        got = P._probe_in_child(p.name, d.name, d.driver_version)
+        assert got == P.Probe(True), (D.label(d), got)
+    gone = P._probe_in_child("Portable Computing Language", "no such device", "0")
+    assert not gone.builds and not gone.keep and "no longer listed" in gone.reason
+
+
+@pytest.mark.opencl
+def test_a_simulated_zen5_end_to_end(tmp_path):
+    """tlrun and tlfuzz with a probe cache that says the wheel's pocl cannot build (what
+    AMD Zen 5 does): tlrun falls over to the next pocl with one line; with no pocl that
+    builds, tlfuzz exits 2 with what to do, before any case."""
+    from platformdirs import user_cache_dir
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    env.pop(D._SAID, None)
+    env.pop("PYOPENCL_CTX", None)
+    pocls = D.rank(D._matches("pocl", D._all_devices()), D._wheel_pocl_version())
+    path = Path(user_cache_dir("tensor-language")).name  # the same name under tmp_path
+
+    def cannot(*pds):
+        f = tmp_path / "cache" / path / P._FILE
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(json.dumps({P.key(p.name, d.name, d.driver_version):
+                                 {"builds": False, "reason": ZEN5} for p, d in pds}))
+
+    if len(pocls) > 1:
+        cannot(pocls[0])
+        r = subprocess.run([sys.executable, "-m", "tlinterp.cli",
+                            str(ROOT / "examples/fused_kernel.tl"), "--args",
+                            str(ROOT / "examples/fused_kernel.npz"), "--backend", "opencl",
+                            "--out", str(tmp_path / "o.npz"), "-q"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+        assert r.returncode == 0, r.stderr
+        line = (f"tlrun: pocl {pocls[0][1].driver_version.strip()} cannot build here ({ZEN5}); "
+                f"using {D.label(pocls[1][1])}")
+        assert r.stderr.count("cannot build here") == 1 and line in r.stderr, r.stderr
+    cannot(*pocls)
+    r = subprocess.run([sys.executable, "-m", "fuzz.campaign.cli", "--time", "5",
+                        "--out", str(tmp_path / "f")], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 2, r.stderr
+    assert "apt install pocl-opencl-icd" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "f").exists() or not any((tmp_path / "f").iterdir())
