@@ -213,3 +213,38 @@ def test_a_simulated_zen5_end_to_end(tmp_path):
     assert r.returncode == 2, r.stderr
     assert "apt install pocl-opencl-icd" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "f").exists() or not any((tmp_path / "f").iterdir())
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("tool", ["tlconform", "reproduce"])
+def test_a_device_that_runs_nothing_is_no_finding_against_the_compiler(tool, monkeypatch,
+                                                                        capsys, tmp_path):
+    """opencl-c: runs a known-good kernel through its workers before the first case: a
+    device or runtime failure there is exit 2 with its reason, never a case blamed on the
+    compiler (the worker's failure is simulated; the real self-test passes here)."""
+    from tlgpu.implementations import OpenCLC
+    from tlinterp.impl import ImplOptions, resolve
+    from tlinterp.impl.base import Outcome
+
+    spec = "opencl-c:sh -c 'exit 3' sh {tl}"  # a compiler that must never be reached
+    impl = resolve(spec, ImplOptions(device="pocl"))
+    try:
+        assert impl.self_test() is None  # the real device, the real worker
+    finally:
+        impl.close()
+    monkeypatch.setattr("tlgpu.runtime.foreign.ForeignRunner.run", lambda self, job, t=None:
+                        Outcome("crashed", message="the worker died (killed by SIGSEGV)"))
+    assert isinstance(impl, OpenCLC)
+    if tool == "tlconform":
+        from fuzz.conform.cli import main
+
+        status = main(["--impl", spec, "--filter", "valid/scalar/arith_f32", "--quiet"])
+    else:
+        from fuzz.campaign.cli import main
+
+        status = main(["reproduce", str(ROOT / "corpus/valid/scalar/arith_f32.tl"), "--args",
+                       str(ROOT / "corpus/valid/scalar/arith_f32.args.npz"), "--impl", spec])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert "cannot build and run a known-good kernel" in err and "SIGSEGV" in err, err
+    assert "exit status 3" not in err and "FAIL" not in err

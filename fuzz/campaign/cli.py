@@ -67,6 +67,7 @@ from . import sharedb
 from .hunt import HuntOptions, hunt
 from .options import (
     check_device,
+    check_known_good,
     check_out_dir,
     chosen_device,
     keep_hypothesis_under,
@@ -670,7 +671,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         if problem:
             print(f"tlfuzz: --database {ns.database}: {problem}", file=sys.stderr)
             return 2
-    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
+    problem = (None if ns.frontend else check_device(ns.device)
+               or check_known_good(*(ns.impl_ref or (None, None)))) or check_out_dir(ns.out)
     if problem:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2

@@ -41,6 +41,25 @@ def check_device(device: str) -> Optional[str]:
     return None
 
 
+def check_known_good(spec: Optional[str], options) -> Optional[str]:
+    """For an opencl-c: or spirv: implementation (`spec` with its ImplOptions): why a
+    known-good kernel does not build and run on its device through its workers, or None;
+    after check_device, before the first case (a device failure is no finding)."""
+    if not spec or spec.partition(":")[0] not in ("opencl-c", "spirv"):
+        return None
+    from tlinterp.diagnostics import TLError
+    from tlinterp.impl import SpecError, resolve
+
+    try:
+        impl = resolve(spec, options)
+    except (SpecError, TLError):
+        return None  # the tool reports a bad spec in its own words
+    try:
+        return impl.self_test()
+    finally:
+        impl.close()
+
+
 def chosen_device(device: Optional[str]) -> str:
     """The device a device string picks, as every tool prints it (after check_device)."""
     from tlgpu.runtime.devices import find_device, label

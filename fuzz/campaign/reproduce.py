@@ -174,13 +174,14 @@ def request(argv: list[str]) -> Request:
         lowering_needs_opencl(ns.impl, options.lowering, "--impl")
     except SpecError as e:
         raise UsageError(str(e)) from None
-    if options.device is not None:  # else every run fails and reads as the implementation's
-        from .options import check_device
+    builds = ns.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv")
+    if options.device is not None or builds:  # else every run fails as the implementation's
+        from .options import check_device, check_known_good
 
-        problem = check_device(options.device)
+        problem = check_device(options.device) or check_known_good(ns.impl, options)
         if problem:
             raise UsageError(problem)
-    if ns.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv"):
+    if builds:
         from .options import chosen_device
 
         print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)

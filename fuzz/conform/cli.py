@@ -252,7 +252,8 @@ def _main(opts: argparse.Namespace) -> int:
             from fuzz.campaign.options import check_device
 
             # up front: a wrong name would otherwise fail every case as a rejection (exit 1)
-            problem = check_device(opts.device)
+            problem = check_device(opts.device) or (  # opencl-c:, spirv: run a known-good
+                impl.self_test() if hasattr(impl, "self_test") else None)  # kernel first
             if problem:
                 raise SpecError(f"--device: {problem}")
             from fuzz.campaign.options import chosen_device
