@@ -47,7 +47,8 @@ def _why_no_device() -> Optional[str]:
 
         find_device("pocl")
     except Exception as e:  # noqa: BLE001 - whatever stops the device is the reason
-        return " / ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        text = "\n".join(d.message for d in getattr(e, "diagnostics", ())) or str(e)
+        return " / ".join(line.strip() for line in text.splitlines() if line.strip())
     return None
 
 

@@ -248,3 +248,23 @@ def test_a_device_that_runs_nothing_is_no_finding_against_the_compiler(tool, mon
     assert status == 2, err
     assert "cannot build and run a known-good kernel" in err and "SIGSEGV" in err, err
     assert "exit status 3" not in err and "FAIL" not in err
+
+
+@pytest.mark.parametrize("ci", ["", "true"])
+def test_no_working_device_skips_with_one_line_outside_ci(ci):
+    """The conftest hook: without a working device (simulated: OpenCL off, so this runs no
+    OpenCL either) the OpenCL tests are skipped with one line saying why, except under CI,
+    where they run and fail."""
+    env = {**os.environ, "CI": ci, "PYTHONPATH": str(ROOT)}
+    env[D.OFF] = "simulated: no device here"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "tests/test_device_probe.py", "-k", "real_probes or ranks_last"],
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    line = ("OpenCL tests skipped, no working OpenCL device here: OpenCL is off in this "
+            f"process ({D.OFF}=simulated: no device here)")
+    if ci:
+        assert r.returncode == 1 and "1 failed, 1 passed" in r.stdout, r.stdout
+        assert line not in r.stdout
+    else:
+        assert r.returncode == 0 and "1 passed, 1 skipped" in r.stdout, r.stdout
+        assert r.stdout.count(line) == 1, r.stdout
