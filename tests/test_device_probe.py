@@ -174,6 +174,12 @@ def test_real_probes_of_this_machines_devices(tmp_path, monkeypatch):
         assert got == P.Probe(True), (D.label(d), got)
     gone = P._probe_in_child("Portable Computing Language", "no such device", "0")
     assert not gone.builds and not gone.keep and "no longer listed" in gone.reason
+    # a build that fails: the reason is the first line of the driver's real build log
+    p, d = D.rank(D._matches("pocl", devs), D._wheel_pocl_version())[0]
+    monkeypatch.setattr(P, "KERNEL", "kernel void tl_probe(global int *a) { a[0] = nosuch; }")
+    failed = P._child(p.name, d.name, d.driver_version)
+    assert failed["builds"] is False and "nosuch" in failed["reason"], failed
+    assert "\n" not in failed["reason"] and not failed["reason"].startswith("error")
 
 
 @pytest.mark.opencl

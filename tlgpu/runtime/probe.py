@@ -105,8 +105,14 @@ def probe(platform_name: str, device_name: str, driver_version: str) -> Probe:
 def _probe_in_child(platform_name: str, device_name: str, driver_version: str) -> Probe:
     from tlinterp.impl.command import describe_exit, run_command
 
-    done = run_command([sys.executable, "-m", "tlgpu.runtime.probe", platform_name,
-                        device_name, driver_version], timeout=TIMEOUT, memory=MEMORY)
+    # this very tlgpu, however the caller found it; a scratch working directory, since pocl
+    # writes files (k.dot) into the current one when its compiler fails
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    start = (f"import runpy, sys; sys.path.insert(0, {root!r}); "
+             "runpy.run_module('tlgpu.runtime.probe', run_name='__main__')")
+    with tempfile.TemporaryDirectory(prefix="tl-probe-") as scratch:
+        done = run_command([sys.executable, "-c", start, platform_name, device_name,
+                            driver_version], timeout=TIMEOUT, cwd=scratch, memory=MEMORY)
     if done.code is None:
         return Probe(False, f"the probe build did not finish: {done.problem}", keep=False)
     lines = done.stdout.strip().splitlines()
