@@ -16,7 +16,7 @@ import pytest
 
 from tlgpu.runtime import devices as D
 from tlgpu.runtime import probe as P
-from tlinterp.diagnostics import BackendError
+from tlinterp.lang.diagnostics import BackendError
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = 2  # pyopencl's device_type.CPU
@@ -177,7 +177,7 @@ def test_real_probes_of_this_machines_devices(tmp_path, monkeypatch):
     # a build that fails: the reason is the first line of the driver's real build log
     p, d = D.rank(D._matches("pocl", devs), D._wheel_pocl_version())[0]
     monkeypatch.setattr(P, "KERNEL", "kernel void tl_probe(global int *a) { a[0] = nosuch; }")
-    failed = P._child(p.name, d.name, d.driver_version)
+    failed = D.probe_child(p.name, d.name, d.driver_version)
     assert failed["builds"] is False and "nosuch" in failed["reason"], failed
     assert "\n" not in failed["reason"] and not failed["reason"].startswith("error")
 

@@ -47,8 +47,8 @@ def check_known_good(spec: Optional[str], options) -> Optional[str]:
     after check_device, before the first case (a device failure is no finding)."""
     if not spec or spec.partition(":")[0] not in ("opencl-c", "spirv"):
         return None
-    from tlinterp.diagnostics import TLError
     from tlinterp.impl import SpecError, resolve
+    from tlinterp.lang.diagnostics import TLError
 
     try:
         impl = resolve(spec, options)

@@ -276,8 +276,9 @@ def _program() -> str:
     """The tool's name (tlrun, tlfuzz, ...), also when run as `python -m MODULE`."""
     main = getattr(sys.modules.get("__main__"), "__spec__", None)
     if main is not None:
+        module = main.name.removesuffix(".__main__")  # python -m PACKAGE
         for ep in importlib.metadata.entry_points(group="console_scripts"):
-            if ep.value.partition(":")[0] == main.name:
+            if ep.value.partition(":")[0] == module:
                 return ep.name
     base = os.path.basename(sys.argv[0] if sys.argv else "")
     return base if base and not base.endswith(".py") and base[0] != "-" else "tlgpu"
@@ -365,3 +366,36 @@ def inventory(devs: Optional[list] = None, wheel: Optional[tuple[int, ...]] = No
         rows.append(Listed(p.name.strip(), ver, d.name.strip(), kind(d), spec, aliases,
                            "" if verdict.builds else verdict.reason or "no reason given"))
     return rows
+
+
+def probe_child(platform_name: str, device_name: str, driver_version: str) -> dict:
+    """The probe's child (tlgpu.runtime.probe): find the device among this process's
+    platforms and build the one-line kernel; the answer as JSON-ready data."""
+    import pyopencl as cl
+
+    from tlgpu.runtime import probe
+
+    want = probe.key(platform_name, device_name, driver_version)
+    try:
+        devs = [d for p, d in _all_devices()
+                if probe.key(p.name, d.name, d.driver_version) == want]
+    except BackendError as e:
+        return {"builds": False, "keep": False,
+                "reason": "; ".join(d.message for d in e.diagnostics)}
+    if not devs:  # the loader of this process lists it no more: nothing to remember
+        return {"builds": False, "reason": "the device is no longer listed", "keep": False}
+    try:
+        ctx = cl.Context([devs[0]])
+        cl.Program(ctx, probe.KERNEL).build()
+    except cl.Error as e:
+        return {"builds": False,
+                "reason": probe.first_line(probe.build_log_of(str(e))) or str(e)}
+    return {"builds": True}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit("usage: python -m tlgpu.runtime.devices PLATFORM DEVICE DRIVER-VERSION")
+    import json
+
+    print(json.dumps(probe_child(*sys.argv[1:])))

@@ -8,7 +8,10 @@ process and in a small JSON file under the user cache directory, keyed by platfo
 device name and driver version: another driver release is probed afresh. A probe that ran out
 of time is not written there (a busy machine is no property of the device).
 
-    python -m tlgpu.runtime.probe PLATFORM DEVICE DRIVER-VERSION   # the child; prints JSON
+    python -m tlgpu.runtime.devices PLATFORM DEVICE DRIVER-VERSION   # the child; prints JSON
+
+(The child is tlgpu.runtime.devices's, the one place platforms are queried; this module
+imports nothing of it.)
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ def _probe_in_child(platform_name: str, device_name: str, driver_version: str) -
     # writes files (k.dot) into the current one when its compiler fails
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     start = (f"import runpy, sys; sys.path.insert(0, {root!r}); "
-             "runpy.run_module('tlgpu.runtime.probe', run_name='__main__')")
+             "runpy.run_module('tlgpu.runtime.devices', run_name='__main__')")
     with tempfile.TemporaryDirectory(prefix="tl-probe-") as scratch:
         done = run_command([sys.executable, "-c", start, platform_name, device_name,
                             driver_version], timeout=TIMEOUT, cwd=scratch, memory=MEMORY)
@@ -141,31 +144,3 @@ def build_log_of(error: str) -> str:
     line), else the whole message."""
     head, sep, rest = error.partition("Build on ")
     return rest.partition("\n")[2] if sep else head
-
-
-def _child(platform_name: str, device_name: str, driver_version: str) -> dict:
-    """The child's work: find the device among this process's platforms and build KERNEL."""
-    import pyopencl as cl
-
-    from tlgpu.runtime.devices import _all_devices
-    from tlinterp.lang.diagnostics import TLError
-
-    want = key(platform_name, device_name, driver_version)
-    try:
-        devs = [d for p, d in _all_devices() if key(p.name, d.name, d.driver_version) == want]
-    except TLError as e:
-        return {"builds": False, "reason": str(e), "keep": False}
-    if not devs:  # the loader of this process lists it no more: nothing to remember
-        return {"builds": False, "reason": "the device is no longer listed", "keep": False}
-    try:
-        ctx = cl.Context([devs[0]])
-        cl.Program(ctx, KERNEL).build()
-    except cl.Error as e:
-        return {"builds": False, "reason": first_line(build_log_of(str(e))) or str(e)}
-    return {"builds": True}
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 4:
-        sys.exit("usage: python -m tlgpu.runtime.probe PLATFORM DEVICE DRIVER-VERSION")
-    print(json.dumps(_child(*sys.argv[1:])))
