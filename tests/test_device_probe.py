@@ -274,3 +274,24 @@ def test_no_working_device_skips_with_one_line_outside_ci(ci):
     else:
         assert r.returncode == 0 and "1 passed, 1 skipped" in r.stdout, r.stdout
         assert r.stdout.count(line) == 1, r.stdout
+
+
+@pytest.mark.opencl
+def test_triage_on_a_device_that_builds_nothing_is_exit_2_not_a_verdict(tmp_path, monkeypatch,
+                                                                        capsys):
+    """No pocl here builds (simulated): tlfuzz triage says so and what to do, exit 2, and
+    reads nothing of the finding as flaky or as a compiler's bug."""
+    from fuzz.campaign.cli import main
+
+    monkeypatch.setattr(D, "real_probe", lambda p, d: P.Probe(
+        not D._ALIASES["pocl"](p, d), ZEN5))
+    base = tmp_path / "mismatch-0"
+    src = ROOT / "corpus/valid/scalar/arith_f32"
+    base.with_suffix(".tl").write_text(src.with_suffix(".tl").read_text())
+    base.with_suffix(".npz").write_bytes(Path(f"{src}.args.npz").read_bytes())
+    base.with_suffix(".txt").write_text("tlrun mismatch-0.tl --args mismatch-0.npz "
+                                        "--backend opencl --device pocl\n\n...\n")
+    assert main(["triage", str(base) + ".tl", "--reduce-time", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "apt install pocl-opencl-icd" in err and "cannot read the finding" not in err, err
+    assert not (tmp_path / "mismatch-0.triage.txt").exists()

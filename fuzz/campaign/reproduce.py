@@ -56,6 +56,10 @@ class UsageError(Exception):
     """A bad command line or finding: exit status 2."""
 
 
+class DeviceError(UsageError):
+    """The device cannot build or run a known-good kernel: exit status 2, no verdict."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # a saved line is parsed too: no exit from in here
         raise UsageError(message)
@@ -180,7 +184,7 @@ def request(argv: list[str]) -> Request:
 
         problem = check_device(options.device) or check_known_good(ns.impl, options)
         if problem:
-            raise UsageError(problem)
+            raise DeviceError(problem)
     if builds:
         from .options import chosen_device
 
