@@ -178,9 +178,10 @@ def request(argv: list[str]) -> Request:
         lowering_needs_opencl(ns.impl, options.lowering, "--impl")
     except SpecError as e:
         raise UsageError(str(e)) from None
-    builds = ns.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv")
+    from .options import check_device, check_known_good, runs_on_a_device
+
+    builds = runs_on_a_device(ns.impl)
     if options.device is not None or builds:  # else every run fails as the implementation's
-        from .options import check_device, check_known_good
 
         problem = check_device(options.device) or check_known_good(ns.impl, options)
         if problem:
