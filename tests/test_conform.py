@@ -352,8 +352,10 @@ def test_a_case_description_without_its_kernel_is_a_corpus_error(tmp_path, capsy
 
 
 @pytest.mark.parametrize("options, words", [
-    (["--impl", "opencl", "--device", "no-such-device"], "no OpenCL device matches"),
-    (["--impl", "interp", "--device", "no-such-device"], "no OpenCL device matches"),
+    pytest.param(["--impl", "opencl", "--device", "no-such-device"],
+                 "no OpenCL device matches", marks=pytest.mark.opencl),
+    pytest.param(["--impl", "interp", "--device", "no-such-device"],
+                 "no OpenCL device matches", marks=pytest.mark.opencl),
     (["--impl", "interp", "--lowering", "load_batch=2"], "--lowering needs --impl opencl"),
     (["--impl", "interp", "--work-group-size", "0x0"], "expects W0xW1"),
 ])

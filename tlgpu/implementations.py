@@ -155,6 +155,13 @@ FIELDS = ("tl", "out", "func")
 DEFAULT_TIMEOUT = 600.0
 
 
+# the kernel of _Foreign.self_test: one line every OpenCL device runs
+KNOWN_GOOD = """func @tl_known_good(%x: memref<f32x4>, %y: memref<f32x4>) {
+  axpby.n 2.0, %x, 0.0, %y : f32, memref<f32x4>, f32, memref<f32x4>
+}
+"""
+
+
 class _Foreign(_OnADevice, Implementation):
     """Runs COMMAND to turn the .tl file into code ({out} or its stdout), then builds and
     launches the kernel the calling convention names in a worker process
@@ -254,6 +261,32 @@ class _Foreign(_OnADevice, Implementation):
     def close(self) -> None:
         """End the worker processes now (they also end with the tool)."""
         self.runner.close()
+
+    def self_test(self) -> Optional[str]:
+        """Why a known-good kernel does not build and run on the device through this
+        implementation's workers, or None. The tools ask before their first case, so that a
+        device or runtime that cannot run anything is never read as the compiler's fault.
+        The kernel is our lowering's OpenCL C of KNOWN_GOOD (for spirv: too, which needs no
+        SPIR-V compiler here: it checks the device and the workers, not the IL path)."""
+        import numpy as np
+
+        import tlinterp
+        from tlgpu import lower
+        from tlgpu.lowering.function import kernel_name
+        from tlgpu.runtime.foreign import START_TIMEOUT, ForeignJob
+
+        program = tlinterp.check(tlinterp.parse(KNOWN_GOOD))
+        function = program.functions[0]
+        x = np.arange(1, 5, dtype=np.float32)
+        o = self.runner.run(ForeignJob("opencl-c", lower(program), function,
+                                       kernel_name(function),
+                                       args={"x": x, "y": np.zeros(4, np.float32)}, groups=1),
+                            START_TIMEOUT)
+        if o.status == "ok" and np.array_equal((o.outputs or {}).get("y"), 2 * x):
+            return None
+        got = o.message.strip() or f"y = {(o.outputs or {}).get('y')}, not {2 * x}"
+        return (f"the device cannot build and run a known-good kernel (y := 2x, our "
+                f"lowering's OpenCL C) in the {self.kind}: workers ({o.status}): {got}")
 
 
 class OpenCLC(_Foreign):

@@ -67,10 +67,12 @@ from . import sharedb
 from .hunt import HuntOptions, hunt
 from .options import (
     check_device,
+    check_known_good,
     check_out_dir,
     chosen_device,
     keep_hypothesis_under,
     positive_seconds,
+    runs_on_a_device,
 )
 
 # the kinds of v0.3 programs (the default --lang); generated_kinds("v0.4") for v0.4
@@ -670,11 +672,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         if problem:
             print(f"tlfuzz: --database {ns.database}: {problem}", file=sys.stderr)
             return 2
-    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
+    spec, options = ns.impl_ref or (None, None)
+    # a python: or command implementation runs on no device: none is needed, none chosen
+    on_a_device = not ns.frontend and runs_on_a_device(spec)
+    # --out first: a mistake there is found without starting OpenCL
+    problem = check_out_dir(ns.out) or (
+        on_a_device and (check_device(ns.device) or check_known_good(spec, options)) or None)
     if problem:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2
-    if not ns.frontend:  # which of several matching devices --device picked (docs/devices.md)
+    if on_a_device:  # which of several matching devices --device picked (docs/devices.md)
         ns.device_label = chosen_device(ns.device)
         print(f"tlfuzz: device {ns.device_label}", file=sys.stderr)
     keep_hypothesis_under(ns.out)

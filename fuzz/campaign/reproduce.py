@@ -56,6 +56,10 @@ class UsageError(Exception):
     """A bad command line or finding: exit status 2."""
 
 
+class DeviceError(UsageError):
+    """The device cannot build or run a known-good kernel: exit status 2, no verdict."""
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # a saved line is parsed too: no exit from in here
         raise UsageError(message)
@@ -174,13 +178,15 @@ def request(argv: list[str]) -> Request:
         lowering_needs_opencl(ns.impl, options.lowering, "--impl")
     except SpecError as e:
         raise UsageError(str(e)) from None
-    if options.device is not None:  # else every run fails and reads as the implementation's
-        from .options import check_device
+    from .options import check_device, check_known_good, runs_on_a_device
 
-        problem = check_device(options.device)
+    builds = runs_on_a_device(ns.impl)
+    if options.device is not None or builds:  # else every run fails as the implementation's
+
+        problem = check_device(options.device) or check_known_good(ns.impl, options)
         if problem:
-            raise UsageError(problem)
-    if ns.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv"):
+            raise DeviceError(problem)
+    if builds:
         from .options import chosen_device
 
         print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)

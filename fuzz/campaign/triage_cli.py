@@ -80,13 +80,16 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{', '.join(MUTATIONS)})", file=sys.stderr)
             return 2
         apply(ns.mutation)
-    from .reproduce import UsageError, finding_base, load_case, request
+    from .reproduce import DeviceError, UsageError, finding_base, load_case, request
 
     overrides = [w for flag, v in (("--device", ns.device), ("--impl", ns.impl)) if v
                  for w in (flag, v)]
     try:
         req = request([ns.finding, *overrides])
         case = load_case(req.tl, req.npz, req.func, req.groups, req.lang)
+    except DeviceError as e:  # the finding is fine; the device runs nothing
+        print(f"tlfuzz triage: {e}", file=sys.stderr)
+        return 2
     except (UsageError, OSError, ValueError, KeyError, IndexError) as e:
         print(f"tlfuzz triage: cannot read the finding {ns.finding}: {e}", file=sys.stderr)
         return 2

@@ -94,6 +94,9 @@ def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     _die_with_parent()
     reply_fd = os.dup(1)
+    from tlgpu.runtime.devices import notes_said
+
+    said_before = notes_said()
     # the OpenCL compiler writes warnings straight to fds 1 and 2: keep them for --verbose
     log = tempfile.TemporaryFile()
     os.dup2(log.fileno(), 1)
@@ -116,7 +119,9 @@ def _serve() -> None:
     log.seek(0)
     notes.append(log.read().decode("utf-8", "replace"))
     with os.fdopen(reply_fd, "wb") as out:
-        pickle.dump((reply, "\n".join(n.strip() for n in notes if n.strip())), out,
+        # the device notes it said (a fallback) went to the log: the caller says them
+        said = [n for n in notes_said() if n not in said_before]
+        pickle.dump((reply, "\n".join(n.strip() for n in notes if n.strip()), said), out,
                     protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -189,7 +194,7 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
             proc.wait()
         shutil.rmtree(scratch, ignore_errors=True)
     try:
-        reply, log = pickle.loads(data)
+        reply, log, said = pickle.loads(data)
     except Exception:  # noqa: BLE001 - no (complete) answer: the child died
         code = proc.returncode
         why = _signal_name(code) if code is not None and code < 0 else f"exit status {code}"
@@ -197,6 +202,10 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
             f"the OpenCL implementation crashed ({why}); the kernel may do something undefined "
             "(the OpenCL backend does not detect undefined behaviour: run it without --backend "
             "to check)") from None
+    from tlgpu.runtime.devices import say_once
+
+    for note in said:
+        say_once(note)
     if reply[0] != "ok":
         _reraise(reply, log)
     return IsolatedResult(log=log, **reply[1])

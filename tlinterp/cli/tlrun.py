@@ -243,8 +243,11 @@ def _list_devices(console) -> int:
     for col in ("platform", "driver version", "device", "type", "--device", "default for"):
         t.add_column(col)
     for r in rows:
+        # a device that fails the one-line build is the choice of no name (docs/devices.md)
+        use = (f"cannot build here: {r.cannot_build}" if getattr(r, "cannot_build", "")
+               else ", ".join(r.default_for) or "-")
         t.add_row(*(for_rich(x) for x in (r.platform, r.version, r.device, r.kind, r.select,
-                                         ", ".join(r.default_for) or "-")))
+                                         use)))
     console.print(t)
     return 0
 

@@ -25,7 +25,8 @@ FLAGS = ("device", "lowering", "work_group_size", "build_options", "reject_statu
 _HELP = {
     "device": "OpenCL device: pocl, nvidia, oclgrind, intel (the intel extra), PLATFORM:DEVICE "
               "(a substring match), any of these @VERSION (pocl@3.1); of several matches the "
-              "pyopencl wheel's pocl, then the newest (tlrun --list-devices, docs/devices.md)",
+              "first that builds a one-line kernel here: the pyopencl wheel's pocl, then the "
+              "newest (tlrun --list-devices, docs/devices.md)",
     "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists the "
                 "keys)",
     "work_group_size": "opencl-c/spirv: work-group size of kernels without "
