@@ -221,3 +221,28 @@ def test_type_error_messages_name_what_the_row_accepts():
         "'arith.min' is not defined on i1 (no arithmetic on booleans; and, or, xor and not are)")
     assert ops.type_error(ops.find(COMPARE, "lt"), ScalarType.i1) == (
         "'cmp.lt' is not defined on i1 (booleans have no order; use cmp.eq or cmp.ne)")
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min"])
+@pytest.mark.parametrize("cls", [INT, FLOAT])
+def test_atomic_updates_take_their_operation_from_the_scalar_tables(op, cls):
+    """atomic_add|max|min (v0.4) combine the old value and the operand with the scalar
+    operation of that name: the interpreter's table (tlinterp/interp/scalar.py) and the
+    OpenCL C table the lowering's compare-and-swap helpers use (tlgpu/lowering/atomics.py)
+    both have it for integers and floats."""
+    from tlgpu.lowering.atomics import Helpers
+
+    t = EXAMPLE[cls]
+    assert op in lower_scalar.BINARY[cls]
+    got, _ = interp_scalar.binary(op, t, np.array([3], t.dtype), np.array([5], t.dtype))
+    assert got.tolist() == [{"add": 8, "max": 5, "min": 3}[op]]
+
+    class Lw:  # the helper table of one kernel
+        helpers: dict = {}
+    for cl20 in (False, True):
+        name = Helpers(Lw, cl20).update(op, "global", ScalarType.f64 if cls is FLOAT
+                                        else ScalarType.i16, "memory_order_relaxed",
+                                        "memory_scope_device")
+        code = Lw.helpers[name]
+        assert lower_scalar.binary(op, "o", "v", ScalarType.f64 if cls is FLOAT
+                                   else ScalarType.i16) in code

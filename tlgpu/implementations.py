@@ -22,7 +22,7 @@ from tlinterp.impl.command import (
     run_command,
 )
 from tlinterp.impl.template import write_kernel
-from tlinterp.io.args import Groups, groups_text
+from tlinterp.io.args import Groups, grid_of
 from tlinterp.lang.diagnostics import ArgumentError, BackendError, TLError
 
 _LOCK = threading.Lock()  # one OpenCL queue at a time: the device parallelises itself
@@ -59,16 +59,14 @@ def _checked(job: Job):
     return tlinterp.check(tlinterp.parse(job.source, filename=job.filename, lang=job.lang))
 
 
-def _one_dimensional(groups: Optional[Groups]) -> Optional[int]:
-    """Our lowering launches a 1-D grid (work-groups along axis 2, callconv.launch_sizes):
-    a count, or X,1,1; a grid with Y or Z > 1 is refused in words."""
-    if not isinstance(groups, (tuple, list)):
-        return groups
-    if tuple(groups[1:]) != (1, 1):
-        raise ArgumentError(f"--groups {groups_text(groups)}: the opencl implementation (our "
-                            "lowering) launches a one-dimensional grid of work-groups; a grid "
-                            "with Y or Z > 1 runs on interp, opencl-c: and spirv:")
-    return groups[0]
+def _launched(config, groups: Optional[Groups]):
+    """The config for a launch of `groups`: our kernels take the v0.3 calling convention and
+    its one-dimensional launch (work-groups along axis 2), except on a grid with Y or Z > 1,
+    which they take in the v0.4 convention, launched as the grid itself (callconv.py; the
+    parameters are ours on both sides, so only the launch matters)."""
+    if isinstance(groups, (tuple, list)) and tuple(grid_of(groups)[1:]) != (1, 1):
+        return dataclasses.replace(config, convention="v0.4")
+    return config
 
 
 class _OnADevice:
@@ -100,9 +98,9 @@ class OpenCL(_OnADevice, Implementation):
 
         try:
             program = _program(job)
-            groups = _one_dimensional(job.groups)
+            groups = job.groups
             with _LOCK:
-                config = self._tuned(program, job.args, job.func, groups)
+                config = _launched(self._tuned(program, job.args, job.func, groups), groups)
                 out = run(program, job.args, func=job.func, groups=groups,
                           device=self.options.device, config=config)
         except TLError as e:
@@ -119,16 +117,18 @@ class OpenCL(_OnADevice, Implementation):
         `tune`, the search runs here first: it times configs the fuzzer checks.)"""
         from tlgpu.runtime.isolated import run_isolated
 
-        groups = _one_dimensional(groups)
-        config = self._tuned(program, args, func, groups)
+        config = _launched(self._tuned(program, args, func, groups), groups)
         return run_isolated(program, args, func=func, groups=groups, device=self.options.device,
                             config=config, repeat=repeat, timeout=timeout)
 
-    def _tuned(self, program, args, func: Optional[str], groups: Optional[int]):
+    def _tuned(self, program, args, func: Optional[str], groups: Optional[Groups]):
         """With `tune`: the fastest config for these arguments (tlgpu.tune), --lowering
         applied on top; else the configured one."""
         if not self.options.tune:
             return self.config
+        if isinstance(groups, (tuple, list)) and tuple(grid_of(groups)[1:]) != (1, 1):
+            raise ArgumentError(f"--tune times one-dimensional launches; --groups "
+                                f"{','.join(map(str, grid_of(groups)))} is a grid")
         from tlgpu.lowering.config import LoweringConfig
         from tlgpu.tuning.tuner import print_table, tune
 
@@ -136,10 +136,14 @@ class OpenCL(_OnADevice, Implementation):
         print_table(result)
         return LoweringConfig.from_overrides(list(self.options.lowering), result.best)
 
-    def emit(self, program, func: Optional[str]) -> str:
+    def emit(self, program, func: Optional[str], lang: Optional[str] = None) -> str:
+        """The OpenCL C of `program` (its v0.3 form) in the calling convention of `lang`,
+        the language it was written in, as other compilers of that language emit it."""
         from tlgpu import lower
 
-        return lower(program, func, self.config)
+        config = dataclasses.replace(self.config, convention="v0.4") if lang == "v0.4" \
+            else self.config
+        return lower(program, func, config)
 
 
 def opencl_factory(arg: Optional[str], options: ImplOptions) -> Implementation:

@@ -9,13 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
+from tlgpu.lowering import atomics as A
 from tlgpu.lowering import chains
 from tlgpu.lowering import collectives as C
+from tlgpu.lowering import controlflow_v04 as CF
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import ALLOCA, LOCAL_ROOTS, Pending
 from tlgpu.lowering.callconv import Param, argument_params
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.cumsum import lower_cumsum
 from tlgpu.lowering.cwriter import CWriter
 from tlgpu.lowering.memory import plan_allocas
 from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align
@@ -473,8 +476,8 @@ class FunctionLowerer:
     def lower_yield(self, w, inst: ir.Yield):
         targets = self.yield_targets
         vals = [self.operand(v, t) for v, t in zip(inst.values, inst.types)]
-        for r, v in zip(targets, vals):
-            w.line(f"{var(r.name)} = {v};")
+        for r, v in zip(targets, vals):  # a C variable's name, or a result Value
+            w.line(f"{r if isinstance(r, str) else var(r.name)} = {v};")
 
     def lower_for(self, w, inst: ir.For):
         t = inst.type
@@ -487,6 +490,7 @@ class FunctionLowerer:
         # trip count first: stepping the induction variable itself could overflow its type
         w.line(f"const long {trips} = {st} > 0 ? ({lo} < {hi} ? ({hi} - {lo} + {st} - 1) / {st}"
                f" : 0) : ({st} < 0 && {lo} > {hi} ? ({lo} - {hi} - {st} - 1) / (-{st}) : 0);")
+        carried = CF.carried_prologue(self, w, inst)  # v0.4 loop-carried values
         # the loop body sees its own pending accesses from the previous iteration
         entry = self.pending.copy()
         saved_tmp = self.tmp
@@ -495,7 +499,7 @@ class FunctionLowerer:
             self.tmp = saved_tmp
             body = w.scratch()
             body.depth += 1
-            self.loop_body(body, inst, t, lo, st, it)
+            self.loop_body(body, inst, t, lo, st, it, carried)
             if self.pending <= entry:
                 break
             entry = entry.union(self.pending)
@@ -503,31 +507,45 @@ class FunctionLowerer:
         w.extend(body)
         w.close()
         self.pending = entry.union(self.pending)
+        CF.carried_results(self, w, inst, carried)
 
-    def loop_body(self, w, inst, t, lo, st, it):
+    def loop_body(self, w, inst, t, lo, st, it, carried):
         w.line(f"const {ctype(t)} {var(inst.var.name)} = ({ctype(t)})({lo} + {it} * {st});")
         self.env[inst.var.name] = Scalar(var(inst.var.name), t)
-        self.region(w, inst.body)
+        if carried:
+            CF.carried_body(self, w, inst, carried)
+        else:
+            self.region(w, inst.body)
 
     def lower_foreach(self, w, inst: ir.Foreach):
         t = inst.type
-        start = self.operand(inst.start, t)
-        stop = self.operand(inst.stop, t)
-        lo, n, it = self.fresh("lo"), self.fresh("n"), self.fresh("it")
+        lo, n = self.fresh("lo"), self.fresh("n")
+        prologue = [f"const long {lo} = (long){self.operand(inst.start, t)};",
+                    f"const long {n} = (long){self.operand(inst.stop, t)} - {lo};"]
+
+        def bind(body, it):
+            body.line(f"const {ctype(t)} {var(inst.var.name)} = ({ctype(t)})({lo} + {it});")
+            self.env[inst.var.name] = Scalar(var(inst.var.name), t)
+        self.spmd_loop(w, prologue, n, bind, inst.body)
+
+    def spmd_loop(self, w, prologue: list[str], count: str, bind, region: ir.Region) -> None:
+        """An SPMD region run once per iteration 0 .. count - 1 (`prologue` defines what
+        `count` names), the iterations dealt to the work-items in turn; `bind(body, it)`
+        defines the loop variables of iteration `it`. One step for the barrier analysis."""
+        it = self.fresh("it")
         outer = self.pending
         self.pending = Pending()
         self.spmd = True
         body = w.scratch()
         body.depth += 1
-        body.line(f"const {ctype(t)} {var(inst.var.name)} = ({ctype(t)})({lo} + {it});")
-        self.env[inst.var.name] = Scalar(var(inst.var.name), t)
-        self.region(body, inst.body)
+        bind(body, it)
+        self.region(body, region)
         self.spmd = False
         inner, self.pending = self.pending, outer
         self.access(w, inner.reads, inner.writes)
-        w.line(f"const long {lo} = (long){start};")
-        w.line(f"const long {n} = (long){stop} - {lo};")
-        w.open(f"for (long {it} = tl_lid; {it} < {n}; {it} += tl_nwi)")
+        for line in prologue:
+            w.line(line)
+        w.open(f"for (long {it} = tl_lid; {it} < {count}; {it} += tl_nwi)")
         w.extend(body)
         w.close()
 
@@ -559,5 +577,11 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.Foreach: FunctionLowerer.lower_foreach,
     **{cls: FunctionLowerer.lower_blas for cls in ir.BLAS},
     **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
+    ir.Associated: CF.lower_associated,
+    ir.ForeachNd: CF.lower_foreach_nd,
+    ir.Cumsum: lower_cumsum,
+    ir.AtomicLoad: A.lower_atomic_load,
+    ir.AtomicStore: A.lower_atomic_store,
+    ir.AtomicUpdate: A.lower_atomic_update,
     ir.Builtin: FunctionLowerer.lower_builtin,  # the grid builtins; the rest not yet
 }

@@ -35,6 +35,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from tlgpu.lowering.config import LoweringConfig
+from tlinterp.io.args import Groups
 from tlinterp.lang import diagnostics as _diagnostics
 from tlinterp.lang import ir
 from tlinterp.lang.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frames, nesting
@@ -64,7 +65,7 @@ def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> 
     program = _as_program(program)
     function = program.function(func)
     bound = bind(function, args)
-    n = bound.num_groups(groups)
+    n = bound.grid(groups)
     start = time.perf_counter()
     dev, _, _ = prepare(program, function, device, config)
     build = time.perf_counter() - start
@@ -147,7 +148,7 @@ def _reraise(reply: tuple, log: str) -> None:
 
 
 def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = None,
-                 groups: Optional[int] = None, device: Optional[str] = None,
+                 groups: Optional[Groups] = None, device: Optional[str] = None,
                  config: Optional[LoweringConfig] = None, repeat: int = 1,
                  timeout: Optional[float] = None) -> IsolatedResult:
     """`tlgpu.run` in a child process (see the module doc). Raises the child's `TLError`;

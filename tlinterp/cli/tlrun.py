@@ -324,7 +324,7 @@ def _run(ns) -> int:
     checked = program  # in its own language: what other implementations are handed
     program = executable(program)  # a v0.4 program: its v0.3 form, or "not yet executable"
     if ns.emit == "opencl":
-        code = _implementation(ns, "opencl").emit(program, func_name)
+        code = _implementation(ns, "opencl").emit(program, func_name, checked.lang)
         if code is None:
             raise BackendError("the 'opencl' implementation emits no code")
         sys.stdout.write(code)

@@ -210,6 +210,12 @@ def _lowered_builtin(inst) -> bool:
     return isinstance(inst, ir.Builtin) and inst.name in GRID_BUILTINS
 
 
+# v0.4 instructions the lowering takes (tlgpu/lowering/controlflow_v04.py, atomics.py,
+# cumsum.py); `for` with loop-carried values is lowered too
+_LOWERED_CTRL = (ir.Associated, ir.ForeachNd, ir.AtomicLoad, ir.AtomicStore,
+                 ir.AtomicUpdate, ir.Cumsum)
+
+
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
     """The first construct v0.3 cannot write that the v0.3 form still holds: (what, where)."""
     from tlinterp.lang.types import V04_ONLY_SCALARS
@@ -232,10 +238,9 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
             span = getattr(inst, "span", None)
             if any(nonfinite(getattr(inst, f.name, None)) for f in fields(inst)):
                 return "an infinite or NaN constant", span
-            if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst):
+            if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst) \
+                    and not isinstance(inst, _LOWERED_CTRL):
                 return construct(inst), span
-            if getattr(inst, "inits", ()):
-                return "a loop that yields values", span
             if getattr(inst, "op", None) in V04_ONLY_BINARY | V04_ONLY_UNARY:
                 return inst.op, span
             for f in ("type", "from_type", "to_type", "result_types"):

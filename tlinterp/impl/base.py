@@ -136,8 +136,10 @@ class Implementation(ABC):
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
         """Run one job; every failure is an Outcome, never an exception."""
 
-    def emit(self, program: ir.Program, func: Optional[str]) -> Optional[str]:
-        """Generated code (`tlrun --emit`), for implementations that have any."""
+    def emit(self, program: ir.Program, func: Optional[str],
+             lang: Optional[str] = None) -> Optional[str]:
+        """Generated code (`tlrun --emit`), for implementations that have any; `lang`: the
+        language the program was written in (its calling convention)."""
         return None
 
     def device(self) -> Optional[str]:
