@@ -8,6 +8,9 @@ and no 8/16-bit atomics); adding into a 32/64-bit integer (beta == 1) uses the n
 
 from __future__ import annotations
 
+import re
+
+from tlgpu.lowering import complexnum, lowp
 from tlgpu.lowering.ctypes_map import ctype
 from tlinterp.types import ScalarType
 
@@ -78,3 +81,24 @@ def add_helper(space: str, t: ScalarType) -> str:
 
 def native_add(t: ScalarType) -> bool:
     return t.is_int and not t.is_bool and t.bits >= 32
+
+
+# the v0.4 scalar helpers (f16/bf16 conversions, complex arithmetic): name -> (code, callees)
+CALLABLE: dict[str, tuple[str, tuple[str, ...]]] = {**lowp.HELPERS, **complexnum.HELPERS}
+
+
+def called(text: str) -> list[str]:
+    """The code of each CALLABLE helper `text` calls, callees first (each once)."""
+    out: dict[str, str] = {}
+
+    def add(name: str) -> None:
+        if name in out:
+            return
+        code, callees = CALLABLE[name]
+        for c in callees:
+            add(c)
+        out[name] = code
+
+    for name in sorted(set(re.findall(r"\b(tl_\w+)\(", text)) & CALLABLE.keys()):
+        add(name)
+    return list(out.values())

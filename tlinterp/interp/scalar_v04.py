@@ -73,7 +73,8 @@ def binary(op: str, t: ScalarType, a, b) -> tuple[np.ndarray, list[Fault]]:
 def _math(op: str, t: ScalarType, x: np.ndarray) -> np.ndarray:
     base = op.removeprefix("native_")  # native_*: the exact function too (docs: the bound)
     if base == "exp2" and t.is_complex:
-        return np.exp(x * np.log(2.0).astype(x.real.dtype))
+        ln2 = np.asarray(complex(np.log(2.0).astype(x.real.dtype)), x.dtype)
+        return np.exp(lowp.complex_mul(x, ln2))
     return {"cos": np.cos, "sin": np.sin, "exp": np.exp, "exp2": np.exp2, "log": np.log,
             "log2": np.log2}[base](x)
 
