@@ -219,8 +219,9 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
         return f"the type {t.value}" if t in V04_ONLY_SCALARS else None
 
     # the v0.4 types (f16, bf16, c32, c64), their operations (abs, conj, re, im, the math
-    # functions) and inf/NaN constants are lowered in scalar code, memory and control flow
-    # (tlgpu/lowering/lowp.py, complexnum.py); not yet in the v0.4 instructions or collectives
+    # functions) and inf/NaN constants are lowered in scalar code, memory, control flow and
+    # the collectives (tlgpu/lowering/lowp.py, complexnum.py); not yet in the v0.4
+    # instructions or `.atomic` collectives
     for fn in program.functions:
         for inst in ir.walk(fn.body):
             span = getattr(inst, "span", None)
@@ -230,7 +231,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
                 return "a loop that yields values", span
             if getattr(inst, "op", None) in V04_ONLY_BINARY:
                 return inst.op, span
-            if isinstance(inst, ir.Blas):
+            if isinstance(inst, ir.Blas) and inst.atomic:  # plain ones are lowered
                 for f in (*inst.inputs(), inst.output()):
                     if v04_type(inst.memref_type(f)):
                         return v04_type(inst.memref_type(f)), span

@@ -38,7 +38,13 @@ def _rank(t: ScalarType) -> int:
 
 
 def common_type(*types: ScalarType) -> ScalarType:
-    """C's usual arithmetic conversions over several operand types (after integer promotion)."""
+    """C's usual arithmetic conversions over several operand types (after integer promotion);
+    with a v0.4 type among them, the interpreter's compute type (scalar.usual_type: f16/bf16
+    compute in f32, complex in c32 or c64)."""
+    if any(t in (ScalarType.f16, ScalarType.bf16) or t.is_complex for t in types):
+        from tlinterp.interp.scalar import usual_type
+
+        return usual_type(*types)
     if ScalarType.f64 in types:
         return ScalarType.f64
     if ScalarType.f32 in types:

@@ -91,6 +91,17 @@ static float tl_odd_f32_l(long v) {
     return v < 0L ? -f : f;
 }
 """, ()),
+    "tl_fmod_nan": ("""\
+/* fmod with the interpreter's NaNs (NumPy's on x86): a NaN operand, the first one, quieted
+   with its payload; an invalid operation (inf % y, x % 0) the default NaN 0xffc00000. Device
+   libraries differ in these, and a bf16 result keeps a NaN's sign */
+static float tl_fmod_nan(float a, float b) {
+    if (isnan(a)) return as_float(as_uint(a) | 0x400000u);
+    if (isnan(b)) return as_float(as_uint(b) | 0x400000u);
+    if (isinf(a) || b == 0.0f) return as_float(0xffc00000u);
+    return fmod(a, b);
+}
+""", ()),
 }
 
 

@@ -93,7 +93,8 @@ BINARY = {
     INT: {**{op: _wrapped(c) for op, c in _INT_OPS.items()},
           "min": _call("min"), "max": _call("max")},  # OpenCL C's integer min/max
     FLOAT: _FLOAT_BINARY,
-    LOWP: {op: lowp.binary(f) for op, f in _FLOAT_BINARY.items()},
+    LOWP: {op: lowp.binary(f) for op, f in
+           {**_FLOAT_BINARY, "rem": lambda a, b, t: f"tl_fmod_nan({a}, {b})"}.items()},
     COMPLEX: {op: complexnum.binary(op) for op in ("add", "sub", "mul", "div")},
     # i1 is C's bool: arithmetic modulo 2 (docs/semantics.md gives each operation a meaning)
     BOOL: {"add": _infix("!="), "sub": _infix("!="), "xor": _infix("!="),

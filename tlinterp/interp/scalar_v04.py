@@ -63,7 +63,7 @@ def binary(op: str, t: ScalarType, a, b) -> tuple[np.ndarray, list[Fault]]:
     """`op a, b : t` for t in f16, bf16, c32, c64 (the checker allows only add sub mul div
     on complex; rem min max on the floats)."""
     with np.errstate(all="ignore"):
-        if t in _LOWP and op in ("add", "sub", "mul", "div"):
+        if (t in _LOWP and op in ("add", "sub", "mul", "div")) or (t.is_complex and op == "mul"):
             return lowp.arith(op, a, b, t.value), []
         # rem/min/max are exact in f32 (fmod's result is representable; min/max select):
         # the rounding back to f16/bf16 is exact too. Complex: NumPy's complex64/128.
