@@ -6,8 +6,8 @@ Contract (an empty list means the outputs agree):
   `actual` are ignored (the .npz convention lets a tool write extra entries).
 - Integer data, `.strides`/`.offset` entries, and float outputs of functions without float
   collectives are compared exactly: equal values, equal sign of zero, NaN where NaN (any
-  payload); complex data part by part, so. Scalar float code is exact in the language (no contraction, each op rounded in
-  its type), so any difference is a bug.
+  payload); complex data part by part, so. Scalar float code is exact in the language (no
+  contraction, each op rounded in its type), so any difference is a bug.
 - Float outputs of functions with float collectives are compared element-wise against an
   error bound computed from the operands' magnitudes and the reduction lengths (see
   `fuzz.oracle.magnitude`): `|e - a| <= 2 gamma_N M + N tiny`, M from the magnitude run of the same
