@@ -221,3 +221,25 @@ def test_type_error_messages_name_what_the_row_accepts():
         "'arith.min' is not defined on i1 (no arithmetic on booleans; and, or, xor and not are)")
     assert ops.type_error(ops.find(COMPARE, "lt"), ScalarType.i1) == (
         "'cmp.lt' is not defined on i1 (booleans have no order; use cmp.eq or cmp.ne)")
+
+
+def test_every_v04_operation_has_an_opencl_lowering_on_every_type_it_takes():
+    """v0.4's arithmetic (binary and unary, abs/conj/re/im and the math functions included)
+    and comparisons on every number type the v0.4 checker lets them take, f16/bf16/c32/c64
+    too: tlgpu/lowering/scalar.py has an entry for each."""
+    from tlinterp.checker_v04 import _allowed
+    from tlinterp.v04names import ARITH_BINARY, UNARY
+
+    missing = []
+    for t in ScalarType:
+        if t.is_bool or (t.is_int and not t.is_signed and t is not ScalarType.index):
+            continue  # bool has its own class, v0.2's unsigned types are not v0.4's
+        cls = lower_scalar.class_of(t)
+        for op in ARITH_BINARY:
+            if _allowed(op, t) and op not in lower_scalar.BINARY[cls]:
+                missing.append((op, t.value))
+        for op in UNARY:
+            if _allowed(op, t) and op not in lower_scalar.UNARY[cls]:
+                missing.append((op, t.value))
+        lower_scalar.compare("eq", "a", "b", t)  # equality exists on every number type
+    assert missing == []
