@@ -129,3 +129,28 @@ def test_within_the_collective_bound(device, ti, to, ts):
         for part in ((np.real, np.imag) if np.iscomplexobj(w) else (np.real,)):
             d = np.abs(part(w).astype(np.float64) - part(g).astype(np.float64))
             assert (d <= bound).all(), (k, float(np.max(d)))
+
+
+@pytest.mark.parametrize("ti,to", [("f16", "f16"), ("bf16", "f32"), ("bf16", "bf16"),
+                                   ("c32", "c32"), ("f16", "c32")], ids="-".join)
+def test_atomic_collectives(device, ti, to):
+    """`.atomic` with beta 1 into f16/bf16 (a CAS on the 32-bit word) and c32 elements (a
+    CAS on 64 bits), every work-group adding into the same output: exact sums (small
+    integers) bit for bit."""
+    m = lambda t, *s: f"memref<{t} x {' x '.join(map(str, s))}>"  # noqa: E731
+    src = (f"func @k(%A: {m(ti, M, K)}, %B: {m(ti, K, N)}, %C: {m(to, M, N)}, "
+           f"%u: {m(ti, M)}, %h: {m(to, M)}, %alpha: {ti}) {{\n"
+           f"    %one = constant {'[1.0, 0.0]' if ti[0] == 'c' else '1.0'} : {ti}\n"
+           "    gemm.atomic %alpha, %A, %B, %one, %C\n"
+           "    hadamard.atomic %alpha, %u, %u, %one, %h\n"
+           "}\n")
+    program = tlinterp.check(parse(src, "v04atomic.tl", lang="v0.4"))
+    rng = np.random.default_rng(7)
+    args = {"A": _values(ti, (M, K), rng, True), "B": _values(ti, (K, N), rng, True),
+            "C": _values(to, (M, N), rng, True), "u": _values(ti, (M,), rng, True),
+            "h": _values(to, (M,), rng, True), "alpha": _values(ti, (), rng, True)[()]}
+    want = interp_run(program, {k: np.copy(v) for k, v in args.items()}, groups=3)
+    got = tlgpu.run(program, {k: np.copy(v) for k, v in args.items()}, groups=3,
+                    device=device)
+    for k in ("C", "h"):
+        assert np.array_equal(np.asarray(want[k]), np.asarray(got[k])), k

@@ -210,7 +210,7 @@ def _lowered_builtin(inst) -> bool:
 
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
     """The first construct v0.3 cannot write that the v0.3 form still holds: (what, where)."""
-    from .types import V04_ONLY_SCALARS
+    from .types import V04_ONLY_SCALARS, ScalarType
     from .v04names import V04_ONLY_BINARY, construct
 
     def v04_type(t) -> Optional[str]:
@@ -221,7 +221,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
     # the v0.4 types (f16, bf16, c32, c64), their operations (abs, conj, re, im, the math
     # functions) and inf/NaN constants are lowered in scalar code, memory, control flow and
     # the collectives (tlgpu/lowering/lowp.py, complexnum.py); not yet in the v0.4
-    # instructions or `.atomic` collectives
+    # instructions or `.atomic` collectives into c64
     for fn in program.functions:
         for inst in ir.walk(fn.body):
             span = getattr(inst, "span", None)
@@ -231,10 +231,10 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
                 return "a loop that yields values", span
             if getattr(inst, "op", None) in V04_ONLY_BINARY:
                 return inst.op, span
-            if isinstance(inst, ir.Blas) and inst.atomic:  # plain ones are lowered
-                for f in (*inst.inputs(), inst.output()):
-                    if v04_type(inst.memref_type(f)):
-                        return v04_type(inst.memref_type(f)), span
+            if isinstance(inst, ir.Blas) and inst.atomic:  # into c64 (16 bytes: no CAS)
+                out = inst.memref_type(inst.output())
+                if out.element is ScalarType.c64:
+                    return "an atomic update of c64 elements", span
             if not isinstance(inst, ir.V04_INSTRUCTIONS):
                 continue
             for f in ("type", "from_type", "to_type", "result_types"):
