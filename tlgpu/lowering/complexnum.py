@@ -35,24 +35,30 @@ def _per_type(name: str, body: str, deps=()) -> dict[str, tuple[str, tuple[str, 
 
 
 HELPERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    # a complex value from its parts: through a private array, since Oclgrind takes a vector
+    # built as ({V})(x, y) from computed parts for uninitialised memory (its shadow of the
+    # insertelement chain's undef base), a false report on every store of one
+    **_per_type("tl_cplx", """\
+static {V} tl_cplx_{s}({R} x, {R} y) {{ {R} r[2]; r[0] = x; r[1] = y; return vload2(0, r); }}
+"""),
     **_per_type("tl_cmul", """\
 static {V} tl_cmul_{s}({V} a, {V} b) {{
-    return ({V})(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
+    return tl_cplx_{s}(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x);
 }}
-"""),
+""", ("tl_cplx",)),
     **_per_type("tl_cdiv", """\
 /* Smith's algorithm, NumPy's branches */
 static {V} tl_cdiv_{s}({V} a, {V} b) {{
     {R} ar = fabs(b.x), ai = fabs(b.y);
     if (ar >= ai) {{
-        if (ar == 0 && ai == 0) return ({V})(a.x / ar, a.y / ar);
+        if (ar == 0 && ai == 0) return tl_cplx_{s}(a.x / ar, a.y / ar);
         {R} rat = b.y / b.x, scl = {one} / (b.x + b.y * rat);
-        return ({V})((a.x + a.y * rat) * scl, (a.y - a.x * rat) * scl);
+        return tl_cplx_{s}((a.x + a.y * rat) * scl, (a.y - a.x * rat) * scl);
     }}
     {R} rat = b.x / b.y, scl = {one} / (b.y + b.x * rat);
-    return ({V})((a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl);
+    return tl_cplx_{s}((a.x * rat + a.y) * scl, (a.y * rat - a.x) * scl);
 }}
-"""),
+""", ("tl_cplx",)),
     "tl_cabs_d": ("""\
 /* NumPy's complex abs: no spurious overflow or underflow */
 static double tl_cabs_d(double2 z) {
@@ -73,15 +79,15 @@ static {V} tl_cexp_{s}({V} z) {{
     {R} x = z.x, y = z.y, c, sn;
     if (!isfinite(x) || !isfinite(y)) {{
         {R} e = exp(x);
-        if (y == 0) return ({V})(e, y);
-        return ({V})(e * cos(y), e * sin(y));
+        if (y == 0) return tl_cplx_{s}(e, y);
+        return tl_cplx_{s}(e * cos(y), e * sin(y));
     }}
     if (fabs(y) > {tiny}) {{ sn = sincos(y, &c); }} else {{ sn = y; c = {one}; }}
     if (x > {t}) {{ {R} et = exp({t}); x -= {t}; sn *= et; c *= et; }}
     {R} e = exp(x);
-    return ({V})(e * c, e * sn);
+    return tl_cplx_{s}(e * c, e * sn);
 }}
-"""),
+""", ("tl_cplx",)),
     **_per_type("tl_cexp2", """\
 static {V} tl_cexp2_{s}({V} z) {{ return tl_cexp_{s}(tl_cmul_{s}(z, ({V})({ln2}, 0))); }}
 """, ("tl_cexp", "tl_cmul")),
@@ -105,7 +111,7 @@ def binary(op: str):
 
 UNARY = {
     "neg": lambda a, t: f"(-{a})",
-    "conj": lambda a, t: f"(({_VEC[t]})(({a}).x, -({a}).y))",
+    "conj": lambda a, t: call("tl_cplx", t, f"({a}).x", f"-({a}).y"),
     "re": lambda a, t: f"({a}).x",
     "im": lambda a, t: f"({a}).y",
     "abs": lambda a, t: call("tl_cabs", t, a),
@@ -134,4 +140,4 @@ def cast(a: str, src: ScalarType, dst: ScalarType, real_cast) -> str:
         return f"convert_{_VEC[dst]}({a})"
     part = PART[dst]
     zero = "0.0f" if part is ScalarType.f32 else "0.0"
-    return f"(({_VEC[dst]})({real_cast(a, src, part)}, {zero}))"
+    return call("tl_cplx", dst, real_cast(a, src, part), zero)
