@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
+from tlgpu.lowering import complexnum, prelude, tiles
 from tlgpu.lowering import mma as lower_mma
-from tlgpu.lowering import prelude, tiles
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import STAGE
 from tlgpu.lowering.ctypes_map import common_type, ctype
@@ -231,7 +231,7 @@ def prepare(lw, inst) -> Prepared:
         elif beta_c is not None:
             new = f"{val} + {_mul(ct, beta, _conv(at, T, ct))}"
         else:  # run-time beta: 0 must not read the output (BLAS convention)
-            zero = S.compare("eq", beta, f"({ctype(ct)})(0)", ct)
+            zero = complexnum.is_zero(beta) if ct.is_complex else f"{beta} == 0"
             new = f"({zero} ? {val} : {val} + {_mul(ct, beta, _conv(at, T, ct))})"
         if T in V04_ONLY_SCALARS or ct in V04_ONLY_SCALARS:
             return at, S.cast(f"({new})", ct, T) if T is not ct else f"({new})"
@@ -335,13 +335,15 @@ def _generic(lw, w, inst, pr: Prepared) -> None:
             tu, iu, ju = f"{t}_{u}", f"{i}_{u}", f"{j}_{u}"
             at, new = pr.update(iu, ju, p.term(iu, ju, "0"))
             inside = "" if u == 0 else f"{tu} < {i}M * {i}N"  # the first is, by the loop test
-            items.append((f"const {I} {tu} = {t} + {u} * {nwi}, {iu} = {tu} % {i}M, "
-                          f"{ju} = {tu} / {i}M;", f"{v}_{u}", inside, T, new, at))
+            items.append((f"const {I} {tu} = {t} + {u} * {nwi}, {ju} = {tu} / {i}M, "
+                          f"{iu} = {tu} - {ju} * {i}M;", f"{v}_{u}", inside, T, new, at))
         _loads_then_stores(w, items)
         w.close()
         return
     w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {nwi})")
-    w.line(f"const {I} {i} = {t} % {i}M, {j} = {t} / {i}M;")
+    # no `%` beside the `/`: clang would pair them and insert `freeze`, which Oclgrind
+    # cannot run
+    w.line(f"const {I} {j} = {t} / {i}M, {i} = {t} - {j} * {i}M;")
     if p.K is None:
         acc = p.term(i, j, "0")
     else:

@@ -120,6 +120,13 @@ UNARY = {
 }
 
 
+def is_zero(a: str) -> str:
+    """Whether both parts are zero (either sign), as `equal a, 0` says, in one comparison:
+    Oclgrind crashes on the code clang makes of two part comparisons of a vector argument
+    guarding a load (a collective's run-time beta)."""
+    return f"(fabs(({a}).x) + fabs(({a}).y) == 0)"
+
+
 def compare(cond: str, a: str, b: str) -> str:
     eq = f"(({a}).x == ({b}).x && ({a}).y == ({b}).y)"
     return eq if cond == "eq" else f"(!{eq})"

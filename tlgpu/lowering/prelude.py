@@ -116,7 +116,7 @@ def _update_helper_v04(space: str, t: ScalarType, ct: ScalarType) -> str:
 
     T, C = ctype(t), ctype(ct)
     head = f"static void {update_name(space, t, ct)}(volatile {space} {T}* p, {C} v, {C} beta)"
-    zero = S.compare("eq", "beta", f"({C})(0)", ct)
+    zero = complexnum.is_zero("beta") if ct.is_complex else "beta == 0"
 
     def new(o_bits: str) -> str:
         o = S.cast(o_bits, t, ct)
