@@ -246,3 +246,23 @@ def test_atomic_updates_take_their_operation_from_the_scalar_tables(op, cls):
         code = Lw.helpers[name]
         assert lower_scalar.binary(op, "o", "v", ScalarType.f64 if cls is FLOAT
                                    else ScalarType.i16) in code
+def test_every_v04_operation_has_an_opencl_lowering_on_every_type_it_takes():
+    """v0.4's arithmetic (binary and unary, abs/conj/re/im and the math functions included)
+    and comparisons on every number type the v0.4 checker lets them take, f16/bf16/c32/c64
+    too: tlgpu/lowering/scalar.py has an entry for each."""
+    from tlinterp.checker.v04 import _allowed
+    from tlinterp.lang.v04.names import ARITH_BINARY, UNARY
+
+    missing = []
+    for t in ScalarType:
+        if t.is_bool or (t.is_int and not t.is_signed and t is not ScalarType.index):
+            continue  # bool has its own class, v0.2's unsigned types are not v0.4's
+        cls = lower_scalar.class_of(t)
+        for op in ARITH_BINARY:
+            if _allowed(op, t) and op not in lower_scalar.BINARY[cls]:
+                missing.append((op, t.value))
+        for op in UNARY:
+            if _allowed(op, t) and op not in lower_scalar.UNARY[cls]:
+                missing.append((op, t.value))
+        lower_scalar.compare("eq", "a", "b", t)  # equality exists on every number type
+    assert missing == []

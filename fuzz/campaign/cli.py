@@ -536,8 +536,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
     add_lang(g.run, default=None,
              help="the tensor-language version of the generated kernels, as the "
-                  "implementation reads them (default: the profile's, else v0.3; our opencl "
-                  "lowering takes v0.3)")
+                  "implementation reads them (default: the profile's, else v0.3; with our "
+                  "opencl lowering, v0.4 kernels it does not lower yet are left out)")
     g.run.add_argument("--profile", default="all", metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
                             "constructs are generated, written in its spellings (default: all)")

@@ -268,7 +268,8 @@ class FunctionLowerer:
 
     def lower_arithunary(self, w, inst: ir.ArithUnary):
         a = self.operand(inst.operand, inst.type)
-        self.define(w, inst.result, inst.type, S.unary(inst.op, a, inst.type))
+        self.define(w, inst.result, S.unary_result(inst.op, inst.type),
+                    S.unary(inst.op, a, inst.type))
 
     def lower_cast(self, w, inst: ir.Cast):
         a = self.operand(inst.operand, inst.from_type)
@@ -276,7 +277,7 @@ class FunctionLowerer:
 
     def lower_compare(self, w, inst: ir.Compare):
         a, b = self.operand(inst.lhs, inst.type), self.operand(inst.rhs, inst.type)
-        self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b))
+        self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b, inst.type))
 
     def lower_groupid(self, w, inst):
         self.define(w, inst.result, ScalarType.index, f"(long){self.grid('group_id', 'x')}")

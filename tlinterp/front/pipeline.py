@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import math
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
-from dataclasses import fields
 from typing import Optional
 
 from tlinterp.front.detect import VERSIONS, ask_for_lang, blank_comments, detect, foreign_construct
@@ -218,40 +216,37 @@ _LOWERED_CTRL = (ir.Associated, ir.ForeachNd, ir.AtomicLoad, ir.AtomicStore,
 
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
     """The first construct v0.3 cannot write that the v0.3 form still holds: (what, where)."""
-    from tlinterp.lang.types import V04_ONLY_SCALARS
-    from tlinterp.lang.v04.names import V04_ONLY_BINARY, V04_ONLY_UNARY, construct
+    from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
+    from tlinterp.lang.v04.names import V04_ONLY_BINARY, construct
 
     def v04_type(t) -> Optional[str]:
         t = getattr(t, "memref", t)
         t = getattr(t, "element", t)
         return f"the type {t.value}" if t in V04_ONLY_SCALARS else None
 
-    def nonfinite(x) -> bool:  # v0.4 constants inf/nan: literals v0.3 cannot write
-        return isinstance(x, ir.Const) and x.is_float and not isinstance(x.value, complex) \
-            and not math.isfinite(float(x.value))
-
+    # the v0.4 types (f16, bf16, c32, c64), their operations (abs, conj, re, im, the math
+    # functions) and inf/NaN constants are lowered in scalar code, memory, control flow and
+    # the collectives (tlgpu/lowering/lowp.py, complexnum.py); not yet in the v0.4
+    # instructions or `.atomic` collectives into c64
     for fn in program.functions:
-        for a in fn.args:
-            if v04_type(a.type):
-                return v04_type(a.type), a.span
         for inst in ir.walk(fn.body):
             span = getattr(inst, "span", None)
-            if any(nonfinite(getattr(inst, f.name, None)) for f in fields(inst)):
-                return "an infinite or NaN constant", span
             if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst) \
                     and not isinstance(inst, _LOWERED_CTRL):
                 return construct(inst), span
-            if getattr(inst, "op", None) in V04_ONLY_BINARY | V04_ONLY_UNARY:
+            if getattr(inst, "op", None) in V04_ONLY_BINARY:
                 return inst.op, span
+            if isinstance(inst, ir.Blas) and inst.atomic:  # into c64 (16 bytes: no CAS)
+                out = inst.memref_type(inst.output())
+                if out.element is ScalarType.c64:
+                    return "an atomic update of c64 elements", span
+            if not isinstance(inst, ir.V04_INSTRUCTIONS):
+                continue
             for f in ("type", "from_type", "to_type", "result_types"):
                 ts = getattr(inst, f, None)
                 for t in (ts if isinstance(ts, tuple) else (ts,)):
                     if v04_type(t):
                         return v04_type(t), span
-            if isinstance(inst, ir.Blas):
-                for f in (*inst.inputs(), inst.output()):
-                    if v04_type(inst.memref_type(f)):
-                        return v04_type(inst.memref_type(f)), span
     return None
 
 
