@@ -12,7 +12,7 @@ loop (the inits for an empty loop)."""
 from __future__ import annotations
 
 from tlgpu.lowering.ctypes_map import ctype
-from tlgpu.lowering.views import Scalar, View
+from tlgpu.lowering.views import Scalar, View, var
 from tlinterp.lang import ir
 from tlinterp.lang.types import ScalarType
 
@@ -84,7 +84,6 @@ def lower_foreach_nd(lw, w, inst: ir.ForeachNd) -> None:
 
 
 def lw_var(v: ir.Value) -> str:
-    from tlgpu.lowering.function import var
 
     return var(v.name)
 

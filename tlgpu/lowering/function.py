@@ -21,7 +21,7 @@ from tlgpu.lowering.ctypes_map import ctype, literal
 from tlgpu.lowering.cumsum import lower_cumsum
 from tlgpu.lowering.cwriter import CWriter
 from tlgpu.lowering.memory import plan_allocas
-from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align
+from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align, var
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import BackendError, Diagnostic, not_yet
 from tlinterp.lang.typerules import result_types
@@ -49,10 +49,6 @@ def kernel_name(fn: ir.Function) -> str:
             and not name.startswith("tl_"):
         return name
     return f"tl_fn_{name}"
-
-
-def var(name: str) -> str:
-    return f"v_{name}"
 
 
 @dataclass(frozen=True)

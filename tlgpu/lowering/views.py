@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from tlinterp.lang.types import MemrefType, ScalarType
 
 
+def var(name: str) -> str:
+    """The C name of the tensor-language value `%name`."""
+    return f"v_{name}"
+
+
 @dataclass(frozen=True)
 class Scalar:
     expr: str
