@@ -210,6 +210,11 @@ def _lowered_builtin(inst) -> bool:
     return isinstance(inst, ir.Builtin) and inst.name in GRID_BUILTINS
 
 
+# the SPMD constructs the lowering takes (tlgpu/lowering/spmd.py, subgroups.py); every
+# builtin is lowered (the sub-group ones from the work-item's ids)
+_LOWERED_SPMD = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp, ir.Builtin)
+
+
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
     """The first construct v0.3 cannot write that the v0.3 form still holds: (what, where)."""
     from .types import V04_ONLY_SCALARS
@@ -232,7 +237,8 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
             span = getattr(inst, "span", None)
             if any(nonfinite(getattr(inst, f.name, None)) for f in fields(inst)):
                 return "an infinite or NaN constant", span
-            if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst):
+            if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst) \
+                    and not isinstance(inst, _LOWERED_SPMD):
                 return construct(inst), span
             if getattr(inst, "inits", ()):
                 return "a loop that yields values", span

@@ -126,6 +126,11 @@ class LoweringConfig:
     # before all `?` strides, a group's `?` size, a launch of wg size x grid per dimension).
     # Not a speed knob: a test's stand-in for another compiler lowers with "v0.4"
     convention: str = "v0.3"
+    # how sub-group operations run (subgroups.py): "intel" (the device's sub-groups, with
+    # intel_reqd_sub_group_size), "nvidia" (warp shuffles through inline PTX), "local" (through
+    # local memory, for a work-group of one sub-group). None: the device's (the runtime
+    # decides; lowering without a device takes "intel"). Not a speed knob: results are equal
+    subgroups: Optional[str] = None
 
     def for_device(self, gpu: bool) -> LoweringConfig:
         """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a
@@ -163,6 +168,15 @@ class LoweringConfig:
 
 
 def _parse_value(key: str, text: str, current):
+    if key == "subgroups":
+        from tlgpu.lowering.subgroups import STRATEGIES
+
+        if text.lower() in ("", "none", "auto"):
+            return None
+        if text not in STRATEGIES:
+            raise BackendError(f"lowering option 'subgroups': '{text}' is not "
+                               f"{', '.join(STRATEGIES)} or auto")
+        return text
     if key == "convention":
         if text not in CONVENTIONS:
             raise BackendError(f"lowering option 'convention': '{text}' is not "

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from tlgpu.lowering import chains
+from tlgpu.lowering import chains, spmd, subgroups
 from tlgpu.lowering import collectives as C
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import ALLOCA, LOCAL_ROOTS, Pending
@@ -87,6 +87,9 @@ class FunctionLowerer:
         self.pending = Pending()
         self.bases = chains.bases(fn)  # view -> the allocas/arguments it views
         self.spmd = False  # inside a foreach: one work-item per iteration, no barriers
+        # kernel-scope lines and kernel attributes the v0.4 lowering asks for (subgroups.py)
+        self.prologue: list[str] = []
+        self.kernel_attributes: list[str] = []
 
     # --- helpers ------------------------------------------------------------------------
     def fresh(self, stem: str) -> str:
@@ -204,7 +207,8 @@ class FunctionLowerer:
         if self.local_arg_bytes:
             params = params + ["local ulong* tl_local"]
         g = self.geo
-        w.line(f"kernel __attribute__((reqd_work_group_size({g.wg0}, {g.wg1}, 1)))")
+        w.line(f"kernel __attribute__((reqd_work_group_size({g.wg0}, {g.wg1}, 1)))"
+               + "".join(" " + a for a in self.kernel_attributes))
         w.line(f"void {kernel_name(self.fn)}(")
         for k, p in enumerate(params):
             w.line(f"        {p}" + ("," if k + 1 < len(params) else ")"))
@@ -214,6 +218,8 @@ class FunctionLowerer:
         w.depth += 1
         w.line(f"const long tl_lid = (long)get_local_id(0) + (long)get_local_id(1) * {g.wg0};")
         w.line(f"const long tl_nwi = {g.size};")
+        for line in self.prologue:
+            w.line(line)
         if local_bytes and not self.local_arg_bytes:
             w.line(f"local ulong tl_local[{slab}];")
         w.extend(body)
@@ -282,8 +288,7 @@ class FunctionLowerer:
         self.define(w, inst.result, ScalarType.index, f"(long){self.grid('num_groups', 'x')}")
 
     def lower_builtin(self, w, inst: ir.Builtin):
-        if inst.name not in ("group_id", "num_groups"):  # sub-group builtins: not yet
-            raise not_yet(inst, "lowered")
+        """The grid builtins (the sub-group ones: spmd.lower_builtin)."""
         self.define(w, inst.result, inst.type,
                     f"({ctype(inst.type)}){self.grid(inst.name, inst.comp or 'x')}")
 
@@ -559,5 +564,9 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.Foreach: FunctionLowerer.lower_foreach,
     **{cls: FunctionLowerer.lower_blas for cls in ir.BLAS},
     **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
-    ir.Builtin: FunctionLowerer.lower_builtin,  # the grid builtins; the rest not yet
+    ir.Builtin: spmd.lower_builtin,
+    ir.Parallel: spmd.lower_parallel,
+    ir.ForeachTile: spmd.lower_foreach_tile,
+    ir.SubgroupBroadcast: subgroups.lower_broadcast,
+    ir.SubgroupOp: subgroups.lower_subgroup_op,
 }

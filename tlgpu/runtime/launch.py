@@ -19,6 +19,7 @@ import numpy as np
 from tlgpu.lowering.callconv import Convention, Param, argument_params, launch_sizes
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.program import Lowered, lower_program
+from tlgpu.lowering.subgroups import NoSubgroups
 from tlgpu.runtime import workarounds
 from tlgpu.runtime.buildlog import map_log, without_saved_source
 from tlgpu.runtime.devices import DeviceHandle, handle
@@ -81,7 +82,23 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
         group_pointers_as_ulong=config.group_pointers_as_ulong
         or "portable computing language" not in d.platform.name.lower(),
         # Oclgrind tracks uninitialised values only in local memory passed as an argument
-        local_slab_argument=config.local_slab_argument or is_oclgrind(d))
+        local_slab_argument=config.local_slab_argument or is_oclgrind(d),
+        subgroups=subgroup_strategy(d, config.subgroups))
+
+
+def subgroup_strategy(device, asked: Optional[str] = None) -> str:
+    """How this device runs sub-group operations (LoweringConfig.subgroups): NVIDIA's warp
+    shuffles, the Intel sub-groups (a fixed sub-group size needs cl_intel_required_subgroup_size
+    or cl_intel_subgroups), else local memory. A strategy asked for that the device lacks
+    becomes the device's; "local" runs anywhere."""
+    ext = device.extensions.split()
+    if "nvidia" in device.platform.name.lower():
+        have = "nvidia"
+    elif "cl_intel_required_subgroup_size" in ext or "cl_intel_subgroups" in ext:
+        have = "intel"
+    else:
+        have = "local"
+    return asked if asked in (have, "local") else have
 
 
 def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) -> Lowered:
@@ -94,7 +111,12 @@ def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) 
         if _LOWERED.get(key, (None,))[0] is ref:
             del _LOWERED[key]
 
-    lowered = lower_program(program, None, config)
+    try:
+        lowered = lower_program(program, None, config)
+    except NoSubgroups as e:  # in the device's words
+        label = f"'{dev.device.platform.name.strip()}: {dev.device.name.strip()}'"
+        raise BackendError([dataclasses.replace(d, message=d.message.replace(
+            "this device", f"the device {label}")) for d in e.diagnostics], e.source) from None
     _LOWERED[key] = (weakref.ref(program, forget), lowered)
     return lowered
 
