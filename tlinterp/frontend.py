@@ -210,9 +210,13 @@ def _lowered_builtin(inst) -> bool:
     return isinstance(inst, ir.Builtin) and inst.name in GRID_BUILTINS
 
 
-# the SPMD constructs the lowering takes (tlgpu/lowering/spmd.py, subgroups.py); every
-# builtin is lowered (the sub-group ones from the work-item's ids)
-_LOWERED_SPMD = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp, ir.Builtin)
+# the SPMD constructs the lowering takes (tlgpu/lowering/spmd.py, subgroups.py,
+# coopmatrix.py); every builtin is lowered (the sub-group ones from the work-item's ids), and
+# the constants left in the v0.3 form are coopmatrix constants
+_LOWERED_SPMD = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp, ir.Builtin,
+                 ir.Constant, ir.CoopApply, ir.CoopLoad, ir.CoopStore, ir.CoopAtomicUpdate,
+                 ir.CoopConstruct, ir.CoopExtract, ir.CoopInsert, ir.CoopMulAdd,
+                 ir.CoopPrefetch, ir.CoopReduce, ir.CoopScale)
 
 
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
@@ -222,6 +226,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
 
     def v04_type(t) -> Optional[str]:
         t = getattr(t, "memref", t)
+        t = getattr(t, "component", t)  # a coopmatrix's
         t = getattr(t, "element", t)
         return f"the type {t.value}" if t in V04_ONLY_SCALARS else None
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tlinterp.types import ScalarType
+from tlinterp.types import CoopMatrixType, ScalarType
 
 C_TYPES = {
     ScalarType.i1: "bool",
@@ -24,7 +24,9 @@ C_TYPES = {
 }
 
 
-def ctype(t: ScalarType) -> str:
+def ctype(t: ScalarType | CoopMatrixType) -> str:
+    if isinstance(t, CoopMatrixType):  # a struct of the lane's components (coopmatrix.py)
+        return f"tl_cm_{C_TYPES[t.component]}_{t.rows}x{t.cols}_{t.use}"
     return C_TYPES[t]
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from tlgpu.lowering import chains, spmd, subgroups
+from tlgpu.lowering import chains, coopmatrix, spmd, subgroups
 from tlgpu.lowering import collectives as C
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import ALLOCA, LOCAL_ROOTS, Pending
@@ -544,9 +544,9 @@ def _not_yet(lowerer, w, inst) -> None:
 # The one dispatch table of the lowering: every instruction class to its rule.
 LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = {
     ir.Alloca: FunctionLowerer.lower_alloca,
-    ir.Arith: FunctionLowerer.lower_arith,
-    ir.ArithUnary: FunctionLowerer.lower_arithunary,
-    ir.Cast: FunctionLowerer.lower_cast,
+    ir.Arith: coopmatrix.componentwise(FunctionLowerer.lower_arith),
+    ir.ArithUnary: coopmatrix.componentwise(FunctionLowerer.lower_arithunary),
+    ir.Cast: coopmatrix.componentwise(FunctionLowerer.lower_cast),
     ir.Compare: FunctionLowerer.lower_compare,
     ir.Expand: FunctionLowerer.lower_expand,
     ir.Fuse: FunctionLowerer.lower_fuse,
@@ -569,4 +569,5 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.ForeachTile: spmd.lower_foreach_tile,
     ir.SubgroupBroadcast: subgroups.lower_broadcast,
     ir.SubgroupOp: subgroups.lower_subgroup_op,
+    **coopmatrix.RULES,
 }

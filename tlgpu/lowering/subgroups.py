@@ -104,35 +104,17 @@ class Exchange:
         self.lw, self.t, self.kind = lw, t, strategy(lw)
         self.S = lw.fn.subgroup_size
         W = lw.geo.size
-        self.words = []
+        self.words: list[tuple[str, str]] = []
         for ct, e in _pack(t, x):
             n = lw.fresh("sgw")
             w.line(f"const {ct} {n} = {e};")
             self.words.append((ct, n))
-        if self.kind == "nvidia":
-            if self.S > WARP or WARP % self.S:
-                raise lw.error(f"{_name(inst)}: a sub-group of {self.S} work-items does not "
-                               f"fit NVIDIA's warps of {WARP} (sub-groups are warp shuffles)",
-                               inst.span)
-            lw.helpers.setdefault(*_PTX_SHUFFLE)
-            prologue(lw, "const uint tl_sg_c = " f"{(WARP - self.S) << 8 | 31}u;")
-            mask = "0xffffffffu" if self.S == WARP else \
-                f"({(1 << self.S) - 1}u << ((uint)tl_lid & {WARP - self.S}u))"
-            prologue(lw, f"const uint tl_sg_mask = {mask};")
-        elif self.kind == "local":
-            if W != self.S:
-                raise NoSubgroups([Diagnostic(
-                    f"{_name(inst)} needs sub-groups, which this device lacks (no "
-                    f"cl_khr_subgroups / cl_intel_subgroups); the local-memory emulation is "
-                    f"exact only for a work-group of one sub-group, and @{lw.fn.name}'s has "
-                    f"{W // self.S} sub-groups of {self.S}: use --device intel",
-                    inst.span, lw.program.filename)], lw.program.source)
+        setup(lw, inst)
+        if self.kind == "local":
             prologue(lw, f"local ulong tl_sgx[{LOCAL_WORDS * W}];")
             for k, (_, n) in enumerate(self.words):
                 w.line(f"tl_sgx[{k * W} + tl_lid] = (ulong){n};")
             w.line("barrier(CLK_LOCAL_MEM_FENCE);")
-        else:
-            intel_attribute(lw)
 
     def get(self, lane: str) -> str:
         """x of lane `lane` (a uniform C expression) as a value of type t."""
@@ -150,6 +132,58 @@ class Exchange:
     def close(self, w) -> None:
         if self.kind == "local":  # the next exchange must not overwrite values still read
             w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+
+
+def setup(lw, inst) -> None:
+    """What the strategy needs before a sub-group instruction `inst`: its kernel attribute
+    or prologue lines; a refusal where it cannot be exact."""
+    kind, S, W = strategy(lw), subgroup_size(lw, inst), lw.geo.size
+    if kind == "nvidia":
+        if S > WARP or WARP % S:
+            raise lw.error(f"{_name(inst)}: a sub-group of {S} work-items does not fit "
+                           f"NVIDIA's warps of {WARP} (sub-groups are warp shuffles)",
+                           inst.span)
+        lw.helpers.setdefault(*_PTX_SHUFFLE)
+        prologue(lw, f"const uint tl_sg_c = {(WARP - S) << 8 | 31}u;")
+        mask = "0xffffffffu" if S == WARP else \
+            f"({(1 << S) - 1}u << ((uint)tl_lid & {WARP - S}u))"
+        prologue(lw, f"const uint tl_sg_mask = {mask};")
+    elif kind == "local":
+        if W != S:
+            raise NoSubgroups([Diagnostic(
+                f"{_name(inst)} needs sub-groups, which this device lacks (no "
+                f"cl_khr_subgroups / cl_intel_subgroups); the local-memory emulation is "
+                f"exact only for a work-group of one sub-group, and @{lw.fn.name}'s has "
+                f"{W // S} sub-groups of {S}: use --device intel",
+                inst.span, lw.program.filename)], lw.program.source)
+    else:
+        intel_attribute(lw)
+
+
+def subgroup_barrier(lw, w, inst) -> None:
+    """A barrier of the sub-group over local memory (the coopmatrix scratch)."""
+    setup(lw, inst)
+    kind = strategy(lw)
+    if kind == "intel":
+        w.line("sub_group_barrier(CLK_LOCAL_MEM_FENCE);")
+    elif kind == "nvidia":  # bar.warp.sync orders memory among the lanes it names
+        w.line('asm volatile("bar.warp.sync %0;" :: "r"(tl_sg_mask) : "memory");')
+    else:  # the work-group is the sub-group (setup)
+        w.line("barrier(CLK_LOCAL_MEM_FENCE);")
+
+
+def scratch(lw, nbytes: int) -> str:
+    """A `local char*` to `nbytes` of local memory of this work-item's sub-group (each
+    sub-group its own part of one kernel-scope array, sized for the largest request)."""
+    words = -(-nbytes // 8)
+    have = getattr(lw, "coop_scratch_words", 0)
+    nsg = lw.geo.size // lw.fn.subgroup_size
+    if words > have:
+        if have:
+            lw.prologue.remove(f"local ulong tl_cm[{have * nsg}];")
+        lw.coop_scratch_words = have = words
+        lw.prologue.append(f"local ulong tl_cm[{have * nsg}];")
+    return f"((local char*)(tl_cm + (tl_lid / {lw.fn.subgroup_size}) * {have}))"
 
 
 def prologue(lw, line: str) -> None:
