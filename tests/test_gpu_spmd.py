@@ -113,7 +113,8 @@ def test_several_subgroups_without_device_subgroups_are_refused_by_name():
 
 def test_builtins_need_no_device_subgroups():
     """Ids are arithmetic on the work-item's: any work-group shape runs on pocl."""
-    src = """func @k(%I: memref<i32 x 32 x 4>) attributes{subgroup_size=8, work_group_size=[16, 2]} {
+    src = """func @k(%I: memref<i32 x 32 x 4>)
+    attributes{subgroup_size=8, work_group_size=[16, 2]} {
   %c0 = constant 0 : index
   %c1 = constant 1 : index
   %c2 = constant 2 : index
@@ -140,7 +141,8 @@ def test_builtins_need_no_device_subgroups():
 def test_parallel_with_local_memory_and_barriers():
     """Work-items exchange values through an alloca across barriers, after a collective
     wrote the input (a barrier orders the region after it)."""
-    src = """func @k(%A: memref<f32 x 32>, %B: memref<f32 x 32>) attributes{subgroup_size=8, work_group_size=[16, 2]} {
+    src = """func @k(%A: memref<f32 x 32>, %B: memref<f32 x 32>)
+    attributes{subgroup_size=8, work_group_size=[16, 2]} {
   %L = alloca : memref<f32 x 32, local>
   %one = constant 1.0 : f32
   %zero = constant 0.0 : f32
@@ -228,7 +230,7 @@ def coop_kernel(T: str, S: int, wx: int) -> str:
         f"    %g = sub %f, %z : {acc}",
         f"    %h = cooperative_matrix_insert %one, %g[1] : {acc}",
         f"    %p = cooperative_matrix_apply (%i, %j, %v) = %h -> {acc} {{",
-        f"      %ij = add %i, %j : i32",
+        "      %ij = add %i, %j : i32",
         f"      %ijt = cast %ij : {T}",
         f"      %r = mul %v, %ijt : {T}",
         "      yield (%r)",
