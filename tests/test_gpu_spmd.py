@@ -323,3 +323,21 @@ def test_every_lowered_spmd_instruction_has_its_rule():
     from tlinterp.frontend import _LOWERED_SPMD
 
     assert all(LOWER[cls] is not _not_yet for cls in _LOWERED_SPMD)
+
+
+def test_device_table_says_how_each_device_runs_subgroups():
+    from types import SimpleNamespace
+
+    from tlgpu.runtime import devices as D
+
+    def dev(platform: str, ext: str = ""):
+        return SimpleNamespace(platform=SimpleNamespace(name=platform), extensions=ext)
+
+    assert D.subgroup_strategy(dev("NVIDIA CUDA")) == "nvidia"
+    assert D.subgroup_strategy(dev("Intel(R) OpenCL", "cl_khr_subgroups cl_intel_subgroups")) \
+        == "intel"
+    assert D.subgroup_strategy(dev("Portable Computing Language", "cl_khr_fp64")) == "local"
+    # a strategy asked for that the device lacks becomes the device's; local runs anywhere
+    assert D.subgroup_strategy(dev("Portable Computing Language"), "intel") == "local"
+    assert D.subgroup_strategy(dev("Intel(R) OpenCL", "cl_intel_subgroups"), "local") == "local"
+    assert D.subgroup_strategy(dev("Intel(R) OpenCL", "cl_intel_subgroups"), "nvidia") == "intel"

@@ -22,7 +22,7 @@ from tlgpu.lowering.program import Lowered, lower_program
 from tlgpu.lowering.subgroups import NoSubgroups
 from tlgpu.runtime import workarounds
 from tlgpu.runtime.buildlog import map_log, without_saved_source
-from tlgpu.runtime.devices import DeviceHandle, handle
+from tlgpu.runtime.devices import DeviceHandle, handle, subgroup_strategy
 from tlgpu.runtime.guards import Guards
 from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
 from tlgpu.runtime.prelaunch import check_launch
@@ -84,21 +84,6 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
         # Oclgrind tracks uninitialised values only in local memory passed as an argument
         local_slab_argument=config.local_slab_argument or is_oclgrind(d),
         subgroups=subgroup_strategy(d, config.subgroups))
-
-
-def subgroup_strategy(device, asked: Optional[str] = None) -> str:
-    """How this device runs sub-group operations (LoweringConfig.subgroups): NVIDIA's warp
-    shuffles, the Intel sub-groups (a fixed sub-group size needs cl_intel_required_subgroup_size
-    or cl_intel_subgroups), else local memory. A strategy asked for that the device lacks
-    becomes the device's; "local" runs anywhere."""
-    ext = device.extensions.split()
-    if "nvidia" in device.platform.name.lower():
-        have = "nvidia"
-    elif "cl_intel_required_subgroup_size" in ext or "cl_intel_subgroups" in ext:
-        have = "intel"
-    else:
-        have = "local"
-    return asked if asked in (have, "local") else have
 
 
 def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) -> Lowered:
