@@ -316,15 +316,6 @@ def test_subgroups_on_nvidia():
         agree(coop_kernel(T, 16, 32), coop_args(T, 16, 32), dev)
 
 
-def test_every_lowered_spmd_instruction_has_its_rule():
-    """What the front door lets through for the lowering (frontend._LOWERED_SPMD) has a rule
-    in function.LOWER, not the not-yet one."""
-    from tlgpu.lowering.function import LOWER, _not_yet
-    from tlinterp.frontend import _LOWERED_SPMD
-
-    assert all(LOWER[cls] is not _not_yet for cls in _LOWERED_SPMD)
-
-
 def test_device_table_says_how_each_device_runs_subgroups():
     from types import SimpleNamespace
 
