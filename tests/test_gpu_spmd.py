@@ -102,13 +102,31 @@ def test_subgroup_operations_through_local_memory(T):
           LoweringConfig(subgroups="local"))
 
 
-def test_several_subgroups_without_device_subgroups_are_refused_by_name():
+def test_several_subgroups_without_device_subgroups():
+    """Directly in `parallel` every work-item reaches a sub-group operation, so work-group
+    barriers serve; inside an `if` of the region they would not: refused by name."""
+    agree(subgroup_kernel("f32", 8, 2), subgroup_args("f32", 16), _device("pocl"))
+    src = """func @k(%A: memref<f32 x 16>) attributes{subgroup_size=8, work_group_size=[8, 2]} {
+  parallel {
+    %l = subgroup_linear_id : i32
+    %c0 = constant 0 : i32
+    %first = equal %l, %c0 : bool
+    if %first {
+      %k = subgroup_local_id : i32
+      %ki = cast %k : index
+      %x = load %A[%ki] : f32
+      %r = subgroup_reduce_add %x : f32
+      store %r, %A[%ki]
+    }
+  }
+}"""
     with pytest.raises(BackendError) as e:
-        agree(subgroup_kernel("f32", 8, 2), subgroup_args("f32", 16), _device("pocl"))
+        agree(src, {"A": np.arange(16, dtype=np.float32)}, _device("pocl"))
     msg = e.value.format()
     assert e.value.exit_status == 2
-    assert "subgroup_broadcast needs sub-groups" in msg and "Portable Computing Language" in msg
-    assert "2 sub-groups of 8" in msg
+    assert "subgroup_reduce_add needs sub-groups" in msg
+    assert "Portable Computing Language" in msg and "2 sub-groups of 8" in msg
+    agree(src, {"A": np.arange(16, dtype=np.float32)}, _device("intel"))
 
 
 def test_builtins_need_no_device_subgroups():

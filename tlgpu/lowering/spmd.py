@@ -52,6 +52,9 @@ def spmd_body(lw, w, build) -> None:
 
 def lower_parallel(lw, w, inst: ir.Parallel) -> None:
     subgroup_size(lw, inst)
+    # the instructions every work-item reaches (subgroups.setup: the local-memory emulation)
+    lw.parallel_top = getattr(lw, "parallel_top", frozenset()) | {
+        id(i) for i in inst.body.instructions}
     body = spmd_body(lw, w, lambda b: lw.region(b, inst.body))
     w.open("/* parallel: this work-item */")
     w.extend(body)

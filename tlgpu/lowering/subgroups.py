@@ -15,8 +15,10 @@ each strategy (LoweringConfig.subgroups, resolved from the device by the runtime
   sub-group being S consecutive lanes of a warp (S <= 32): its lanes' member mask, the
   segment given by shfl's c operand ((32 - S) << 8 | 31).
 - "local": no sub-groups on the device: the values go through local memory (one write, a
-  work-group barrier, S reads, a barrier). A work-group barrier is a sub-group barrier only
-  when the work-group is exactly one sub-group, so other shapes are refused by name.
+  work-group barrier, S reads, a barrier). A work-group barrier is a sub-group barrier when
+  the work-group is exactly one sub-group, or when every work-item of the work-group reaches
+  the instruction (it lies directly in a `parallel` body, not in an `if` or loop of it, nor in
+  `foreach_tile`); anything else is refused by name.
 
 Any value travels as 32- or 64-bit words (`_pack`/`_unpack`: its bits, so every type, f16 or
 complex included, moves exactly). Floating folds run in lane order on every strategy (the
@@ -126,7 +128,8 @@ class Exchange:
                 f = "tl_shfl32" if ct == "uint" else "tl_shfl64"
                 out.append(f"{f}({n}, (uint)({lane}), tl_sg_c, tl_sg_mask)")
             else:
-                out.append(f"(({ct})tl_sgx[{k * self.lw.geo.size} + ({lane})])")
+                base = "" if self.S == self.lw.geo.size else f"tl_lid / {self.S} * {self.S} + "
+                out.append(f"(({ct})tl_sgx[{k * self.lw.geo.size} + {base}({lane})])")
         return _unpack(self.t, out)
 
     def close(self, w) -> None:
@@ -149,12 +152,16 @@ def setup(lw, inst) -> None:
             f"({(1 << S) - 1}u << ((uint)tl_lid & {WARP - S}u))"
         prologue(lw, f"const uint tl_sg_mask = {mask};")
     elif kind == "local":
-        if W != S:
+        # a work-group barrier is a sub-group barrier when the work-group is one sub-group,
+        # or when every work-item reaches the instruction: one directly in the body of a
+        # `parallel` (code outside SPMD regions is the same for the whole work-group)
+        if W != S and id(inst) not in getattr(lw, "parallel_top", ()):
             raise NoSubgroups([Diagnostic(
                 f"{_name(inst)} needs sub-groups, which this device lacks (no "
                 f"cl_khr_subgroups / cl_intel_subgroups); the local-memory emulation is "
-                f"exact only for a work-group of one sub-group, and @{lw.fn.name}'s has "
-                f"{W // S} sub-groups of {S}: use --device intel",
+                f"exact only for a work-group of one sub-group or an instruction that every "
+                f"work-item reaches (directly in `parallel`), and @{lw.fn.name}'s work-group "
+                f"has {W // S} sub-groups of {S}: use --device intel",
                 inst.span, lw.program.filename)], lw.program.source)
     else:
         intel_attribute(lw)
