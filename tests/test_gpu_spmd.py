@@ -297,9 +297,9 @@ def test_coopmatrix_on_intel(T, S, wx):
     agree(coop_kernel(T, S, wx), coop_args(T, S, wx), _device("intel"))
 
 
-@pytest.mark.parametrize("T", ["f32", "i32"])
-def test_coopmatrix_through_local_memory(T):
-    agree(coop_kernel(T, 8, 8), coop_args(T, 8, 8), _device("pocl"))
+@pytest.mark.parametrize("T,wx", [("f32", 8), ("i32", 8), ("f64", 16)])
+def test_coopmatrix_through_local_memory(T, wx):
+    agree(coop_kernel(T, 8, wx), coop_args(T, 8, wx), _device("pocl"))
 
 
 # --- NVIDIA ------------------------------------------------------------------------------
