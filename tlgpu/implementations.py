@@ -48,6 +48,13 @@ def _program(job: Job):
     return lowerable(_checked(job))
 
 
+def _work_item_code(program) -> bool:
+    """Whether the program has v0.4 SPMD regions (parallel, foreach_tile)."""
+    from tlgpu.lowering.spmd import uses_spmd
+
+    return any(uses_spmd(f) for f in program.functions)
+
+
 def _checked(job: Job):
     """The job's program checked in its own language (job.program, else the text checked),
     never lowered: what another compiler compiled (its signature and attributes decide the
@@ -101,8 +108,15 @@ class OpenCL(_OnADevice, Implementation):
             groups = job.groups
             with _LOCK:
                 config = _launched(self._tuned(program, job.args, job.func, groups), groups)
-                out = run(program, job.args, func=job.func, groups=groups,
-                          device=self.options.device, config=config)
+                if _work_item_code(program):
+                    # one work-item per lane: a kernel with undefined behaviour there (a
+                    # barrier not every work-item reaches) can crash the driver (pocl 3.0
+                    # segfaults), so it runs in a child process
+                    out = self.run_isolated(program, job.args, job.func, groups,
+                                            timeout=timeout).outputs
+                else:
+                    out = run(program, job.args, func=job.func, groups=groups,
+                              device=self.options.device, config=config)
         except TLError as e:
             return outcome_of_error(e)
         except Exception as e:  # noqa: BLE001 - a bug of the backend is that case's result

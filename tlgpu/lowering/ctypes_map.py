@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tlinterp.lang.types import ScalarType
+from tlinterp.lang.types import CoopMatrixType, ScalarType
 
 C_TYPES = {
     ScalarType.i1: "bool",
@@ -29,7 +29,9 @@ C_TYPES = {
 }
 
 
-def ctype(t: ScalarType) -> str:
+def ctype(t: ScalarType | CoopMatrixType) -> str:
+    if isinstance(t, CoopMatrixType):  # a struct of the lane's components (coopmatrix.py)
+        return f"tl_cm_{C_TYPES[t.component]}_{t.rows}x{t.cols}_{t.use}"
     return C_TYPES[t]
 
 

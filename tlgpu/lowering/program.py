@@ -10,6 +10,7 @@ from typing import Optional
 from tlgpu.lowering import prelude
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.function import FunctionLowerer, Geometry, kernel_name
+from tlgpu.lowering.spmd import uses_spmd
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import BackendError, Diagnostic
 from tlinterp.lang.effects import written_arguments
@@ -64,6 +65,10 @@ def choose_geometry(fn: ir.Function, config: LoweringConfig, filename: str = "<i
     """The function's attribute, else the config's override, else one chosen from its shapes."""
     if fn.work_group_size is not None:
         wg = fn.work_group_size
+    elif fn.subgroup_size is not None and uses_spmd(fn):
+        # the interpreter's default work-group, one sub-group (spmd_exec.work_group): SPMD
+        # code sees its shape, so no tuning choice may change it
+        wg = (fn.subgroup_size, 1)
     elif config.work_group_size is not None:
         wg = config.work_group_size
     elif config.warp_groups is not False and WARP <= config.max_work_group_size \

@@ -326,6 +326,27 @@ class Listed:
     select: str  # a --device string that picks exactly this device
     default_for: tuple[str, ...]  # the aliases (pocl, nvidia, ...) that pick it
     cannot_build: str = ""  # why it cannot build a kernel here; "" when it can
+    subgroups: str = ""  # how v0.4's sub-group operations and coopmatrices run (SUBGROUP_WAYS)
+
+
+# LoweringConfig.subgroups (tlgpu/lowering/subgroups.py) in words, for the device table
+SUBGROUP_WAYS = {"intel": "device sub-groups", "nvidia": "warp shuffles (PTX)",
+                 "local": "local memory (1 sub-group per work-group)"}
+
+
+def subgroup_strategy(device, asked: Optional[str] = None) -> str:
+    """How this device runs sub-group operations (LoweringConfig.subgroups): NVIDIA's warp
+    shuffles, the Intel sub-groups (a fixed sub-group size needs cl_intel_required_subgroup_size
+    or cl_intel_subgroups), else local memory. A strategy asked for that the device lacks
+    becomes the device's; "local" runs anywhere."""
+    ext = (getattr(device, "extensions", "") or "").split()
+    if "nvidia" in device.platform.name.lower():
+        have = "nvidia"
+    elif "cl_intel_required_subgroup_size" in ext or "cl_intel_subgroups" in ext:
+        have = "intel"
+    else:
+        have = "local"
+    return asked if asked in (have, "local") else have
 
 
 def _kind(device) -> str:
@@ -364,7 +385,8 @@ def inventory(devs: Optional[list] = None, wheel: Optional[tuple[int, ...]] = No
             spec = f"{full}@{ver}"  # twins: the same names and version; either is this one
         verdict = probe(p, d)
         rows.append(Listed(p.name.strip(), ver, d.name.strip(), kind(d), spec, aliases,
-                           "" if verdict.builds else verdict.reason or "no reason given"))
+                           "" if verdict.builds else verdict.reason or "no reason given",
+                           SUBGROUP_WAYS[subgroup_strategy(d)]))
     return rows
 
 

@@ -20,9 +20,10 @@ import numpy as np
 from tlgpu.lowering.callconv import Convention, Param, argument_params, launch_sizes
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.program import Lowered, lower_program
+from tlgpu.lowering.subgroups import NoSubgroups
 from tlgpu.runtime import workarounds
 from tlgpu.runtime.buildlog import map_log, without_saved_source
-from tlgpu.runtime.devices import DeviceHandle, handle
+from tlgpu.runtime.devices import DeviceHandle, handle, subgroup_strategy
 from tlgpu.runtime.guards import Guards
 from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
 from tlgpu.runtime.prelaunch import check_launch
@@ -85,7 +86,8 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
         group_pointers_as_ulong=config.group_pointers_as_ulong
         or "portable computing language" not in d.platform.name.lower(),
         # Oclgrind tracks uninitialised values only in local memory passed as an argument
-        local_slab_argument=config.local_slab_argument or is_oclgrind(d))
+        local_slab_argument=config.local_slab_argument or is_oclgrind(d),
+        subgroups=subgroup_strategy(d, config.subgroups))
 
 
 def opencl_c_20(d) -> bool:
@@ -110,7 +112,12 @@ def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) 
         if _LOWERED.get(key, (None,))[0] is ref:
             del _LOWERED[key]
 
-    lowered = lower_program(program, None, config)
+    try:
+        lowered = lower_program(program, None, config)
+    except NoSubgroups as e:  # in the device's words
+        label = f"'{dev.device.platform.name.strip()}: {dev.device.name.strip()}'"
+        raise BackendError([dataclasses.replace(d, message=d.message.replace(
+            "this device", f"the device {label}")) for d in e.diagnostics], e.source) from None
     _LOWERED[key] = (weakref.ref(program, forget), lowered)
     return lowered
 

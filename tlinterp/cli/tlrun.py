@@ -240,14 +240,15 @@ def _list_devices(console) -> int:
                       "device)", highlight=False, markup=False)
         return 0
     t = Table(title="OpenCL devices (best first for each --device name)")
-    for col in ("platform", "driver version", "device", "type", "--device", "default for"):
+    for col in ("platform", "driver version", "device", "type", "--device", "default for",
+                "v0.4 sub-groups"):
         t.add_column(col)
     for r in rows:
         # a device that fails the one-line build is the choice of no name (docs/devices.md)
         use = (f"cannot build here: {r.cannot_build}" if getattr(r, "cannot_build", "")
                else ", ".join(r.default_for) or "-")
         t.add_row(*(for_rich(x) for x in (r.platform, r.version, r.device, r.kind, r.select,
-                                         use)))
+                                         use, getattr(r, "subgroups", "") or "-")))
     console.print(t)
     return 0
 

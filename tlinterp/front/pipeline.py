@@ -208,10 +208,17 @@ def _lowered_builtin(inst) -> bool:
     return isinstance(inst, ir.Builtin) and inst.name in GRID_BUILTINS
 
 
-# v0.4 instructions the lowering takes (tlgpu/lowering/controlflow_v04.py, atomics.py,
-# cumsum.py); `for` with loop-carried values is lowered too
+# v0.4 instructions the lowering takes: control flow and memory (tlgpu/lowering/
+# controlflow_v04.py, atomics.py, cumsum.py; `for` with loop-carried values is lowered too)
+# and the SPMD constructs (spmd.py, subgroups.py, coopmatrix.py; every builtin is lowered, the
+# sub-group ones from the work-item's ids, and the constants left in the v0.3 form are
+# coopmatrix constants)
 _LOWERED_CTRL = (ir.Associated, ir.ForeachNd, ir.AtomicLoad, ir.AtomicStore,
                  ir.AtomicUpdate, ir.Cumsum)
+_LOWERED_SPMD = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupOp, ir.Builtin,
+                 ir.Constant, ir.CoopApply, ir.CoopLoad, ir.CoopStore, ir.CoopAtomicUpdate,
+                 ir.CoopConstruct, ir.CoopExtract, ir.CoopInsert, ir.CoopMulAdd,
+                 ir.CoopPrefetch, ir.CoopReduce, ir.CoopScale)
 
 
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
@@ -221,6 +228,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
 
     def v04_type(t) -> Optional[str]:
         t = getattr(t, "memref", t)
+        t = getattr(t, "component", t)  # a coopmatrix's
         t = getattr(t, "element", t)
         return f"the type {t.value}" if t in V04_ONLY_SCALARS else None
 
@@ -232,7 +240,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
         for inst in ir.walk(fn.body):
             span = getattr(inst, "span", None)
             if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst) \
-                    and not isinstance(inst, _LOWERED_CTRL):
+                    and not isinstance(inst, _LOWERED_CTRL + _LOWERED_SPMD):
                 return construct(inst), span
             if getattr(inst, "op", None) in V04_ONLY_BINARY:
                 return inst.op, span
