@@ -4,8 +4,9 @@ Each file is one version.  The same text can mean different things in v0.3 and v
 annotation is the operand type in v0.3 and the result type in v0.4), so the version is never
 guessed: `--lang`/`lang=` wins; else the markers below decide (a construct only one version
 spells; the first one in the file decides); else, without markers, both parsers run and
-must agree (an empty file, or one whose every line reads the same in both), or the user is
-asked for `--lang`.
+must agree (an empty file, or one whose every line reads the same in both); differing
+readings are checked (tlinterp/frontend.py): one valid reading is taken, none reports the
+errors of both, and only two valid readings ask the user for `--lang`.
 
 The same tables explain a syntax error: a v0.3 construct in a v0.4 file (and the reverse) is
 reported at its range as belonging to the other version.
