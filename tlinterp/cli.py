@@ -33,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from .args import count_groups, groups_count, load_npz, save_npz
+from .boundedread import MAX_SOURCE_BYTES, RefusedFile, read_bounded
 from .cliconv import (
     add_impl_choice,
     add_lang,
@@ -57,7 +58,6 @@ from .impl.flags import add_impl_flags, positive_seconds
 from .outfile import check_target
 from .preprocess import parse_define_flag
 
-MAX_SOURCE_BYTES = 4 * 2**20  # far beyond any real kernel; parsing 4 MiB takes ~15 s, ~1 GB
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 DEFAULT_MAX_STEPS = 1_000_000  # a runaway scalar loop stops in ~3 s (fast path: ~300k/s)
@@ -170,16 +170,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read(path: str) -> str:
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_SOURCE_BYTES + 1)  # bounded: /dev/zero or a huge file
-        if len(data) > MAX_SOURCE_BYTES:
-            raise SourceError(f"{path}: larger than {MAX_SOURCE_BYTES // 2**20} MiB, the most "
-                              "tlrun reads as kernel source")
+        # bounded (/dev/zero, a huge file); a pipe the user gives (`<(gen)`) is read
+        data = read_bounded(path, MAX_SOURCE_BYTES, "a kernel source", regular_only=False)
         return decode_source(data, path)
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SourceError(f"{path}: is a directory, not a kernel source file") from None
+    except RefusedFile as e:
+        raise SourceError(str(e)) from None
     except OSError as e:
         raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
 
