@@ -40,7 +40,10 @@ def _kind(mode: int) -> str:
 
 
 def size_text(n: int) -> str:
-    return f"{n / MiB:g} MiB" if n >= MiB else f"{n} bytes"
+    for unit, size in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} bytes"
 
 
 def _open(path: str, what: str, regular_only: bool = True):
