@@ -229,3 +229,21 @@ def test_sigterm_while_out_is_written_leaves_no_temporary(tmp_path):
             proc.kill()
     assert proc.returncode == 143 and "stopped by SIGTERM" in text, text  # not -15
     assert not out.exists() and list(tmp_path.glob(".tlrun-*")) == []
+
+
+# --- reports ----------------------------------------------------------------------------------
+
+
+def test_reports_keep_a_bounded_part_of_a_huge_output(corpus_copy, tmp_path, capsys):
+    corpus = corpus_copy(["valid/blas/axpby_f32_canonical_v0"])
+    log, junit, report = tmp_path / "log.txt", tmp_path / "j.xml", tmp_path / "r.json"
+    # 100 MB on stderr, one line, then a failure: 16 MiB of it is read back
+    rc = tlconform(["--corpus", str(corpus), "--quiet", "--log", str(log), "--junit-xml",
+                    str(junit), "--json", str(report), "--impl",
+                    "sh -c 'head -c 100M /dev/zero | tr \"\\0\" x >&2; exit 1' {kernel}"])
+    capsys.readouterr()
+    assert rc == 1
+    for path in (log, junit, report):
+        text = path.read_text()
+        assert len(text) < 200_000, (path.name, len(text))  # was 16.8 MB and 50 MB
+        assert "characters cut here: a report keeps" in text, path.name
