@@ -247,3 +247,17 @@ def test_reports_keep_a_bounded_part_of_a_huge_output(corpus_copy, tmp_path, cap
         text = path.read_text()
         assert len(text) < 200_000, (path.name, len(text))  # was 16.8 MB and 50 MB
         assert "characters cut here: a report keeps" in text, path.name
+
+
+# --- sources ----------------------------------------------------------------------------------
+
+
+def test_a_huge_attribute_array_is_refused_before_parsing(tmp_path, capsys):
+    # 3.8 MB, one attribute array of 1.9 million items: was 2.7 GB and minutes
+    tl = tmp_path / "a.tl"
+    tl.write_text('func @f() attributes{"x"=[' + ",".join(["1"] * 1_900_000) + "]} {\n}\n")
+    rc, text = _tlrun([tl, "--check"], capsys, limit=20)
+    assert rc == 2 and "a.tl:1.11-20: an attribute dictionary with more than 4096 items" in text
+    ok = tmp_path / "ok.tl"  # the bound counts items, not characters
+    ok.write_text('func @f() attributes{"x"=[' + ",".join(["1"] * 4000) + "]} {\n}\n")
+    assert _tlrun([ok, "--check"], capsys, limit=20)[0] == 0
