@@ -181,6 +181,10 @@ def request(argv: list[str]) -> Request:
             saved = parser.parse_args([base + ".tl"] + words)
         except UsageError as e:
             raise UsageError(f"the first line of {base}.txt: {e}") from None
+        if ns.impl is None and saved.impl:  # the file's choice, not the user's
+            from .trust import check_saved_impl
+
+            check_saved_impl(base + ".txt", saved.impl, UsageError)
         for key, value in vars(ns).items():  # flags given on this command line win
             if key != "kernel" and value != parser.get_default(key):
                 setattr(saved, key, value)
