@@ -261,3 +261,37 @@ def test_a_huge_attribute_array_is_refused_before_parsing(tmp_path, capsys):
     ok = tmp_path / "ok.tl"  # the bound counts items, not characters
     ok.write_text('func @f() attributes{"x"=[' + ",".join(["1"] * 4000) + "]} {\n}\n")
     assert _tlrun([ok, "--check"], capsys, limit=20)[0] == 0
+
+
+# --- trust: the command in a finding's NAME.txt -----------------------------------------------
+
+
+def test_a_finding_line_tlfuzz_did_not_sign_runs_no_command_of_its_own(case, tmp_path,
+                                                                       monkeypatch, capsys):
+    from fuzz.campaign.findings import Finding, save_finding
+    from fuzz.campaign.reproduce import load_case
+    from tlinterp.impl import ImplOptions
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # this user's key
+    tl, npz = case
+    touched = tmp_path / "touched"
+    spec = f"sh -c 'touch {touched}; cat {{kernel}}'"
+    f = Finding(load_case(str(tl), str(npz), None, None), "mismatch", "x",
+                impl=(spec, ImplOptions()))
+    base = save_finding(f, str(tmp_path / "findings"))
+    assert tlfuzz(["reproduce", base]) == 5  # signed by our save: runs (and crashes)
+    assert touched.exists()
+    touched.unlink()
+    txt = Path(base + ".txt")
+    txt.write_text(txt.read_text().replace("touch", "touch /dev/null", 1))  # tampered
+    capsys.readouterr()
+    for command in ("reproduce", "triage"):
+        assert tlfuzz([command, base]) == 2
+        text = "".join(capsys.readouterr())
+        assert "was not saved by your tlfuzz" in text and "touch /dev/null" in text, text
+        assert not touched.exists()
+    assert tlfuzz(["reproduce", base, "--impl", spec]) == 5  # the user's own choice runs
+    assert touched.exists()
+    # our own implementations choose no command: they run from any line
+    txt.write_text("tlfuzz reproduce k.tl --args k.npz --impl interp\n")
+    assert tlfuzz(["reproduce", base]) == 0
