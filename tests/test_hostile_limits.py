@@ -92,6 +92,20 @@ def test_an_ir_pass_output_is_read_bounded_and_never_waited_on(command, words, c
     assert len(text) < 10_000  # the 20 MiB are not in the message
 
 
+@pytest.mark.opencl  # the compiler's code would be built on pocl; it never gets that far
+@pytest.mark.parametrize("command, words", [
+    ("sh -c 'head -c 40M /dev/zero > $1' x {out} {tl}",
+     "the opencl-c: compiler wrote {out} (out.cl), which is larger than 16 MiB"),
+    ("sh -c 'head -c 40M /dev/zero' {tl}",
+     "the opencl-c: compiler wrote 40 MiB to stdout, more than the 16 MiB read back"),
+])
+def test_a_compiler_output_is_read_bounded(command, words, case, capsys):
+    tl, npz = case
+    rc, text = _tlrun([tl, "--args", npz, "--device", "pocl", "--impl", "opencl-c:" + command],
+                      capsys, limit=60)
+    assert rc == 1 and words in text, text  # not "out of memory ... reading arguments"
+
+
 def test_tlconform_with_a_fifo_as_out_ends_in_time(corpus_copy, tmp_path, capsys):
     corpus = corpus_copy(["valid/blas/axpby_f32_canonical_v0"])
     start = time.monotonic()
