@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from typing import Optional
@@ -58,7 +59,6 @@ from .impl.flags import add_impl_flags, positive_seconds
 from .outfile import check_target
 from .preprocess import parse_define_flag
 from .shutdown import (
-    Stopped,
     adopt_orphans,
     descendants,
     exit_status_of,
@@ -476,7 +476,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(e.format(), file=sys.stderr)
         return e.exit_status
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (shutdown.Stopped)
-        print(f"tlrun: {'interrupted' if not isinstance(e, Stopped) else f'stopped by {e}'}",
+        by = getattr(e, "signum", signal.SIGINT)
+        print("tlrun: interrupted" if by == signal.SIGINT else f"tlrun: stopped by {e}",
               file=sys.stderr)
         return exit_status_of(e)
     except MemoryError:
