@@ -15,11 +15,13 @@ from typing import Optional
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
 from tlinterp.impl.base import parse_work_group_size
 from tlinterp.impl.command import (
+    OutputRefused,
     check_template,
     describe_exit,
     expand_template,
     rejection,
     run_command,
+    written_output,
 )
 from tlinterp.impl.template import write_kernel
 from tlinterp.io.args import Groups, grid_of
@@ -224,14 +226,12 @@ class _Foreign(_OnADevice, Implementation):
                 return None, Outcome("crashed", message=f"the compiler ended with "
                                      f"{describe_exit(done.code)}\n{done.text}".strip(),
                                      command=command)
-            if uses_out:
-                try:
-                    with open(out, "rb") as f:
-                        code = f.read()
-                except OSError:
-                    code = b""
-            else:
-                code = done.stdout_bytes
+            try:
+                code = written_output(done, out if uses_out else None,
+                                      f"the {self.kind}: compiler")
+            except OutputRefused as e:
+                return None, Outcome("crashed", message=f"{e}\n{done.stderr}".strip(),
+                                     command=command)
             if not code.strip():
                 where = "{out}" if uses_out else "stdout"
                 return None, Outcome("crashed", message=f"the compiler exited 0 but wrote no "

@@ -188,8 +188,10 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     """Re-run saved differential findings first; report which still fail."""
     import tlinterp
     from tlinterp.io.args import load_npz
+    from tlinterp.lang.diagnostics import decode_source
 
     from ..strategies import FuzzCase
+    from .reproduce import read_finding_line, read_finding_source
 
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
@@ -197,10 +199,11 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
         if opts.frontend or not name.startswith(("mismatch", "backend", "oclgrind", "red-zone")):
             continue
         try:
-            cmd = open(tl[:-3] + ".txt").readline()
+            cmd = read_finding_line(tl[:-3] + ".txt")
             lang = re.search(r"--lang (v0\.[34])", cmd)
             lang = lang.group(1) if lang else None
-            program = tlinterp.check(tlinterp.parse(open(tl).read(), tl, lang=lang))
+            text = decode_source(read_finding_source(tl), tl)
+            program = tlinterp.check(tlinterp.parse(text, tl, lang=lang))
             args = load_npz(tl[:-3] + ".npz")
             groups = grid_arg(re.search(r"--groups (\S+)", cmd).group(1))
             func = re.search(r"--func (\S+)", cmd).group(1)

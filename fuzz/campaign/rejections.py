@@ -28,6 +28,7 @@ from tlinterp.lang.v03.printer import mnemonic
 
 from ..strategies import FuzzCase
 from .findings import Finding, reproduce_command, save_files
+from .trust import signature_line
 
 __all__ = ["REJECTED", "Keyed", "RejectedConstruct", "rejected", "construct_of",
            "message_shape", "save_rejection", "drop_known", "count"]
@@ -175,7 +176,8 @@ def save_rejection(finding: Keyed, out_dir: str) -> tuple[str, bool]:
     else:
         first = True
         os.close(fd)  # the claim; its content comes last, atomically, over it
-        text = (finding.header(base) + "\n\n"
+        header = finding.header(base)
+        text = (header + "\n" + signature_line(header) + "\n"
                 f"key: {finding.construct}\n(the first case; {base}.cases counts "
                 "every case with this key, one line each)\n\n"
                 + finding.message + "\n")

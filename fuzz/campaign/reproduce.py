@@ -116,8 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
 def saved_words(txt: str) -> list[str]:
     """The flags of the command on the first line of a finding's NAME.txt (`tlfuzz reproduce`,
     or `tlrun` as saved by older campaigns), without the command and its file operand."""
-    with open(txt) as f:
-        words = shlex.split(f.readline())
+    line = read_finding_line(txt)
+    try:
+        words = shlex.split(line)
+    except ValueError as e:  # e.g. an unbalanced quote: a damaged or hand-edited line
+        raise UsageError(f"the first line of {txt} does not split like a command line "
+                         f"({e}): {shown(line[:200])}") from None
     if words[:1] and os.path.basename(words[0]) == "tlrun":
         return words[2:]
     if words[:2] and os.path.basename(words[0]) == "tlfuzz" and words[1] == "reproduce":
@@ -125,6 +129,24 @@ def saved_words(txt: str) -> list[str]:
     # the line names the device, function and flags: guessing them would rerun another run
     raise UsageError(f"the first line of {txt} is not the tlfuzz reproduce (or tlrun) "
                      "command that tlfuzz saved")
+
+
+def read_finding_line(txt: str) -> str:
+    """The first line of a finding's NAME.txt, read bounded (a huge line, a FIFO or
+    /dev/zero in its place is a UsageError, not minutes of reading or a hang)."""
+    from tlinterp.io.boundedread import MAX_LINE_BYTES, read_first_line
+
+    try:
+        return read_first_line(txt, MAX_LINE_BYTES, "a finding's command file")
+    except OSError as e:  # RefusedFile says what it is; the rest as the system says
+        raise UsageError(str(e) if e.filename else f"{txt}: {e.strerror or e}") from None
+
+
+def read_finding_source(tl: str) -> bytes:
+    """A finding's kernel source (NAME.tl), bounded as tlrun bounds its source."""
+    from tlinterp.io.boundedread import MAX_SOURCE_BYTES, read_bounded
+
+    return read_bounded(tl, MAX_SOURCE_BYTES, "a finding's kernel source")
 
 
 @dataclass
@@ -158,10 +180,15 @@ def request(argv: list[str]) -> Request:
         if not os.path.exists(base + ".txt"):
             raise UsageError(f"{base}.txt does not exist: give a saved finding, or a kernel "
                              "with --args and --impl")
+        words = saved_words(base + ".txt")  # its messages name the file themselves
         try:
-            saved = parser.parse_args([base + ".tl"] + saved_words(base + ".txt"))
+            saved = parser.parse_args([base + ".tl"] + words)
         except UsageError as e:
             raise UsageError(f"the first line of {base}.txt: {e}") from None
+        if ns.impl is None and saved.impl:  # the file's choice, not the user's
+            from .trust import check_saved_impl
+
+            check_saved_impl(base + ".txt", saved.impl, UsageError)
         for key, value in vars(ns).items():  # flags given on this command line win
             if key != "kernel" and value != parser.get_default(key):
                 setattr(saved, key, value)
@@ -209,9 +236,8 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
 
     from ..strategies import FuzzCase
 
-    with open(tl, "rb") as f:
-        data = f.read()
-    text = decode_source(data, tl)  # a SourceError at the bad byte's line and column
+    # a SourceError at the bad byte's line and column
+    text = decode_source(read_finding_source(tl), tl)
     program = tlinterp.check(tlinterp.parse(text, tl, lang=lang))
     func = func or program.functions[0].name
     args = load_npz(npz)

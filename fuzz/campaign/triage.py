@@ -286,9 +286,10 @@ def reduce_and_write(case, prep: Prepared, target: Target, base: str, seconds: f
 
 def _saved_line(base: str) -> str:
     """The `tlfuzz reproduce` line a campaign saved with the finding ("" when none)."""
+    from .reproduce import UsageError, read_finding_line
+
     try:
-        with open(base + ".txt") as f:
-            line = f.readline().strip()
-    except OSError:
+        line = read_finding_line(base + ".txt").strip()
+    except UsageError:
         return ""
     return line if line.startswith("tlfuzz reproduce ") else ""

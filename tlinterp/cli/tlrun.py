@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from typing import Optional
@@ -43,7 +44,16 @@ from tlinterp.cli.conventions import (
 )
 from tlinterp.front.preprocess import parse_define_flag
 from tlinterp.impl.flags import add_impl_flags, positive_seconds
+from tlinterp.impl.shutdown import (
+    adopt_orphans,
+    descendants,
+    exit_status_of,
+    kill_children,
+    scratch_dir,
+    stop_on_signals,
+)
 from tlinterp.io.args import count_groups, groups_count, load_npz, save_npz
+from tlinterp.io.boundedread import MAX_SOURCE_BYTES, RefusedFile, read_bounded
 from tlinterp.io.foreigntext import for_rich, shown
 from tlinterp.io.outfile import check_target
 from tlinterp.lang.diagnostics import (
@@ -57,9 +67,7 @@ from tlinterp.lang.diagnostics import (
     decode_source,
 )
 
-MAX_SOURCE_BYTES = 4 * 2**20  # far beyond any real kernel; parsing 4 MiB takes ~15 s, ~1 GB
 EXIT_INTERNAL = 3
-EXIT_INTERRUPTED = 130
 DEFAULT_MAX_STEPS = 1_000_000  # a runaway scalar loop stops in ~3 s (fast path: ~300k/s)
 DEFAULT_TIMEOUT = 600.0  # seconds for a run outside this process (another implementation, OpenCL)
 
@@ -80,7 +88,9 @@ EXIT_STATUSES = (
     (2, "the source, the arguments or the implementation setup was rejected, or a usage error; "
         "also a v0.4 construct not yet executable, or without equivalent in --emit's version"),
     (3, "an internal error (a bug: please report it)"),
+    (129, "stopped by SIGHUP (cleaned up as for Ctrl-C)"),
     (130, "interrupted (Ctrl-C)"),
+    (143, "stopped by SIGTERM (cleaned up as for Ctrl-C)"),
 )
 NOTES = """\
 arguments file (.npz): one entry per argument, keyed by its name; a group is one array
@@ -170,16 +180,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def _read(path: str) -> str:
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_SOURCE_BYTES + 1)  # bounded: /dev/zero or a huge file
-        if len(data) > MAX_SOURCE_BYTES:
-            raise SourceError(f"{path}: larger than {MAX_SOURCE_BYTES // 2**20} MiB, the most "
-                              "tlrun reads as kernel source")
+        # bounded (/dev/zero, a huge file); a pipe the user gives (`<(gen)`) is read
+        data = read_bounded(path, MAX_SOURCE_BYTES, "a kernel source", regular_only=False)
         return decode_source(data, path)
     except FileNotFoundError:
         raise SourceError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise SourceError(f"{path}: is a directory, not a kernel source file") from None
+    except RefusedFile as e:
+        raise SourceError(str(e)) from None
     except OSError as e:
         raise SourceError(f"{path}: cannot read ({e.strerror or e})") from None
 
@@ -441,6 +448,22 @@ def _check_convention(impl, function, args, out: dict) -> None:
         raise ExecutionError(f"{impl.name} crashed:\nits output '{key}' {problem}")
 
 
+def _contained(ns) -> int:
+    """_run with SIGTERM and SIGHUP handled as Ctrl-C (temporary files and directories
+    removed, external commands killed), its temporary files in a scratch directory of its
+    own, and the processes an implementation left behind (setsid or not: they come back to
+    us as orphans) killed at the end.  Processes that were there before (tlrun called
+    in-process) are spared."""
+    adopt_orphans()
+    before = frozenset(descendants(os.getpid()))
+    with scratch_dir("tlrun-"):
+        try:
+            with stop_on_signals():
+                return _run(ns)
+        finally:  # before the scratch directory goes: they may still write there
+            kill_children(spare=before)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     """Entry point of `tlrun`; returns (and, as a script, exits with) the exit status."""
     try:
@@ -452,13 +475,15 @@ def main(argv: Optional[list[str]] = None) -> int:
     if ns.out:  # an implementation run in this process may change the working directory
         ns.out = os.path.abspath(ns.out)
     try:
-        return _run(ns)
+        return _contained(ns)
     except TLError as e:
         print(e.format(), file=sys.stderr)
         return e.exit_status
-    except KeyboardInterrupt:
-        print("tlrun: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM/SIGHUP (shutdown.Stopped)
+        by = getattr(e, "signum", signal.SIGINT)
+        print("tlrun: interrupted" if by == signal.SIGINT else f"tlrun: stopped by {e}",
+              file=sys.stderr)
+        return exit_status_of(e)
     except MemoryError:
         # the interpreter names the instruction (Executor.out_of_memory); this is the rest:
         # reading arguments, an implementation's outputs, the report

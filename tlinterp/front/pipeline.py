@@ -8,9 +8,10 @@
                                        NotExecutable "not yet lowered")
 
 The version: `lang` wins; else tlinterp/front/detect.py's markers; else both parsers run and
-must agree, or the error asks for --lang.  A syntax error caused by a construct of the other
-version is reported as that (at its range).  v0.4 text using the preprocessor (`$name`
-definitions, `!calc`) goes through tlinterp/front/preprocess.py first.
+must agree; readings that differ are checked, and one valid reading is taken, none gives the
+errors of both, and only two valid readings ask for --lang.  A syntax error caused by a
+construct of the other version is reported as that (at its range).  v0.4 text using the
+preprocessor (`$name` definitions, `!calc`) goes through tlinterp/front/preprocess.py first.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def parse(text: str, filename: str = "<input>", lang: Optional[str] = None,
     if isinstance(p3, ir.Program) and isinstance(p4, ir.Program):
         if p3 == p4:
             return p3
-        raise ask_for_lang(filename, "it reads as both v0.3 and v0.4, with different meanings")
+        return _valid_reading({"v0.3": p3, "v0.4": p4}, filename, text)
     if isinstance(p3, ir.Program):
         return p3
     if isinstance(p4, ir.Program):
@@ -66,6 +67,32 @@ def parse(text: str, filename: str = "<input>", lang: Optional[str] = None,
     e3, e4 = p3, p4
     assert isinstance(e3, SourceError) and isinstance(e4, SourceError)
     return _raise(max((e3, e4), key=_furthest))  # a tie: v0.3 (the established messages)
+
+
+def _valid_reading(readings: dict[str, ir.Program], filename: str, text: str) -> ir.Program:
+    """Both versions parse the text, with different meanings: the reading the checker
+    accepts.  Only when both are valid is the version a real question (--lang); when neither
+    is, the user needs the errors of both readings, each named by its version, not a question
+    about the version."""
+    from tlinterp.checker.v03 import check
+
+    errors: dict[str, SourceError] = {}
+    for version, program in readings.items():
+        try:
+            check(program, [])
+        except SourceError as e:
+            errors[version] = e
+    valid = [v for v in readings if v not in errors]
+    if len(valid) == 2:
+        raise ask_for_lang(filename, "it reads as both v0.3 and v0.4, with different meanings")
+    if valid:
+        return readings[valid[0]]
+    raise SourceError([Diagnostic("this file is valid neither as tensor language v0.3 nor as "
+                                  "v0.4 (no construct of only one version decides); the "
+                                  "errors of both readings follow (--lang picks one)",
+                                  None, filename)]
+                      + [dataclasses.replace(d, message=f"(read as {v}) {d.message}")
+                         for v, e in errors.items() for d in e.diagnostics], text)
 
 
 def _raise(e: SourceError):

@@ -43,13 +43,14 @@ from tlinterp.impl.base import (
     outcome_of_error,
 )
 from tlinterp.impl.command import (
-    MAX_OUTPUT,
     TOOL_MEMORY,
+    OutputRefused,
     check_template,
     describe_exit,
     expand_template,
     rejection,
     run_command,
+    written_output,
 )
 from tlinterp.impl.template import write_kernel
 from tlinterp.io.foreigntext import printable
@@ -134,21 +135,14 @@ class IRPass(Implementation):
                                      f"{describe_exit(done.code)}\n{done.text}".strip(),
                                      command=command)
             where = "{out}" if uses_out else "stdout"
-            if uses_out:
-                try:
-                    with open(out, "rb") as f:
-                        data = f.read(MAX_OUTPUT + 1)
-                except OSError:
-                    data = b""
-            else:
-                data = done.stdout_bytes
             # the pass's own chatter: stderr (and stdout when the program went to {out})
             chatter = done.text if uses_out else done.stderr
             ok = Outcome("ok", message=chatter, command=command,
                          warnings=mentioned_warnings(chatter))
-            if len(data) >= MAX_OUTPUT:
-                return None, _crash(ok, f"the pass wrote more than {MAX_OUTPUT >> 20} MiB "
-                                    f"to {where}: no rewritten kernel of this program")
+            try:
+                data = written_output(done, out if uses_out else None, "the ir: pass")
+            except OutputRefused as e:
+                return None, _crash(ok, f"{e}: no rewritten kernel of this program")
             if not data.strip():
                 return None, _crash(ok, f"the pass exited 0 but wrote no program to {where}")
             try:

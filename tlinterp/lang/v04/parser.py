@@ -15,12 +15,14 @@ built with `UNKNOWN` so that every independent error is reported.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Optional
 
 from parsimonious.grammar import Grammar
 
 from tlinterp.lang import ir, typerules
+from tlinterp.lang.diagnostics import Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value
 from tlinterp.lang.types import (
     INDEX,
@@ -33,7 +35,7 @@ from tlinterp.lang.types import (
 )
 from tlinterp.lang.v03.parser import _WORDS, _Builder, _collapses, _use_stdlib_re, expected_message
 from tlinterp.lang.v03.parser import parse as _parse_with
-from tlinterp.lang.v04 import names
+from tlinterp.lang.v04 import names as names
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.peg")
 GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8"))
@@ -72,7 +74,40 @@ _V04_COLLAPSES = _collapses(GRAMMAR, ())
 
 def parse(text: str, filename: str = "<input>") -> ir.Program:
     """Parse v0.4 source; raises `SourceError` (and nothing else) on bad input."""
+    _refuse_huge_attributes(text, filename)
     return _parse_with(text, filename, builder=_Builder04)
+
+
+# Items of one function's attribute dictionary, nested arrays and dictionaries counted in:
+# real ones have a few (work_group_size=[16, 2]); parsimonious spends about 1.4 KB and 20 us
+# on each, so 1.9 million in a 3.8 MB file took 2.7 GB and minutes before this bound.
+MAX_ATTRIBUTE_ITEMS = 4096
+_ATTRIBUTES = re.compile(r"\battributes\s*\{")
+_ATTRIBUTE_PUNCTUATION = re.compile(r'"[^"\n]*"|;[^\n]*|[{}\[\],]')
+
+
+def _refuse_huge_attributes(text: str, filename: str) -> None:
+    """SourceError at an attribute dictionary with more than MAX_ATTRIBUTE_ITEMS items,
+    found before the parse (which would build them all); the scan stops at the bound."""
+    for m in _ATTRIBUTES.finditer(text):
+        depth, items = 1, 0
+        for p in _ATTRIBUTE_PUNCTUATION.finditer(text, m.end()):
+            c = p.group()
+            if c in "{[":
+                depth += 1
+            elif c in "}]":
+                depth -= 1
+                if depth == 0:
+                    break
+            elif c == ",":
+                items += 1
+                if items > MAX_ATTRIBUTE_ITEMS:
+                    line = text.count("\n", 0, m.start()) + 1
+                    col = m.start() - text.rfind("\n", 0, m.start())
+                    raise SourceError([Diagnostic(
+                        f"an attribute dictionary with more than {MAX_ATTRIBUTE_ITEMS} items "
+                        "(arrays included); refused before parsing",
+                        Span(line, col, line, col + len("attributes") - 1), filename)], text)
 
 
 def _opt(node):
