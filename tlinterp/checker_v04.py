@@ -49,6 +49,7 @@ from typing import Optional
 from . import ir
 from . import v04names as names
 from .blas_shapes import shape_problems
+from .deepstack import deep_program_pass
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
 from .layout import layout_problems
@@ -153,6 +154,7 @@ def _component(t: Type) -> Optional[ScalarType]:
     return t if isinstance(t, ScalarType) else None
 
 
+@deep_program_pass  # the walk recurses per nesting level
 def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> ir.Program:
     """Return `program` if it obeys v0.4's rules, else raise `SourceError` with every error."""
     errors: list[tuple[str, Optional[Span]]] = list(program.pending)

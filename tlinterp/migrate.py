@@ -25,6 +25,7 @@ from typing import Optional
 
 from . import ir, typerules
 from . import v04names as names
+from .deepstack import deep_program_pass
 from .diagnostics import Diagnostic, NotExecutable, SourceError
 from .ir import Const, Value
 from .types import (
@@ -43,6 +44,7 @@ _UNSIGNED = frozenset({ScalarType.u8, ScalarType.u16, ScalarType.u32, ScalarType
 # --- v0.3 -> v0.4 ------------------------------------------------------------------------------
 
 
+@deep_program_pass  # the rewrite recurses per nesting level
 def to_v04(program: ir.Program) -> ir.Program:
     """The v0.4 form of `program` (see the module text); raises `SourceError` listing every
     construct v0.4 cannot express."""
@@ -367,6 +369,7 @@ class _ToV04:
 # --- v0.4 -> v0.3 ------------------------------------------------------------------------------
 
 
+@deep_program_pass  # the rewrite recurses per nesting level
 def to_v03(program: ir.Program, purpose: str = "print") -> ir.Program:
     """The v0.3 form of `program`; raises `SourceError` (purpose "print") or `NotExecutable`
     (purpose "run") listing every construct v0.3 lacks."""

