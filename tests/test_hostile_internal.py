@@ -6,6 +6,7 @@ with its documented exit status and a clear message."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 
@@ -110,3 +111,46 @@ def test_a_deep_corpus_case_passes_tlconform(impl, tmp_path, capsys):
     spec = "interp" if impl == "interp" else f"ir:{sys.executable} {script} {{tl}}"
     rc, text = run_tool(tlconform, ["--corpus", tmp_path / "corpus", "--impl", spec], capsys)
     assert rc == 0 and "1 passed, 0 failed" in text, text[-3000:]
+
+
+# --- absurd sizes: coopmatrix shapes, strides ---------------------------------------------------
+
+
+def coop_kernel(rows: int, cols: int) -> str:
+    return (f"func @k(%C: memref<f32x32x32>) attributes{{subgroup_size=16}} {{\n"
+            f"    parallel {{\n"
+            f"        %c0 = constant 0 : index\n"
+            f"        %z = constant 0.0 : coopmatrix<f32x{rows}x{cols}, matrix_acc>\n"
+            f"        cooperative_matrix_store %z, %C[%c0, %c0]\n"
+            f"    }}\n}}\n")
+
+
+@pytest.mark.parametrize("shape", [(2**20, 2**20), (2**62, 32), (16, 2**62), (2**62, 2**62)],
+                         ids=["2^20x2^20", "2^62-rows", "2^62-cols", "2^62x2^62"])
+def test_huge_coopmatrix_shapes_are_out_of_memory_at_the_instruction(shape, tmp_path, capsys):
+    """2^62 made NumPy raise ValueError ("iterator is too large"): the same message as 2^20."""
+    k = tmp_path / "k.tl"
+    k.write_text(coop_kernel(*shape))
+    np.savez(tmp_path / "c.npz", C=np.zeros((32, 32), np.float32))
+    rc, text = run_tool(cli.main, [k, "--args", tmp_path / "c.npz"], capsys)
+    assert rc == 1
+    assert "k.tl:4.9-" in text and ": out of memory at this constant, running 16 lane(s)" in text
+
+
+MEMREF2 = ("func @m(%A: memref<f32x?x?>) {\n  %g = group_id\n"
+           "  store 1.0, %A[0, 0] : memref<f32x?x?>\n}\n")
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (1, 1), (0, 4)])
+@pytest.mark.parametrize("stride", [2**62, 2**63 - 1])
+def test_huge_strides_of_modes_that_span_nothing_are_refused(shape, stride, tmp_path, capsys):
+    """A stride along a mode of size 1 (or of an empty view) adds nothing to the extent, so
+    the memory check let it through and the byte stride overflowed (OverflowError)."""
+    a = np.zeros(shape, np.float32)
+    words = f"argument 'A': stride 1 ({stride} elements of 4 bytes) is beyond 2^63 - 1 bytes"
+    with pytest.raises(tlinterp.ArgumentError, match=re.escape(words)):
+        tlinterp.run(MEMREF2, {"A": a, "A.strides": [1, stride]})
+    (tmp_path / "m.tl").write_text(MEMREF2)
+    np.savez(tmp_path / "a.npz", A=a, **{"A.strides": np.array([1, stride])})
+    rc, text = run_tool(cli.main, [tmp_path / "m.tl", "--args", tmp_path / "a.npz"], capsys)
+    assert rc == 2 and words in text

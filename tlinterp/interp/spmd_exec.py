@@ -24,7 +24,7 @@ from ..diagnostics import Diagnostic, ExecutionError, not_yet
 from ..memlimit import check_allocation
 from ..types import INDEX, CoopMatrixType, ScalarType
 from . import coopmatrix as cm
-from . import exec_v04, scalar, subgroups
+from . import exec_v04, lowp, scalar, subgroups
 from . import memory as mem
 from .spmd import UBFinding, WorkGroup, nonuniform
 from .values import Lanes, is_var
@@ -331,9 +331,15 @@ def _is_full(st: Region, lanes: Lanes) -> bool:
 
 def _layout(st: Region, t: CoopMatrixType, ex=None, inst=None) -> cm.Layout:
     try:
-        return cm.Layout(t.rows, t.cols, _ty(t.component), t.use, st.wg.subgroup_size)
+        layout = cm.Layout(t.rows, t.cols, _ty(t.component), t.use, st.wg.subgroup_size)
     except ValueError as e:  # a shape the layout document does not define
         raise ExecutionError([Diagnostic(f"{t}: {e}", getattr(inst, "span", None))]) from None
+    # The padded matrices of every sub-group, checked before NumPy sizes them: past 2^63
+    # elements NumPy raises ValueError, not MemoryError. As a MemoryError the instruction is
+    # named (Executor.out_of_memory) as for any allocation that fails.
+    check_allocation(st.P * st.wg.n_subgroups * layout.M * layout.J * lowp.SIZE[layout.ty],
+                     f"{t}", MemoryError)
+    return layout
 
 
 def _padded(ex, st, lanes, v: CoopValue, inst, col):
