@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import json
 import re
+import socketserver
 import sys
+import threading
 import time
 
 import numpy as np
 import pytest
 
 import tlinterp
+from fuzz.campaign import sharedb
+from fuzz.campaign.cli import main as tlfuzz
 from fuzz.conform.cli import main as tlconform
 from tlinterp import checker_v04, cli, migrate
 from tlinterp.parser import MAX_NESTING
@@ -154,3 +158,71 @@ def test_huge_strides_of_modes_that_span_nothing_are_refused(shape, stride, tmp_
     np.savez(tmp_path / "a.npz", A=a, **{"A.strides": np.array([1, stride])})
     rc, text = run_tool(cli.main, [tmp_path / "m.tl", "--args", tmp_path / "a.npz"], capsys)
     assert rc == 2 and words in text
+
+
+# --- Redis servers that speak the protocol wrongly ----------------------------------------------
+
+GARBAGE_REPLIES = {
+    "pong-to-everything": b"+PONG\r\n",
+    "ok-to-everything": b"+OK\r\n",
+    "100000-deep-array": b"*1\r\n" * 100_000 + b":1\r\n",
+    # a well-formed handshake, every write acknowledged, nothing ever stored
+    "forgets-everything": lambda request: (b"%1\r\n+proto\r\n:3\r\n" if b"HELLO" in request
+                                           else b"_\r\n" if b"GET" in request else b"+OK\r\n"),
+}
+
+
+@pytest.fixture
+def fake_redis():
+    """A server on a free loopback port answering every request with fixed bytes (or what
+    a function of the request gives); stopped (its socket and connections closed) after the
+    test."""
+    servers = []
+
+    def start(reply) -> str:
+        answer = reply if callable(reply) else lambda request: reply
+
+        class Answer(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                self.request.settimeout(10)  # bounded: a silent client ends the thread
+                try:
+                    while request := self.request.recv(65536):
+                        self.request.sendall(answer(request))
+                except OSError:
+                    pass
+
+        server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Answer)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+        servers.append(server)
+        return f"redis://127.0.0.1:{server.server_address[1]}/0"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("reply", GARBAGE_REPLIES, ids=list(GARBAGE_REPLIES))
+def test_tlfuzz_refuses_a_server_that_is_no_redis(reply, fake_redis, tmp_path, capsys):
+    pytest.importorskip("redis")
+    url = fake_redis(GARBAGE_REPLIES[reply])
+    rc, text = run_tool(tlfuzz, ["--database", url, "--out", tmp_path / "out", "--time", "1"],
+                        capsys)
+    assert rc == 2
+    assert f"tlfuzz: --database {url}: {url} does not" in text, text
+    if reply == "forgets-everything":
+        assert "a value written did not read back" in text
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("reply", GARBAGE_REPLIES, ids=list(GARBAGE_REPLIES))
+def test_a_shared_database_gone_wrong_leaves_the_local_one(reply, fake_redis, monkeypatch):
+    """A server that passed the check and then answers garbage: the campaign goes on with
+    the local database, as when the server goes away."""
+    pytest.importorskip("redis")
+    monkeypatch.setattr(sharedb, "_LOST", None)
+    db = sharedb.SharedDatabase(fake_redis(GARBAGE_REPLIES[reply]), None)
+    db.save(b"key", b"value")
+    assert list(db.fetch(b"key")) == [b"value"]
+    assert sharedb.lost() is not None and db.remote is None
