@@ -226,3 +226,19 @@ def test_a_shared_database_gone_wrong_leaves_the_local_one(reply, fake_redis, mo
     db.save(b"key", b"value")
     assert list(db.fetch(b"key")) == [b"value"]
     assert sharedb.lost() is not None and db.remote is None
+
+
+# --- a profile of the other language ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("profile,lang", [("tinytc-0.3.1", "v0.4"),
+                                          ("tinytc-0.3.1-new-bugs", "v0.4"),
+                                          ("tinytc-0.4.0", "v0.3")])
+def test_tlfuzz_refuses_a_profile_of_the_other_language(profile, lang, tmp_path, capsys):
+    """Before the campaign (it ended in "internal error in a job"): a profile's language must
+    match --lang."""
+    rc, text = run_tool(tlfuzz, ["--lang", lang, "--profile", profile, "--impl", "interp",
+                                 "--time", "5", "--out", tmp_path / "out"], capsys)
+    assert rc == 2
+    assert f"--profile {profile} is a v0.{7 - int(lang[-1])} profile, not {lang}" in text
+    assert not (tmp_path / "out").exists()
