@@ -49,6 +49,7 @@ from typing import Optional
 from . import ir
 from . import v04names as names
 from .blas_shapes import shape_problems
+from .checker import constant_problem
 from .deepstack import deep_program_pass
 from .diagnostics import WARNING, Diagnostic, SourceError
 from .ir import Const, Span, Value
@@ -319,6 +320,9 @@ class _Function:
             if lit != want:
                 self.error(_LITERAL_RULE[want].format(t=t.value) + f", not {_LITERALS[lit]}",
                            inst.span)
+            elif lit == "int" and (problem := constant_problem(v, t)):
+                # as v0.3 and tinytc: an integer constant must fit its type, never wraps
+                self.error(problem, inst.span)
         self.constants[inst.result.name] = v
 
     def _arith(self, inst: ir.Arith, spmd) -> None:
