@@ -6,12 +6,19 @@ that depend on the terminal's width)."""
 
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tlinterp
 from tlinterp import cli, migrate, printer
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+V04 = ROOT / "corpus" / "v04" / "valid"
 
 SECONDS = 60  # generous for a loaded 2-core machine
 
@@ -66,3 +73,40 @@ def test_v04_constants_at_the_ends_of_their_range_migrate(value, type_):
     v03 = printer.format_program(migrate.to_v03(program))
     assert f"store {value}, %A[0]" in v03
     tlinterp.check(tlinterp.parse(v03, lang="v0.3"))
+
+
+# --- -D -------------------------------------------------------------------------------------
+
+
+def test_d_on_a_v03_file_says_so(capsys):
+    """It said "expected 'x', found '>'" (the v0.3 group type read as v0.4)."""
+    rc, text = run_tool(cli.main, [EXAMPLES / "fused_kernel.tl", "-D", "n=3", "--check"],
+                        capsys)
+    assert rc == 2
+    assert ("fused_kernel.tl: -D makes definitions for the v0.4 preprocessor, but this file "
+            "reads as tensor language v0.3") in text
+    assert "expected 'x'" not in text
+
+
+@pytest.mark.parametrize("flag", ["x=" + "!" * 100_000, "x=" + " " * 100_000],
+                         ids=["bad-value", "empty-value"])
+def test_a_100kb_d_value_is_cut_in_messages(flag, capsys):
+    """The preprocessor's error and argparse's both echoed the whole flag."""
+    rc, text = run_tool(cli.main, [V04 / "preprocessor.tl", "-D", flag, "--check"], capsys)
+    assert rc == 2
+    assert re.search(r"-D '?x=", text) and f"... ({len(flag)} characters)" in text
+    assert len(text) < 3000
+
+
+def test_too_many_work_groups_for_memory_name_the_count(tmp_path, capsys):
+    """10^9 work-groups were "out of memory ... reading or comparing arguments"."""
+    (tmp_path / "k.tl").write_text("func @m(%A: memref<f32x4>) {\n"
+                                   "  store 1.0, %A[0] : memref<f32x4>\n}\n")
+    np.savez(tmp_path / "a.npz", A=np.zeros(4, np.float32))
+    for groups in ("1000000000", "1000000000,1,1", "1000,1000,1000"):
+        rc, text = run_tool(cli.main, [tmp_path / "k.tl", "--args", tmp_path / "a.npz",
+                                       "--groups", groups], capsys)
+        assert rc == 1
+        assert "error: the group count 1000000000 (96 bytes of interpreter state per " \
+               "work-group) needs 89.41 GiB, more than the" in text
+        assert "reading or comparing" not in text

@@ -11,10 +11,11 @@ import numpy as np
 from .. import ir
 from ..args import BoundArgs, GroupArg, MemrefArg, bind, grid_of, unbind
 from ..deepstack import call_deep, nesting
-from ..diagnostics import ArgumentError
+from ..diagnostics import ArgumentError, ExecutionError
 from ..effects import written_arguments
+from ..memlimit import check_allocation
 from ..types import GroupType
-from .execute import Env, Executor
+from .execute import _BYTES_PER_LANE, Env, Executor
 from .memory import ArgBuffer, GroupBuffer, View
 from .ub import KINDS, UBReport
 from .values import Lanes
@@ -101,6 +102,11 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs,
         env.set(a.value.name, v)
     if groups <= 0:
         return
+    # before any per-group array: 10^9 groups ran out of memory outside every instruction
+    check_allocation(groups * _BYTES_PER_LANE,
+                     f"the group count {groups} ({_BYTES_PER_LANE} bytes of interpreter "
+                     "state per work-group)",
+                     ExecutionError)
     ex = Executor(program, groups, check, max_steps)
     ex.grid = grid
     ex.function = function  # its attributes (work-group and sub-group sizes) matter to v0.4
