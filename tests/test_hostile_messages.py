@@ -15,6 +15,7 @@ import pytest
 
 import tlinterp
 from tlinterp import cli, migrate, printer
+from tlinterp.parser import MAX_NESTING
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -110,3 +111,41 @@ def test_too_many_work_groups_for_memory_name_the_count(tmp_path, capsys):
         assert "error: the group count 1000000000 (96 bytes of interpreter state per " \
                "work-group) needs 89.41 GiB, more than the" in text
         assert "reading or comparing" not in text
+
+
+# --- deep attributes ----------------------------------------------------------------------------
+
+
+def _attribute_kernel(opening: str, closing: str, levels: int, where: str = "function") -> str:
+    value = opening * levels + "1" + closing * levels
+    if where == "function":
+        return f'func @k() attributes{{"x"={value}}} {{\n}}\n'
+    return f'func @k(%a: f32 {{"x"={value}}}) {{\n}}\n'
+
+
+@pytest.mark.parametrize("where", ["function", "parameter"])
+@pytest.mark.parametrize("kind,opening,closing", [
+    ("attribute arrays", "[", "]"),
+    ("regions and attribute dictionaries", '{"a"=', "}")])
+def test_a_100000_deep_attribute_names_the_nesting(kind, opening, closing, where, tmp_path,
+                                                    capsys):
+    """It was a wrong syntax error ("expected ',' or ')'", "regions nested too deeply").
+    100,000 levels once; 5,000 elsewhere, as the version detection takes seconds to scan
+    100,000 (tlinterp/langdetect.py)."""
+    levels = 100_000 if opening == "[" and where == "function" else 5_000
+    k = tmp_path / "k.tl"
+    k.write_text(_attribute_kernel(opening, closing, levels, where))
+    rc, text = run_tool(cli.main, [k, "--check"], capsys)
+    assert rc == 2
+    assert f": {kind} nested deeper than {MAX_NESTING} levels are not supported" in text
+
+
+@pytest.mark.parametrize("opening,closing,levels", [("[", "]", MAX_NESTING),
+                                                    ('{"a"=', "}", MAX_NESTING - 2)])
+def test_the_deepest_attribute_prints_back(opening, closing, levels, tmp_path, capsys):
+    """As deep as the parser takes (a dictionary inside the function's attributes, inside
+    the function's braces): checked, and printed back unchanged."""
+    k = tmp_path / "k.tl"
+    k.write_text(_attribute_kernel(opening, closing, levels))
+    rc, text = run_tool(cli.main, [k, "--emit", "ir"], capsys)
+    assert rc == 0 and text == k.read_text()
