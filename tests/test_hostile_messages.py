@@ -6,7 +6,9 @@ that depend on the terminal's width)."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -14,12 +16,14 @@ import numpy as np
 import pytest
 
 import tlinterp
+from fuzz.conform.cli import main as tlconform
 from tlinterp import cli, migrate, printer
 from tlinterp.parser import MAX_NESTING
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-V04 = ROOT / "corpus" / "v04" / "valid"
+CORPUS = ROOT / "corpus"
+V04 = CORPUS / "v04" / "valid"
 
 SECONDS = 60  # generous for a loaded 2-core machine
 
@@ -149,3 +153,23 @@ def test_the_deepest_attribute_prints_back(opening, closing, levels, tmp_path, c
     k.write_text(_attribute_kernel(opening, closing, levels))
     rc, text = run_tool(cli.main, [k, "--emit", "ir"], capsys)
     assert rc == 0 and text == k.read_text()
+
+
+# --- a corpus case of an unknown version ------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["v9", 4, ""])
+def test_a_corpus_case_of_an_unknown_version_is_a_corpus_error(lang, tmp_path, capsys):
+    """It was run and blamed on the implementation ("crashed: raised ValueError")."""
+    case = tmp_path / "corpus" / "valid" / "x"
+    case.mkdir(parents=True)
+    for kind in ("invalid", "undefined"):
+        (tmp_path / "corpus" / kind).mkdir()
+    for suffix in (".tl", ".args.npz", ".expected.npz"):
+        shutil.copy(CORPUS / "valid" / "v04" / f"arith_bf16{suffix}", case / f"k{suffix}")
+    (case / "k.json").write_text(json.dumps({"func": None, "groups": None, "lang": lang}))
+    rc, text = run_tool(tlconform, ["--corpus", tmp_path / "corpus", "--impl", "interp"],
+                        capsys)
+    assert rc == 2
+    assert f'k.json: "lang" must be "v0.3" or "v0.4" (absent: v0.3), got {lang!r}' in text
+    assert "crashed" not in text and "FAIL" not in text
