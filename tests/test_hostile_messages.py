@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import tlinterp
+from fuzz.campaign.cli import main as tlfuzz
 from fuzz.conform.cli import main as tlconform
 from tlinterp import cli, migrate, printer
 from tlinterp.parser import MAX_NESTING
@@ -173,3 +174,18 @@ def test_a_corpus_case_of_an_unknown_version_is_a_corpus_error(lang, tmp_path, c
     assert rc == 2
     assert f'k.json: "lang" must be "v0.3" or "v0.4" (absent: v0.3), got {lang!r}' in text
     assert "crashed" not in text and "FAIL" not in text
+
+
+# --- options that were silently ignored ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("extra,words", [
+    (["--impl", "interp"], "--mutation plants a bug in our OpenCL lowering, which --impl "
+                           "interp does not run"),
+    (["--frontend"], "--mutation plants a bug in our OpenCL lowering, which --frontend never "
+                     "runs")])
+def test_tlfuzz_refuses_a_mutation_nothing_would_plant(extra, words, tmp_path, capsys):
+    rc, text = run_tool(tlfuzz, ["--mutation", "rem-sign", *extra, "--time", "5",
+                                 "--out", tmp_path / "out"], capsys)
+    assert rc == 2 and f"tlfuzz: {words}" in text
+    assert not (tmp_path / "out").exists()
