@@ -586,6 +586,16 @@ def rules() -> list[InvalidCase]:
         _r("subgroup_op_in_collective", "sub-group operations need an SPMD region",
            _k("    %r = subgroup_reduce_add %a : f32\n", "%a: f32"),
            "%r = subgroup_reduce_add %a : f32"),
+        # an integer constant fits its type, as in v0.3 (docs/semantics.md): never wrapped
+        _r("constant_above_range", "an integer constant fits its type (i8: -128..127)",
+           _k("    %c = constant 300 : i8\n    %i = constant 0 : index\n"
+              "    store %c, %A[%i]\n", "%A: memref<i8 x 4>"),
+           "%c = constant 300 : i8"),
+        _r("constant_below_range", "an integer constant fits its type (i8: -128..127)",
+           _k("    %c = constant -129 : i8\n"), "%c = constant -129 : i8"),
+        _r("constant_coopmatrix_range", "a coopmatrix constant fits its component type",
+           _spmd("%m = constant 32768 : coopmatrix<i16 x 16 x 16, matrix_acc>"),
+           "%m = constant 32768 : coopmatrix<i16 x 16 x 16, matrix_acc>"),
     ]
 
 

@@ -572,6 +572,11 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
         if ns.impl is None and not options.lowering and ns.lang != "v0.4":
             return None
         impl = resolve(ns.impl or "opencl", options)  # usage errors now, not in every job
+        if ns.mutation is not None and impl.spec != "opencl":
+            # it was silently ignored: the planted bug lives in our lowering only
+            raise SpecError(f"--mutation plants a bug in our OpenCL lowering, which --impl "
+                            f"{impl.spec} does not run (leave --impl out; for bugs planted "
+                            "in the interpreter: bench/mutants.py --lang v0.4)")
     except SpecError as e:
         raise ValueError(str(e)) from None
     if impl.spec == "opencl" and not options.lowering and ns.lang != "v0.4":
@@ -655,6 +660,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ns.out = os.path.abspath(ns.out)
     if ns.database and "://" not in ns.database:
         ns.database = os.path.abspath(ns.database)
+    if ns.mutation is not None and ns.frontend:
+        print("tlfuzz: --mutation plants a bug in our OpenCL lowering, which --frontend never "
+              "runs", file=sys.stderr)
+        return 2
     if ns.mutation is not None:
         from .mutations import known
 

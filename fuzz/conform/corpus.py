@@ -16,6 +16,7 @@ from typing import Optional
 
 import numpy as np
 
+from tlinterp.front.detect import VERSIONS
 from tlinterp.io.args import Groups, groups_text, load_npz
 from tlinterp.io.boundedread import MAX_SOURCE_BYTES, RefusedFile, read_bounded
 
@@ -179,6 +180,10 @@ def _warning(v) -> bool:
                          and isinstance(v.get("message"), str))
 
 
+def _lang(v) -> bool:
+    return v is None or v in VERSIONS
+
+
 def _name(v) -> bool:
     return isinstance(v, str) and v != ""
 
@@ -194,6 +199,7 @@ FIELDS = {
     "range": (("invalid",), _opt_str, "a LINE.COL-COL string"),
     "message": (("invalid",), _opt_str, "a string"),
     "kind": (("undefined",), _name, "the name of an undefined-behaviour kind"),
+    "lang": (KINDS, _lang, " or ".join(f'"{v}"' for v in VERSIONS) + " (absent: v0.3)"),
 }
 
 

@@ -11,13 +11,15 @@ A profile is data, one JSON file per profile in this directory (`NAME.json`):
      "spellings": {"hadamard_product": "hadamard"},  # mnemonic -> the target's spelling
      "why": {"u8": "one line: what the target says and why it is left out"}}
 
-A tensor language v0.4 target's profile also has (both optional):
+A profile may say the version it reads, and a tensor language v0.4 target's profile may also
+have its subgroup sizes:
 
      "lang": "v0.4",                           # the version it reads (default: any)
      "subgroup_sizes": [16, 32],               # the subgroup_size attribute values it takes
 
-`lang` makes the profile's programs v0.4 ones (`tlfuzz --profile` then generates v0.4 unless
---lang says otherwise, which is a usage error for a profile of the other version); spellings
+`lang` makes the profile's programs that version's (`tlfuzz --profile` then generates it
+unless --lang says otherwise, which is a usage error for a profile of the other version; the
+tinytc-0.3.1 profiles say v0.3, the tinytc-0.4.0 ones v0.4, `all` nothing); spellings
 are v0.3 respellings and only apply to v0.3 text. `subgroup_sizes` needs its line in `why`
 under "subgroup_size".
 

@@ -48,7 +48,9 @@ from typing import Optional
 
 from tlinterp.checker.blas_shapes import shape_problems
 from tlinterp.checker.layout import layout_problems
+from tlinterp.checker.v03 import constant_problem
 from tlinterp.lang import ir
+from tlinterp.lang.deepstack import deep_program_pass
 from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value
 from tlinterp.lang.types import (
@@ -60,7 +62,7 @@ from tlinterp.lang.types import (
     Type,
     VoidType,
 )
-from tlinterp.lang.v04 import names
+from tlinterp.lang.v04 import names as names
 from tlinterp.lang.v04.names import v04_words
 
 BOOL = ScalarType.i1
@@ -161,6 +163,7 @@ def _component(t: Type) -> Optional[ScalarType]:
     return t if isinstance(t, ScalarType) else None
 
 
+@deep_program_pass  # the walk recurses per nesting level
 def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> ir.Program:
     """Return `program` if it obeys v0.4's rules, else raise `SourceError` with every error."""
     errors: list[tuple[str, Optional[Span]]] = list(program.pending)
@@ -325,6 +328,9 @@ class _Function:
             if lit != want:
                 self.error(_LITERAL_RULE[want].format(t=t.value) + f", not {_LITERALS[lit]}",
                            inst.span)
+            elif lit == "int" and (problem := constant_problem(v, t)):
+                # as v0.3 and tinytc: an integer constant must fit its type, never wraps
+                self.error(problem, inst.span)
         self.constants[inst.result.name] = v
 
     def _arith(self, inst: ir.Arith, spmd) -> None:

@@ -24,6 +24,7 @@ import itertools
 from typing import Optional
 
 from tlinterp.lang import ir, typerules
+from tlinterp.lang.deepstack import deep_program_pass
 from tlinterp.lang.diagnostics import Diagnostic, NotExecutable, SourceError
 from tlinterp.lang.ir import Const, Value
 from tlinterp.lang.types import (
@@ -35,7 +36,7 @@ from tlinterp.lang.types import (
     ScalarType,
     Type,
 )
-from tlinterp.lang.v04 import names
+from tlinterp.lang.v04 import names as names
 
 _UNSIGNED = frozenset({ScalarType.u8, ScalarType.u16, ScalarType.u32, ScalarType.u64})
 
@@ -43,6 +44,7 @@ _UNSIGNED = frozenset({ScalarType.u8, ScalarType.u16, ScalarType.u32, ScalarType
 # --- v0.3 -> v0.4 ------------------------------------------------------------------------------
 
 
+@deep_program_pass  # the rewrite recurses per nesting level
 def to_v04(program: ir.Program) -> ir.Program:
     """The v0.4 form of `program` (see the module text); raises `SourceError` listing every
     construct v0.4 cannot express."""
@@ -367,6 +369,7 @@ class _ToV04:
 # --- v0.4 -> v0.3 ------------------------------------------------------------------------------
 
 
+@deep_program_pass  # the rewrite recurses per nesting level
 def to_v03(program: ir.Program, purpose: str = "print") -> ir.Program:
     """The v0.3 form of `program`; raises `SourceError` (purpose "print") or `NotExecutable`
     (purpose "run") listing every construct v0.3 lacks."""

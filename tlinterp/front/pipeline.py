@@ -42,7 +42,15 @@ def parse(text: str, filename: str = "<input>", lang: Optional[str] = None,
         if lang == "v0.3":
             raise ValueError("preprocessor definitions (-D) are tensor language v0.4; "
                              "the input is read as v0.3")
-        return _parse_preprocessed(text, filename, _parser_v04(), defines)
+        try:
+            return _parse_preprocessed(text, filename, _parser_v04(), defines)
+        except SourceError:
+            if lang is None and _reads_as_v03(text, filename):
+                raise SourceError([Diagnostic(
+                    "-D makes definitions for the v0.4 preprocessor, but this file reads as "
+                    "tensor language v0.3 (leave -D out, or give --lang v0.4 to read it as "
+                    "v0.4 and see its errors)", None, filename)], text) from None
+            raise
     if not isinstance(text, str):
         raise TypeError(f"parse() needs str, got {type(text).__name__}")
     lang = lang or detect(text)
@@ -93,6 +101,15 @@ def _valid_reading(readings: dict[str, ir.Program], filename: str, text: str) ->
                                   None, filename)]
                       + [dataclasses.replace(d, message=f"(read as {v}) {d.message}")
                          for v, e in errors.items() for d in e.diagnostics], text)
+def _reads_as_v03(text: str, filename: str) -> bool:
+    """The text has a marker of v0.3, or parses as v0.3."""
+    if detect(text) == "v0.3":
+        return True
+    try:
+        _parse(text, filename, "v0.3")
+    except SourceError:
+        return False
+    return True
 
 
 def _raise(e: SourceError):

@@ -190,6 +190,16 @@ class _Error(Exception):
         self.message, self.start, self.end = message, start, end
 
 
+_FLAG_SHOWN = 60  # characters of a -D flag quoted in a message; a flag may be 100 KB
+
+
+def _flag_text(flag: str) -> str:
+    """A -D flag as messages quote it: its start, and its length when cut."""
+    if len(flag) <= _FLAG_SHOWN:
+        return flag
+    return f"{flag[:_FLAG_SHOWN]}... ({len(flag)} characters)"
+
+
 def parse_define_flag(flag: str) -> tuple[str, str]:
     """`-D NAME=VALUE` (also `$NAME=VALUE`) -> (NAME, VALUE); for argparse's `type=`."""
     name, eq, value = flag.partition("=")
@@ -198,10 +208,10 @@ def parse_define_flag(flag: str) -> tuple[str, str]:
         name = name[1:]
     if not eq or not _DEF_NAME.match(name):
         raise argparse.ArgumentTypeError(
-            f"-D {flag!r}: expected NAME=VALUE with NAME a letter followed by letters, digits"
-            " and '_' (or only digits)")
+            f"-D {_flag_text(flag)!r}: expected NAME=VALUE with NAME a letter followed by "
+            "letters, digits and '_' (or only digits)")
     if not value.strip():
-        raise argparse.ArgumentTypeError(f"-D {flag!r}: the value is empty")
+        raise argparse.ArgumentTypeError(f"-D {_flag_text(flag)!r}: the value is empty")
     return name, value
 
 
@@ -549,7 +559,7 @@ class _Expander:
         return Preprocessed("".join(self.out), self.text, self.segments, self.definitions)
 
     def define_flag(self, name: str, value: str) -> None:
-        where = f"-D {name}={value}"
+        where = f"-D {_flag_text(f'{name}={value}')}"
         if not _DEF_NAME.match(name):
             raise SourceError([Diagnostic(f"{where}: not a definition name")])
         try:

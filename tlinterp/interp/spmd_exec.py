@@ -20,7 +20,7 @@ from typing import Optional
 import numpy as np
 
 from tlinterp.interp import coopmatrix as cm
-from tlinterp.interp import exec_v04, scalar, subgroups
+from tlinterp.interp import exec_v04, lowp, scalar, subgroups
 from tlinterp.interp import memory as mem
 from tlinterp.interp.spmd import UBFinding, WorkGroup, nonuniform
 from tlinterp.interp.values import Lanes, is_var
@@ -331,9 +331,15 @@ def _is_full(st: Region, lanes: Lanes) -> bool:
 
 def _layout(st: Region, t: CoopMatrixType, ex=None, inst=None) -> cm.Layout:
     try:
-        return cm.Layout(t.rows, t.cols, _ty(t.component), t.use, st.wg.subgroup_size)
+        layout = cm.Layout(t.rows, t.cols, _ty(t.component), t.use, st.wg.subgroup_size)
     except ValueError as e:  # a shape the layout document does not define
         raise ExecutionError([Diagnostic(f"{t}: {e}", getattr(inst, "span", None))]) from None
+    # The padded matrices of every sub-group, checked before NumPy sizes them: past 2^63
+    # elements NumPy raises ValueError, not MemoryError. As a MemoryError the instruction is
+    # named (Executor.out_of_memory) as for any allocation that fails.
+    check_allocation(st.P * st.wg.n_subgroups * layout.M * layout.J * lowp.SIZE[layout.ty],
+                     f"{t}", MemoryError)
+    return layout
 
 
 def _padded(ex, st, lanes, v: CoopValue, inst, col):

@@ -200,11 +200,17 @@ def parse_groups(text: str) -> Groups:
     return nums + (1,) * (3 - len(nums))  # type: ignore[return-value]
 
 
-def _check_layout(name: str, shape, strides) -> None:
+def _check_layout(name: str, shape, strides, item: int) -> None:
     # Spec "Strided layout": 1 <= S_1 and S_{i-1} s_{i-1} <= S_i (no self-overlap).
     for k, st in enumerate(strides):
         if st < 1:
             raise ArgumentError(f"argument '{name}': stride {k} is {st}, strides must be >= 1")
+        # Strides are addressed in bytes (NumPy views, OpenCL's 64-bit offsets). A huge
+        # stride of a mode of size 1, or of an empty view, adds nothing to the extent, so
+        # the memory check (which names the GiB otherwise) does not catch it.
+        if st * item > INT64_MAX and (shape[k] <= 1 or 0 in shape):
+            raise ArgumentError(f"argument '{name}': stride {k} ({st} elements of {item} "
+                                "bytes) is beyond 2^63 - 1 bytes")
         if k and strides[k - 1] * shape[k - 1] > st:
             raise ArgumentError(
                 f"argument '{name}': strides {tuple(strides)} overlap for shape {tuple(shape)} "
@@ -242,7 +248,7 @@ def _layout(name: str, t: MemrefType, arr: np.ndarray, strides: Any):
             if want is not None and want != got:
                 raise ArgumentError(f"argument '{name}' is {t}: stride {k} must be {want}, "
                                     f"got {got}")
-    _check_layout(name, shape, strides)
+    _check_layout(name, shape, strides, arr.dtype.itemsize)
     return shape, strides
 
 

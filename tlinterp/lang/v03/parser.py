@@ -83,7 +83,7 @@ def _use_stdlib_re(grammar: Grammar) -> None:
 
 _use_stdlib_re(GRAMMAR)
 
-MAX_NESTING = 1000  # regions inside regions (the function body is level 1)
+MAX_NESTING = 1000  # regions inside regions (the function body is level 1); also attributes
 INT_MAX = 2**63 - 1  # integer constants lie in [-INT_MAX, INT_MAX] (spec)
 
 _FUNCTION = GRAMMAR["function_definition"]
@@ -91,7 +91,7 @@ _SKIP = GRAMMAR["_"]
 _WS_OR_COMMENT = re.compile(r"[ \t\r\n;]")
 _ECHO = 40  # characters of an unexpected token echoed in a syntax error
 _LEXEME = re.compile(r"[%@+-]?[A-Za-z0-9_.]+|->|\S")
-_BRACES = re.compile(r";[^\n]*|[{}]")
+_BRACES = re.compile(r';[^\n]*|"(?:[^"\\\n]|\\.)*"|[{}\[\]]')
 
 _SCALARS: dict[str, ScalarType] = {t.value: t for t in ScalarType}
 _SCALARS.update(SCALAR_ALIASES)
@@ -103,11 +103,12 @@ def parse(text: str, filename: str = "<input>", builder: Optional[type] = None) 
     if not isinstance(text, str):
         raise TypeError(f"parse() needs str, got {type(text).__name__}")
     builder = builder or _Builder
-    depth, where = _max_nesting(text)
-    if depth > MAX_NESTING:
+    depth, too_deep = _max_nesting(text)
+    if too_deep is not None:
+        where, what = too_deep
         b = builder(text, filename)
         raise SourceError(
-            [Diagnostic(f"regions nested deeper than {MAX_NESTING} levels are not supported",
+            [Diagnostic(f"{what} nested deeper than {MAX_NESTING} levels are not supported",
                         b.span(where, where + 1), filename)], text)
     if depth <= 40:  # the usual case: no thread, no change to the recursion limit
         try:
@@ -163,22 +164,27 @@ def _parse_deep(text: str, filename: str, depth: int, builder: type) -> ir.Progr
                           text) from None
 
 
-def _max_nesting(text: str) -> tuple[int, int]:
-    """Deepest brace nesting (comments skipped), and the offset of the first brace that went
-    deeper than MAX_NESTING (else of the first brace that reached the maximum)."""
-    depth = best = 0
-    where = 0
+def _max_nesting(text: str) -> tuple[int, Optional[tuple[int, str]]]:
+    """Deepest nesting of braces and brackets together (comments and strings skipped: what
+    the parser recurses on), and, where braces or brackets alone nest deeper than
+    MAX_NESTING, the offset of the first that went too deep with what nests there."""
+    braces = brackets = best = 0
     for m in _BRACES.finditer(text):
         c = m.group()
         if c == "{":
-            depth += 1
-            if depth > best:
-                if best <= MAX_NESTING:
-                    where = m.start()
-                best = depth
+            braces += 1
+            if braces > MAX_NESTING:
+                return braces + brackets, (m.start(), "regions and attribute dictionaries")
+        elif c == "[":
+            brackets += 1
+            if brackets > MAX_NESTING:
+                return braces + brackets, (m.start(), "attribute arrays")
         elif c == "}":
-            depth -= 1
-    return best, where
+            braces -= 1
+        elif c == "]":
+            brackets -= 1
+        best = max(best, braces + brackets)
+    return best, None
 
 
 # --- error messages ----------------------------------------------------------------------------

@@ -271,26 +271,48 @@ def _raise(e: Exception) -> str:
     raise e
 
 
-def format_attribute(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, str):
-        return f'"{v}"'
-    if isinstance(v, tuple):
-        return "[" + ",".join(format_attribute(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return format_dictionary(v)
-    raise TypeError(f"not an attribute value: {v!r}")
+class _Text(str):
+    """Punctuation on format_attribute's stack (a plain str there is a string value)."""
 
 
 _NAMES = ("alignment", "shape_gcd", "stride_gcd", "subgroup_size", "unroll", "work_group_size")
 
 
+def format_attribute(v) -> str:
+    """An attribute value as v0.4 text; with an explicit stack, since the parser takes arrays
+    and dictionaries nested `parser.MAX_NESTING` deep."""
+    out: list[str] = []
+    stack: list = [v]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, _Text):
+            out.append(x)
+        elif isinstance(x, bool):
+            out.append("true" if x else "false")
+        elif isinstance(x, int):
+            out.append(str(x))
+        elif isinstance(x, str):
+            out.append(f'"{x}"')
+        elif isinstance(x, (tuple, dict)):
+            items: list = []
+            for i, e in enumerate(x.items() if isinstance(x, dict) else x):
+                if i:
+                    items.append(_Text(","))
+                if isinstance(x, dict):
+                    k, e = e
+                    items.append(_Text(f"{k if k in _NAMES else chr(34) + k + chr(34)}="))
+                items.append(e)
+            opening, closing = ("{", "}") if isinstance(x, dict) else ("[", "]")
+            stack.append(_Text(closing))
+            stack.extend(reversed(items))
+            stack.append(_Text(opening))
+        else:
+            raise TypeError(f"not an attribute value: {x!r}")
+    return "".join(out)
+
+
 def format_dictionary(d: dict) -> str:
-    return "{" + ",".join(f"{k if k in _NAMES else chr(34) + k + chr(34)}="
-                          f"{format_attribute(v)}" for k, v in d.items()) + "}"
+    return format_attribute(d)
 
 
 def format_attributes(d: dict) -> str:
