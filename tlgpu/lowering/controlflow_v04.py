@@ -11,17 +11,22 @@ loop (the inits for an empty loop)."""
 
 from __future__ import annotations
 
+from typing import Union
+
 from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.views import Scalar, View, var
 from tlinterp.lang import ir
-from tlinterp.lang.types import ScalarType
+from tlinterp.lang.types import CoopMatrixType, ScalarType
 
-Carried = list[tuple[str, ScalarType]]  # (C variable, type) per loop-carried value
+# (C variable, type) per loop-carried value
+Carried = list[tuple[str, Union[ScalarType, CoopMatrixType]]]
 
 
-def _scalar_types(lw, inst: ir.For) -> tuple[ScalarType, ...]:
+def _carried_types(lw, inst: ir.For) -> tuple[Union[ScalarType, CoopMatrixType], ...]:
+    """Scalars, and coopmatrix values: a work-item's components are a struct (coopmatrix.py),
+    which a C variable carries like a scalar."""
     for t in inst.result_types:
-        if not isinstance(t, ScalarType):  # coopmatrix values live in registers of SPMD code
+        if not isinstance(t, (ScalarType, CoopMatrixType)):
             raise lw.error(f"not yet lowered: a loop carrying a value of type {t}", inst.span)
     return tuple(inst.result_types)  # type: ignore[return-value]
 
@@ -29,7 +34,7 @@ def _scalar_types(lw, inst: ir.For) -> tuple[ScalarType, ...]:
 def carried_prologue(lw, w, inst: ir.For) -> Carried:
     """Declare the carried variables with their initial values (before the loop)."""
     carried: Carried = []
-    for (_, init), t in zip(inst.inits, _scalar_types(lw, inst)):
+    for (_, init), t in zip(inst.inits, _carried_types(lw, inst)):
         name = lw.fresh("carry")
         w.line(f"{ctype(t)} {name} = {lw.operand(init, t)};")
         carried.append((name, t))
