@@ -633,12 +633,7 @@ _HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], Non
     ir.Yield: _FunctionChecker._yield,
     ir.For: _FunctionChecker._for,
     ir.Foreach: _FunctionChecker._foreach,
-    ir.Axpby: _FunctionChecker._blas,
-    ir.Gemm: _FunctionChecker._blas,
-    ir.Gemv: _FunctionChecker._blas,
-    ir.Ger: _FunctionChecker._blas,
-    ir.Hadamard: _FunctionChecker._blas,
-    ir.Sum: _FunctionChecker._blas,
+    **{cls: _FunctionChecker._blas for cls in ir.BLAS},  # by their declarations
     # v0.4-only instructions are checked by checker_v04 (check() sends v0.4 programs there)
     **{cls: lambda self, inst, ctx: self._error(
         "a v0.4 instruction in a v0.3 program (check it as v0.4)", inst.span)

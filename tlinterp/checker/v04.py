@@ -301,7 +301,9 @@ class _Function:
                 (not spmd and isinstance(inst, ir.Builtin) and inst.name in names.SPMD_BUILTINS):
             self.error(f"SPMD instruction {_name(inst)} must be in an SPMD region "
                        "(foreach, foreach_tile, parallel)", inst.span)
-        rule = getattr(self, "_" + type(inst).__name__.lower(), None)
+        # every collective by its declarations (a new one needs no rule of its own)
+        rule = self._blas if isinstance(inst, ir.Blas) else \
+            getattr(self, "_" + type(inst).__name__.lower(), None)
         if rule is not None:
             rule(inst, spmd)
         for v in ir.results_of(inst):
@@ -652,8 +654,6 @@ class _Function:
             self.error(message, span)
         self._promotion(inst, alpha, [memrefs[f].element for f in inst.inputs()],
                         memrefs[inst.output()].element)
-
-    _axpby = _gemm = _gemv = _ger = _hadamard = _sum = _blas
 
     def _cumsum(self, inst: ir.Cumsum, spmd) -> None:
         self._atomic_beta(inst)

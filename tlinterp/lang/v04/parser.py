@@ -20,7 +20,7 @@ from typing import Optional
 
 from parsimonious.grammar import Grammar
 
-from tlinterp.lang import ir, typerules
+from tlinterp.lang import blas_syntax, ir, typerules
 from tlinterp.lang.ir import Const, Span, Value
 from tlinterp.lang.types import (
     INDEX,
@@ -36,7 +36,7 @@ from tlinterp.lang.v03.parser import parse as _parse_with
 from tlinterp.lang.v04 import names
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.peg")
-GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8"))
+GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8") + "\n" + blas_syntax.rules("v0.4"))
 _use_stdlib_re(GRAMMAR)
 
 UNKNOWN = VoidType()  # the type of an undefined name (its use is already reported)
@@ -45,6 +45,7 @@ BOOL = ScalarType.i1
 _NUMBER = {t.value: t for t in ScalarType if t.value not in ("i1", "u8", "u16", "u32", "u64")}
 _V04_WORDS = {
     **_WORDS,
+    **blas_syntax.words("v0.4"),
     "number_type": ["a number type"],
     "boolean_type": ["'bool'"],
     "arith_binary_op": [f"'{o}'" for o in names.ARITH_BINARY],
@@ -619,53 +620,14 @@ class _Builder04(_Builder):
         return ir.CoopPrefetch(self.int_value(level), self.use(lid)[0], self.use(x)[0],
                                self.use(y)[0], self.int_value(rows), self.int_value(cols), s)
 
-    def _operands(self, nodes):
-        return [self.use(x) for x in nodes]
-
-    def _blas_types(self, uses):
-        """(operand, type) pairs -> operands, then types as the BLAS classes order them."""
-        return [v for v, _ in uses] + [t for _, t in uses]
-
-    def axpby(self, n, s, results):
-        _, atomic, tr, alpha, _, a, _, beta, _, b = n.children
-        (va, ta), (vA, tA), (vb, tb), (vB, tB) = self._operands((alpha, a, beta, b))
-        return ir.Axpby(_is_t(tr), bool(atomic.children), va, vA, vb, vB, ta, tA, tb, tB, s)
-
-    def sum(self, n, s, results):
-        _, atomic, tr, alpha, _, a, _, beta, _, b = n.children
-        (va, ta), (vA, tA), (vb, tb), (vB, tB) = self._operands((alpha, a, beta, b))
-        return ir.Sum(_is_t(tr), bool(atomic.children), va, vA, vb, vB, ta, tA, tb, tB, s)
+    def blas(self, n, s, results):
+        return blas_syntax.build(n, "v0.4", s, lambda t: t.match.group(1) == "t", self.use,
+                                 None, None)
 
     def cumsum(self, n, s, results):
         _, atomic, alpha, _, a, _, mode, _, beta, _, b = n.children
         return ir.Cumsum(bool(atomic.children), self.use(alpha)[0], self.use(a)[0],
                          self.int_value(mode), self.use(beta)[0], self.use(b)[0], s)
-
-    def _blas3(self, node):
-        ch = node.children
-        uses = self._operands(ch[0::2])
-        return [v for v, _ in uses] + [t for _, t in uses]
-
-    def gemm(self, n, s, results):
-        _, atomic, trs, ops = n.children
-        ta = tb = False
-        if trs.children:
-            first, second = trs.children[0].children
-            ta = first.match.group(1) == "t"
-            tb = bool(second.children) and second.children[0].match.group(1) == "t"
-        return ir.Gemm(bool(atomic.children), *self._blas3(ops), s, trans_a=ta, trans_b=tb)
-
-    def gemv(self, n, s, results):
-        _, atomic, tr, ops = n.children
-        return ir.Gemv(bool(atomic.children), *self._blas3(ops), s, trans_a=_is_t(tr))
-
-    def ger(self, n, s, results):
-        _, atomic, ops = n.children
-        return ir.Ger(bool(atomic.children), *self._blas3(ops), s)
-
-    def hadamard(self, n, s, results):
-        _, atomic, ops = n.children
-        return ir.Hadamard(bool(atomic.children), *self._blas3(ops), s)
 
 
 def _weakens(written: Type, want: Type) -> bool:
@@ -756,13 +718,8 @@ _OTHER = {GRAMMAR[k].name: f for k, f in {
     "atomic_store_instruction": _Builder04.atomic_store,
     "coop_store_instruction": _Builder04.coop_store,
     "coop_prefetch_instruction": _Builder04.coop_prefetch,
-    "axpby_instruction": _Builder04.axpby,
-    "sum_instruction": _Builder04.sum,
+    blas_syntax.RULE: _Builder04.blas,
     "cumsum_instruction": _Builder04.cumsum,
-    "gemm_instruction": _Builder04.gemm,
-    "gemv_instruction": _Builder04.gemv,
-    "ger_instruction": _Builder04.ger,
-    "hadamard_instruction": _Builder04.hadamard,
 }.items()}
 
 __all__ = ["parse", "GRAMMAR", "GRAMMAR_PATH", "unary_result_type", "UNKNOWN"]

@@ -125,7 +125,7 @@ def _unary_result(inst: ir.ArithUnary) -> Type:
 
 
 def _blas(inst: ir.Blas) -> str:
-    head = inst.MNEMONIC.replace("hadamard_product", "hadamard")
+    head = inst.keyword("v0.4")
     head += ".atomic" if inst.atomic else ""
     flags = [getattr(inst, r.trans) for r in inst.ROLES if r.trans]
     while flags and not flags[-1]:  # trailing .n are the default
