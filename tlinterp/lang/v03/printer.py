@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Optional, Union
 
-from tlinterp.lang import ir
+from tlinterp.lang import ir, ops
 from tlinterp.lang.diagnostics import no_equivalent
 from tlinterp.lang.ir import Const, Value
 from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
@@ -111,7 +111,7 @@ def mnemonic(inst: ir.Instruction) -> str:
     if isinstance(inst, ir.Compare):
         return f"cmp.{inst.cond}"
     if isinstance(inst, ir.Cast):
-        return "cast"
+        return ops.CAST.mnemonic
     if isinstance(inst, (ir.Store, ir.Yield)):
         return "store" if isinstance(inst, ir.Store) else "yield"
     if isinstance(inst, ir.V04_INSTRUCTIONS):  # no v0.3 spelling: v0.4's name
