@@ -158,125 +158,6 @@ def test_no_range_model_is_an_explicit_entry_the_generator_respects(monkeypatch)
     assert missing() == {}
 
 
-def _kernel(o: ScalarOp, t: ScalarType) -> str:
-    operands = ", ".join(["%a"] * o.arity)
-    return f"func @k(%a: {t}) {{\n  %r = {o.mnemonic} {operands} : {t}\n}}\n"
-
-
-@pytest.mark.parametrize("o", ops.OPS, ids=lambda o: o.mnemonic)
-def test_the_static_passes_follow_the_row(o):
-    """Parsed, printed back and checked on every type: accepted exactly on the declared type
-    classes, otherwise rejected with the row's message; the result type is the row's."""
-    for t in V03_SCALARS:  # the v0.3 spellings (v0.4 types: tests/test_parser_v04.py)
-        text = _kernel(o, t)
-        program = tlinterp.parse(text, lang="v0.3")
-        assert format_program(program) == text
-        cls = ops.type_class(t)
-        if cls in o.accepts:
-            tlinterp.check(program)
-            assert typerules.result_types(program.functions[0].body.instructions[0]) \
-                == (ScalarType.i1 if o.family == COMPARE else t,)
-        else:
-            with pytest.raises(SourceError) as e:
-                tlinterp.check(program)
-            assert [d.message for d in e.value.diagnostics] == [ops.type_error(o, t)]
-
-
-def _edges(t: ScalarType) -> list:
-    lo, hi = ranges.type_range(t).lo, ranges.type_range(t).hi
-    return sorted({lo, lo + 1, -1 if lo else 2, 0, 1, 3, t.bits, t.bits - 1, hi - 1, hi})
-
-
-@pytest.mark.parametrize("o", [o for o in ops.OPS if o.family != COMPARE],
-                         ids=lambda o: o.mnemonic)
-def test_the_declared_undefined_behaviour_is_what_the_semantics_reports(o):
-    """Over the edge values of every integer type, the NumPy semantics reports exactly the
-    row's kinds (each one somewhere, no other); floats report none."""
-    seen = set()
-    for t in V03_SCALARS:  # the v0.3 spellings (v0.4 types: tests/test_parser_v04.py)
-        if t.is_bool or ops.type_class(t) not in o.accepts:
-            continue
-        vals = np.array([0.0, -0.0, 1.5, -2.0, np.inf, np.nan], t.dtype) if t.is_float \
-            else np.array(_edges(t), dtype=object).astype(t.dtype)
-        a, b = (np.array(p, t.dtype) for p in zip(*itertools.product(vals, repeat=2)))
-        _, faults = interp_scalar.binary(o.name, t, a, b) if o.family == BINARY \
-            else interp_scalar.unary(o.name, t, vals)
-        kinds = {k for k, mask, _ in faults if np.any(mask)}
-        assert not (t.is_float and kinds), (t, kinds)
-        seen |= kinds
-    assert seen == set(o.ub)
-
-
-def test_extensions_are_excludable_and_excluded_for_tinytc_0_3_1():
-    assert set(ops.extensions()) == {"arith.min", "arith.max"}
-    tinytc = [n for n in profile_names() if n.startswith("tinytc-0.3.1")]
-    assert tinytc
-    for name in tinytc:
-        profile = load_profile(name)
-        assert set(ops.extensions()) <= profile.exclude_instructions, name
-        g = gen_core.CoreGenerator(random.Random(0), profile.restrict(GenParams()), "k")
-        for t in (ScalarType.i32, ScalarType.f64):
-            assert not {"min", "max"} & set(g.op_names(BINARY, t)), (name, t)
-    g = gen_core.CoreGenerator(random.Random(0), load_profile("all").restrict(GenParams()), "k")
-    assert {"min", "max"} <= set(g.op_names(BINARY, ScalarType.f64))
-
-
-def test_type_error_messages_name_what_the_row_accepts():
-    only_i1 = ScalarOp(BINARY, "x", frozenset({BOOL}))
-    only_float = ScalarOp(UNARY, "y", frozenset({FLOAT}))
-    assert ops.type_error(only_i1, ScalarType.i32) == "'arith.x' needs i1, got i32"
-    assert ops.type_error(only_float, ScalarType.u8) == "'arith.y' needs a floating-point " \
-                                                        "type, got u8"
-    assert ops.type_error(ops.find(BINARY, "min"), ScalarType.i1) == (
-        "'arith.min' is not defined on i1 (no arithmetic on booleans; and, or, xor and not are)")
-    assert ops.type_error(ops.find(COMPARE, "lt"), ScalarType.i1) == (
-        "'cmp.lt' is not defined on i1 (booleans have no order; use cmp.eq or cmp.ne)")
-
-
-@pytest.mark.parametrize("op", ["add", "max", "min"])
-@pytest.mark.parametrize("cls", [INT, FLOAT])
-def test_atomic_updates_take_their_operation_from_the_scalar_tables(op, cls):
-    """atomic_add|max|min (v0.4) combine the old value and the operand with the scalar
-    operation of that name: the interpreter's table (tlinterp/interp/scalar.py) and the
-    OpenCL C table the lowering's compare-and-swap helpers use (tlgpu/lowering/atomics.py)
-    both have it for integers and floats."""
-    from tlgpu.lowering.atomics import Helpers
-
-    t = EXAMPLE[cls]
-    assert op in lower_scalar.BINARY[cls]
-    got, _ = interp_scalar.binary(op, t, np.array([3], t.dtype), np.array([5], t.dtype))
-    assert got.tolist() == [{"add": 8, "max": 5, "min": 3}[op]]
-
-    class Lw:  # the helper table of one kernel
-        helpers: dict = {}
-    for cl20 in (False, True):
-        name = Helpers(Lw, cl20).update(op, "global", ScalarType.f64 if cls is FLOAT
-                                        else ScalarType.i16, "memory_order_relaxed",
-                                        "memory_scope_device")
-        code = Lw.helpers[name]
-        assert lower_scalar.binary(op, "o", "v", ScalarType.f64 if cls is FLOAT
-                                   else ScalarType.i16) in code
-def test_every_v04_operation_has_an_opencl_lowering_on_every_type_it_takes():
-    """v0.4's arithmetic (binary and unary, abs/conj/re/im and the math functions included)
-    and comparisons on every number type the v0.4 checker lets them take, f16/bf16/c32/c64
-    too: tlgpu/lowering/scalar.py has an entry for each."""
-    from tlinterp.checker.v04 import _allowed
-    from tlinterp.lang.v04.names import ARITH_BINARY, UNARY
-
-    missing = []
-    for t in ScalarType:
-        if t.is_bool or (t.is_int and not t.is_signed and t is not ScalarType.index):
-            continue  # bool has its own class, v0.2's unsigned types are not v0.4's
-        cls = lower_scalar.class_of(t)
-        for op in ARITH_BINARY:
-            if _allowed(op, t) and op not in lower_scalar.BINARY[cls]:
-                missing.append((op, t.value))
-        for op in UNARY:
-            if _allowed(op, t) and op not in lower_scalar.UNARY[cls]:
-                missing.append((op, t.value))
-        lower_scalar.compare("eq", "a", "b", t)  # equality exists on every number type
-    assert missing == []
-
 # --- collectives ---------------------------------------------------------------------------
 # The BLAS classes of tlinterp/lang/ir.py declare their static facts; the grammars, parsers,
 # printers and checkers of both versions, the generator and the profiles derive from them, and
@@ -414,3 +295,123 @@ def test_cast_declares_what_the_semantics_reports():
     assert not ops.linear_cast(ScalarType.f32, ScalarType.i32)
     assert [o.mnemonic for o in ops.OPS if o.linear] == ["arith.add", "arith.sub", "arith.mul",
                                                          "arith.neg"]
+
+
+def _kernel(o: ScalarOp, t: ScalarType) -> str:
+    operands = ", ".join(["%a"] * o.arity)
+    return f"func @k(%a: {t}) {{\n  %r = {o.mnemonic} {operands} : {t}\n}}\n"
+
+
+@pytest.mark.parametrize("o", ops.OPS, ids=lambda o: o.mnemonic)
+def test_the_static_passes_follow_the_row(o):
+    """Parsed, printed back and checked on every type: accepted exactly on the declared type
+    classes, otherwise rejected with the row's message; the result type is the row's."""
+    for t in V03_SCALARS:  # the v0.3 spellings (v0.4 types: tests/test_parser_v04.py)
+        text = _kernel(o, t)
+        program = tlinterp.parse(text, lang="v0.3")
+        assert format_program(program) == text
+        cls = ops.type_class(t)
+        if cls in o.accepts:
+            tlinterp.check(program)
+            assert typerules.result_types(program.functions[0].body.instructions[0]) \
+                == (ScalarType.i1 if o.family == COMPARE else t,)
+        else:
+            with pytest.raises(SourceError) as e:
+                tlinterp.check(program)
+            assert [d.message for d in e.value.diagnostics] == [ops.type_error(o, t)]
+
+
+def _edges(t: ScalarType) -> list:
+    lo, hi = ranges.type_range(t).lo, ranges.type_range(t).hi
+    return sorted({lo, lo + 1, -1 if lo else 2, 0, 1, 3, t.bits, t.bits - 1, hi - 1, hi})
+
+
+@pytest.mark.parametrize("o", [o for o in ops.OPS if o.family != COMPARE],
+                         ids=lambda o: o.mnemonic)
+def test_the_declared_undefined_behaviour_is_what_the_semantics_reports(o):
+    """Over the edge values of every integer type, the NumPy semantics reports exactly the
+    row's kinds (each one somewhere, no other); floats report none."""
+    seen = set()
+    for t in V03_SCALARS:  # the v0.3 spellings (v0.4 types: tests/test_parser_v04.py)
+        if t.is_bool or ops.type_class(t) not in o.accepts:
+            continue
+        vals = np.array([0.0, -0.0, 1.5, -2.0, np.inf, np.nan], t.dtype) if t.is_float \
+            else np.array(_edges(t), dtype=object).astype(t.dtype)
+        a, b = (np.array(p, t.dtype) for p in zip(*itertools.product(vals, repeat=2)))
+        _, faults = interp_scalar.binary(o.name, t, a, b) if o.family == BINARY \
+            else interp_scalar.unary(o.name, t, vals)
+        kinds = {k for k, mask, _ in faults if np.any(mask)}
+        assert not (t.is_float and kinds), (t, kinds)
+        seen |= kinds
+    assert seen == set(o.ub)
+
+
+def test_extensions_are_excludable_and_excluded_for_tinytc_0_3_1():
+    assert set(ops.extensions()) == {"arith.min", "arith.max"}
+    tinytc = [n for n in profile_names() if n.startswith("tinytc-0.3.1")]
+    assert tinytc
+    for name in tinytc:
+        profile = load_profile(name)
+        assert set(ops.extensions()) <= profile.exclude_instructions, name
+        g = gen_core.CoreGenerator(random.Random(0), profile.restrict(GenParams()), "k")
+        for t in (ScalarType.i32, ScalarType.f64):
+            assert not {"min", "max"} & set(g.op_names(BINARY, t)), (name, t)
+    g = gen_core.CoreGenerator(random.Random(0), load_profile("all").restrict(GenParams()), "k")
+    assert {"min", "max"} <= set(g.op_names(BINARY, ScalarType.f64))
+
+
+def test_type_error_messages_name_what_the_row_accepts():
+    only_i1 = ScalarOp(BINARY, "x", frozenset({BOOL}))
+    only_float = ScalarOp(UNARY, "y", frozenset({FLOAT}))
+    assert ops.type_error(only_i1, ScalarType.i32) == "'arith.x' needs i1, got i32"
+    assert ops.type_error(only_float, ScalarType.u8) == "'arith.y' needs a floating-point " \
+                                                        "type, got u8"
+    assert ops.type_error(ops.find(BINARY, "min"), ScalarType.i1) == (
+        "'arith.min' is not defined on i1 (no arithmetic on booleans; and, or, xor and not are)")
+    assert ops.type_error(ops.find(COMPARE, "lt"), ScalarType.i1) == (
+        "'cmp.lt' is not defined on i1 (booleans have no order; use cmp.eq or cmp.ne)")
+
+
+@pytest.mark.parametrize("op", ["add", "max", "min"])
+@pytest.mark.parametrize("cls", [INT, FLOAT])
+def test_atomic_updates_take_their_operation_from_the_scalar_tables(op, cls):
+    """atomic_add|max|min (v0.4) combine the old value and the operand with the scalar
+    operation of that name: the interpreter's table (tlinterp/interp/scalar.py) and the
+    OpenCL C table the lowering's compare-and-swap helpers use (tlgpu/lowering/atomics.py)
+    both have it for integers and floats."""
+    from tlgpu.lowering.atomics import Helpers
+
+    t = EXAMPLE[cls]
+    assert op in lower_scalar.BINARY[cls]
+    got, _ = interp_scalar.binary(op, t, np.array([3], t.dtype), np.array([5], t.dtype))
+    assert got.tolist() == [{"add": 8, "max": 5, "min": 3}[op]]
+
+    class Lw:  # the helper table of one kernel
+        helpers: dict = {}
+    for cl20 in (False, True):
+        name = Helpers(Lw, cl20).update(op, "global", ScalarType.f64 if cls is FLOAT
+                                        else ScalarType.i16, "memory_order_relaxed",
+                                        "memory_scope_device")
+        code = Lw.helpers[name]
+        assert lower_scalar.binary(op, "o", "v", ScalarType.f64 if cls is FLOAT
+                                   else ScalarType.i16) in code
+def test_every_v04_operation_has_an_opencl_lowering_on_every_type_it_takes():
+    """v0.4's arithmetic (binary and unary, abs/conj/re/im and the math functions included)
+    and comparisons on every number type the v0.4 checker lets them take, f16/bf16/c32/c64
+    too: tlgpu/lowering/scalar.py has an entry for each."""
+    from tlinterp.checker.v04 import _allowed
+    from tlinterp.lang.v04.names import ARITH_BINARY, UNARY
+
+    missing = []
+    for t in ScalarType:
+        if t.is_bool or (t.is_int and not t.is_signed and t is not ScalarType.index):
+            continue  # bool has its own class, v0.2's unsigned types are not v0.4's
+        cls = lower_scalar.class_of(t)
+        for op in ARITH_BINARY:
+            if _allowed(op, t) and op not in lower_scalar.BINARY[cls]:
+                missing.append((op, t.value))
+        for op in UNARY:
+            if _allowed(op, t) and op not in lower_scalar.UNARY[cls]:
+                missing.append((op, t.value))
+        lower_scalar.compare("eq", "a", "b", t)  # equality exists on every number type
+    assert missing == []
