@@ -22,6 +22,7 @@ from parsimonious.grammar import Grammar
 
 from tlinterp.lang import blas_syntax, ir, typerules
 from tlinterp.lang.ir import Const, Span, Value
+from tlinterp.lang.scopes import Scopes, redefinition
 from tlinterp.lang.types import (
     INDEX,
     CoopMatrixType,
@@ -88,8 +89,7 @@ class _Builder04(_Builder):
 
     def __init__(self, text: str, filename: str):
         super().__init__(text, filename)
-        self.scopes: list[dict[str, Type]] = []
-        self.defined_at: list[dict[str, Optional[Span]]] = []  # parallel to scopes
+        self.names = Scopes()  # the rule both versions state (tlinterp/lang/scopes.py)
         self.late: list[tuple[str, Optional[Span]]] = []  # result-type errors: the checker's
 
     def expected(self, names_: list[str], extra: list[str]) -> str:
@@ -102,25 +102,17 @@ class _Builder04(_Builder):
 
     def define(self, v: Value, t: Type) -> None:
         # tinytc v0.4.0 rejects a name visible in any enclosing scope, as the v0.3 rule does
-        for depth, (scope, where) in enumerate(zip(reversed(self.scopes),
-                                                   reversed(self.defined_at))):
-            if v.name in scope and v.name in where:
-                at = where[v.name]
-                place = "?" if at is None else f"{at.line}.{at.col}"
-                self.error(f"%{v.name} is already defined at {place}" if depth == 0 else
-                           f"%{v.name} shadows the definition at {place} in an enclosing "
-                           "region", v.span)
-                break
-        self.scopes[-1][v.name] = t
-        self.defined_at[-1][v.name] = v.span
+        seen = self.names.conflict(v.name)
+        if seen is not None:
+            self.error(redefinition(v.name, *seen), v.span)
+        self.names.bind(v.name, t, v.span)
 
     def type_of(self, v: Value) -> Type:
-        for scope in reversed(self.scopes):
-            t = scope.get(v.name)
-            if t is not None:
-                return t
+        b = self.names.lookup(v.name)
+        if b is not None:
+            return b.type
         self.error(f"%{v.name} is not defined", v.span)
-        self.scopes[-1][v.name] = UNKNOWN  # report each name once
+        self.names.bind(v.name, UNKNOWN, None, defined=False)  # report each name once
         return UNKNOWN
 
     def expect(self, written: Type, want: Type, what: str, span: Optional[Span]) -> None:
@@ -228,8 +220,7 @@ class _Builder04(_Builder):
 
     def function(self, node) -> ir.Function:
         _, gid, _, params_opt, _, attrs_opt, body = node.children
-        self.scopes = [{}]
-        self.defined_at = [{}]
+        self.names = Scopes()
         args = []
         if params_opt.children:
             for p in self.items(params_opt.children[0]):
@@ -255,15 +246,13 @@ class _Builder04(_Builder):
                            attributes=attrs)
 
     def region(self, node, defs: tuple[tuple[Value, Type], ...] = ()) -> ir.Region:
-        self.scopes.append({})
-        self.defined_at.append({})
+        self.names.open()
         for v, t in defs:
             self.define(v, t)
         try:
             return super().region(node)
         finally:
-            self.scopes.pop()
-            self.defined_at.pop()
+            self.names.close()
 
     def value_instruction(self, op, r: Value, sp) -> ir.Instruction:
         inst = _VALUE[op.expr.name](self, op, r, sp)
