@@ -23,7 +23,7 @@ from typing import Optional, Union
 import numpy as np
 
 from tlinterp.checker.blas_shapes import shape_problems
-from tlinterp.checker.layout import layout_problems
+from tlinterp.checker.layout import layout_problems, written_layout_problems
 from tlinterp.lang import ir, ops
 from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value
@@ -346,10 +346,8 @@ class _FunctionChecker:
         problem = _storage_problem(t)
         if problem is not None:
             self._error(problem, span)
-        m = t.memref if isinstance(t, GroupType) else t
-        if isinstance(m, MemrefType):
-            for p in layout_problems(m):
-                self._error(f"argument %{arg.value.name}: {p}", span)
+        for p in written_layout_problems(t):
+            self._error(f"argument %{arg.value.name}: {p}", span)
         if isinstance(t, GroupType) and t.offset is not None and t.offset < 0:
             self._error(f"group offset must be non-negative, got {t.offset}", span)
         self._define(arg.value, UNKNOWN if isinstance(t, VoidType) else t)

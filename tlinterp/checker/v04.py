@@ -47,7 +47,7 @@ from __future__ import annotations
 from typing import Optional
 
 from tlinterp.checker.blas_shapes import shape_problems
-from tlinterp.checker.layout import layout_problems
+from tlinterp.checker.layout import written_layout_problems
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value
@@ -194,10 +194,8 @@ class _Function:
     def valid_type(self, t: Type, span: Optional[Span], what: str) -> None:
         """The layout rule of memref types (also a group's), and non-negative group sizes and
         offsets: every written type passes here once (parameters and defined values)."""
-        m = t.memref if isinstance(t, GroupType) else t
-        if isinstance(m, MemrefType):
-            for p in layout_problems(m):
-                self.error(f"{what}: {p}", span)
+        for p in written_layout_problems(t):
+            self.error(f"{what}: {p}", span)
         if isinstance(t, CoopMatrixType) and min(t.shape) < 0:
             self.error(f"{what}: a coopmatrix shape needs non-negative sizes, not "
                        f"{t.rows}x{t.cols}", span)

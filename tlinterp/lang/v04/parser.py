@@ -610,8 +610,7 @@ class _Builder04(_Builder):
                                self.use(y)[0], self.int_value(rows), self.int_value(cols), s)
 
     def blas(self, n, s, results):
-        return blas_syntax.build(n, "v0.4", s, lambda t: t.match.group(1) == "t", self.use,
-                                 None, None)
+        return blas_syntax.build(n, "v0.4", s, _Builder._is_t, self.use, None, None)
 
     def cumsum(self, n, s, results):
         _, atomic, alpha, _, a, _, mode, _, beta, _, b = n.children
@@ -630,7 +629,8 @@ def _weakens(written: Type, want: Type) -> bool:
 
 
 def _is_t(opt) -> bool:
-    return bool(opt.children) and opt.children[0].match.group(1) == "t"
+    """An optional '.n'/'.t' token: present and '.t'."""
+    return bool(opt.children) and _Builder._is_t(opt.children[0])
 
 
 def _operand_types(inst) -> list:
