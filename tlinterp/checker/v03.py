@@ -8,7 +8,9 @@ vanishes when its region closes, so sibling regions may reuse it. Every violatio
 warnings. A definition whose type rule failed still defines its name, with the marker
 `UNKNOWN` as its type, which silences every later check on that value (no cascades).
 Result types come from `typerules.result_types` only; the rules here are the ones that
-relate operands, regions and functions to each other.
+relate operands, regions and functions to each other. Those v0.4 states too are one function
+each, shared with tlinterp/checker/v04.py: the layout rule (layout.py), the BLAS orders and
+shapes (blas_shapes.py), names by region (tlinterp/lang/scopes.py); the others are v0.3's.
 """
 
 from __future__ import annotations
