@@ -62,10 +62,6 @@ _CONDS = ("lt", "le", "gt", "ge", "ne", "eq")
 assert set(_CONDS) == set(ops.names(ops.COMPARE))
 
 
-# what float scalars may meet in linear mode (`linear_float`)
-_LINEAR = ("add", "sub", "mul", "neg")
-
-
 def _literal_ok(v: int) -> bool:
     """Integer literals of the language lie in [-2^63 + 1, 2^63 - 1]."""
     return -(1 << 63) < v < (1 << 63)
@@ -374,7 +370,7 @@ class CoreGenerator:
                 if self.linear_float():
                     # of input data only: exact, so no rounding error can move the result
                     return self.cast(self.gen_load(src, exact=True), t)
-            if self.linear_float() and src.is_float is not t.is_float and src.is_float:
+            if self.linear_float() and not ops.linear_cast(src, t):
                 raise Unavailable("float to int in linear mode")
             return self.cast(self.gen_scalar(src, depth - 1), t)
         if kind == "unary":
@@ -392,7 +388,7 @@ class CoreGenerator:
             gone = self.p.profile.exclude_instructions
             out = [n for n in out if ops.find(family, n).mnemonic not in gone]
         if t.is_float and self.linear_float():
-            out = [n for n in out if n in _LINEAR]
+            out = [n for n in out if ops.linear(family, n)]  # what the oracle bounds
         return out
 
     def gen_binary(self, t: ScalarType, depth: int, op: Optional[str] = None) -> Scal:

@@ -4,9 +4,15 @@ stride at least the previous stride times the previous size (elements never over
 
 from __future__ import annotations
 
-from tlinterp.lang.types import MemrefType, canonical_strides
+from tlinterp.lang.types import GroupType, MemrefType, Type, canonical_strides
 
-__all__ = ["layout_problems"]
+__all__ = ["layout_problems", "written_layout_problems"]
+
+
+def written_layout_problems(t: Type) -> list[str]:
+    """The layout rule of any written type: a memref's, a group's memref's; none for others."""
+    m = t.memref if isinstance(t, GroupType) else t
+    return layout_problems(m) if isinstance(m, MemrefType) else []
 
 
 def layout_problems(t: MemrefType) -> list[str]:

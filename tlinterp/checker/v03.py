@@ -8,7 +8,9 @@ vanishes when its region closes, so sibling regions may reuse it. Every violatio
 warnings. A definition whose type rule failed still defines its name, with the marker
 `UNKNOWN` as its type, which silences every later check on that value (no cascades).
 Result types come from `typerules.result_types` only; the rules here are the ones that
-relate operands, regions and functions to each other.
+relate operands, regions and functions to each other. Those v0.4 states too are one function
+each, shared with tlinterp/checker/v04.py: the layout rule (layout.py), the BLAS orders and
+shapes (blas_shapes.py), names by region (tlinterp/lang/scopes.py); the others are v0.3's.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from typing import Optional, Union
 import numpy as np
 
 from tlinterp.checker.blas_shapes import shape_problems
-from tlinterp.checker.layout import layout_problems
+from tlinterp.checker.layout import layout_problems, written_layout_problems
 from tlinterp.lang import ir, ops
 from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value
+from tlinterp.lang.scopes import Binding, Scopes, redefinition
+from tlinterp.lang.scopes import where as _where
 from tlinterp.lang.typerules import TypeRuleError, result_types
 from tlinterp.lang.types import BOOL, INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
 
@@ -212,10 +216,6 @@ def _position(span: Optional[Span]) -> tuple[int, int, int, int]:
     return (span.line, span.col, span.end_line, span.end_col)
 
 
-def _where(span: Optional[Span]) -> str:
-    return "?" if span is None else f"{span.line}.{span.col}"
-
-
 # --- the walk over one function ----------------------------------------------------------------
 
 
@@ -229,17 +229,11 @@ class _Context:
 
 
 @dataclass
-class _Binding:
-    type: SeenType
-    span: Optional[Span]  # of the definition
-
-
-@dataclass
 class _FunctionChecker:
     function: ir.Function
     errors: list[tuple[str, Optional[Span]]] = field(default_factory=list)
     warnings: list[tuple[str, Optional[Span]]] = field(default_factory=list)
-    scopes: list[dict[str, _Binding]] = field(default_factory=list)
+    names: Scopes = field(default_factory=Scopes)  # the rule both versions state
     closed: dict[str, Optional[Span]] = field(default_factory=dict)  # out of scope: last def
     first_def: dict[str, Optional[Span]] = field(default_factory=dict)  # in text order
     # results of the ifs being walked: taken inside their regions, defined after them
@@ -252,7 +246,7 @@ class _FunctionChecker:
     def run(self) -> list[tuple[str, Optional[Span]]]:
         f = self.function
         self._find_definitions(f)
-        self.scopes = [{}]
+        self.names = Scopes()
         for arg in f.args:
             self._check_argument(arg)
         self._later(lambda: self._region(f.body, _Context()))
@@ -286,33 +280,24 @@ class _FunctionChecker:
 
     def _define(self, value: Value, t: SeenType) -> None:
         name = value.name
-        for depth, scope in enumerate(reversed(self.scopes)):
-            if name in scope:
-                if depth == 0:
-                    self._error(f"%{name} is already defined at {_where(scope[name].span)}",
-                                value.span)
-                else:
-                    self._error(f"%{name} shadows the definition at {_where(scope[name].span)}"
-                                " in an enclosing region (a name visible here cannot be "
-                                "defined again)", value.span)
-                t = UNKNOWN  # which definition later uses mean is unclear: check none
-                break
+        seen = self.names.conflict(name)
+        if seen is not None:
+            self._error(redefinition(name, *seen, hint=" (a name visible here cannot be "
+                                     "defined again)"), value.span)
+            t = UNKNOWN  # which definition later uses mean is unclear: check none
         else:
             claim = next((span for n, span in reversed(self.claimed) if n == name), False)
             if claim is not False:
-                self._error(f"%{name} is already defined at {_where(claim)}", value.span)
+                self._error(redefinition(name, 0, claim), value.span)
                 t = UNKNOWN
-        self.scopes[-1][name] = _Binding(t, value.span)
+        self.names.bind(name, t, value.span)
 
     def _close_scope(self) -> None:
-        for name, binding in self.scopes.pop().items():
+        for name, binding in self.names.close().items():
             self.closed[name] = binding.span
 
-    def _visible(self, name: str) -> Optional[_Binding]:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        return None
+    def _visible(self, name: str) -> Optional[Binding]:
+        return self.names.lookup(name)
 
     def _lookup(self, value: Value) -> SeenType:
         binding = self._visible(value.name)
@@ -363,10 +348,8 @@ class _FunctionChecker:
         problem = _storage_problem(t)
         if problem is not None:
             self._error(problem, span)
-        m = t.memref if isinstance(t, GroupType) else t
-        if isinstance(m, MemrefType):
-            for p in layout_problems(m):
-                self._error(f"argument %{arg.value.name}: {p}", span)
+        for p in written_layout_problems(t):
+            self._error(f"argument %{arg.value.name}: {p}", span)
         if isinstance(t, GroupType) and t.offset is not None and t.offset < 0:
             self._error(f"group offset must be non-negative, got {t.offset}", span)
         self._define(arg.value, UNKNOWN if isinstance(t, VoidType) else t)
@@ -384,7 +367,7 @@ class _FunctionChecker:
                 defines: tuple[tuple[Value, SeenType], ...] = ()) -> Callable[[], None]:
         """A task that walks `region` in a new scope holding `defines`."""
         def enter() -> None:
-            self.scopes.append({})
+            self.names.open()
             for value, t in defines:
                 self._define(value, t)
             self._region(region, ctx)  # schedules the body before the pop below
@@ -633,12 +616,7 @@ _HANDLERS: dict[type, Callable[[_FunctionChecker, ir.Instruction, _Context], Non
     ir.Yield: _FunctionChecker._yield,
     ir.For: _FunctionChecker._for,
     ir.Foreach: _FunctionChecker._foreach,
-    ir.Axpby: _FunctionChecker._blas,
-    ir.Gemm: _FunctionChecker._blas,
-    ir.Gemv: _FunctionChecker._blas,
-    ir.Ger: _FunctionChecker._blas,
-    ir.Hadamard: _FunctionChecker._blas,
-    ir.Sum: _FunctionChecker._blas,
+    **{cls: _FunctionChecker._blas for cls in ir.BLAS},  # by their declarations
     # v0.4-only instructions are checked by checker_v04 (check() sends v0.4 programs there)
     **{cls: lambda self, inst, ctx: self._error(
         "a v0.4 instruction in a v0.3 program (check it as v0.4)", inst.span)

@@ -47,7 +47,7 @@ from __future__ import annotations
 from typing import Optional
 
 from tlinterp.checker.blas_shapes import shape_problems
-from tlinterp.checker.layout import layout_problems
+from tlinterp.checker.layout import written_layout_problems
 from tlinterp.checker.v03 import constant_problem
 from tlinterp.lang import ir
 from tlinterp.lang.deepstack import deep_program_pass
@@ -197,10 +197,8 @@ class _Function:
     def valid_type(self, t: Type, span: Optional[Span], what: str) -> None:
         """The layout rule of memref types (also a group's), and non-negative group sizes and
         offsets: every written type passes here once (parameters and defined values)."""
-        m = t.memref if isinstance(t, GroupType) else t
-        if isinstance(m, MemrefType):
-            for p in layout_problems(m):
-                self.error(f"{what}: {p}", span)
+        for p in written_layout_problems(t):
+            self.error(f"{what}: {p}", span)
         if isinstance(t, CoopMatrixType) and min(t.shape) < 0:
             self.error(f"{what}: a coopmatrix shape needs non-negative sizes, not "
                        f"{t.rows}x{t.cols}", span)
@@ -304,7 +302,9 @@ class _Function:
                 (not spmd and isinstance(inst, ir.Builtin) and inst.name in names.SPMD_BUILTINS):
             self.error(f"SPMD instruction {_name(inst)} must be in an SPMD region "
                        "(foreach, foreach_tile, parallel)", inst.span)
-        rule = getattr(self, "_" + type(inst).__name__.lower(), None)
+        # every collective by its declarations (a new one needs no rule of its own)
+        rule = self._blas if isinstance(inst, ir.Blas) else \
+            getattr(self, "_" + type(inst).__name__.lower(), None)
         if rule is not None:
             rule(inst, spmd)
         for v in ir.results_of(inst):
@@ -658,8 +658,6 @@ class _Function:
             self.error(message, span)
         self._promotion(inst, alpha, [memrefs[f].element for f in inst.inputs()],
                         memrefs[inst.output()].element)
-
-    _axpby = _gemm = _gemv = _ger = _hadamard = _sum = _blas
 
     def _cumsum(self, inst: ir.Cumsum, spmd) -> None:
         self._atomic_beta(inst)

@@ -317,6 +317,62 @@ class Blas:
     ROLES: ClassVar[tuple[MemrefRole, ...]]
     RELATIONS: ClassVar[tuple[Relation, ...]] = ()
     REDUCED: ClassVar[Optional[str]] = None
+    # the syntax, from which both grammars' rules are written (tlinterp/lang/blas_syntax.py):
+    # older keywords v0.3 also reads, v0.4's keyword where it is not MNEMONIC, and whether
+    # v0.3 reads a comma after the modifiers (`gemm.n.t, ...`, docs/semantics.md "Accepted
+    # syntax")
+    V03_ALIASES: ClassVar[tuple[str, ...]] = ()
+    V04_KEYWORD: ClassVar[Optional[str]] = None
+    COMMA_AFTER_MODIFIERS: ClassVar[bool] = False
+
+    @classmethod
+    def keyword(cls, lang: str) -> str:
+        """The instruction's keyword in `lang` ("v0.3" or "v0.4")."""
+        return cls.V04_KEYWORD or cls.MNEMONIC if lang == "v0.4" else cls.MNEMONIC
+
+    @classmethod
+    def flags(cls) -> tuple[str, ...]:
+        """Fields of the '.n'/'.t' flags, in the order they are written."""
+        return tuple(r.trans for r in cls.ROLES if r.trans)
+
+    @classmethod
+    def operand_fields(cls) -> tuple[str, ...]:
+        """Fields of the operands in the order both versions write them."""
+        return ("alpha", *cls.inputs(), "beta", cls.output())
+
+    @classmethod
+    def input_order(cls, field: str, out_order: int) -> int:
+        """The order of input `field` that goes with an output of `out_order`: the one the
+        role allows, else one more for the reduced operand (sum), else the output's
+        (the elementwise ones)."""
+        orders = cls.role(field).orders
+        if len(orders) == 1:
+            return orders[0]
+        return out_order + 1 if field == cls.REDUCED else out_order
+
+    @classmethod
+    def input_shapes(cls, out_shape: tuple, k: object) -> dict[str, tuple]:
+        """The op() shape of every input that fits an output of `out_shape` and reduction
+        length `k`, from RELATIONS (a mode related to no output mode is K) and REDUCED (its
+        last mode is K); without relations, the output's shape (elementwise)."""
+        out = cls.output()
+        shapes = {}
+        for f in cls.inputs():
+            order = cls.input_order(f, len(out_shape))
+            if not cls.RELATIONS:
+                shapes[f] = tuple(out_shape)
+                continue
+            modes = []
+            for m in range(order):
+                size = k
+                for _, x, y in cls.RELATIONS:
+                    if (f, m) in (x, y):
+                        other = y if x == (f, m) else x
+                        if other[0] == out and other[1] < len(out_shape):
+                            size = out_shape[other[1]]
+                modes.append(size)
+            shapes[f] = tuple(modes)
+        return shapes
 
     @classmethod
     def inputs(cls) -> tuple[str, ...]:
@@ -412,6 +468,7 @@ class Axpby(Update):
 @dataclass
 class Sum(Update):
     MNEMONIC: ClassVar[str] = "sum"
+    COMMA_AFTER_MODIFIERS: ClassVar = True
     # B has one order less than op(A): a vector sums into a scalar, a matrix into a vector.
     ROLES: ClassVar = (MemrefRole("a", "A", (1, 2), "trans"), MemrefRole("b", "B", (0, 1)))
     RELATIONS: ClassVar = (("mode 0", ("a", 0), ("b", 0)),)  # for a matrix A
@@ -421,6 +478,7 @@ class Sum(Update):
 @dataclass
 class Gemm(Product):
     MNEMONIC: ClassVar[str] = "gemm"
+    COMMA_AFTER_MODIFIERS: ClassVar = True
     ROLES: ClassVar = (MemrefRole("a", "A", (2,), "trans_a"), MemrefRole("b", "B", (2,), "trans_b"),
                        MemrefRole("c", "C", (2,)))
     RELATIONS: ClassVar = (("M", ("a", 0), ("c", 0)), ("N", ("b", 1), ("c", 1)),
@@ -434,6 +492,7 @@ class Gemm(Product):
 @dataclass
 class Gemv(Product):
     MNEMONIC: ClassVar[str] = "gemv"
+    COMMA_AFTER_MODIFIERS: ClassVar = True
     ROLES: ClassVar = (MemrefRole("a", "A", (2,), "trans_a"), MemrefRole("b", "b", (1,)),
                        MemrefRole("c", "c", (1,)))
     RELATIONS: ClassVar = (("M", ("a", 0), ("c", 0)), ("K", ("a", 1), ("b", 0)))
@@ -453,6 +512,8 @@ class Ger(Product):
 @dataclass
 class Hadamard(Product):
     MNEMONIC: ClassVar[str] = "hadamard_product"
+    V03_ALIASES: ClassVar = ("hadamard",)
+    V04_KEYWORD: ClassVar = "hadamard"
     # The spec says vectors; the original compiler also takes matrices of equal shape.
     ROLES: ClassVar = (MemrefRole("a", "a", (1, 2)), MemrefRole("b", "b", (1, 2)),
                        MemrefRole("c", "c", (1, 2)))

@@ -39,10 +39,14 @@ class ScalarOp:
     ub: tuple[str, ...] = ()  # undefined-behaviour kinds it can raise
     v02: bool = False  # v0.2 also spells it bare: `add %a, %b : T`, `neg %a : T`
     extension: str = ""  # not in the v0.3 reference: the version that has it, e.g. "v0.4"
+    # on floats, its rounding error stays within the bound fuzz/oracle/magnitude.py gives (a
+    # sum of rounding errors of add/sub/mul/neg): the generator's linear mode uses only these,
+    # and the oracle compares no float output of a program with another float operation
+    linear: bool = False
 
     @property
     def mnemonic(self) -> str:
-        return f"{_PREFIX[self.family]}.{self.name}"
+        return f"{_PREFIX[self.family]}.{self.name}" if self.family in _PREFIX else self.name
 
     @property
     def arity(self) -> int:
@@ -53,8 +57,9 @@ class ScalarOp:
         return ScalarType.i1 if self.family == COMPARE else t
 
 
-def _ops(family: str, names: str, accepts, ub=(), v02=False, extension="") -> list[ScalarOp]:
-    return [ScalarOp(family, n, frozenset(accepts), tuple(ub), v02, extension)
+def _ops(family: str, names: str, accepts, ub=(), v02=False, extension="",
+         linear=False) -> list[ScalarOp]:
+    return [ScalarOp(family, n, frozenset(accepts), tuple(ub), v02, extension, linear)
             for n in names.split()]
 
 
@@ -63,19 +68,24 @@ _DIV = ("division-by-zero", "division-overflow")
 
 # THE table (declaration order is the order of error messages and generator lists)
 OPS: tuple[ScalarOp, ...] = tuple([
-    *_ops(BINARY, "add sub mul", _NUM, ["signed-overflow"], v02=True),
+    *_ops(BINARY, "add sub mul", _NUM, ["signed-overflow"], v02=True, linear=True),
     *_ops(BINARY, "div rem", _NUM, _DIV, v02=True),
     *_ops(BINARY, "shl", [INT], ["shift-out-of-range", "signed-overflow"]),
     *_ops(BINARY, "shr", [INT], ["shift-out-of-range"]),
     *_ops(BINARY, "and or xor", [INT, BOOL]),
     *_ops(BINARY, "min max", _NUM, extension="v0.4"),
-    *_ops(UNARY, "neg", _NUM, ["signed-overflow"], v02=True),
+    *_ops(UNARY, "neg", _NUM, ["signed-overflow"], v02=True, linear=True),
     *_ops(UNARY, "not", [INT, BOOL]),
     *_ops(COMPARE, "eq ne", _ALL),
     *_ops(COMPARE, "gt ge lt le", _NUM),
 ])
 
 BY_MNEMONIC: dict[str, ScalarOp] = {o.mnemonic: o for o in OPS}
+
+# `cast` (ir.Cast), declared beside the table: any scalar type to any other; a value out of
+# the target's range (or a NaN to an integer) is undefined; linear on floats except that a
+# float cast to an integer type truncates (`linear_cast`)
+CAST = ScalarOp("cast", "cast", frozenset(_ALL), ("invalid-cast",), linear=True)
 _BY_FAMILY: dict[str, dict[str, ScalarOp]] = {
     f: {o.name: o for o in OPS if o.family == f} for f in (BINARY, UNARY, COMPARE)}
 
@@ -122,3 +132,15 @@ def type_error(o: ScalarOp, t: ScalarType) -> Optional[str]:
         return f"'{o.mnemonic}' is not defined on i1 (booleans have no order; use {alts})"
     alts = ", ".join(x.name for x in on_bool[:-1]) + f" and {on_bool[-1].name}"
     return f"'{o.mnemonic}' is not defined on i1 (no arithmetic on booleans; {alts} are)"
+
+
+def linear(family: str, name: str) -> bool:
+    """Whether the operation is linear on floats (False for one the table lacks, such as
+    v0.4's math functions)."""
+    o = find(family, name)
+    return o is not None and o.linear
+
+
+def linear_cast(src: ScalarType, dst: ScalarType) -> bool:
+    """Whether a cast from `src` to `dst` is linear: a float to an integer type is not."""
+    return CAST.linear and not (src.is_float and not dst.is_float)

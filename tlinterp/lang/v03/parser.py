@@ -26,7 +26,7 @@ from parsimonious.exceptions import ParseError, ParsimoniousError
 from parsimonious.expressions import Literal, OneOf, Quantifier, Regex, Sequence
 from parsimonious.grammar import Grammar
 
-from tlinterp.lang import ir, ops
+from tlinterp.lang import blas_syntax, ir, ops
 from tlinterp.lang.diagnostics import Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value
 from tlinterp.lang.types import (
@@ -40,7 +40,7 @@ from tlinterp.lang.types import (
 )
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.peg")
-_TRAILING = r"(?![A-Za-z0-9_])[ \t\r\n]*(?:;[^\n]*[ \t\r\n]*)*"  # keyword end, space, comments
+_TRAILING = blas_syntax.TOKEN_END
 
 # The operation tokens, generated from the table of scalar operations: (rule, family, what
 # precedes the name, only the names that v0.2 spells bare).
@@ -60,7 +60,8 @@ def grammar_text() -> str:
     (?![A-Za-z0-9_]) makes the alternatives' order irrelevant (`or` never matches in `ord`)."""
     rules = [f'{rule} = ~r"{re.escape(lead)}({"|".join(_op_names(family, v02))}){_TRAILING}"'
              for rule, family, lead, v02 in _OP_TOKENS]
-    return GRAMMAR_PATH.read_text(encoding="utf-8") + "\n" + "\n".join(rules) + "\n"
+    return (GRAMMAR_PATH.read_text(encoding="utf-8") + "\n" + "\n".join(rules) + "\n"
+            + blas_syntax.rules("v0.3"))
 
 
 GRAMMAR = Grammar(grammar_text())
@@ -235,7 +236,7 @@ _WORDS: dict[str, list[str]] = {
     "integer_constant": ["an integer constant"],
     "floating_constant": ["a floating-point constant"],
     "digits": ["a number"],
-    "HADAMARD_PRODUCT": ["'hadamard_product'"],
+    **blas_syntax.words("v0.3"),
     "_": [],
 }
 
@@ -754,44 +755,9 @@ class _Builder:
     def _is_t(node) -> bool:
         return node.match.group(1) == "t"
 
-    def axpby(self, n, s):
-        (_, tr, atomic, alpha, _, a, _, beta, _, b, _,
-         t_alpha, _, t_a, _, t_beta, _, t_b) = n.children
-        return ir.Axpby(self._is_t(tr), bool(atomic.children), self.operand(alpha),
-                        self.value(a), self.operand(beta), self.value(b), self.scalar(t_alpha),
-                        self.type(t_a), self.scalar(t_beta), self.type(t_b), s)
-
-    def _blas3(self, ch):
-        """alpha, A, B, beta, C : types (the shared tail of gemm/gemv/ger/hadamard)."""
-        (alpha, _, a, _, b, _, beta, _, c, _,
-         t_alpha, _, t_a, _, t_b, _, t_beta, _, t_c) = ch
-        return (self.operand(alpha), self.value(a), self.value(b), self.operand(beta),
-                self.value(c), self.scalar(t_alpha), self.type(t_a), self.type(t_b),
-                self.scalar(t_beta), self.type(t_c))
-
-    def gemm(self, n, s):
-        ch = n.children
-        return ir.Gemm(bool(ch[3].children), *self._blas3(ch[5:]), s,
-                       trans_a=self._is_t(ch[1]), trans_b=self._is_t(ch[2]))
-
-    def gemv(self, n, s):
-        ch = n.children
-        return ir.Gemv(bool(ch[2].children), *self._blas3(ch[4:]), s, trans_a=self._is_t(ch[1]))
-
-    def ger(self, n, s):
-        ch = n.children
-        return ir.Ger(bool(ch[1].children), *self._blas3(ch[2:]), s)
-
-    def hadamard(self, n, s):
-        ch = n.children
-        return ir.Hadamard(bool(ch[1].children), *self._blas3(ch[2:]), s)
-
-    def sum(self, n, s):
-        (_, tr, atomic, _, alpha, _, a, _, beta, _, b, _,
-         t_alpha, _, t_a, _, t_beta, _, t_b) = n.children
-        return ir.Sum(self._is_t(tr), bool(atomic.children), self.operand(alpha),
-                      self.value(a), self.operand(beta), self.value(b), self.scalar(t_alpha),
-                      self.type(t_a), self.scalar(t_beta), self.type(t_b), s)
+    def blas(self, n, s):
+        return blas_syntax.build(n, "v0.3", s, self._is_t, lambda x: (self.operand(x), None),
+                                 self.scalar, self.type)
 
 
 # Instruction builders by expression name.  A rule that only renames another
@@ -815,17 +781,12 @@ _VALUE_BUILDERS: dict[str, Callable] = {GRAMMAR[k].name: f for k, f in {
 }.items()}
 _OTHER_BUILDERS: dict[str, Callable] = {GRAMMAR[k].name: f for k, f in {
     "multi_value_instruction": _Builder.multi_value,
-    "axpby_instruction": _Builder.axpby,
+    blas_syntax.RULE: _Builder.blas,
     "barrier_instruction": _Builder.barrier,
     "for_instruction": _Builder.for_,
     "foreach_instruction": _Builder.foreach,
     "lifetime_stop_instruction": _Builder.lifetime_stop,
-    "gemm_instruction": _Builder.gemm,
-    "gemv_instruction": _Builder.gemv,
-    "ger_instruction": _Builder.ger,
-    "hadamard_product_instruction": _Builder.hadamard,
     "store_instruction": _Builder.store,
-    "sum_instruction": _Builder.sum,
     "yield_instruction": _Builder.yield_,
 }.items()}
 

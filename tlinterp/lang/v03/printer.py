@@ -17,7 +17,7 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Optional, Union
 
-from tlinterp.lang import ir
+from tlinterp.lang import ir, ops
 from tlinterp.lang.diagnostics import no_equivalent
 from tlinterp.lang.ir import Const, Value
 from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType, Type, VoidType
@@ -111,7 +111,7 @@ def mnemonic(inst: ir.Instruction) -> str:
     if isinstance(inst, ir.Compare):
         return f"cmp.{inst.cond}"
     if isinstance(inst, ir.Cast):
-        return "cast"
+        return ops.CAST.mnemonic
     if isinstance(inst, (ir.Store, ir.Yield)):
         return "store" if isinstance(inst, ir.Store) else "yield"
     if isinstance(inst, ir.V04_INSTRUCTIONS):  # no v0.3 spelling: v0.4's name
@@ -156,11 +156,10 @@ def _store(inst: ir.Store) -> str:
 def _blas(inst: ir.Blas) -> str:
     """Mnemonic, one .n/.t per transposable operand, .atomic, then alpha, the inputs, beta
     and the output with their types, all as the instruction class declares them."""
-    head = inst.MNEMONIC + "".join(_t(getattr(inst, r.trans)) for r in inst.ROLES if r.trans)
-    ins, out = inst.inputs(), inst.output()
-    ops = (inst.alpha, *(getattr(inst, f) for f in ins), inst.beta, getattr(inst, out))
-    types = (inst.alpha_type, *(inst.memref_type(f) for f in ins), inst.beta_type,
-             inst.memref_type(out))
+    head = inst.MNEMONIC + "".join(_t(getattr(inst, f)) for f in inst.flags())
+    fields = inst.operand_fields()
+    ops = (getattr(inst, f) for f in fields)
+    types = (getattr(inst, f + "_type") for f in fields)
     return f"{head}{_atomic(inst.atomic)} {_ops(*ops)} : {_types(*types)}"
 
 

@@ -21,9 +21,10 @@ from typing import Optional
 
 from parsimonious.grammar import Grammar
 
-from tlinterp.lang import ir, typerules
+from tlinterp.lang import blas_syntax, ir, typerules
 from tlinterp.lang.diagnostics import Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value
+from tlinterp.lang.scopes import Scopes, redefinition
 from tlinterp.lang.types import (
     INDEX,
     CoopMatrixType,
@@ -38,7 +39,7 @@ from tlinterp.lang.v03.parser import parse as _parse_with
 from tlinterp.lang.v04 import names as names
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.peg")
-GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8"))
+GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8") + "\n" + blas_syntax.rules("v0.4"))
 _use_stdlib_re(GRAMMAR)
 
 UNKNOWN = VoidType()  # the type of an undefined name (its use is already reported)
@@ -47,6 +48,7 @@ BOOL = ScalarType.i1
 _NUMBER = {t.value: t for t in ScalarType if t.value not in ("i1", "u8", "u16", "u32", "u64")}
 _V04_WORDS = {
     **_WORDS,
+    **blas_syntax.words("v0.4"),
     "number_type": ["a number type"],
     "boolean_type": ["'bool'"],
     "arith_binary_op": [f"'{o}'" for o in names.ARITH_BINARY],
@@ -122,8 +124,7 @@ class _Builder04(_Builder):
 
     def __init__(self, text: str, filename: str):
         super().__init__(text, filename)
-        self.scopes: list[dict[str, Type]] = []
-        self.defined_at: list[dict[str, Optional[Span]]] = []  # parallel to scopes
+        self.names = Scopes()  # the rule both versions state (tlinterp/lang/scopes.py)
         self.late: list[tuple[str, Optional[Span]]] = []  # result-type errors: the checker's
 
     def expected(self, names_: list[str], extra: list[str]) -> str:
@@ -136,25 +137,17 @@ class _Builder04(_Builder):
 
     def define(self, v: Value, t: Type) -> None:
         # tinytc v0.4.0 rejects a name visible in any enclosing scope, as the v0.3 rule does
-        for depth, (scope, where) in enumerate(zip(reversed(self.scopes),
-                                                   reversed(self.defined_at))):
-            if v.name in scope and v.name in where:
-                at = where[v.name]
-                place = "?" if at is None else f"{at.line}.{at.col}"
-                self.error(f"%{v.name} is already defined at {place}" if depth == 0 else
-                           f"%{v.name} shadows the definition at {place} in an enclosing "
-                           "region", v.span)
-                break
-        self.scopes[-1][v.name] = t
-        self.defined_at[-1][v.name] = v.span
+        seen = self.names.conflict(v.name)
+        if seen is not None:
+            self.error(redefinition(v.name, *seen), v.span)
+        self.names.bind(v.name, t, v.span)
 
     def type_of(self, v: Value) -> Type:
-        for scope in reversed(self.scopes):
-            t = scope.get(v.name)
-            if t is not None:
-                return t
+        b = self.names.lookup(v.name)
+        if b is not None:
+            return b.type
         self.error(f"%{v.name} is not defined", v.span)
-        self.scopes[-1][v.name] = UNKNOWN  # report each name once
+        self.names.bind(v.name, UNKNOWN, None, defined=False)  # report each name once
         return UNKNOWN
 
     def expect(self, written: Type, want: Type, what: str, span: Optional[Span]) -> None:
@@ -262,8 +255,7 @@ class _Builder04(_Builder):
 
     def function(self, node) -> ir.Function:
         _, gid, _, params_opt, _, attrs_opt, body = node.children
-        self.scopes = [{}]
-        self.defined_at = [{}]
+        self.names = Scopes()
         args = []
         if params_opt.children:
             for p in self.items(params_opt.children[0]):
@@ -289,15 +281,13 @@ class _Builder04(_Builder):
                            attributes=attrs)
 
     def region(self, node, defs: tuple[tuple[Value, Type], ...] = ()) -> ir.Region:
-        self.scopes.append({})
-        self.defined_at.append({})
+        self.names.open()
         for v, t in defs:
             self.define(v, t)
         try:
             return super().region(node)
         finally:
-            self.scopes.pop()
-            self.defined_at.pop()
+            self.names.close()
 
     def value_instruction(self, op, r: Value, sp) -> ir.Instruction:
         inst = _VALUE[op.expr.name](self, op, r, sp)
@@ -654,53 +644,13 @@ class _Builder04(_Builder):
         return ir.CoopPrefetch(self.int_value(level), self.use(lid)[0], self.use(x)[0],
                                self.use(y)[0], self.int_value(rows), self.int_value(cols), s)
 
-    def _operands(self, nodes):
-        return [self.use(x) for x in nodes]
-
-    def _blas_types(self, uses):
-        """(operand, type) pairs -> operands, then types as the BLAS classes order them."""
-        return [v for v, _ in uses] + [t for _, t in uses]
-
-    def axpby(self, n, s, results):
-        _, atomic, tr, alpha, _, a, _, beta, _, b = n.children
-        (va, ta), (vA, tA), (vb, tb), (vB, tB) = self._operands((alpha, a, beta, b))
-        return ir.Axpby(_is_t(tr), bool(atomic.children), va, vA, vb, vB, ta, tA, tb, tB, s)
-
-    def sum(self, n, s, results):
-        _, atomic, tr, alpha, _, a, _, beta, _, b = n.children
-        (va, ta), (vA, tA), (vb, tb), (vB, tB) = self._operands((alpha, a, beta, b))
-        return ir.Sum(_is_t(tr), bool(atomic.children), va, vA, vb, vB, ta, tA, tb, tB, s)
+    def blas(self, n, s, results):
+        return blas_syntax.build(n, "v0.4", s, _Builder._is_t, self.use, None, None)
 
     def cumsum(self, n, s, results):
         _, atomic, alpha, _, a, _, mode, _, beta, _, b = n.children
         return ir.Cumsum(bool(atomic.children), self.use(alpha)[0], self.use(a)[0],
                          self.int_value(mode), self.use(beta)[0], self.use(b)[0], s)
-
-    def _blas3(self, node):
-        ch = node.children
-        uses = self._operands(ch[0::2])
-        return [v for v, _ in uses] + [t for _, t in uses]
-
-    def gemm(self, n, s, results):
-        _, atomic, trs, ops = n.children
-        ta = tb = False
-        if trs.children:
-            first, second = trs.children[0].children
-            ta = first.match.group(1) == "t"
-            tb = bool(second.children) and second.children[0].match.group(1) == "t"
-        return ir.Gemm(bool(atomic.children), *self._blas3(ops), s, trans_a=ta, trans_b=tb)
-
-    def gemv(self, n, s, results):
-        _, atomic, tr, ops = n.children
-        return ir.Gemv(bool(atomic.children), *self._blas3(ops), s, trans_a=_is_t(tr))
-
-    def ger(self, n, s, results):
-        _, atomic, ops = n.children
-        return ir.Ger(bool(atomic.children), *self._blas3(ops), s)
-
-    def hadamard(self, n, s, results):
-        _, atomic, ops = n.children
-        return ir.Hadamard(bool(atomic.children), *self._blas3(ops), s)
 
 
 def _weakens(written: Type, want: Type) -> bool:
@@ -714,7 +664,8 @@ def _weakens(written: Type, want: Type) -> bool:
 
 
 def _is_t(opt) -> bool:
-    return bool(opt.children) and opt.children[0].match.group(1) == "t"
+    """An optional '.n'/'.t' token: present and '.t'."""
+    return bool(opt.children) and _Builder._is_t(opt.children[0])
 
 
 def _operand_types(inst) -> list:
@@ -791,13 +742,8 @@ _OTHER = {GRAMMAR[k].name: f for k, f in {
     "atomic_store_instruction": _Builder04.atomic_store,
     "coop_store_instruction": _Builder04.coop_store,
     "coop_prefetch_instruction": _Builder04.coop_prefetch,
-    "axpby_instruction": _Builder04.axpby,
-    "sum_instruction": _Builder04.sum,
+    blas_syntax.RULE: _Builder04.blas,
     "cumsum_instruction": _Builder04.cumsum,
-    "gemm_instruction": _Builder04.gemm,
-    "gemv_instruction": _Builder04.gemv,
-    "ger_instruction": _Builder04.ger,
-    "hadamard_instruction": _Builder04.hadamard,
 }.items()}
 
 __all__ = ["parse", "GRAMMAR", "GRAMMAR_PATH", "unary_result_type", "UNKNOWN"]

@@ -125,15 +125,13 @@ def _unary_result(inst: ir.ArithUnary) -> Type:
 
 
 def _blas(inst: ir.Blas) -> str:
-    head = inst.MNEMONIC.replace("hadamard_product", "hadamard")
+    head = inst.keyword("v0.4")
     head += ".atomic" if inst.atomic else ""
-    flags = [getattr(inst, r.trans) for r in inst.ROLES if r.trans]
+    flags = [getattr(inst, f) for f in inst.flags()]
     while flags and not flags[-1]:  # trailing .n are the default
         flags.pop()
     head += "".join(".t" if f else ".n" for f in flags)
-    ops = (inst.alpha, *(getattr(inst, f) for f in inst.inputs()), inst.beta,
-           getattr(inst, inst.output()))
-    return f"{head} {_ops(*ops)}"
+    return f"{head} {_ops(*(getattr(inst, f) for f in inst.operand_fields()))}"
 
 
 def _for(inst: ir.For) -> str:
