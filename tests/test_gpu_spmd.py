@@ -350,3 +350,28 @@ def test_device_table_says_how_each_device_runs_subgroups():
     assert D.subgroup_strategy(dev("Portable Computing Language"), "intel") == "local"
     assert D.subgroup_strategy(dev("Intel(R) OpenCL", "cl_intel_subgroups"), "local") == "local"
     assert D.subgroup_strategy(dev("Intel(R) OpenCL", "cl_intel_subgroups"), "nvidia") == "intel"
+
+
+def test_a_work_item_run_past_its_bound_is_a_timeout_not_a_failure():
+    """SPMD programs run in a child process (a driver crash stays a result); when the case's
+    time bound (or a campaign's end) stops that child, the `opencl` implementation answers
+    "timeout", which tlfuzz does not save as a finding against our lowering (seen on an H200
+    campaign: 16 jobs starting children outran the round's deadline, 8 false findings)."""
+    from tlinterp.impl import Job, resolve
+
+    src = """func @k(%A: memref<f32 x 16>) attributes{subgroup_size=16, work_group_size=[16, 1]} {
+  parallel {
+    %l = subgroup_local_id : i32
+    %i = cast %l : index
+    %x = load %A[%i] : f32
+    %y = subgroup_reduce_add %x : f32
+    store %y, %A[%i]
+  }
+}"""
+    impl = resolve("opencl", None)
+    job = Job(src, {"A": np.ones(16, np.float32)}, func="k", groups=1, lang="v0.4")
+    slow = impl.run(job, 0.001)  # no child starts a device in a millisecond
+    assert slow.status == "timeout", slow
+    assert "took longer than" in slow.message
+    ok = impl.run(job, 120)
+    assert ok.status == "ok" and ok.outputs["A"].tolist() == [16.0] * 16, ok

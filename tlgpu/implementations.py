@@ -104,6 +104,7 @@ class OpenCL(_OnADevice, Implementation):
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
         from tlgpu import run
+        from tlgpu.runtime.isolated import RunTimeout
 
         try:
             program = _program(job)
@@ -119,6 +120,8 @@ class OpenCL(_OnADevice, Implementation):
                 else:
                     out = run(program, job.args, func=job.func, groups=groups,
                               device=self.options.device, config=config)
+        except RunTimeout as e:  # its time bound (the case's, or the campaign's end) ran out
+            return Outcome("timeout", message=e.format())
         except TLError as e:
             return outcome_of_error(e)
         except Exception as e:  # noqa: BLE001 - a bug of the backend is that case's result

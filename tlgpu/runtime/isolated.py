@@ -42,7 +42,12 @@ from tlinterp.lang.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frame
 from tlinterp.lang.diagnostics import ExecutionError, TLError
 from tlinterp.lang.v03.parser import MAX_NESTING
 
-__all__ = ["IsolatedResult", "run_isolated"]
+__all__ = ["IsolatedResult", "RunTimeout", "run_isolated"]
+
+
+class RunTimeout(ExecutionError):
+    """The child ran past its time bound and was killed: the implementations report it as a
+    timeout (their "timeout" status), never as a failure of the kernel."""
 
 # frames for unpickling any program the parser accepts (a few per nesting level)
 _UNPICKLE_FRAMES = FRAMES_PER_LEVEL * (MAX_NESTING + 10)
@@ -187,8 +192,8 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
         try:
             data, _ = proc.communicate(job, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise ExecutionError(f"the OpenCL run took longer than {timeout:g} s and was "
-                                 "stopped") from None
+            raise RunTimeout(f"the OpenCL run took longer than {timeout:g} s and was "
+                             "stopped") from None
     finally:
         if proc.poll() is None:
             proc.kill()
