@@ -7,8 +7,11 @@ that depend on the terminal's width)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -223,3 +226,19 @@ def test_the_per_group_listing_says_how_many_more(capsys):
     assert [g for g in range(9) if f"work-group {g} loads member {g} of %A" in text] == \
         [4, 5, 6, 7]
     assert "out of bounds: 1 more like the above" in text
+
+
+# --- messages independent of the terminal's width -----------------------------------------------
+
+
+@pytest.mark.parametrize("columns", ["40", "80"])
+def test_tlconform_messages_are_whole_lines_at_any_width(columns, tmp_path):
+    """tests/test_spirv.py matched a message that rich wrapped at 80 columns."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": columns}
+    r = subprocess.run([sys.executable, "-m", "fuzz.conform.cli", "--corpus",
+                        tmp_path / "nothing", "--impl", "interp"], capture_output=True,
+                       text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr == (f"tlconform: {tmp_path / 'nothing'}: not a corpus directory (needs "
+                        "valid, invalid, undefined/; regenerate with: python -m "
+                        "corpus.generate)\n")
