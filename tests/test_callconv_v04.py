@@ -22,10 +22,10 @@ from fuzz.conform.cli import run_all
 from fuzz.conform.corpus import _opt_groups, default_corpus, load_corpus
 from tlgpu.lowering.callconv import argument_params, launch_sizes
 from tlgpu.runtime.launch import _moved, _restored, aligned_layout
-from tlinterp import cli
-from tlinterp.diagnostics import ArgumentError
+from tlinterp.cli import tlrun as cli
 from tlinterp.impl import ImplOptions, Job, resolve
 from tlinterp.impl.base import tlrun_command
+from tlinterp.lang.diagnostics import ArgumentError
 
 # type of %a -> the suffixes of its kernel parameters, in order (the spec's own examples
 # first: sizes left to right, then strides left to right, then a group's size and offset)
@@ -109,7 +109,7 @@ GRID = (3, 2, 2)
 STAND_IN = '''import sys
 import tlgpu
 import tlinterp
-from tlinterp.frontend import lowerable
+from tlinterp.front.pipeline import lowerable
 
 text = open(sys.argv[1], encoding="utf-8").read()
 program = lowerable(tlinterp.check(tlinterp.parse(text, sys.argv[1], lang="v0.4")))
@@ -214,11 +214,20 @@ def test_tlfuzz_reproduce_takes_a_grid(tmp_path):
 
 
 @pytest.mark.opencl
-def test_our_opencl_lowering_refuses_a_3d_grid_in_words(files, capsys):
-    rc = cli.main([str(files / "k.tl"), "--args", str(files / "k.npz"), "--groups", "3,2,2",
-                   "--impl", "opencl", "--device", "pocl"])
-    err = capsys.readouterr().err
-    assert rc == 2 and "one-dimensional grid" in err and "Traceback" not in err
+@pytest.mark.parametrize("device", ["pocl", "intel"])
+def test_our_opencl_lowering_runs_a_3d_grid_as_the_interpreter(files, tmp_path, device):
+    """A grid with Y and Z > 1: our lowering launches it in the v0.4 convention (the grid
+    itself: group_id.y/.z, num_groups.z) and matches the interpreter."""
+    outs = {}
+    for impl in ("interp", "opencl"):
+        out = tmp_path / f"{impl}.npz"
+        rc = cli.main([str(files / "k.tl"), "--args", str(files / "k.npz"), "--groups",
+                       "3,2,2", "--impl", impl, "--device", device, "--out", str(out), "-q"])
+        assert rc == 0
+        with np.load(out) as d:
+            outs[impl] = d["B"].copy()
+    assert np.array_equal(outs["interp"], outs["opencl"])
+    assert outs["opencl"].any()
 
 
 # scalars and memrefs of v0.4's new types, copied bit for bit by hand-written OpenCL C: c32 as
@@ -306,3 +315,22 @@ def test_dynamic_corpus_kernels_pass_on_our_lowering_in_the_v04_convention():
     impl = resolve("opencl", ImplOptions(device="pocl", lowering=("convention=v0.4",)))
     failures = [f"{v.case.id}: {v.detail}" for v in run_all(impl, cases) if v.status != "pass"]
     assert not failures, "\n".join(failures)
+
+
+def test_tlrun_emit_opencl_follows_the_programs_language(tmp_path, capsys):
+    """`tlrun --emit opencl` of a v0.4 program declares the v0.4 order (all sizes, then all
+    strides, then the group's size and offset), what `opencl-c:` passes a v0.4 program's
+    kernel; the same program in v0.3 text keeps the interleaved v0.3 order."""
+    import re
+
+    def params(text: str, name: str) -> list[str]:
+        (tmp_path / name).write_text(text)
+        assert cli.main([str(tmp_path / name), "--emit", "opencl"]) == 0
+        code = capsys.readouterr().out
+        return re.findall(r"\b(v_A_\w+)\b", code[code.index("void k("):code.index("{")])
+
+    v04 = params(KERNEL, "k4.tl")
+    assert v04 == ["v_A_shape0", "v_A_shape1", "v_A_shape2", "v_A_stride1", "v_A_stride2"]
+    v03_text = "func @k(%A: memref<f32x?x?x?,strided<1,?,?>>) {}\n"
+    assert params(v03_text, "k3.tl") == ["v_A_shape0", "v_A_shape1", "v_A_stride1",
+                                         "v_A_shape2", "v_A_stride2"]

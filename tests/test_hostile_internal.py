@@ -19,8 +19,10 @@ import tlinterp
 from fuzz.campaign import sharedb
 from fuzz.campaign.cli import main as tlfuzz
 from fuzz.conform.cli import main as tlconform
-from tlinterp import checker_v04, cli, migrate
-from tlinterp.parser import MAX_NESTING
+from tlinterp.checker import v04 as checker_v04
+from tlinterp.cli import tlrun as cli
+from tlinterp.front import migrate
+from tlinterp.lang.v03.parser import MAX_NESTING
 
 SECONDS = 60  # generous for a loaded 2-core machine
 

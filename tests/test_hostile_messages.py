@@ -21,8 +21,10 @@ import pytest
 import tlinterp
 from fuzz.campaign.cli import main as tlfuzz
 from fuzz.conform.cli import main as tlconform
-from tlinterp import cli, migrate, printer
-from tlinterp.parser import MAX_NESTING
+from tlinterp.cli import tlrun as cli
+from tlinterp.front import migrate
+from tlinterp.lang.v03 import printer
+from tlinterp.lang.v03.parser import MAX_NESTING
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -139,7 +141,7 @@ def test_a_100000_deep_attribute_names_the_nesting(kind, opening, closing, where
                                                     capsys):
     """It was a wrong syntax error ("expected ',' or ')'", "regions nested too deeply").
     100,000 levels once; 5,000 elsewhere, as the version detection takes seconds to scan
-    100,000 (tlinterp/langdetect.py)."""
+    100,000 (tlinterp/front/detect.py)."""
     levels = 100_000 if opening == "[" and where == "function" else 5_000
     k = tmp_path / "k.tl"
     k.write_text(_attribute_kernel(opening, closing, levels, where))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlinterp.diagnostics import UndefinedBehaviour
 from tlinterp.interp.ub import MAX_PER_KIND, Collector
 from tlinterp.interp.values import Lanes
+from tlinterp.lang.diagnostics import UndefinedBehaviour
 
 
 def _lanes(n: int, live=None) -> Lanes:

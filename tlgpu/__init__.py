@@ -29,7 +29,7 @@ from numbers import Integral
 from typing import Optional, Union
 
 from tlgpu.lowering.config import LoweringConfig
-from tlinterp import ir
+from tlinterp.lang import ir
 
 
 def _params(api: str, func=None, device=None, config=None, groups=None) -> None:
@@ -39,7 +39,8 @@ def _params(api: str, func=None, device=None, config=None, groups=None) -> None:
     expect(api, "func", func, str, "a function name (str)")
     expect(api, "device", device, str, "a device string such as 'pocl' (str)")
     expect(api, "config", config, LoweringConfig, "a tlgpu.LoweringConfig")
-    expect(api, "groups", groups, Integral, "a number of work-groups (int)")
+    expect(api, "groups", groups, (Integral, tuple),
+           "a number of work-groups (int) or a grid (x, y, z)")
 
 
 def _program(program: Union[ir.Program, str], api: str, **params) -> ir.Program:
@@ -54,7 +55,7 @@ def _program(program: Union[ir.Program, str], api: str, **params) -> ir.Program:
     if not isinstance(program, ir.Program):
         raise TypeError(f"{api}(program): expected source text or an ir.Program, got "
                         f"{type(program).__name__}")
-    from tlinterp.frontend import lowerable
+    from tlinterp.front.pipeline import lowerable
 
     return lowerable(program)  # a v0.4 program: its v0.3 form, or "not yet lowered"
 
@@ -69,8 +70,8 @@ def lower(program: Union[ir.Program, str], func: Optional[str] = None,
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
-        groups: Optional[int] = None, device: Optional[str] = None,
-        config: Optional[LoweringConfig] = None) -> dict:
+        groups: Optional[Union[int, tuple[int, int, int]]] = None,
+        device: Optional[str] = None, config: Optional[LoweringConfig] = None) -> dict:
     """Run `func` on an OpenCL device; arguments and results follow the .npz convention."""
     from tlgpu.runtime.launch import run as _run
 
@@ -116,6 +117,9 @@ def tune(program: Union[ir.Program, str], args, func: Optional[str] = None,
 
     expect("tune", "reps", reps, Integral, "a number of repetitions (int)", optional=False)
     expect("tune", "use_cache", use_cache, bool, "True or False", optional=False)
+    if isinstance(groups, tuple):
+        raise TypeError("tune(groups=...): expected a number of work-groups (int): tuning "
+                        "times one-dimensional launches")
     prog = _program(program, "tune", func=func, device=device, groups=groups)
     return _tune(prog, args, func=func, groups=groups, device=device, reps=reps,
                  use_cache=use_cache)

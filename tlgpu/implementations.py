@@ -12,18 +12,20 @@ import threading
 import time
 from typing import Optional
 
-from tlinterp.args import Groups, groups_text
-from tlinterp.diagnostics import ArgumentError, BackendError, TLError
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
 from tlinterp.impl.base import parse_work_group_size
 from tlinterp.impl.command import (
+    OutputRefused,
     check_template,
     describe_exit,
     expand_template,
     rejection,
     run_command,
+    written_output,
 )
 from tlinterp.impl.template import write_kernel
+from tlinterp.io.args import Groups, grid_of
+from tlinterp.lang.diagnostics import ArgumentError, BackendError, TLError
 
 _LOCK = threading.Lock()  # one OpenCL queue at a time: the device parallelises itself
 
@@ -40,12 +42,19 @@ def _config(options: ImplOptions):
 
 
 def _program(job: Job):
-    from tlinterp.frontend import lowerable
+    from tlinterp.front.pipeline import lowerable
 
     if job.program is not None:
         return lowerable(job.program)
     # a v0.4 program runs in its v0.3 form, or is refused as not yet lowered
     return lowerable(_checked(job))
+
+
+def _work_item_code(program) -> bool:
+    """Whether the program has v0.4 SPMD regions (parallel, foreach_tile)."""
+    from tlgpu.lowering.spmd import uses_spmd
+
+    return any(uses_spmd(f) for f in program.functions)
 
 
 def _checked(job: Job):
@@ -59,16 +68,14 @@ def _checked(job: Job):
     return tlinterp.check(tlinterp.parse(job.source, filename=job.filename, lang=job.lang))
 
 
-def _one_dimensional(groups: Optional[Groups]) -> Optional[int]:
-    """Our lowering launches a 1-D grid (work-groups along axis 2, callconv.launch_sizes):
-    a count, or X,1,1; a grid with Y or Z > 1 is refused in words."""
-    if not isinstance(groups, (tuple, list)):
-        return groups
-    if tuple(groups[1:]) != (1, 1):
-        raise ArgumentError(f"--groups {groups_text(groups)}: the opencl implementation (our "
-                            "lowering) launches a one-dimensional grid of work-groups; a grid "
-                            "with Y or Z > 1 runs on interp, opencl-c: and spirv:")
-    return groups[0]
+def _launched(config, groups: Optional[Groups]):
+    """The config for a launch of `groups`: our kernels take the v0.3 calling convention and
+    its one-dimensional launch (work-groups along axis 2), except on a grid with Y or Z > 1,
+    which they take in the v0.4 convention, launched as the grid itself (callconv.py; the
+    parameters are ours on both sides, so only the launch matters)."""
+    if isinstance(groups, (tuple, list)) and tuple(grid_of(groups)[1:]) != (1, 1):
+        return dataclasses.replace(config, convention="v0.4")
+    return config
 
 
 class _OnADevice:
@@ -100,11 +107,18 @@ class OpenCL(_OnADevice, Implementation):
 
         try:
             program = _program(job)
-            groups = _one_dimensional(job.groups)
+            groups = job.groups
             with _LOCK:
-                config = self._tuned(program, job.args, job.func, groups)
-                out = run(program, job.args, func=job.func, groups=groups,
-                          device=self.options.device, config=config)
+                config = _launched(self._tuned(program, job.args, job.func, groups), groups)
+                if _work_item_code(program):
+                    # one work-item per lane: a kernel with undefined behaviour there (a
+                    # barrier not every work-item reaches) can crash the driver (pocl 3.0
+                    # segfaults), so it runs in a child process
+                    out = self.run_isolated(program, job.args, job.func, groups,
+                                            timeout=timeout).outputs
+                else:
+                    out = run(program, job.args, func=job.func, groups=groups,
+                              device=self.options.device, config=config)
         except TLError as e:
             return outcome_of_error(e)
         except Exception as e:  # noqa: BLE001 - a bug of the backend is that case's result
@@ -119,16 +133,18 @@ class OpenCL(_OnADevice, Implementation):
         `tune`, the search runs here first: it times configs the fuzzer checks.)"""
         from tlgpu.runtime.isolated import run_isolated
 
-        groups = _one_dimensional(groups)
-        config = self._tuned(program, args, func, groups)
+        config = _launched(self._tuned(program, args, func, groups), groups)
         return run_isolated(program, args, func=func, groups=groups, device=self.options.device,
                             config=config, repeat=repeat, timeout=timeout)
 
-    def _tuned(self, program, args, func: Optional[str], groups: Optional[int]):
+    def _tuned(self, program, args, func: Optional[str], groups: Optional[Groups]):
         """With `tune`: the fastest config for these arguments (tlgpu.tune), --lowering
         applied on top; else the configured one."""
         if not self.options.tune:
             return self.config
+        if isinstance(groups, (tuple, list)) and tuple(grid_of(groups)[1:]) != (1, 1):
+            raise ArgumentError(f"--tune times one-dimensional launches; --groups "
+                                f"{','.join(map(str, grid_of(groups)))} is a grid")
         from tlgpu.lowering.config import LoweringConfig
         from tlgpu.tuning.tuner import print_table, tune
 
@@ -136,10 +152,14 @@ class OpenCL(_OnADevice, Implementation):
         print_table(result)
         return LoweringConfig.from_overrides(list(self.options.lowering), result.best)
 
-    def emit(self, program, func: Optional[str]) -> str:
+    def emit(self, program, func: Optional[str], lang: Optional[str] = None) -> str:
+        """The OpenCL C of `program` (its v0.3 form) in the calling convention of `lang`,
+        the language it was written in, as other compilers of that language emit it."""
         from tlgpu import lower
 
-        return lower(program, func, self.config)
+        config = dataclasses.replace(self.config, convention="v0.4") if lang == "v0.4" \
+            else self.config
+        return lower(program, func, config)
 
 
 def opencl_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
@@ -153,6 +173,13 @@ FIELDS = ("tl", "out", "func")
 # a bound for the device side of a job whose caller gives none (tlrun has no --timeout): a
 # spinning kernel must not hang the tool
 DEFAULT_TIMEOUT = 600.0
+
+
+# the kernel of _Foreign.self_test: one line every OpenCL device runs
+KNOWN_GOOD = """func @tl_known_good(%x: memref<f32x4>, %y: memref<f32x4>) {
+  axpby.n 2.0, %x, 0.0, %y : f32, memref<f32x4>, f32, memref<f32x4>
+}
+"""
 
 
 class _Foreign(_OnADevice, Implementation):
@@ -199,14 +226,12 @@ class _Foreign(_OnADevice, Implementation):
                 return None, Outcome("crashed", message=f"the compiler ended with "
                                      f"{describe_exit(done.code)}\n{done.text}".strip(),
                                      command=command)
-            if uses_out:
-                try:
-                    with open(out, "rb") as f:
-                        code = f.read()
-                except OSError:
-                    code = b""
-            else:
-                code = done.stdout_bytes
+            try:
+                code = written_output(done, out if uses_out else None,
+                                      f"the {self.kind}: compiler")
+            except OutputRefused as e:
+                return None, Outcome("crashed", message=f"{e}\n{done.stderr}".strip(),
+                                     command=command)
             if not code.strip():
                 where = "{out}" if uses_out else "stdout"
                 return None, Outcome("crashed", message=f"the compiler exited 0 but wrote no "
@@ -254,6 +279,32 @@ class _Foreign(_OnADevice, Implementation):
     def close(self) -> None:
         """End the worker processes now (they also end with the tool)."""
         self.runner.close()
+
+    def self_test(self) -> Optional[str]:
+        """Why a known-good kernel does not build and run on the device through this
+        implementation's workers, or None. The tools ask before their first case, so that a
+        device or runtime that cannot run anything is never read as the compiler's fault.
+        The kernel is our lowering's OpenCL C of KNOWN_GOOD (for spirv: too, which needs no
+        SPIR-V compiler here: it checks the device and the workers, not the IL path)."""
+        import numpy as np
+
+        import tlinterp
+        from tlgpu import lower
+        from tlgpu.lowering.function import kernel_name
+        from tlgpu.runtime.foreign import START_TIMEOUT, ForeignJob
+
+        program = tlinterp.check(tlinterp.parse(KNOWN_GOOD))
+        function = program.functions[0]
+        x = np.arange(1, 5, dtype=np.float32)
+        o = self.runner.run(ForeignJob("opencl-c", lower(program), function,
+                                       kernel_name(function),
+                                       args={"x": x, "y": np.zeros(4, np.float32)}, groups=1),
+                            START_TIMEOUT)
+        if o.status == "ok" and np.array_equal((o.outputs or {}).get("y"), 2 * x):
+            return None
+        got = o.message.strip() or f"y = {(o.outputs or {}).get('y')}, not {2 * x}"
+        return (f"the device cannot build and run a known-good kernel (y := 2x, our "
+                f"lowering's OpenCL C) in the {self.kind}: workers ({o.status}): {got}")
 
 
 class OpenCLC(_Foreign):

@@ -1,5 +1,5 @@
 """Invalid v0.4 programs (lang="v0.4"), at least one per static rule of the v0.4 front end
-(preprocessor, parser, tlinterp/checker_v04.py): written from the v0.4 reference. Each source
+(preprocessor, parser, tlinterp/checker/v04.py): written from the v0.4 reference. Each source
 starts with a comment saying the rule; `blame` is the text the first diagnostic must cover
 (its `occurrence`-th match from line `line`), `more` the texts of further independent errors
 the reference also reports, in order (tests/test_corpus_v04.py holds it to them)."""
@@ -318,7 +318,7 @@ def _r(name: str, rule: str, source: str, blame: str, line: int = 1, occurrence:
 
 
 def rules() -> list[InvalidCase]:
-    """One program per static rule of tlinterp/checker_v04.py that the converted ones leave
+    """One program per static rule of tlinterp/checker/v04.py that the converted ones leave
     out; the blamed text is the instruction (or attribute, parameter) at fault."""
     return [
         _r("subgroup_size_zero", "subgroup_size must be positive",

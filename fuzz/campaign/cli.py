@@ -13,8 +13,9 @@
 package's lowering, the default), opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command
 template, ...; other implementations than ours run one case per job.
 --lang v0.4 generates tensor language v0.4 kernels and hands them to the implementation as v0.4
-text (not to our opencl lowering, which takes v0.3: a usage error); findings carry `--lang v0.4`
-in their saved lines.
+text (our opencl lowering takes them through the registry, one case per job, in their v0.3
+form: what it does not lower yet is a rejected construct); findings carry `--lang v0.4` in
+their saved lines.
 
 Each job runs seeded Hypothesis searches (job j, round k uses a seed derived from S, j, k, so
 a campaign replays deterministically from its seed); every failing batch is shrunk and
@@ -26,7 +27,7 @@ At start, the saved findings in --out are re-run first (one still failing makes 
 status 1), then the Hypothesis example database (--out/hypothesis-db, given to every search)
 is replayed. A live view shows cases/s, instruction
 coverage and findings; Ctrl-C or the time limit ends the campaign with a summary table.
---out defaults to the per-user cache directory (tlinterp.cliconv.default_findings_dir); the
+--out defaults to the per-user cache directory (tlinterp.cli.conventions.default_findings_dir); the
 campaign ends with the line `tlfuzz: wrote DIR (N new findings)`. Exit statuses: EXIT_STATUSES
 below (`tlfuzz --help` lists them).
 --time is the whole campaign: searching, shrinking (at most --shrink-time per finding),
@@ -48,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tlinterp.cliconv import (
+from tlinterp.cli.conventions import (
     add_impl_choice,
     add_jobs,
     add_lang,
@@ -59,18 +60,20 @@ from tlinterp.cliconv import (
     tool_parser,
     wrote,
 )
-from tlinterp.foreigntext import for_rich
 from tlinterp.impl.flags import add_impl_flags, whole_number
+from tlinterp.io.foreigntext import for_rich
 
 from ..strategies import generated_kinds
 from . import sharedb
 from .hunt import HuntOptions, hunt
 from .options import (
     check_device,
+    check_known_good,
     check_out_dir,
     chosen_device,
     keep_hypothesis_under,
     positive_seconds,
+    runs_on_a_device,
 )
 
 # the kinds of v0.3 programs (the default --lang); generated_kinds("v0.4") for v0.4
@@ -93,7 +96,7 @@ def round_seed(seed: int, job: int, k: int) -> int:
 
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     from ..shutdown import stop_on_sigterm
     from .harness import save_finding
@@ -184,9 +187,11 @@ def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, 
 def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     """Re-run saved differential findings first; report which still fail."""
     import tlinterp
-    from tlinterp.args import load_npz
+    from tlinterp.io.args import load_npz
+    from tlinterp.lang.diagnostics import decode_source
 
     from ..strategies import FuzzCase
+    from .reproduce import read_finding_line, read_finding_source
 
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
@@ -194,10 +199,11 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
         if opts.frontend or not name.startswith(("mismatch", "backend", "oclgrind", "red-zone")):
             continue
         try:
-            cmd = open(tl[:-3] + ".txt").readline()
+            cmd = read_finding_line(tl[:-3] + ".txt")
             lang = re.search(r"--lang (v0\.[34])", cmd)
             lang = lang.group(1) if lang else None
-            program = tlinterp.check(tlinterp.parse(open(tl).read(), tl, lang=lang))
+            text = decode_source(read_finding_source(tl), tl)
+            program = tlinterp.check(tlinterp.parse(text, tl, lang=lang))
             args = load_npz(tl[:-3] + ".npz")
             groups = grid_arg(re.search(r"--groups (\S+)", cmd).group(1))
             func = re.search(r"--func (\S+)", cmd).group(1)
@@ -534,8 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
     add_lang(g.run, default=None,
              help="the tensor-language version of the generated kernels, as the "
-                  "implementation reads them (default: the profile's, else v0.3; our opencl "
-                  "lowering takes v0.3)")
+                  "implementation reads them (default: the profile's, else v0.3; with our "
+                  "opencl lowering, v0.4 kernels it does not lower yet are left out)")
     g.run.add_argument("--profile", default="all", metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
                             "constructs are generated, written in its spellings (default: all)")
@@ -564,7 +570,7 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
             # registry's opencl, which builds in a fresh process without it
             raise SpecError("--mutation cannot be combined with --lowering (the mutation "
                             "self-test varies the lowering config itself)")
-        if ns.impl is None and not options.lowering:
+        if ns.impl is None and not options.lowering and ns.lang != "v0.4":
             return None
         impl = resolve(ns.impl or "opencl", options)  # usage errors now, not in every job
         if ns.mutation is not None and impl.spec != "opencl":
@@ -574,7 +580,7 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
                             "in the interpreter: bench/mutants.py --lang v0.4)")
     except SpecError as e:
         raise ValueError(str(e)) from None
-    if impl.spec == "opencl" and not options.lowering:
+    if impl.spec == "opencl" and not options.lowering and ns.lang != "v0.4":
         ns.device = impl.options.device or ns.device
         return None
     # a fixed lowering config: our lowering through the registry, like any implementation
@@ -650,13 +656,6 @@ def main(argv: Optional[list[str]] = None) -> int:
         if problem:
             print(f"tlfuzz: {problem}", file=sys.stderr)
             return 2
-    if ns.lang == "v0.4" and ns.impl_ref is None and not ns.frontend:
-        # tlinterp.frontend.lowerable: the OpenCL lowering takes v0.3 programs only, and most
-        # generated v0.4 kernels use a type or instruction v0.3 lacks
-        print("tlfuzz: --lang v0.4 needs --impl other than opencl (our OpenCL lowering takes "
-              "v0.3 programs; run v0.4 kernels with --impl interp, python:..., spirv:... or a "
-              "command)", file=sys.stderr)
-        return 2
     # the jobs' working directories are scratch directories: every path the user gave is
     # made absolute now
     ns.out = os.path.abspath(ns.out)
@@ -680,11 +679,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         if problem:
             print(f"tlfuzz: --database {ns.database}: {problem}", file=sys.stderr)
             return 2
-    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
+    spec, options = ns.impl_ref or (None, None)
+    # a python: or command implementation runs on no device: none is needed, none chosen
+    on_a_device = not ns.frontend and runs_on_a_device(spec)
+    # --out first: a mistake there is found without starting OpenCL
+    problem = check_out_dir(ns.out) or (
+        on_a_device and (check_device(ns.device) or check_known_good(spec, options)) or None)
     if problem:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2
-    if not ns.frontend:  # which of several matching devices --device picked (docs/devices.md)
+    if on_a_device:  # which of several matching devices --device picked (docs/devices.md)
         ns.device_label = chosen_device(ns.device)
         print(f"tlfuzz: device {ns.device_label}", file=sys.stderr)
     keep_hypothesis_under(ns.out)

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tlinterp import TLError
-from tlinterp.cliconv import (
+from tlinterp.cli.conventions import (
     add_impl_choice,
     add_jobs,
     add_lang,
@@ -35,7 +35,7 @@ from tlinterp.cliconv import (
 )
 from tlinterp.impl import Implementation, Outcome, SpecError, resolve
 from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl
-from tlinterp.outfile import check_target
+from tlinterp.io.outfile import check_target
 
 from ..campaign.options import positive_seconds
 from ..shutdown import exit_status_of, kill_children_settled, scratch_dir, stop_on_signals
@@ -249,12 +249,13 @@ def _main(opts: argparse.Namespace) -> int:
             raise SpecError("--impl NAME is required (see --list-impls)")
         lowering_needs_opencl(opts.impl, opts.lowering, "--impl")
         impl = resolve(opts.impl, impl_options(opts))
-        builds = opts.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv")
-        if opts.device is not None or builds:
-            from fuzz.campaign.options import check_device
+        from fuzz.campaign.options import check_device, runs_on_a_device
+
+        if opts.device is not None or runs_on_a_device(opts.impl):
 
             # up front: a wrong name would otherwise fail every case as a rejection (exit 1)
-            problem = check_device(opts.device)
+            problem = check_device(opts.device) or (  # opencl-c:, spirv: run a known-good
+                impl.self_test() if hasattr(impl, "self_test") else None)  # kernel first
             if problem:
                 raise SpecError(f"--device: {problem}")
             from fuzz.campaign.options import chosen_device

@@ -1,6 +1,6 @@
 """The v0.4 kernel builder behind `fuzz.strategies.kernels(lang="v0.4")`.
 
-The v0.3 builder (`fuzz.gen.function`) makes the program; `tlinterp.migrate.to_v04` gives its
+The v0.3 builder (`fuzz.gen.function`) makes the program; `tlinterp.front.migrate.to_v04` gives its
 v0.4 form (literals become `constant`, slices `offset:size`, allocas `local`, a cast of a bool
 an `if` that yields), so everything the v0.3 generator covers is covered in v0.4 too, under
 v0.4's rules (no casts to bool, mixed-precision promotion, `.atomic` only with beta 0 or 1).
@@ -25,8 +25,9 @@ by-construction rules (value ranges, own slices per work-group, sinks nobody rea
   (integers clamped into it before the yield), bools carried too;
 - `foreach (%i, %j) = (..), (..)` writing one element of a matrix view per point;
 - `cumsum` on integer data (exact in any order of summation) into the work-group's slice;
-- `atomic_add|max|min` on an integer counter argument only atomics touch (the order of the
-  updates cannot change the result; their returned old values are not used),
+- `atomic_add|max|min` on an integer counter argument only atomics touch, one operation per
+  counter (so the order of the updates cannot change the result; their returned old values
+  are not used),
   `atomic_store` of a foreach iteration's own element, `atomic_load` of inputs;
 - attributes that are true of the arguments passed: `alignment` (the element size),
   `shape_gcd`, `stride_gcd`; `unroll` on for loops; the function's `subgroup_size`.
@@ -41,10 +42,10 @@ from typing import Optional
 import ml_dtypes
 import numpy as np
 
-from tlinterp import ir
-from tlinterp.checker_v04 import promotable, promote
-from tlinterp.ir import Const, Value
-from tlinterp.types import INDEX, MemrefType, ScalarType
+from tlinterp.checker.v04 import promotable, promote
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Const, Value
+from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
 from ..profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
 from .core import exact_dim
@@ -106,6 +107,7 @@ class V04Generator(FunctionGenerator):
         # type -> its special-values input and the index range of each part
         self.special_inputs: dict[ScalarType, tuple[Scal, dict]] = {}
         self.counter: Optional[tuple[Value, MemrefType, int]] = None  # atomics' own argument
+        self.counter_op = "add"  # the one atomic operation on the counter (atomic_counter)
         self.loops: list[ir.For] = []
 
     # --- grid -----------------------------------------------------------------------------
@@ -692,7 +694,11 @@ class V04Generator(FunctionGenerator):
             self.stats["atomic_store"] += 1
             return
         v, mt, n = self.atomic_counter()
-        op = self.pick(ATOMIC_OPS)
+        # one operation per counter: add and max (or min) do not commute, so updates of
+        # both kinds would make the result depend on the order the work-items apply them
+        # in, which the interpreter fixes and a device need not (a first tlfuzz finding of
+        # the lowering: max 5 applied after some adds restored the counter)
+        op = self.counter_op
         t = mt.element
         val = self.gen_scalar(t, 1)
         if op == "add":
@@ -716,6 +722,7 @@ class V04Generator(FunctionGenerator):
             self.arguments.append(ir.Argument(v, mt))
             self.npz[v.name] = self.data_rng.integers(-3, 4, n).astype(t.dtype)
             self.counter = (v, mt, n)
+            self.counter_op = self.pick(ATOMIC_OPS)
             self.counter_bound = 3
         return self.counter
 

@@ -5,7 +5,7 @@ A profile is data, one JSON file per profile in this directory (`NAME.json`):
     {"name": "tinytc-0.3.1",
      "description": "one line",
      "exclude_types": ["u8"],                  # scalar types, by spelling
-     "exclude_instructions": ["barrier"],      # by mnemonic (`tlinterp.printer.mnemonic`)
+     "exclude_instructions": ["barrier"],      # by mnemonic (`tlinterp.lang.v03.printer.mnemonic`)
      "exclude_features": ["store-constant"],   # see FEATURES
      "work_group_size_multiple": 32,           # work_group_size(W0,W1): W0 a multiple of it
      "spellings": {"hadamard_product": "hadamard"},  # mnemonic -> the target's spelling
@@ -37,8 +37,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from tlinterp import ops
-from tlinterp.types import ScalarType
+from fuzz.gen.params import COLLECTIVE_KINDS
+from tlinterp.lang import ir, ops
+from tlinterp.lang.types import ScalarType
 
 __all__ = ["FEATURES", "INSTRUCTIONS", "Profile", "ProfileError", "load", "names",
            "describe", "DEFAULT"]
@@ -75,13 +76,12 @@ FEATURES = {
 NARROW_ATOMIC_TYPES = frozenset({ScalarType.i8, ScalarType.i16, ScalarType.bf16})
 NARROW_ATOMIC_UPDATE_TYPES = NARROW_ATOMIC_TYPES | {ScalarType.f16}
 # the instructions the generator can leave out (others are the language's backbone): also
-# every scalar operation beyond the v0.3 reference (tlinterp/ops.py), such as `arith.min`
-INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",
-                "hadamard_product", "sum", *ops.extensions())
+# every scalar operation beyond the v0.3 reference (tlinterp/lang/ops.py), such as `arith.min`
+INSTRUCTIONS = ("barrier", "lifetime_stop", *(cls.MNEMONIC for cls in ir.BLAS),
+                *ops.extensions())
 # types no program of the language can do without
 _NEEDED_TYPES = {"index": "group_id, size and loop variables have it",
                  "i1": "compares give it and if takes it"}
-_COLLECTIVES = {"hadamard": "hadamard_product"}  # generator weight keys that differ
 _KEYS = {"name", "description", "exclude_types", "exclude_instructions", "exclude_features",
          "work_group_size_multiple", "spellings", "why", "lang", "subgroup_sizes"}
 _MNEMONIC_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_.")
@@ -126,8 +126,9 @@ class Profile:
             memref_types=tuple(t for t in params.memref_types if t in types),
             statement_weights={k: 0 if k in gone else v
                                for k, v in params.statement_weights.items()},
-            collective_weights={k: 0 if _COLLECTIVES.get(k, k) in gone else v
-                                for k, v in params.collective_weights.items()},
+            collective_weights={
+                k: 0 if getattr(COLLECTIVE_KINDS.get(k), "MNEMONIC", k) in gone else v
+                for k, v in params.collective_weights.items()},
             lifetime_stop_percent=0 if "lifetime_stop" in gone
             else params.lifetime_stop_percent,
             work_group_size_multiple=max(self.work_group_size_multiple,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 from tlgpu.lowering.callconv import CONVENTIONS
-from tlinterp.diagnostics import BackendError
+from tlinterp.lang.diagnostics import BackendError
 
 # knobs whose None means "decided by the device kind" (see LoweringConfig)
 DEVICE_DEFAULT = ("fused_multiply_add", "narrow_indices", "warp_groups")
@@ -17,6 +17,10 @@ DEVICE_DEFAULT_INTS = {"unroll_k": (1, 8), "load_batch": (8, 1)}
 # knobs whose None means "as much as the device has" (runtime.device_config), with the values
 # they take; a value the device lacks is lowered there, so every value is safe to draw
 DEVICE_FEATURES = {"tensor_cores": (0, 8, 16)}
+# boolean knobs whose None means "as the device has it" (runtime.device_config; False without
+# a device); True on a device without the feature is lowered there to False. Not drawn by the
+# fuzzer's configs: the feature decides what a kernel may ask for, not how fast it runs
+DEVICE_FLAGS = ("atomics_cl20",)
 # integer knobs that take one of these values (0: off), or None: decided from the kernel
 CHOICES = {"narrow_columns": (0, 1, 2, 4, 8)}
 # every knob that takes one of a fixed set of values or None ("auto"): parsed and drawn alike
@@ -126,6 +130,15 @@ class LoweringConfig:
     # before all `?` strides, a group's `?` size, a launch of wg size x grid per dimension).
     # Not a speed knob: a test's stand-in for another compiler lowers with "v0.4"
     convention: str = "v0.3"
+    # v0.4 atomics as OpenCL C 2.0 atomics with the instruction's memory order and scope
+    # (lowering/atomics.py; built with -cl-std=CL2.0), else OpenCL C 1.2's relaxed ones,
+    # refusing an order or scope they cannot give. None: as the device has them
+    atomics_cl20: Optional[bool] = None
+    # how sub-group operations run (subgroups.py): "intel" (the device's sub-groups, with
+    # intel_reqd_sub_group_size), "nvidia" (warp shuffles through inline PTX), "local" (through
+    # local memory, for a work-group of one sub-group). None: the device's (the runtime
+    # decides; lowering without a device takes "intel"). Not a speed knob: results are equal
+    subgroups: Optional[str] = None
 
     def for_device(self, gpu: bool) -> LoweringConfig:
         """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a
@@ -133,6 +146,7 @@ class LoweringConfig:
         auto: dict = {k: gpu for k in DEVICE_DEFAULT if getattr(self, k) is None}
         if self.tensor_cores is None:  # portable C unless a device says it has them
             auto["tensor_cores"] = 0
+        auto.update({k: False for k in DEVICE_FLAGS if getattr(self, k) is None})
         auto.update({k: v[0] if gpu else v[1] for k, v in DEVICE_DEFAULT_INTS.items()
                      if getattr(self, k) is None})
         return dataclasses.replace(self, **auto) if auto else self
@@ -163,6 +177,15 @@ class LoweringConfig:
 
 
 def _parse_value(key: str, text: str, current):
+    if key == "subgroups":
+        from tlgpu.lowering.subgroups import STRATEGIES
+
+        if text.lower() in ("", "none", "auto"):
+            return None
+        if text not in STRATEGIES:
+            raise BackendError(f"lowering option 'subgroups': '{text}' is not "
+                               f"{', '.join(STRATEGIES)} or auto")
+        return text
     if key == "convention":
         if text not in CONVENTIONS:
             raise BackendError(f"lowering option 'convention': '{text}' is not "
@@ -182,10 +205,10 @@ def _parse_value(key: str, text: str, current):
             if int(text) not in VALUE_SETS[key]:
                 raise ValueError
             return int(text)
-        if (key in DEVICE_DEFAULT or key in DEVICE_DEFAULT_INTS) \
+        if (key in DEVICE_DEFAULT or key in DEVICE_DEFAULT_INTS or key in DEVICE_FLAGS) \
                 and text.lower() in ("", "none", "auto"):
             return None
-        if isinstance(current, bool) or key in DEVICE_DEFAULT:
+        if isinstance(current, bool) or key in DEVICE_DEFAULT or key in DEVICE_FLAGS:
             low = text.lower()
             if low in ("1", "true", "yes", "on"):
                 return True
@@ -198,7 +221,7 @@ def _parse_value(key: str, text: str, current):
         return value
     except ValueError:
         kind = ("W,H (two positive integers)" if key == "work_group_size"
-                else "true/false/auto" if key in DEVICE_DEFAULT
+                else "true/false/auto" if key in DEVICE_DEFAULT or key in DEVICE_FLAGS
                 else " or ".join(map(str, VALUE_SETS[key])) + " or auto"
                 if key in VALUE_SETS
                 else "true/false" if isinstance(current, bool)

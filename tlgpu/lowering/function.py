@@ -9,20 +9,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from tlgpu.lowering import chains
+from tlgpu.lowering import atomics as A
+from tlgpu.lowering import chains, coopmatrix, spmd, subgroups
 from tlgpu.lowering import collectives as C
+from tlgpu.lowering import controlflow_v04 as CF
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import ALLOCA, LOCAL_ROOTS, Pending
 from tlgpu.lowering.callconv import Param, argument_params
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.cumsum import lower_cumsum
 from tlgpu.lowering.cwriter import CWriter
 from tlgpu.lowering.memory import plan_allocas
-from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align
-from tlinterp import ir
-from tlinterp.diagnostics import BackendError, Diagnostic, not_yet
-from tlinterp.typerules import result_types
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align, var
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError, Diagnostic, not_yet
+from tlinterp.lang.typerules import result_types
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 Val = Union[Scalar, View, Group]
 # a memref argument's first element: OpenCL aligns buffers and sub-buffer origins to
@@ -48,10 +51,6 @@ def kernel_name(fn: ir.Function) -> str:
     return f"tl_fn_{name}"
 
 
-def var(name: str) -> str:
-    return f"v_{name}"
-
-
 @dataclass(frozen=True)
 class Geometry:
     wg0: int
@@ -67,7 +66,7 @@ class FunctionLowerer:
                  geometry: Geometry, helpers: dict[str, str],
                  read_only: frozenset[str] = frozenset()):
         self.program = program
-        # memref arguments declared `const restrict`: never written (tlinterp.effects, see
+        # memref arguments declared `const restrict`: never written (tlinterp.lang.effects, see
         # `lower_program`); writing through one would not build
         self.read_only = read_only
         # roots some step writes (filled while lowering; `lower_program` checks it against
@@ -87,6 +86,9 @@ class FunctionLowerer:
         self.pending = Pending()
         self.bases = chains.bases(fn)  # view -> the allocas/arguments it views
         self.spmd = False  # inside a foreach: one work-item per iteration, no barriers
+        # kernel-scope lines and kernel attributes the v0.4 lowering asks for (subgroups.py)
+        self.prologue: list[str] = []
+        self.kernel_attributes: list[str] = []
 
     # --- helpers ------------------------------------------------------------------------
     def fresh(self, stem: str) -> str:
@@ -204,7 +206,8 @@ class FunctionLowerer:
         if self.local_arg_bytes:
             params = params + ["local ulong* tl_local"]
         g = self.geo
-        w.line(f"kernel __attribute__((reqd_work_group_size({g.wg0}, {g.wg1}, 1)))")
+        w.line(f"kernel __attribute__((reqd_work_group_size({g.wg0}, {g.wg1}, 1)))"
+               + "".join(" " + a for a in self.kernel_attributes))
         w.line(f"void {kernel_name(self.fn)}(")
         for k, p in enumerate(params):
             w.line(f"        {p}" + ("," if k + 1 < len(params) else ")"))
@@ -214,6 +217,8 @@ class FunctionLowerer:
         w.depth += 1
         w.line(f"const long tl_lid = (long)get_local_id(0) + (long)get_local_id(1) * {g.wg0};")
         w.line(f"const long tl_nwi = {g.size};")
+        for line in self.prologue:
+            w.line(line)
         if local_bytes and not self.local_arg_bytes:
             w.line(f"local ulong tl_local[{slab}];")
         w.extend(body)
@@ -265,7 +270,8 @@ class FunctionLowerer:
 
     def lower_arithunary(self, w, inst: ir.ArithUnary):
         a = self.operand(inst.operand, inst.type)
-        self.define(w, inst.result, inst.type, S.unary(inst.op, a, inst.type))
+        self.define(w, inst.result, S.unary_result(inst.op, inst.type),
+                    S.unary(inst.op, a, inst.type))
 
     def lower_cast(self, w, inst: ir.Cast):
         a = self.operand(inst.operand, inst.from_type)
@@ -273,7 +279,7 @@ class FunctionLowerer:
 
     def lower_compare(self, w, inst: ir.Compare):
         a, b = self.operand(inst.lhs, inst.type), self.operand(inst.rhs, inst.type)
-        self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b))
+        self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b, inst.type))
 
     def lower_groupid(self, w, inst):
         self.define(w, inst.result, ScalarType.index, f"(long){self.grid('group_id', 'x')}")
@@ -282,8 +288,7 @@ class FunctionLowerer:
         self.define(w, inst.result, ScalarType.index, f"(long){self.grid('num_groups', 'x')}")
 
     def lower_builtin(self, w, inst: ir.Builtin):
-        if inst.name not in ("group_id", "num_groups"):  # sub-group builtins: not yet
-            raise not_yet(inst, "lowered")
+        """The grid builtins (the sub-group ones: spmd.lower_builtin)."""
         self.define(w, inst.result, inst.type,
                     f"({ctype(inst.type)}){self.grid(inst.name, inst.comp or 'x')}")
 
@@ -473,8 +478,8 @@ class FunctionLowerer:
     def lower_yield(self, w, inst: ir.Yield):
         targets = self.yield_targets
         vals = [self.operand(v, t) for v, t in zip(inst.values, inst.types)]
-        for r, v in zip(targets, vals):
-            w.line(f"{var(r.name)} = {v};")
+        for r, v in zip(targets, vals):  # a C variable's name, or a result Value
+            w.line(f"{r if isinstance(r, str) else var(r.name)} = {v};")
 
     def lower_for(self, w, inst: ir.For):
         t = inst.type
@@ -487,6 +492,7 @@ class FunctionLowerer:
         # trip count first: stepping the induction variable itself could overflow its type
         w.line(f"const long {trips} = {st} > 0 ? ({lo} < {hi} ? ({hi} - {lo} + {st} - 1) / {st}"
                f" : 0) : ({st} < 0 && {lo} > {hi} ? ({lo} - {hi} - {st} - 1) / (-{st}) : 0);")
+        carried = CF.carried_prologue(self, w, inst)  # v0.4 loop-carried values
         # the loop body sees its own pending accesses from the previous iteration
         entry = self.pending.copy()
         saved_tmp = self.tmp
@@ -495,7 +501,7 @@ class FunctionLowerer:
             self.tmp = saved_tmp
             body = w.scratch()
             body.depth += 1
-            self.loop_body(body, inst, t, lo, st, it)
+            self.loop_body(body, inst, t, lo, st, it, carried)
             if self.pending <= entry:
                 break
             entry = entry.union(self.pending)
@@ -503,31 +509,45 @@ class FunctionLowerer:
         w.extend(body)
         w.close()
         self.pending = entry.union(self.pending)
+        CF.carried_results(self, w, inst, carried)
 
-    def loop_body(self, w, inst, t, lo, st, it):
+    def loop_body(self, w, inst, t, lo, st, it, carried):
         w.line(f"const {ctype(t)} {var(inst.var.name)} = ({ctype(t)})({lo} + {it} * {st});")
         self.env[inst.var.name] = Scalar(var(inst.var.name), t)
-        self.region(w, inst.body)
+        if carried:
+            CF.carried_body(self, w, inst, carried)
+        else:
+            self.region(w, inst.body)
 
     def lower_foreach(self, w, inst: ir.Foreach):
         t = inst.type
-        start = self.operand(inst.start, t)
-        stop = self.operand(inst.stop, t)
-        lo, n, it = self.fresh("lo"), self.fresh("n"), self.fresh("it")
+        lo, n = self.fresh("lo"), self.fresh("n")
+        prologue = [f"const long {lo} = (long){self.operand(inst.start, t)};",
+                    f"const long {n} = (long){self.operand(inst.stop, t)} - {lo};"]
+
+        def bind(body, it):
+            body.line(f"const {ctype(t)} {var(inst.var.name)} = ({ctype(t)})({lo} + {it});")
+            self.env[inst.var.name] = Scalar(var(inst.var.name), t)
+        self.spmd_loop(w, prologue, n, bind, inst.body)
+
+    def spmd_loop(self, w, prologue: list[str], count: str, bind, region: ir.Region) -> None:
+        """An SPMD region run once per iteration 0 .. count - 1 (`prologue` defines what
+        `count` names), the iterations dealt to the work-items in turn; `bind(body, it)`
+        defines the loop variables of iteration `it`. One step for the barrier analysis."""
+        it = self.fresh("it")
         outer = self.pending
         self.pending = Pending()
         self.spmd = True
         body = w.scratch()
         body.depth += 1
-        body.line(f"const {ctype(t)} {var(inst.var.name)} = ({ctype(t)})({lo} + {it});")
-        self.env[inst.var.name] = Scalar(var(inst.var.name), t)
-        self.region(body, inst.body)
+        bind(body, it)
+        self.region(body, region)
         self.spmd = False
         inner, self.pending = self.pending, outer
         self.access(w, inner.reads, inner.writes)
-        w.line(f"const long {lo} = (long){start};")
-        w.line(f"const long {n} = (long){stop} - {lo};")
-        w.open(f"for (long {it} = tl_lid; {it} < {n}; {it} += tl_nwi)")
+        for line in prologue:
+            w.line(line)
+        w.open(f"for (long {it} = tl_lid; {it} < {count}; {it} += tl_nwi)")
         w.extend(body)
         w.close()
 
@@ -539,9 +559,9 @@ def _not_yet(lowerer, w, inst) -> None:
 # The one dispatch table of the lowering: every instruction class to its rule.
 LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = {
     ir.Alloca: FunctionLowerer.lower_alloca,
-    ir.Arith: FunctionLowerer.lower_arith,
-    ir.ArithUnary: FunctionLowerer.lower_arithunary,
-    ir.Cast: FunctionLowerer.lower_cast,
+    ir.Arith: coopmatrix.componentwise(FunctionLowerer.lower_arith),
+    ir.ArithUnary: coopmatrix.componentwise(FunctionLowerer.lower_arithunary),
+    ir.Cast: coopmatrix.componentwise(FunctionLowerer.lower_cast),
     ir.Compare: FunctionLowerer.lower_compare,
     ir.Expand: FunctionLowerer.lower_expand,
     ir.Fuse: FunctionLowerer.lower_fuse,
@@ -559,5 +579,16 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.Foreach: FunctionLowerer.lower_foreach,
     **{cls: FunctionLowerer.lower_blas for cls in ir.BLAS},
     **{cls: _not_yet for cls in ir.V04_INSTRUCTIONS},
-    ir.Builtin: FunctionLowerer.lower_builtin,  # the grid builtins; the rest not yet
+    ir.Associated: CF.lower_associated,
+    ir.ForeachNd: CF.lower_foreach_nd,
+    ir.Cumsum: lower_cumsum,
+    ir.AtomicLoad: A.lower_atomic_load,
+    ir.AtomicStore: A.lower_atomic_store,
+    ir.AtomicUpdate: A.lower_atomic_update,
+    ir.Builtin: spmd.lower_builtin,
+    ir.Parallel: spmd.lower_parallel,
+    ir.ForeachTile: spmd.lower_foreach_tile,
+    ir.SubgroupBroadcast: subgroups.lower_broadcast,
+    ir.SubgroupOp: subgroups.lower_subgroup_op,
+    **coopmatrix.RULES,
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import time
 import warnings
 import weakref
@@ -19,16 +20,17 @@ import numpy as np
 from tlgpu.lowering.callconv import Convention, Param, argument_params, launch_sizes
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.program import Lowered, lower_program
+from tlgpu.lowering.subgroups import NoSubgroups
 from tlgpu.runtime import workarounds
 from tlgpu.runtime.buildlog import map_log, without_saved_source
-from tlgpu.runtime.devices import DeviceHandle, handle
+from tlgpu.runtime.devices import DeviceHandle, handle, subgroup_strategy
 from tlgpu.runtime.guards import Guards
 from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
 from tlgpu.runtime.prelaunch import check_launch
-from tlinterp import ir
-from tlinterp.args import BoundArgs, GroupArg, MemrefArg, bind, unbind
-from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlinterp.io.args import BoundArgs, GroupArg, Groups, MemrefArg, bind, grid_of, unbind
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str, tuple[str, ...]], object] = {}
@@ -41,7 +43,7 @@ _LOWERED: dict[tuple[int, str, LoweringConfig], tuple[weakref.ref, Lowered]] = {
 
 
 def _as_program(program: Union[ir.Program, str]) -> ir.Program:
-    from tlinterp.frontend import lowerable
+    from tlinterp.front.pipeline import lowerable
 
     if isinstance(program, str):
         import tlinterp
@@ -70,6 +72,9 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
     import pyopencl as cl
 
     rows = fp64_mma_rows(d)  # None: the most the device has; a value: at most that
+    cl20 = opencl_c_20(d)
+    config = dataclasses.replace(config, atomics_cl20=cl20 if config.atomics_cl20 is None
+                                 else config.atomics_cl20 and cl20)
     config = dataclasses.replace(config, tensor_cores=rows if config.tensor_cores is None
                                  else min(config.tensor_cores, rows))
     return dataclasses.replace(
@@ -81,7 +86,20 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
         group_pointers_as_ulong=config.group_pointers_as_ulong
         or "portable computing language" not in d.platform.name.lower(),
         # Oclgrind tracks uninitialised values only in local memory passed as an argument
-        local_slab_argument=config.local_slab_argument or is_oclgrind(d))
+        local_slab_argument=config.local_slab_argument or is_oclgrind(d),
+        subgroups=subgroup_strategy(d, config.subgroups))
+
+
+def opencl_c_20(d) -> bool:
+    """Whether the device compiles OpenCL C 2.0 (its atomics with memory orders and scopes;
+    lowering/atomics.py): its OpenCL C version is 2.0 or later."""
+    m = re.match(r"OpenCL C (\d+)\.(\d+)", d.opencl_c_version or "")
+    return m is not None and (int(m.group(1)), int(m.group(2))) >= (2, 0)
+
+
+# OpenCL C 2.0 atomics in a source (lowering/atomics.py: each an `atomic_*_explicit(` call;
+# no other text of a kernel has a name ending so before a bracket) need the 2.0 language
+CL20_MARK = "_explicit("
 
 
 def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) -> Lowered:
@@ -94,7 +112,12 @@ def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) 
         if _LOWERED.get(key, (None,))[0] is ref:
             del _LOWERED[key]
 
-    lowered = lower_program(program, None, config)
+    try:
+        lowered = lower_program(program, None, config)
+    except NoSubgroups as e:  # in the device's words
+        label = f"'{dev.device.platform.name.strip()}: {dev.device.name.strip()}'"
+        raise BackendError([dataclasses.replace(d, message=d.message.replace(
+            "this device", f"the device {label}")) for d in e.diagnostics], e.source) from None
     _LOWERED[key] = (weakref.ref(program, forget), lowered)
     return lowered
 
@@ -120,6 +143,8 @@ def build(lowered: Lowered, dev: DeviceHandle, program: Optional[ir.Program] = N
     found = workarounds.applicable(workarounds.kernel_text(source, kernel), dev.device) \
         if kernel else ()
     options = list(BUILD_OPTIONS) + list(workarounds.options(found))
+    if CL20_MARK in source:
+        options.append("-cl-std=CL2.0")
     if found:  # compile just this kernel with the options, not the whole batch again
         source = workarounds.only_kernel(source, kernel)
     for w in found:
@@ -179,7 +204,7 @@ def aligned_layout(starts: list[int], align: int) -> list[tuple[int, int]]:
     previous piece's), so that every member starts at a multiple of `align` while the bytes
     before, between and after the members (red zones, gaps) stay where they were relative to
     them. Group members share one host buffer at whatever offsets the arguments gave
-    (tlinterp.args); a kernel may assume each member's base pointer aligned."""
+    (tlinterp.io.args); a kernel may assume each member's base pointer aligned."""
     out: list[tuple[int, int]] = []
     shift = 0
     for start in sorted(set(starts)):
@@ -258,7 +283,7 @@ class _Marshal:
 
     def memref(self, v: MemrefArg, name: Optional[str] = None):
         """The view's buffer from its first element. When the bound buffer has room before
-        that element (the fuzzer's red zones, tlinterp.args.red_zones) and the offset is
+        that element (the fuzzer's red zones, tlinterp.io.args.red_zones) and the offset is
         aligned for the device, pass a sub-buffer of the whole, so that a write before the
         first element lands in the guard instead of outside any allocation."""
         start = v.offset * v.buffer.itemsize
@@ -393,23 +418,25 @@ def _kernel_seconds(event, wall: float) -> float:
         return wall
 
 
-def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
+def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: Groups,
               device: Optional[str] = None, config: Optional[LoweringConfig] = None,
               repeat: int = 1, guard: bool = False) -> list[float]:
     """Launch `repeat` times on the same inputs (the results are those of one launch); returns
-    each launch's kernel time in seconds, from the queue's profiling events. `guard`: surround
-    the argument buffers with guard zones and raise ExecutionError when the kernel stored
-    into one (tlgpu.runtime.guards)."""
+    each launch's kernel time in seconds, from the queue's profiling events. `groups`: a
+    count, or a grid (x, y, z), which needs the v0.4 convention when y or z > 1. `guard`:
+    surround the argument buffers with guard zones and raise ExecutionError when the kernel
+    stored into one (tlgpu.runtime.guards)."""
     import pyopencl as cl
 
+    grid = grid_of(groups)
     dev, kernel, geo = prepare(program, function, device, config)
-    check_launch(program, function, bound, groups, geo.size, dev.device.address_bits)
-    if groups == 0:
+    check_launch(program, function, bound, grid, geo.size, dev.device.address_bits)
+    if grid[0] * grid[1] * grid[2] == 0:
         return []
     cfg = device_config(dev, config)
     lowered = lowered_for(program, dev, cfg)
     global_size, local_size = launch_sizes(cfg.convention,  # type: ignore[arg-type]
-                                           (geo.wg0, geo.wg1), (groups, 1, 1))
+                                           (geo.wg0, geo.wg1), grid)
     extra = []
     slab = lowered.local_args.get(function.name, 0)
     if slab:  # Oclgrind tracks uninitialised local memory only in kernel arguments
@@ -445,12 +472,12 @@ def _nothing():
 
 
 def run(program: Union[ir.Program, str], args, func: Optional[str] = None,
-        groups: Optional[int] = None, device: Optional[str] = None,
+        groups: Optional[Groups] = None, device: Optional[str] = None,
         config: Optional[LoweringConfig] = None) -> dict[str, np.ndarray]:
     program = _as_program(program)
     function = _function(program, func)
     bound = bind(function, args)
-    run_bound(program, function, bound, bound.num_groups(groups), device=device, config=config)
+    run_bound(program, function, bound, bound.grid(groups), device=device, config=config)
     return unbind(bound)
 
 

@@ -13,11 +13,13 @@ and cheap enough to catch before launching:
 
 from __future__ import annotations
 
-from tlinterp import ir
-from tlinterp.args import BoundArgs, GroupArg
-from tlinterp.diagnostics import ArgumentError
+from typing import Union
+
 from tlinterp.interp.ub import Collector, raise_reports
-from tlinterp.types import GroupType
+from tlinterp.io.args import BoundArgs, GroupArg
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError
+from tlinterp.lang.types import GroupType
 
 __all__ = ["check_launch"]
 
@@ -75,8 +77,12 @@ def check_member_loads(program: ir.Program, function: ir.Function, bound: BoundA
     raise_reports(col)
 
 
-def check_launch(program: ir.Program, function: ir.Function, bound: BoundArgs, groups: int,
-                 items_per_group: int, address_bits: int) -> None:
-    """Both checks above; raises ArgumentError (exit 2) or UndefinedBehaviour (exit 1)."""
-    check_group_count(groups, items_per_group, address_bits)
-    check_member_loads(program, function, bound, groups)
+def check_launch(program: ir.Program, function: ir.Function, bound: BoundArgs,
+                 groups: Union[int, tuple[int, int, int]], items_per_group: int,
+                 address_bits: int) -> None:
+    """Both checks above, for a count or a grid (x, y, z) of work-groups (members are loaded
+    at group_id.x, which runs to x); raises ArgumentError (exit 2) or UndefinedBehaviour
+    (exit 1)."""
+    x, y, z = groups if isinstance(groups, tuple) else (groups, 1, 1)
+    check_group_count(x * y * z, items_per_group, address_bits)
+    check_member_loads(program, function, bound, x)

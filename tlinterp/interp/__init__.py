@@ -8,25 +8,25 @@ from typing import Optional, Union
 
 import numpy as np
 
-from .. import ir
-from ..args import BoundArgs, GroupArg, MemrefArg, bind, grid_of, unbind
-from ..deepstack import call_deep, nesting
-from ..diagnostics import ArgumentError, ExecutionError
-from ..effects import written_arguments
-from ..memlimit import check_allocation
-from ..types import GroupType
-from .execute import _BYTES_PER_LANE, Env, Executor
-from .memory import ArgBuffer, GroupBuffer, View
-from .ub import KINDS, UBReport
-from .values import Lanes
-from .views import GroupValue
+from tlinterp.interp.execute import _BYTES_PER_LANE, Env, Executor
+from tlinterp.interp.memory import ArgBuffer, GroupBuffer, View
+from tlinterp.interp.ub import KINDS, UBReport
+from tlinterp.interp.values import Lanes
+from tlinterp.interp.views import GroupValue
+from tlinterp.io.args import BoundArgs, GroupArg, MemrefArg, bind, grid_of, unbind
+from tlinterp.io.memlimit import check_allocation
+from tlinterp.lang import ir
+from tlinterp.lang.deepstack import call_deep, nesting
+from tlinterp.lang.diagnostics import ArgumentError, ExecutionError
+from tlinterp.lang.effects import written_arguments
+from tlinterp.lang.types import GroupType
 
 __all__ = ["run", "run_bound", "grid_of", "select_function", "UBReport", "KINDS"]
 
 
 def _program(program_or_text: Union[str, ir.Program]) -> ir.Program:
-    from ..checker import check
-    from ..frontend import executable, parse
+    from tlinterp.checker.v03 import check
+    from tlinterp.front.pipeline import executable, parse
 
     if isinstance(program_or_text, str):
         program_or_text = parse(program_or_text)

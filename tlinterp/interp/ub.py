@@ -15,9 +15,9 @@ from typing import Optional
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, UndefinedBehaviour
-from ..ir import Span
-from .values import Lanes
+from tlinterp.interp.values import Lanes
+from tlinterp.lang.diagnostics import Diagnostic, UndefinedBehaviour
+from tlinterp.lang.ir import Span
 
 KINDS = (
     "out-of-bounds", "data-race", "uninitialised-read", "use-after-lifetime", "division-by-zero",
