@@ -7,8 +7,11 @@ that depend on the terminal's width)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -191,3 +194,53 @@ def test_tlfuzz_refuses_a_mutation_nothing_would_plant(extra, words, tmp_path, c
                                  "--out", tmp_path / "out"], capsys)
     assert rc == 2 and f"tlfuzz: {words}" in text
     assert not (tmp_path / "out").exists()
+
+
+def test_emit_writes_to_out(tmp_path, capsys):
+    """--out was silently ignored with --emit (the code went to stdout only)."""
+    out = tmp_path / "k.v04.tl"
+    rc, text = run_tool(cli.main, [EXAMPLES / "fused_kernel.tl", "--emit", "ir", "--lang",
+                                   "v0.4", "--out", out], capsys)
+    assert rc == 0 and "func @fused_kernel" not in text
+    emitted = out.read_text()
+    assert f"tlrun: wrote {out} (v0.4 text, {emitted.count(chr(10))} lines)" in text
+    assert tlinterp.parse(emitted, lang="v0.4").functions[0].name == "fused_kernel"
+    rc, text = run_tool(cli.main, [EXAMPLES / "fused_kernel.tl", "--emit", "ir", "--out",
+                                   EXAMPLES / "fused_kernel.tl"], capsys)
+    assert rc == 2 and "is the kernel source; --out would replace it" in text
+
+
+def test_a_repeated_d_name_is_an_error(capsys):
+    """The second -D n silently overrode the first."""
+    rc, text = run_tool(cli.main, [V04 / "preprocessor.tl", "-D", "n=3", "-D", "m=1", "-D",
+                                   "n=4", "--check"], capsys)
+    assert rc == 2 and "-D n is given twice ('3' and '4'): define each name once" in text
+
+
+# --- listings cut without saying so -------------------------------------------------------------
+
+
+def test_the_per_group_listing_says_how_many_more(capsys):
+    """--groups 9 on a group of 4 members: work-groups 4-7 listed, 8 dropped without a word."""
+    rc, text = run_tool(cli.main, [EXAMPLES / "fused_kernel.tl", "--args",
+                                   EXAMPLES / "fused_kernel.npz", "--groups", "9"], capsys)
+    assert rc == 1
+    assert [g for g in range(9) if f"work-group {g} loads member {g} of %A" in text] == \
+        [4, 5, 6, 7]
+    assert "out of bounds: 1 more like the above" in text
+
+
+# --- messages independent of the terminal's width -----------------------------------------------
+
+
+@pytest.mark.parametrize("columns", ["40", "80"])
+def test_tlconform_messages_are_whole_lines_at_any_width(columns, tmp_path):
+    """tests/test_spirv.py matched a message that rich wrapped at 80 columns."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": columns}
+    r = subprocess.run([sys.executable, "-m", "fuzz.conform.cli", "--corpus",
+                        tmp_path / "nothing", "--impl", "interp"], capture_output=True,
+                       text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr == (f"tlconform: {tmp_path / 'nothing'}: not a corpus directory (needs "
+                        "valid, invalid, undefined/; regenerate with: python -m "
+                        "corpus.generate)\n")

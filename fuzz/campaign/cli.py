@@ -399,10 +399,11 @@ def run_campaign(ns: argparse.Namespace) -> int:
              " — interrupted" if interrupted else " — summary")
     console.print(tally.table(title + state))
     for e in tally.errors:
-        console.print(f"[red]internal error in a job (please report):[/red] {for_rich(e)}")
+        console.print(f"[red]internal error in a job (please report):[/red] {for_rich(e)}",
+                      soft_wrap=True)  # whole lines: nothing reading them depends on COLUMNS
     for kind, line, why in tally.unsaved:
         console.print(f"tlfuzz: a {kind} finding could not be saved: {why}\n  ({line})",
-                      highlight=False, markup=False)
+                      highlight=False, markup=False, soft_wrap=True)
     n = len(tally.findings)
     wrote("tlfuzz", ns.out, f"{n} new finding{'s' if n != 1 else ''}")
     if tally.errors:
@@ -419,7 +420,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
         console.print(f"tlfuzz: no case ran to its end within --time {ns.time:g} s: nothing "
                       "was tested (does the implementation answer at all? `tlrun --impl "
                       "SPEC KERNEL.tl --args ARGS.npz` runs one case)", highlight=False,
-                      markup=False)
+                      markup=False, soft_wrap=True)
         return EXIT_NOTHING_RAN
     return 0
 

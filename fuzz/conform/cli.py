@@ -189,6 +189,8 @@ def _parser() -> argparse.ArgumentParser:
 PIPE_WIDTH = 4096  # lines are not wrapped at 80 columns in a pipe or a file
 
 
+# err.print(..., soft_wrap=True): one-line messages are never broken at the terminal's width
+# (a test or a script reading them must not depend on COLUMNS); tables still fit it
 def _console(stderr: bool) -> Console:
     console = Console(stderr=stderr)
     if not console.is_terminal and "COLUMNS" not in os.environ:
@@ -260,7 +262,7 @@ def _main(opts: argparse.Namespace) -> int:
 
             # which of several matching devices --device picked (docs/devices.md)
             err.print(f"tlconform: device {chosen_device(opts.device)}", highlight=False,
-                      markup=False)
+                      markup=False, soft_wrap=True)
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
         not_migrated: list = []
         if opts.lang == "v0.4":  # the v0.3 cases too, in their v0.4 form where they have one
@@ -281,12 +283,12 @@ def _main(opts: argparse.Namespace) -> int:
             except TLError as e:
                 raise SpecError(e.diagnostics[0].message) from None
     except (SpecError, CorpusError) as e:
-        err.print(f"tlconform: {e}", highlight=False, markup=False)
+        err.print(f"tlconform: {e}", highlight=False, markup=False, soft_wrap=True)
         return 2
     if not cases and not skipped:
         err.print(f"tlconform: no case matches --filter {opts.filter!r}"
                   + (f" and --lang {opts.lang}" if opts.lang else ""), highlight=False,
-                  markup=False)
+                  markup=False, soft_wrap=True)
         return 2
     try:
         if opts.quiet or not console.is_terminal:
@@ -299,7 +301,7 @@ def _main(opts: argparse.Namespace) -> int:
                 verdicts = run_all(impl, cases, opts.jobs, opts.timeout, progress,
                                    max_failures=opts.max_failures)
     except SpecError as e:
-        err.print(f"tlconform: {e}", highlight=False, markup=False)
+        err.print(f"tlconform: {e}", highlight=False, markup=False, soft_wrap=True)
         return 2
     not_run = len(cases) - len(verdicts)
     verdicts = _with_skipped(corpus_order, verdicts, skipped)
@@ -315,10 +317,11 @@ def _main(opts: argparse.Namespace) -> int:
             write_junit(opts.junit_xml, verdicts, impl.name)
     except OSError as e:  # standard output (--json -) closed or full
         err.print(f"tlconform: cannot write the --json report to standard output "
-                  f"({e.strerror or e})", highlight=False, markup=False)
+                  f"({e.strerror or e})", highlight=False, markup=False, soft_wrap=True)
         return 2
     except TLError as e:  # a report file that cannot be written; none is left half-written
-        err.print(f"tlconform: {e.diagnostics[0].message}", highlight=False, markup=False)
+        err.print(f"tlconform: {e.diagnostics[0].message}", highlight=False, markup=False,
+                  soft_wrap=True)
         return 2
     for path, _ in _reports(opts):
         wrote("tlconform", path, f"{len(verdicts)} cases")

@@ -18,8 +18,8 @@ Warnings go to stderr and leave the exit status alone; `--werror` makes them err
 error asks for it); with `--emit ir` it names the OUTPUT version and `--from` the input's.
 A v0.4 program using a construct the interpreter does not execute yet is refused with
 "not yet executable: CONSTRUCT at L.C-C" and exit status 2 (`--check`/`--emit ir` work).
-Exit statuses: EXIT_STATUSES below (`tlrun --help` lists them). Code (--emit) goes to stdout;
-diagnostics, the run summary and the line saying what --out wrote go to stderr.
+Exit statuses: EXIT_STATUSES below (`tlrun --help` lists them). Code (--emit) goes to stdout,
+or to --out; diagnostics, the run summary and the line saying what --out wrote go to stderr.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from tlinterp.cli.conventions import (
     tool_parser,
     wrote,
 )
-from tlinterp.front.preprocess import parse_define_flag
+from tlinterp.front.preprocess import define_flags, parse_define_flag
 from tlinterp.impl.flags import add_impl_flags, positive_seconds
 from tlinterp.impl.shutdown import (
     adopt_orphans,
@@ -55,7 +55,7 @@ from tlinterp.impl.shutdown import (
 from tlinterp.io.args import count_groups, groups_count, load_npz, save_npz
 from tlinterp.io.boundedread import MAX_SOURCE_BYTES, RefusedFile, read_bounded
 from tlinterp.io.foreigntext import for_rich, shown
-from tlinterp.io.outfile import check_target
+from tlinterp.io.outfile import check_target, write_text
 from tlinterp.lang.diagnostics import (
     ERROR,
     ArgumentError,
@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
                             "arguments, cache the fastest per kernel and device, use it "
                             "(--lowering applies on top); the search goes to stderr")
     g.output.add_argument("--emit", choices=["ir", "opencl"],
-                          help="print canonical IR or OpenCL C (stdout)")
+                          help="print canonical IR or OpenCL C (stdout, or --out)")
     add_lang(g.output, default=None,
              help="tensor-language version of the input (with --emit ir: of the "
                   "output; default: the input's)")
@@ -172,7 +172,8 @@ def _parser() -> argparse.ArgumentParser:
     g.output.add_argument("--from", dest="from_lang", choices=["v0.3", "v0.4"],
                           help="with --emit ir: version of the input (default: detected)")
     g.output.add_argument("--out", metavar="OUT.npz",
-                          help="write memref/group arguments after the run (says so on stderr)")
+                          help="write memref/group arguments after the run; with --emit, the "
+                               "code (says so on stderr)")
     add_verbosity(g.output, verbose="opencl: also show compiler warnings and driver output",
                   quiet="no run summary (errors and what --out wrote still print)")
     return p
@@ -201,6 +202,16 @@ def _emit_ir(program, lang: str) -> str:
     from tlinterp.lang.v03.printer import format_program
 
     return format_program(to_v03(program) if program.lang == "v0.4" else program)
+
+
+def _emitted(ns, text: str, what: str) -> int:
+    """--emit's code to stdout, or to --out (it was silently ignored there)."""
+    if ns.out is None:
+        sys.stdout.write(text)
+    else:
+        write_text(ns.out, text)
+        wrote("tlrun", ns.out, f"{what}, {text.count(chr(10))} lines")
+    return 0
 
 
 def _implementation(ns, name: str):
@@ -308,7 +319,7 @@ def _run(ns) -> int:
     if ns.defines and in_lang == "v0.3":
         raise ArgumentError("-D defines for the v0.4 preprocessor; the input is read as v0.3")
     program = check(parse(text, filename=ns.kernel, lang=in_lang,
-                          defines=dict(ns.defines or ())), warnings)
+                          defines=define_flags(ns.defines or ())), warnings)
     if warnings and ns.werror:
         raise SourceError([Diagnostic(d.message, d.span, d.filename, ERROR) for d in warnings],
                           text)
@@ -325,8 +336,8 @@ def _run(ns) -> int:
         if os.path.exists(ns.out) and os.path.samefile(ns.out, ns.kernel):
             raise ArgumentError(f"{ns.out}: is the kernel source; --out would replace it")
     if ns.emit == "ir":
-        sys.stdout.write(_emit_ir(program, ns.lang or program.lang or "v0.3"))
-        return 0
+        lang = ns.lang or program.lang or "v0.3"
+        return _emitted(ns, _emit_ir(program, lang), f"{lang} text")
     from tlinterp.front.pipeline import executable
 
     checked = program  # in its own language: what other implementations are handed
@@ -335,8 +346,7 @@ def _run(ns) -> int:
         code = _implementation(ns, "opencl").emit(program, func_name, checked.lang)
         if code is None:
             raise BackendError("the 'opencl' implementation emits no code")
-        sys.stdout.write(code)
-        return 0
+        return _emitted(ns, code, "OpenCL C")
     from tlinterp.interp import select_function
 
     impl = _implementation(ns, ns.impl)  # a bad name is reported before the arguments

@@ -20,11 +20,11 @@ from __future__ import annotations
 import argparse
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tlinterp.lang.diagnostics import Diagnostic, SourceError
+from tlinterp.lang.diagnostics import ArgumentError, Diagnostic, SourceError
 from tlinterp.lang.ir import Span
 
 INT_MAX = 2**63 - 1
@@ -213,6 +213,19 @@ def parse_define_flag(flag: str) -> tuple[str, str]:
     if not value.strip():
         raise argparse.ArgumentTypeError(f"-D {_flag_text(flag)!r}: the value is empty")
     return name, value
+
+
+def define_flags(flags: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The (NAME, VALUE) pairs of `-D` flags as definitions; a name given twice is an
+    `ArgumentError` naming it (the second no longer overrides the first unseen)."""
+    defines: dict[str, str] = {}
+    for name, value in flags:
+        if name in defines:
+            raise ArgumentError(f"-D {_flag_text(name)} is given twice "
+                                f"({_flag_text(defines[name])!r} and {_flag_text(value)!r}): "
+                                "define each name once")
+        defines[name] = value
+    return defines
 
 
 def preprocess(text: str, *, defines: Optional[Mapping[str, str]] = None,

@@ -381,7 +381,7 @@ def _report_lanes(col, kind, span, lanes, bad, msg, limit=4):
         shown += len(col.reports) > before
     extra = int(bad.sum()) - len(pos)
     if extra > 0:
-        col.dropped[kind] = col.dropped.get(kind, 0) + extra
+        col.drop(kind, extra)
 
 
 def safe_bounds(buf: Buffer, fp: Footprint) -> bool:
