@@ -19,12 +19,11 @@ import bisect
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from functools import cache, lru_cache, partial
+from functools import lru_cache, partial
 from typing import Optional, Union
 
-import numpy as np
-
 from tlinterp.checker.blas_shapes import shape_problems
+from tlinterp.checker.constants import constant_problem
 from tlinterp.checker.layout import layout_problems, written_layout_problems
 from tlinterp.lang import ir, ops
 from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
@@ -80,48 +79,6 @@ def check(program: ir.Program, warnings: Optional[list[Diagnostic]] = None) -> i
     if warnings is not None:
         warnings.extend(diags)
     return program
-
-
-# --- constants -------------------------------------------------------------------------------
-
-
-@cache
-def _int_range(t: ScalarType) -> tuple[int, int]:
-    if t.is_bool:
-        return 0, 1
-    if t.is_signed:
-        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
-    return 0, (1 << t.bits) - 1
-
-
-def constant_problem(c: Const, t: ScalarType, integral_float_ok: bool = False) -> Optional[str]:
-    """Why the literal `c` cannot have type `t`, or None. `integral_float_ok` admits a float
-    literal with an integral value for an integer type (alpha/beta of collectives)."""
-    if t.is_float:
-        v = float(c.value)
-        if not np.isfinite(v):
-            return f"constant {_const_text(c)} is not a finite number"
-        with np.errstate(over="ignore"):
-            if not np.isfinite(t.dtype.type(v)):
-                return f"constant {_const_text(c)} is out of range for {t}"
-        return None
-    if c.is_float:
-        v = float(c.value)
-        if not (integral_float_ok and np.isfinite(v) and v.is_integer()):
-            return f"float constant {_const_text(c)} cannot have integer type {t}"
-        value = int(v)
-    else:
-        value = int(c.value)
-    lo, hi = _int_range(t)
-    if value < 0 and not t.is_signed and not t.is_bool:
-        return f"negative constant {_const_text(c)} for unsigned type {t}"
-    if not lo <= value <= hi:
-        return f"constant {_const_text(c)} does not fit type {t} (range {lo}..{hi})"
-    return None
-
-
-def _const_text(c: Const) -> str:
-    return repr(float(c.value)) if c.is_float else str(int(c.value))
 
 
 # --- written types ---------------------------------------------------------------------------
@@ -628,4 +585,4 @@ def _count(n: int, noun: str, plural: Optional[str] = None) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
-__all__ = ["check", "constant_problem", "layout_problems", "UNKNOWN"]
+__all__ = ["check", "layout_problems", "UNKNOWN"]
