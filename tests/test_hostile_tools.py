@@ -198,8 +198,8 @@ FUZZ_CASES = {  # id: (argv, message); every one exits 2 before a campaign start
 }
 
 
-@pytest.mark.parametrize("case", [  # naming a device asks OpenCL for its platforms
-    pytest.param(c, marks=pytest.mark.opencl) if c.startswith("device") else c
+@pytest.mark.parametrize("case", [  # past the flags, tlfuzz checks its device (OpenCL) first
+    pytest.param(c, marks=pytest.mark.opencl) if c.startswith(("device", "out")) else c
     for c in FUZZ_CASES], ids=list(FUZZ_CASES))
 def test_tlfuzz_bad_options(tmp_path, monkeypatch, capsys, case):
     if case == "device-unknown":

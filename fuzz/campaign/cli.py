@@ -682,9 +682,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     spec, options = ns.impl_ref or (None, None)
     # a python: or command implementation runs on no device: none is needed, none chosen
     on_a_device = not ns.frontend and runs_on_a_device(spec)
-    # --out first: a mistake there is found without starting OpenCL
-    problem = check_out_dir(ns.out) or (
-        on_a_device and (check_device(ns.device) or check_known_good(spec, options)) or None)
+    # the device first: check_out_dir creates --out, which a device problem must not leave
+    problem = (on_a_device and (check_device(ns.device) or check_known_good(spec, options))
+               or check_out_dir(ns.out))
     if problem:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2
