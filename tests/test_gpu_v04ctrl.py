@@ -327,6 +327,7 @@ def test_a_cl12_device_refuses_what_its_atomics_cannot_give(scope, sem, what):
         tlgpu.run(program, args, device="pocl")
     text = e.value.format() if hasattr(e.value, "format") else str(e.value)
     assert what in text and "atomic_max" in text and "OpenCL C 2.0" in text
+    assert "(OpenCL C 1.2" in text  # the device, named with its OpenCL C
     # relaxed atomics at device or work-group scope run there
     ok = tlinterp.check(tlinterp.parse(atomic_src("i32", "work_group", "relaxed"),
                                        lang="v0.4"))

@@ -194,6 +194,11 @@ class Helpers:
         return self.cas("store", space, t, "v", order, scope)
 
 
+# the refusal's words for the device, which the runtime replaces with its name
+# (runtime/launch.py `lowered_for`); lowering without a device keeps them
+THE_DEVICE = "the device"
+
+
 def _refuse_cl12(lw, inst) -> None:
     """What OpenCL C 1.2 atomics cannot give: ordering, and the cross-device scope."""
     what = None
@@ -203,8 +208,8 @@ def _refuse_cl12(lw, inst) -> None:
         what = "the memory scope cross_device"
     if what is not None:
         raise lw.error(f"not lowered for this device: {construct(inst)} with {what} needs "
-                       "OpenCL C 2.0 atomics, which the device lacks (its atomics are relaxed "
-                       "and device-wide); run it on a device with OpenCL C 2.0, e.g. "
+                       f"OpenCL C 2.0 atomics, which {THE_DEVICE} lacks (its atomics are "
+                       "relaxed and device-wide); run it on a device with OpenCL C 2.0, e.g. "
                        "--device intel", inst.span)
 
 

@@ -76,14 +76,14 @@ def lower_foreach_nd(lw, w, inst: ir.ForeachNd) -> None:
     def bind(body, it: str) -> None:
         rest = it
         for k, v in enumerate(inst.vars):
-            last = k + 1 == len(inst.vars)
-            coord = rest if last else f"{rest} % {n[k]}"
-            body.line(f"const {ctype(t)} {lw_var(v)} = ({ctype(t)})({lo[k]} + {coord});")
-            lw.env[v.name] = Scalar(lw_var(v), t)
-            if not last:
+            coord = rest
+            if k + 1 < len(inst.vars):
+                # no `%` beside the `/`: clang pairs them into a `freeze` Oclgrind cannot run
                 nxt = lw.fresh("rest")
                 body.line(f"const long {nxt} = {rest} / {n[k]};")
-                rest = nxt
+                coord, rest = f"{rest} - {nxt} * {n[k]}", nxt
+            body.line(f"const {ctype(t)} {lw_var(v)} = ({ctype(t)})({lo[k]} + {coord});")
+            lw.env[v.name] = Scalar(lw_var(v), t)
 
     lw.spmd_loop(w, prologue, total, bind, inst.body)
 

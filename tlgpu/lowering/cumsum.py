@@ -72,14 +72,14 @@ def lower_cumsum(lw, w, inst: ir.Cumsum) -> None:
     idx: list[Optional[str]] = [None] * order
     rest = t
     for pos, k in enumerate(others):  # the first other mode fastest
-        name = lw.fresh("x")
-        last = pos + 1 == len(others)
-        w.line(f"const long {name} = {rest if last else f'{rest} % (long){a.shape[k]}'};")
-        idx[k] = name
-        if not last:
+        name, coord = lw.fresh("x"), rest
+        if pos + 1 < len(others):
+            # no `%` beside the `/`: clang pairs them into a `freeze` Oclgrind cannot run
             nxt = lw.fresh("rest")
             w.line(f"const long {nxt} = {rest} / (long){a.shape[k]};")
-            rest = nxt
+            coord, rest = f"{rest} - {nxt} * (long){a.shape[k]}", nxt
+        w.line(f"const long {name} = {coord};")
+        idx[k] = name
     idx[n] = i
     w.line(f"{ctype(ct)} {acc} = 0;")
     w.open(f"for (long {i} = 0; {i} < (long){a.shape[n]}; ++{i})")
