@@ -375,3 +375,17 @@ def test_a_work_item_run_past_its_bound_is_a_timeout_not_a_failure():
     assert "took longer than" in slow.message
     ok = impl.run(job, 120)
     assert ok.status == "ok" and ok.outputs["A"].tolist() == [16.0] * 16, ok
+def test_parallel_without_subgroup_size_is_refused_in_words(tmp_path, capsys):
+    """The interpreter needs subgroup_size to run `parallel`; so does the lowering: a
+    BackendError naming the attribute (tlrun exit 2), no traceback."""
+    from tlinterp import cli
+
+    text = "func @k(%B: memref<f32 x 4>) {\n  parallel {\n  }\n}\n"
+    with pytest.raises(BackendError, match="gives no subgroup_size"):
+        tlgpu.lower(text)
+    kernel = tmp_path / "k.tl"
+    kernel.write_text(text)
+    np.savez(tmp_path / "a.npz", B=np.zeros(4, np.float32))
+    assert cli.main([str(kernel), "--args", str(tmp_path / "a.npz"), "--impl", "opencl"]) == 2
+    err = capsys.readouterr().err
+    assert "subgroup_size" in err and "Traceback" not in err

@@ -438,7 +438,6 @@ def test_corpus_v04_valid_kernels_check(path):
 @pytest.mark.parametrize("body, what", [
     ("%c = constant 1.0 : f16\n  store %c, %A[%z]", "the type f16"),
     ("%x = load %B[%z] : f32\n  %e = exp %x : f32\n  store %e, %B[%z]", "exp"),
-    ("parallel {\n  }", "parallel"),
 ])
 def test_the_lowering_refuses_v04_leftovers_in_words(body, what, tmp_path, capsys):
     """What the OpenCL lowering cannot take is a NotExecutable naming it at its range, from

@@ -19,7 +19,7 @@ import numpy as np
 from tlgpu.lowering import prelude
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import ctype, literal
-from tlgpu.lowering.spmd import subgroup_size
+from tlgpu.lowering.spmd import LX, quot, rem, subgroup_size
 from tlgpu.lowering.subgroups import prologue, scratch, subgroup_barrier
 from tlgpu.lowering.views import Scalar, View
 from tlinterp.interp import coopmatrix as cm
@@ -47,20 +47,21 @@ def layout(lw, t: CoopMatrixType, inst) -> cm.Layout:
 def declare(lw, t: CoopMatrixType, inst) -> cm.Layout:
     """The layout of t, with the kernel-scope typedef of its struct (and the lane id)."""
     lay = layout(lw, t, inst)
-    prologue(lw, f"const int tl_sgp = (int)((long)get_local_id(0) % {lay.S});")
+    prologue(lw, f"const int tl_sgp = (int){rem(LX, lay.S)};")
     prologue(lw, f"typedef struct {{ {ctype(t.component)} c[{lay.V}]; }} {ctype(t)};")
     return lay
 
 
 def _position(lay: cm.Layout, v: str) -> tuple[str, str]:
     """C expressions of (row, column) of component v of lane tl_sgp (Layout.position)."""
-    L = f"(tl_sgp + ({v}) * {lay.S})"
+    L = f"(tl_sgp + ({v}) * {lay.S})"  # >= 0; I and K1 are powers of two
     i, K1, J = lay.I, lay.K1, lay.J
-    row = f"({L} % {i})"
+    q = quot(L, i * K1)  # j + J k2
+    k2 = f"({q} / {J})"
+    row = f"{rem(L, i)} + {k2} * {i * K1}"
     if K1 > 1:
-        row += f" + (({L} / {i}) % {K1}) * {i}"
-    row += f" + ({L} / {i * K1 * J}) * {i * K1}"
-    return f"({row})", f"(({L} / {i * K1}) % {J})"
+        row += f" + {rem(quot(L, i), K1)} * {i}"
+    return f"({row})", f"({q} - {k2} * {J})"
 
 
 def _comp(lw, v: ir.Value) -> str:

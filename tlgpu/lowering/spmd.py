@@ -91,9 +91,23 @@ def lower_foreach_tile(lw, w, inst: ir.ForeachTile) -> None:
         lw.region(body, inst.body)
 
     body = spmd_body(lw, w, build)
-    w.open(f"for (long {tile} = tl_lid / {S}; {tile} < {total}; {tile} += {nsg})")
+    w.open(f"for (long {tile} = {quot('tl_lid', S)}; {tile} < {total}; {tile} += {nsg})")
     w.extend(body)
     w.close()
+
+
+def quot(x: str, d: int) -> str:
+    """x / d for x >= 0: a shift for a power of two. Neither this nor `rem` writes `/` beside
+    `%` (clang pairs them and inserts `freeze`, which Oclgrind cannot run)."""
+    return f"(({x}) >> {d.bit_length() - 1})" if d & (d - 1) == 0 else f"(({x}) / {d})"
+
+
+def rem(x: str, d: int) -> str:
+    """x mod d for x >= 0 (a mask for a power of two)."""
+    return f"(({x}) & {d - 1})" if d & (d - 1) == 0 else f"(({x}) - ({x}) / {d} * {d})"
+
+
+LX = "(long)get_local_id(0)"
 
 
 # builtin name -> C expression of the value (of type long) from the work-item's ids
@@ -103,12 +117,12 @@ def _builtin_expr(name: str, comp: str, S: int, wx: int, wy: int) -> str:
     if name == "num_subgroups":
         return str({"x": wx // S, "y": wy, "z": 1}[comp])
     if name == "subgroup_id":
-        return {"x": f"((long)get_local_id(0) / {S})", "y": "(long)get_local_id(1)",
+        return {"x": quot(LX, S), "y": "(long)get_local_id(1)",
                 "z": "0"}[comp]
     if name == "subgroup_linear_id":
-        return f"(tl_lid / {S})"
+        return quot("tl_lid", S)
     assert name == "subgroup_local_id", name
-    return f"((long)get_local_id(0) % {S})"
+    return rem(LX, S)
 
 
 def lower_builtin(lw, w, inst: ir.Builtin) -> None:

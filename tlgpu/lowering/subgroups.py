@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import ctype, literal
-from tlgpu.lowering.spmd import subgroup_size
+from tlgpu.lowering.spmd import LX, quot, rem, subgroup_size
 from tlgpu.lowering.views import Scalar
 from tlinterp.interp import lowp
 from tlinterp.lang import ir
@@ -128,7 +128,8 @@ class Exchange:
                 f = "tl_shfl32" if ct == "uint" else "tl_shfl64"
                 out.append(f"{f}({n}, (uint)({lane}), tl_sg_c, tl_sg_mask)")
             else:
-                base = "" if self.S == self.lw.geo.size else f"tl_lid / {self.S} * {self.S} + "
+                base = "" if self.S == self.lw.geo.size else \
+                    f"{quot('tl_lid', self.S)} * {self.S} + "
                 out.append(f"(({ct})tl_sgx[{k * self.lw.geo.size} + {base}({lane})])")
         return _unpack(self.t, out)
 
@@ -190,7 +191,7 @@ def scratch(lw, nbytes: int) -> str:
             lw.prologue.remove(f"local ulong tl_cm[{have * nsg}];")
         lw.coop_scratch_words = have = words
         lw.prologue.append(f"local ulong tl_cm[{have * nsg}];")
-    return f"((local char*)(tl_cm + (tl_lid / {lw.fn.subgroup_size}) * {have}))"
+    return f"((local char*)(tl_cm + {quot('tl_lid', lw.fn.subgroup_size)} * {have}))"
 
 
 def prologue(lw, line: str) -> None:
@@ -248,7 +249,7 @@ def lower_subgroup_op(lw, w, inst: ir.SubgroupOp) -> None:
     w.open("")
     ex = Exchange(lw, w, inst, t, x)
     acc, val, i = lw.fresh("acc"), lw.fresh("lane"), lw.fresh("i")
-    me = f"(uint)((long)get_local_id(0) % {Sg})"
+    me = f"(uint){rem(LX, Sg)}"
     combined = S.binary(op, acc, val, t)
     if kind == "exclusive_scan":
         ty = "i64" if t == ScalarType.index else t.value
