@@ -378,7 +378,7 @@ def test_a_work_item_run_past_its_bound_is_a_timeout_not_a_failure():
 def test_parallel_without_subgroup_size_is_refused_in_words(tmp_path, capsys):
     """The interpreter needs subgroup_size to run `parallel`; so does the lowering: a
     BackendError naming the attribute (tlrun exit 2), no traceback."""
-    from tlinterp import cli
+    from tlinterp.cli import tlrun as cli
 
     text = "func @k(%B: memref<f32 x 4>) {\n  parallel {\n  }\n}\n"
     with pytest.raises(BackendError, match="gives no subgroup_size"):

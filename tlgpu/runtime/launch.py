@@ -118,13 +118,6 @@ def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) 
         label = f"'{dev.device.platform.name.strip()}: {dev.device.name.strip()}'"
         raise BackendError([dataclasses.replace(d, message=d.message.replace(
             "this device", f"the device {label}")) for d in e.diagnostics], e.source) from None
-    except BackendError as e:  # a refusal for this device names it
-        from tlgpu.lowering.atomics import THE_DEVICE
-
-        named = f"the device '{dev.device.name.strip()}' ({dev.device.opencl_c_version.strip()})"
-        e.diagnostics = [dataclasses.replace(d, message=d.message.replace(
-            f"which {THE_DEVICE} lacks", f"which {named} lacks")) for d in e.diagnostics]
-        raise
     _LOWERED[key] = (weakref.ref(program, forget), lowered)
     return lowered
 

@@ -23,8 +23,8 @@ from functools import lru_cache, partial
 from typing import Optional, Union
 
 from tlinterp.checker.blas_shapes import shape_problems
+from tlinterp.checker.constants import constant_problem
 from tlinterp.checker.layout import layout_problems, written_layout_problems
-from tlinterp.checker.v03.constants import constant_problem
 from tlinterp.lang import ir, ops
 from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value

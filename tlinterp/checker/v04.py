@@ -47,8 +47,8 @@ from __future__ import annotations
 from typing import Optional
 
 from tlinterp.checker.blas_shapes import shape_problems
+from tlinterp.checker.constants import constant_problem
 from tlinterp.checker.layout import written_layout_problems
-from tlinterp.checker.v03.constants import constant_problem
 from tlinterp.lang import ir
 from tlinterp.lang.deepstack import deep_program_pass
 from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
@@ -62,7 +62,7 @@ from tlinterp.lang.types import (
     Type,
     VoidType,
 )
-from tlinterp.lang.v04 import names as names
+from tlinterp.lang.v04 import names
 from tlinterp.lang.v04.names import v04_words
 
 BOOL = ScalarType.i1

@@ -36,7 +36,7 @@ from tlinterp.lang.types import (
     ScalarType,
     Type,
 )
-from tlinterp.lang.v04 import names as names
+from tlinterp.lang.v04 import names
 
 _UNSIGNED = frozenset({ScalarType.u8, ScalarType.u16, ScalarType.u32, ScalarType.u64})
 

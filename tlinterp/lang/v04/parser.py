@@ -36,7 +36,7 @@ from tlinterp.lang.types import (
 )
 from tlinterp.lang.v03.parser import _WORDS, _Builder, _collapses, _use_stdlib_re, expected_message
 from tlinterp.lang.v03.parser import parse as _parse_with
-from tlinterp.lang.v04 import names as names
+from tlinterp.lang.v04 import names
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.peg")
 GRAMMAR = Grammar(GRAMMAR_PATH.read_text(encoding="utf-8") + "\n" + blas_syntax.rules("v0.4"))
