@@ -44,7 +44,7 @@ def inputs(T: int, H: int, seed: int = 0, f16: bool = False) -> dict[str, np.nda
 
 def run_kernel(args: dict[str, np.ndarray], check: bool = True) -> np.ndarray:
     """The interpreter's output O for the kernel on `args`."""
-    from tlinterp.frontend import parse
+    from tlinterp.front.pipeline import parse
     from tlinterp.interp import run
 
     T, _, H = args["Q"].shape

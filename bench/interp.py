@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 import tlinterp
-from tlinterp.args import bind
 from tlinterp.interp import run_bound
+from tlinterp.io.args import bind
 
 # the spec's sample kernel
 SAMPLE = (Path(__file__).resolve().parents[1] / "examples" / "fused_kernel.tl").read_text()
@@ -205,8 +205,8 @@ func @loop(%y: memref<indexx1>) {
 
 def scalar_loop_rate(program, steps: int, fast: bool, repeat: int) -> float:
     """Best instructions/s of `steps` instructions of SCALAR_LOOP (stopped by the budget)."""
-    from tlinterp.diagnostics import ExecutionError
     from tlinterp.interp import fastpath
+    from tlinterp.lang.diagnostics import ExecutionError
 
     real = fastpath.eligible
     if not fast:

@@ -1,5 +1,5 @@
 """Lowering time per generated kernel: one pass (`lower_program`, `const restrict` arguments
-from `tlinterp.effects.written_arguments`) against the former two passes (lower, then lower
+from `tlinterp.lang.effects.written_arguments`) against the former two passes (lower, then lower
 again with the arguments the first pass never wrote), replicated here as the baseline.
 
     python bench/lowering_time.py [--kernels 150] [--repeat 5] [--seed 0]
@@ -24,9 +24,9 @@ from tlgpu import LoweringConfig
 from tlgpu.lowering import prelude  # noqa: E402
 from tlgpu.lowering.function import FunctionLowerer  # noqa: E402
 from tlgpu.lowering.program import choose_geometry, lower_program  # noqa: E402
-from tlinterp import ir  # noqa: E402
-from tlinterp.effects import written_arguments  # noqa: E402
-from tlinterp.types import MemrefType  # noqa: E402
+from tlinterp.lang import ir
+from tlinterp.lang.effects import written_arguments  # noqa: E402
+from tlinterp.lang.types import MemrefType  # noqa: E402
 
 
 def two_pass(program: ir.Program, config: LoweringConfig) -> tuple[str, int]:

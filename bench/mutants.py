@@ -68,7 +68,7 @@ def run_one(name: str, seconds: float, seed: int, device: str, shrink: float,
     from fuzz.campaign.cli import round_seed
     from fuzz.campaign.hunt import HuntOptions, hunt
     from fuzz.campaign.sandbox import Sandbox
-    from tlinterp import ir
+    from tlinterp.lang import ir
 
     m = mutants(lang)[name]
     kinds = frozenset({"mismatch", "backend-error", "backend-crash", "red-zone"})

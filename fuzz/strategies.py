@@ -9,7 +9,7 @@
 scalar type, static and dynamic shapes and strides, subview/expand/fuse chains, group
 arguments with offsets and mixed member sizes, nested if/for/foreach, alloca, barrier,
 atomics with beta = 1) together with its arguments (the .npz convention of
-`tlinterp.args`) and a work-group count. Programs are free of undefined behaviour by
+`tlinterp.io.args`) and a work-group count. Programs are free of undefined behaviour by
 construction (see `fuzz.gen.core`). The IR is printed, reparsed and checked, so every case
 also exercises the printer, the parser and the checker; the program in the case is the
 reparsed one, with source spans. Keyword parameters are `fuzz.gen.params.GenParams` fields
@@ -41,8 +41,8 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
-from tlinterp import ir
-from tlinterp.args import Groups
+from tlinterp.io.args import Groups
+from tlinterp.lang import ir
 
 from .gen.function import FunctionGenerator
 from .gen.params import GenParams
@@ -137,17 +137,17 @@ def to_program(functions: list[ir.Function], filename: str = "<fuzz>",
                spellings: Optional[Mapping[str, str]] = None,
                lang: str = "v0.3") -> ir.Program:
     """Print the IR as tensor language `lang` (v0.3: in a target's `spellings`, see
-    fuzz/profiles; v0.4: through `tlinterp.migrate.to_v04`, which has one spelling) and
+    fuzz/profiles; v0.4: through `tlinterp.front.migrate.to_v04`, which has one spelling) and
     parse + check it back (the printer/parser/checker round trip)."""
     import tlinterp
 
     program = ir.Program(tuple(functions), filename)
     if _lang(lang) == "v0.4":
-        from tlinterp.printer_v04 import format_program_v04
+        from tlinterp.lang.v04.printer import format_program_v04
 
         text = format_program_v04(program)
     else:
-        from tlinterp.printer import format_program
+        from tlinterp.lang.v03.printer import format_program
 
         text = format_program(program, spellings)
     parsed = tlinterp.parse(text, filename, lang=lang)

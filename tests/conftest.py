@@ -1,11 +1,15 @@
 """Shared test configuration: Hypothesis profiles ("ci" when $CI is set, "dev" otherwise),
-and fixtures more than one test file needs."""
+the caches of one session in its temporary directory, the `opencl` marker kept true, and
+fixtures more than one test file needs."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Optional
 
 import pytest
 from hypothesis import settings
@@ -13,6 +17,73 @@ from hypothesis import settings
 settings.register_profile("ci", max_examples=200, deadline=None, derandomize=True)
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+# --- caches and OpenCL ------------------------------------------------------------------------
+
+_TMP = pytest.StashKey[str]()
+_NO_DEVICE = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every cache the suite fills (pocl's kernels and its uncached temporaries, the device
+    probes, pyopencl's, the tools' own under the user cache directory) lives in one directory
+    of this session, removed at its end: the user's caches neither decide a test nor grow."""
+    tmp = tempfile.mkdtemp(prefix="tl-tests-")
+    config.stash[_TMP] = tmp
+    os.environ["POCL_CACHE_DIR"] = os.path.join(tmp, "pocl")
+    os.environ["XDG_CACHE_HOME"] = os.path.join(tmp, "cache")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _TMP in config.stash:
+        shutil.rmtree(config.stash[_TMP], ignore_errors=True)
+
+
+def _why_no_device() -> Optional[str]:
+    """Why the tests' device (`pocl`, by the rule of docs/devices.md) cannot run here."""
+    try:
+        from tlgpu.runtime.devices import find_device
+
+        find_device("pocl")
+    except Exception as e:  # noqa: BLE001 - whatever stops the device is the reason
+        text = "\n".join(d.message for d in getattr(e, "diagnostics", ())) or str(e)
+        return " / ".join(line.strip() for line in text.splitlines() if line.strip())
+    return None
+
+
+@pytest.hookimpl(trylast=True)  # after -m has deselected what will not run
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    """Outside CI, a machine without a working OpenCL device skips the OpenCL tests (one line
+    at the end says why); under CI they run, and fail."""
+    needs = [i for i in items if i.get_closest_marker("opencl")]
+    if not needs or os.environ.get("CI"):
+        return
+    why = _why_no_device()
+    if why:
+        config.stash[_NO_DEVICE] = why
+        for item in needs:
+            item.add_marker(pytest.mark.skip(reason=f"no working OpenCL device: {why}"))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    if _NO_DEVICE in config.stash:
+        terminalreporter.write_line(f"OpenCL tests skipped, no working OpenCL device here: "
+                                    f"{config.stash[_NO_DEVICE]}")
+
+
+@pytest.fixture(autouse=True)
+def _opencl_needs_the_marker(request, monkeypatch):
+    """A test without the `opencl` marker runs no OpenCL, in this process or in those it
+    starts (TLGPU_NO_OPENCL stops the one platform query), so `-m "not opencl"` is true."""
+    if request.node.get_closest_marker("opencl"):
+        return
+    from tlgpu.runtime import devices
+
+    why = f"{request.node.nodeid} has no opencl marker"
+    monkeypatch.setenv(devices.OFF, why)
+    monkeypatch.setattr(devices, "_all_devices",
+                        lambda: pytest.fail(f"uses OpenCL without the opencl marker: {why}"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,11 +1,11 @@
-"""The .npz argument convention (tlinterp.args): binding, layouts, errors, work-group count."""
+"""The .npz argument convention (tlinterp.io.args): binding, layouts, errors, work-group count."""
 
 import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp.args import bind, count_groups, unbind
-from tlinterp.diagnostics import ArgumentError
+from tlinterp.io.args import bind, count_groups, unbind
+from tlinterp.lang.diagnostics import ArgumentError
 
 SRC = """
 func @k(%s: f32, %A: group<memref<f32x2x?>, offset: ?>, %D: memref<i32x3x?,strided<2,?>>) {
@@ -91,7 +91,7 @@ def test_npy_headers_are_parsed_one_thread_at_a_time(tmp_path, monkeypatch):
     import threading
     import time
 
-    from tlinterp import npzcheck
+    from tlinterp.io import npzcheck
 
     inside, most = [0], [0]
     count = threading.Lock()

@@ -16,7 +16,7 @@ from fuzz.conform.cli import run_all
 from fuzz.conform.corpus import default_corpus, load_corpus
 from tlinterp.impl import ImplOptions, Job, resolve
 from tlinterp.interp import run as interp_run
-from tlinterp.types import GroupType, MemrefType
+from tlinterp.lang.types import GroupType, MemrefType
 
 # type of %A -> the suffixes of its kernel parameters after `v_A`, in order: per mode the
 # size if `?`, then the stride if `?`; a group's `?` offset last
@@ -165,7 +165,7 @@ def test_dynamic_corpus_kernels_pass_on_our_lowering():
 def test_vendor_reproducers_list_the_arguments_in_the_same_order():
     """fuzz.campaign.reproducer writes the arguments a stand-alone host program passes."""
     from fuzz.campaign.reproducer import describe_args
-    from tlinterp.args import bind
+    from tlinterp.io.args import bind
 
     program = tlinterp.check(tlinterp.parse(FOREIGN_TL, "k.tl"))
     fn = program.functions[0]

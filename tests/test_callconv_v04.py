@@ -22,10 +22,10 @@ from fuzz.conform.cli import run_all
 from fuzz.conform.corpus import _opt_groups, default_corpus, load_corpus
 from tlgpu.lowering.callconv import argument_params, launch_sizes
 from tlgpu.runtime.launch import _moved, _restored, aligned_layout
-from tlinterp import cli
-from tlinterp.diagnostics import ArgumentError
+from tlinterp.cli import tlrun as cli
 from tlinterp.impl import ImplOptions, Job, resolve
 from tlinterp.impl.base import tlrun_command
+from tlinterp.lang.diagnostics import ArgumentError
 
 # type of %a -> the suffixes of its kernel parameters, in order (the spec's own examples
 # first: sizes left to right, then strides left to right, then a group's size and offset)
@@ -109,7 +109,7 @@ GRID = (3, 2, 2)
 STAND_IN = '''import sys
 import tlgpu
 import tlinterp
-from tlinterp.frontend import lowerable
+from tlinterp.front.pipeline import lowerable
 
 text = open(sys.argv[1], encoding="utf-8").read()
 program = lowerable(tlinterp.check(tlinterp.parse(text, sys.argv[1], lang="v0.4")))

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from kernels import SAMPLE
 
 from tlinterp import check, parse
-from tlinterp.diagnostics import SourceError
-from tlinterp.types import ScalarType
+from tlinterp.lang.diagnostics import SourceError
+from tlinterp.lang.types import ScalarType
 
 
 def kernel(args: str, body: str, attrs: str = "") -> str:
@@ -844,7 +844,7 @@ def test_deep_nesting_is_checked_without_recursion_limits():
 
 def test_ir_without_spans():
     # IR built by hand (e.g. by the fuzzer) has no spans; diagnostics still come out.
-    from tlinterp import ir
+    from tlinterp.lang import ir
 
     bad = ir.Arith(ir.Value("y"), "shl", ir.Value("x"), ir.Const(1), ScalarType.f32)
     f = ir.Function("h", (ir.Argument(ir.Value("x"), ScalarType.f32),), ir.Region([bad]))

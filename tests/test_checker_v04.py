@@ -1,4 +1,4 @@
-"""v0.4's static rules (tlinterp/checker_v04.py and the result-type rules of the v0.4 parser):
+"""v0.4's static rules (tlinterp/checker/v04.py and the result-type rules of the v0.4 parser):
 each rule rejects at its LINE.COL-COL, and independent errors are reported together."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tlinterp import check, parse
-from tlinterp.checker_v04 import promotable
-from tlinterp.diagnostics import SourceError
-from tlinterp.types import ScalarType as S
+from tlinterp.checker.v04 import promotable
+from tlinterp.lang.diagnostics import SourceError
+from tlinterp.lang.types import ScalarType as S
 
 
 def errors(body: str, args: str = "", attrs: str = "") -> list[tuple[str, str]]:

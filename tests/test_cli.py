@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from kernels import SAMPLE
 
-from tlinterp import cli
+from tlinterp.cli import tlrun as cli
 
 CHAIN = """; Q(:,:,e) += K P(:,:,e) A_e
 func @chain(%K: memref<f64x56x56>, %P: memref<f64x56x9x?>, %A: group<memref<f64x9x9>>,

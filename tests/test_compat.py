@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlinterp import check, cli, parse
-from tlinterp.diagnostics import WARNING, Diagnostic, SourceError
+from tlinterp import check, parse
+from tlinterp.cli import tlrun as cli
 from tlinterp.interp import run
-from tlinterp.ir import Span
-from tlinterp.printer import format_program
+from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
+from tlinterp.lang.ir import Span
+from tlinterp.lang.v03.printer import format_program
 
 
 def kernel(args: str, body: str) -> str:

@@ -17,12 +17,12 @@ import pytest
 import tlinterp
 from fuzz.conform.cli import main, run_all
 from fuzz.conform.corpus import default_corpus, load_corpus
-from tlinterp import ops
 from tlinterp.impl import UB_KINDS, SpecError
 from tlinterp.impl import resolve as from_spec
 from tlinterp.impl.command import expand_template
-from tlinterp.ir import BLAS, walk
-from tlinterp.types import GroupType, MemrefType, canonical_strides
+from tlinterp.lang import ops
+from tlinterp.lang.ir import BLAS, walk
+from tlinterp.lang.types import GroupType, MemrefType, canonical_strides
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = default_corpus()
@@ -352,8 +352,10 @@ def test_a_case_description_without_its_kernel_is_a_corpus_error(tmp_path, capsy
 
 
 @pytest.mark.parametrize("options, words", [
-    (["--impl", "opencl", "--device", "no-such-device"], "no OpenCL device matches"),
-    (["--impl", "interp", "--device", "no-such-device"], "no OpenCL device matches"),
+    pytest.param(["--impl", "opencl", "--device", "no-such-device"],
+                 "no OpenCL device matches", marks=pytest.mark.opencl),
+    pytest.param(["--impl", "interp", "--device", "no-such-device"],
+                 "no OpenCL device matches", marks=pytest.mark.opencl),
     (["--impl", "interp", "--lowering", "load_batch=2"], "--lowering needs --impl opencl"),
     (["--impl", "interp", "--work-group-size", "0x0"], "expects W0xW1"),
 ])

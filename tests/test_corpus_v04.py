@@ -14,8 +14,8 @@ import pytest
 import tlinterp
 from corpus.cases import InvalidCase, all_undefined, all_valid, invalid_v04
 from corpus.cases.v04tags import INSTRUCTIONS, instructions_of, layouts_of
-from tlinterp.diagnostics import SourceError, TLError
-from tlinterp.preprocess import preprocess
+from tlinterp.front.preprocess import preprocess
+from tlinterp.lang.diagnostics import SourceError, TLError
 
 V04 = Path(__file__).resolve().parents[1] / "corpus" / "v04"
 VALID = sorted((V04 / "valid").glob("*.tl"))

@@ -15,8 +15,10 @@ import pytest
 
 from tlgpu.lowering import collectives as lower_collectives
 from tlgpu.lowering import function as lower_function
-from tlinterp import checker, effects, ir, printer, typerules
+from tlinterp.checker import v03 as checker
 from tlinterp.interp import collectives, execute
+from tlinterp.lang import effects, ir, typerules
+from tlinterp.lang.v03 import printer
 
 INSTRUCTIONS = typing.get_args(ir.Instruction)
 
@@ -81,3 +83,12 @@ def test_collective_facts_name_real_fields(cls):
 def test_collectives_have_a_mnemonic():
     names = [c.MNEMONIC for c in ir.COLLECTIVES]
     assert len(set(names)) == len(names)
+
+
+def test_every_lowered_spmd_instruction_has_its_rule():
+    """What the front door lets through for the lowering (frontend._LOWERED_SPMD) has a rule
+    in function.LOWER, not the not-yet one."""
+    from tlgpu.lowering.function import LOWER, _not_yet
+    from tlinterp.front.pipeline import _LOWERED_SPMD
+
+    assert all(LOWER[cls] is not _not_yet for cls in _LOWERED_SPMD)

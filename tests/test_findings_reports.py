@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp.args import load_npz
-from tlinterp.diagnostics import TLError
+from tlinterp.io.args import load_npz
+from tlinterp.lang.diagnostics import TLError
 
 FINDINGS = Path(__file__).resolve().parents[1] / "corpus" / "findings"
 REPORTS = sorted(p for p in FINDINGS.glob("*/*") if p.is_dir())

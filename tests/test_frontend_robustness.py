@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from test_parser import INSTRUCTIONS, SAMPLE, SPEC_IF, SPEC_VIEWS, view_function
 from test_printer import OLD_SPELLINGS
 
-from tlinterp import ir
-from tlinterp.diagnostics import SourceError
-from tlinterp.parser import MAX_NESTING, parse
-from tlinterp.printer import format_program
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import SourceError
+from tlinterp.lang.v03.parser import MAX_NESTING, parse
+from tlinterp.lang.v03.printer import format_program
 
 
 def parse_or_source_error(text: str):

@@ -66,6 +66,17 @@ def test_nan_and_signed_zero():
     assert [m.index for m in mm] == [(1,)]  # NaN matches NaN, +0 differs from -0
 
 
+def test_complex_outputs_compare_part_by_part():
+    """A NaN part matches a NaN part (a complex NaN never equals itself), a zero part's sign
+    counts as for floats."""
+    p = prog(SCALAR)
+    e = {"x": np.array([complex(np.nan, 1), complex(0.0, -0.0), 1j, 2], np.complex64)}
+    a = {"x": np.array([complex(np.nan, 1), complex(0.0, 0.0), 1j, complex(2, np.nan)],
+                       np.complex64)}
+    mm = compare_outputs(p, "s", scalar_args(), e, a)
+    assert [m.index for m in mm] == [(1,), (3,)]
+
+
 def test_missing_key_shape_and_dtype():
     p = prog(SCALAR)
     out = run(p, scalar_args())

@@ -13,8 +13,8 @@ from fuzz.gen.ranges import int_edges, type_range
 from fuzz.strategies import sample_function, to_program
 from tlgpu import LoweringConfig
 from tlgpu.lowering.program import choose_geometry
-from tlinterp import ir
-from tlinterp.types import GroupType, MemrefType
+from tlinterp.lang import ir
+from tlinterp.lang.types import GroupType, MemrefType
 
 N = 600
 
@@ -298,7 +298,7 @@ def test_every_gemm_streamed_stays_well_formed_and_free_of_undefined_behaviour()
     (a Hypothesis campaign met two arguments named alike). All f64 gemms streamed: 7 of 300
     such kernels failed the checker that way."""
     from tlinterp.interp import run
-    from tlinterp.types import ScalarType
+    from tlinterp.lang.types import ScalarType
 
     only = dict(streamed_gemm_percent=100, memref_types=(ScalarType.f64,),
                 collective_weights={"gemm": 10, "axpby": 0, "gemv": 0, "ger": 0, "hadamard": 0,
@@ -333,7 +333,7 @@ def test_edge_heavy_kernels_are_free_of_undefined_behaviour():
 
 
 def test_int_edges_cover_the_named_values():
-    from tlinterp.types import ScalarType
+    from tlinterp.lang.types import ScalarType
 
     e = int_edges(ScalarType.i8)
     assert {-128, -127, -1, 0, 1, 126, 127, 15, 16, 17, -15, -16, -17} <= set(e)

@@ -10,7 +10,7 @@ import tlinterp
 from fuzz.gen.params import GenParams
 from fuzz.strategies import FuzzCase, coverage_of, kernels, sample_function
 from tlinterp.interp import run
-from tlinterp.printer import format_program
+from tlinterp.lang.v03.printer import format_program
 
 EXAMPLES = min(settings.default.max_examples, 150)
 
@@ -28,7 +28,7 @@ def test_generated_kernels_check_and_run_without_undefined_behaviour(case: FuzzC
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(kernels(max_groups=1, max_size=2, memref_types=(tlinterp.types.ScalarType.i32,),
+@given(kernels(max_groups=1, max_size=2, memref_types=(tlinterp.lang.types.ScalarType.i32,),
                collective_weights={"gemm": 10, "axpby": 0, "gemv": 0, "ger": 0,
                                    "hadamard": 0, "sum": 0}))
 def test_parameters_bias_the_mix(case: FuzzCase):
@@ -37,14 +37,14 @@ def test_parameters_bias_the_mix(case: FuzzCase):
     for a in f.args:
         t = getattr(a.type, "memref", a.type)
         if hasattr(t, "element"):
-            assert t.element is tlinterp.types.ScalarType.i32
+            assert t.element is tlinterp.lang.types.ScalarType.i32
     assert not coverage_of(case.program) & {"Axpby", "Gemv", "Ger", "Hadamard", "Sum"}
 
 
 def test_every_instruction_kind_is_generated():
     # plain random sampling of the same generator: many kernels quickly (rare kinds such as
     # Gemv.atomic need a few hundred)
-    from tlinterp import ir
+    from tlinterp.lang import ir
 
     seen: set[str] = set()
     for s in range(800):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import tlinterp
@@ -11,7 +12,7 @@ from fuzz.campaign.harness import Finding, combine, config_overrides, differenti
 from fuzz.campaign.sandbox import Sandbox
 from fuzz.strategies import FuzzCase
 from tlgpu import LoweringConfig
-from tlinterp.args import load_npz
+from tlinterp.io.args import load_npz
 
 AXPY = """
 func @k{n}(%x: memref<f32x8x?>, %y: memref<f32x8x?>) {{
@@ -30,6 +31,7 @@ def case(n: int) -> FuzzCase:
     return FuzzCase(tlinterp.check(tlinterp.parse(text)), f"k{n}", args, 3)
 
 
+@pytest.mark.opencl  # runs on pocl
 def test_a_batch_is_one_program_and_agrees():
     cases = [case(0), case(1), case(2)]
     program = combine(cases)
@@ -37,6 +39,7 @@ def test_a_batch_is_one_program_and_agrees():
     assert differential(cases, config=LoweringConfig(), device="pocl") == []
 
 
+@pytest.mark.opencl  # runs on pocl
 def test_a_wrong_backend_result_is_a_finding(monkeypatch):
     import tlgpu
 
@@ -69,6 +72,7 @@ def test_findings_are_saved_with_a_reproducing_command(tmp_path):
     assert save_finding(f, str(tmp_path)) == base  # saved once
 
 
+@pytest.mark.opencl  # runs on pocl
 def test_sandbox_runs_batches_in_a_child_and_survives_its_death():
     with Sandbox("pocl", timeout=60) as box:
         assert box.run([case(0), case(1)]) == []
@@ -123,10 +127,10 @@ def test_front_end_mutants_only_produce_diagnostics(item):
 
 
 def test_front_end_problem_reports_non_diagnostic_exceptions(monkeypatch):
-    import tlinterp.parser
+    import tlinterp.lang.v03.parser
 
     def boom(text, filename="<input>"):
         raise IndexError("oops")
 
-    monkeypatch.setattr(tlinterp.parser, "parse", boom)
+    monkeypatch.setattr(tlinterp.lang.v03.parser, "parse", boom)
     assert frontend_problem("func @f() {}", {}, 1) == "IndexError: oops"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from fuzz.campaign.hunt import HuntOptions, hunt
-from tlinterp import ir
+from tlinterp.lang import ir
 
 # Small kernels on purpose: without the alloca read-back copies and position fills (whose
 # reach tests/test_fuzz_edges.py and bench/mutants.py check), so that what is left after a

@@ -17,9 +17,9 @@ from fuzz.campaign.rejections import REJECTED, count, drop_known, save_rejection
 from fuzz.profiles import ProfileError, describe, from_dict, load, names
 from fuzz.profiles.check import integer_product, violations
 from fuzz.strategies import case_of, sample_function
-from tlinterp import ir
 from tlinterp.impl import ImplOptions, resolve
-from tlinterp.printer import format_program
+from tlinterp.lang import ir
+from tlinterp.lang.v03.printer import format_program
 
 TINYTC = "tinytc-0.3.1"
 

@@ -9,7 +9,7 @@ import pytest
 import tlinterp
 from fuzz.campaign.harness import _interp, differential
 from fuzz.strategies import FuzzCase
-from tlinterp.args import RedZones, bind, red_zones
+from tlinterp.io.args import RedZones, bind, red_zones
 
 # %x has stride 2: every other element is a gap that only the sentinel may occupy
 STRIDED = """
@@ -44,8 +44,8 @@ def test_bound_buffers_get_guards_and_sentinel_gaps():
 
 
 def test_interpreter_out_of_view_write_is_a_finding(monkeypatch):
-    from tlinterp import ir
     from tlinterp.interp.execute import DISPATCH
+    from tlinterp.lang import ir
 
     real = DISPATCH[ir.Store]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 
 from fuzz.strategies import sample_function, to_program
-from tlinterp import ir
-from tlinterp.printer import format_program
+from tlinterp.lang import ir
+from tlinterp.lang.v03.printer import format_program
 
 SAMPLE = 400  # kernels drawn by plain sampling: a few dozen result-less if-statements
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from fuzz.gen.spmd import sample_spmd, spmd_cases, spmd_program
-from tlinterp import ir
 from tlinterp.interp import coopmatrix, run, subgroups
-from tlinterp.types import CoopMatrixType, MemrefType
+from tlinterp.lang import ir
+from tlinterp.lang.types import CoopMatrixType, MemrefType
 
 EXAMPLES = min(settings.default.max_examples, 100)
 

@@ -13,8 +13,8 @@ from tlgpu import LoweringConfig
 from tlgpu.lowering.program import lower_program
 from tlgpu.runtime.buildlog import map_log
 from tlgpu.runtime.launch import build
-from tlinterp.diagnostics import ArgumentError, BackendError
-from tlinterp.ir import Span
+from tlinterp.lang.diagnostics import ArgumentError, BackendError
+from tlinterp.lang.ir import Span
 
 pytestmark = pytest.mark.opencl  # needs an OpenCL device (pocl in CI)
 

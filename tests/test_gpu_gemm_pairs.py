@@ -68,7 +68,7 @@ def _program(source: str):
 def _pair(source: str):
     fn = _program(source).functions[0]
     insts = fn.body.instructions
-    k = next(i for i, x in enumerate(insts) if isinstance(x, tlinterp.ir.Gemm))
+    k = next(i for i, x in enumerate(insts) if isinstance(x, tlinterp.lang.ir.Gemm))
     return chains.gemm_pair(insts, k, chains.bases(fn))
 
 
@@ -153,7 +153,7 @@ def test_the_ader_chain_passes_each_intermediate_in_registers():
     fn = _program(source).functions[0]
     insts = fn.body.instructions
     pairs = [chains.gemm_pair(insts, k, chains.bases(fn)) for k, x in enumerate(insts)
-             if isinstance(x, tlinterp.ir.Gemm) and x.b.name.startswith("dq")]
+             if isinstance(x, tlinterp.lang.ir.Gemm) and x.b.name.startswith("dq")]
     assert len(pairs) == 9 and not any(p.keep for p in pairs)  # tmp: overwritten, then dead
     text = _lower(source)
     assert text.count("the first's output passed in registers") == 9
@@ -178,6 +178,7 @@ CASES = [  # (M, N1, K, N2, tail, alpha1, alpha2, beta2, trans_d, group)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:5])))
+@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
 def test_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 
@@ -209,6 +210,7 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
 
 
 @pytest.mark.parametrize("N", [1, 2, 3, 4])
+@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
 def test_the_ader_chain_agrees_with_the_interpreter_on_nvidia(N):
     import tlgpu
 
@@ -302,6 +304,7 @@ def test_a_pair_with_instructions_between_runs_on_pocl_as_two_gemms():
 
 @pytest.mark.parametrize("case", [(20, 9, 35, 9, None), (9, 17, 4, 3, None),
                                   (13, 5, 7, 6, (64, 1)), (3, 2, 1, 5, None)], ids=str)
+@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
 def test_a_pair_with_instructions_between_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 

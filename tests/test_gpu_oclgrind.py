@@ -97,7 +97,7 @@ When executing kernel 'k'
 
 def test_reports_are_parsed_grouped_and_mapped_to_spans():
     from tlgpu.runtime.oclgrind import diagnostics, parse
-    from tlinterp.ir import Span
+    from tlinterp.lang.ir import Span
 
     reports = parse(SAMPLE_OUTPUT)
     assert [r.fatal for r in reports] == [False, False, True]  # the API noise is dropped

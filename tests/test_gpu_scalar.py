@@ -9,9 +9,9 @@ import pytest
 
 import tlgpu
 import tlinterp
-from tlinterp import ops
 from tlinterp.interp import run as interp_run
-from tlinterp.types import V03_SCALARS, ScalarType
+from tlinterp.lang import ops
+from tlinterp.lang.types import V03_SCALARS, ScalarType
 
 pytestmark = pytest.mark.opencl  # needs an OpenCL device (pocl in CI)
 
@@ -22,7 +22,7 @@ CMP = list(ops.names(ops.COMPARE))
 
 
 def binary_ops(t: ScalarType) -> list[str]:
-    """Every binary operation tlinterp/ops.py declares on t."""
+    """Every binary operation tlinterp/lang/ops.py declares on t."""
     return list(ops.accepting(ops.BINARY, t))
 
 

@@ -168,6 +168,7 @@ def test_operands_contiguous_along_k_load_two_k_steps_at_once():
         assert loads(_lower(src, tensor_cores=16)) == want, offset
 
 
+@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
 def test_the_shuffle_builds_without_optimisation_on_nvidia():
     # a known-bug workaround builds some kernels with -cl-opt-disable
     # (tlgpu/runtime/workarounds.py):
@@ -213,7 +214,7 @@ def test_only_nvidia_devices_with_fp64_mma_have_them():
 
 
 def test_knob_parses_and_the_fuzzer_may_force_it():
-    from tlinterp.diagnostics import BackendError
+    from tlinterp.lang.diagnostics import BackendError
 
     assert LoweringConfig.from_overrides(["tensor_cores=auto"]).tensor_cores is None
     assert LoweringConfig.from_overrides(["tensor_cores=8"]).tensor_cores == 8
@@ -287,6 +288,7 @@ CASES = [  # (M, N, K, operand types, transposes, alpha, beta, atomic, work-grou
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:3])))
+@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
 def test_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 

@@ -16,9 +16,10 @@ import tlinterp
 from tlgpu import LoweringConfig
 from tlgpu.lowering.tiles import fits_int, plan
 from tlgpu.tuning.tuner import cached, table
-from tlinterp import cli, ir
-from tlinterp.diagnostics import BackendError
+from tlinterp.cli import tlrun as cli
 from tlinterp.interp import run as interp_run
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -257,6 +258,7 @@ def test_tune_searches_caches_and_reports(tmp_path, monkeypatch, capsys):
     assert np.allclose(np.load(tmp_path / "o.npz")["I"], want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.opencl  # runs OpenCL
 def test_the_search_leaves_a_local_optimum_of_tensor_cores_and_group_shape(tmp_path,
                                                                             monkeypatch):
     # a synthetic cost with a trap one knob at a time cannot leave: (tensor cores, 8x8) beats

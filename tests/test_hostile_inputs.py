@@ -87,7 +87,7 @@ def hostile_plugin(source, args, func=None, groups=None):
 
 
 def test_foreign_text_is_shown_not_interpreted():
-    from tlinterp.foreigntext import for_rich, shown
+    from tlinterp.io.foreigntext import for_rich, shown
 
     assert shown(HOSTILE) == ("bad [/] and [/usr/include/foo] \\x1b[2J\\x1b[31mred\\x07 "
                               "\\x9b6n")
@@ -128,7 +128,7 @@ def _nest(levels: int, kind: str) -> str:
 @pytest.mark.parametrize("kind", ["if", "for"])
 def test_lowering_takes_deep_nests_or_says_why_not(kind):
     import tlgpu
-    from tlinterp.parser import MAX_NESTING
+    from tlinterp.lang.v03.parser import MAX_NESTING
 
     deep = tlinterp.check(tlinterp.parse(_nest(245, kind), "deep.tl"))
     assert tlgpu.lower(deep).count("store") >= 0  # lowered, no RecursionError

@@ -26,9 +26,9 @@ from fuzz.conform.cli import main as tlconform
 from fuzz.oracle import compare_outputs
 from fuzz.shutdown import Stopped
 from fuzz.strategies import FuzzCase
-from tlinterp.diagnostics import ArgumentError
 from tlinterp.impl import Job, resolve
-from tlinterp.outfile import write_text
+from tlinterp.io.outfile import write_text
+from tlinterp.lang.diagnostics import ArgumentError
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG = "sh -c 'sleep 1000' {kernel}"  # an implementation that never answers
@@ -101,8 +101,9 @@ def test_tlfuzz_against_a_hanging_implementation_ends_on_time_and_fails(tmp_path
     _assert_nothing_left(scratch)
 
 
-@pytest.mark.parametrize("tool", ["tlfuzz", "tlconform"])
-def test_sigterm_ends_the_run_in_order(tmp_path, mini_corpus, tool):
+@pytest.mark.parametrize("tool, sig", [("tlfuzz", signal.SIGTERM), ("tlconform", signal.SIGTERM),
+                                       ("tlfuzz", signal.SIGHUP)])
+def test_sigterm_ends_the_run_in_order(tmp_path, mini_corpus, tool, sig):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     argv = (["fuzz.campaign.cli", "--impl", HANG, "--time", "10m", "--jobs", "2", "--out",
@@ -113,12 +114,12 @@ def test_sigterm_ends_the_run_in_order(tmp_path, mini_corpus, tool):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for(str(scratch) + "/")  # the implementation runs on a case in the scratch dir
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)  # SIGHUP: the terminal closed, as SIGTERM
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 143, out + err  # 128 + SIGTERM, documented
+    assert proc.returncode == 128 + sig, out + err  # 143 for SIGTERM, 129 SIGHUP, documented
     assert "Traceback" not in out + err
     _assert_nothing_left(scratch)
 

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp import cli, memlimit
+from tlinterp.cli import tlrun as cli
+from tlinterp.io import memlimit
 
 ROOT = Path(__file__).resolve().parents[1]
 SECONDS = 30  # generous for a loaded 2-core CI machine; each case needs well under a second
@@ -294,7 +295,7 @@ def test_a_failed_save_leaves_the_previous_file(failure, kernel, tmp_path, monke
     def broken(f, **arrays):
         f.write(b"PK partial")
         raise failure
-    monkeypatch.setattr("tlinterp.outfile.np.savez", broken)
+    monkeypatch.setattr("tlinterp.io.outfile.np.savez", broken)
     rc, text = tlrun([kernel(MEMREF), "--args", tmp_path / "a.npz", "--out", tmp_path / "a.npz"],
                      capsys)
     assert rc == (2 if isinstance(failure, OSError) else 130), text
@@ -453,7 +454,7 @@ def test_damaged_archives_are_argument_errors(tmp_path):
     header tokenizer)."""
     import random
 
-    from tlinterp.npzcheck import load_npz
+    from tlinterp.io.npzcheck import load_npz
 
     fn = tlinterp.parse(GROUP).functions[0]
     files = []

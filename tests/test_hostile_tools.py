@@ -198,7 +198,9 @@ FUZZ_CASES = {  # id: (argv, message); every one exits 2 before a campaign start
 }
 
 
-@pytest.mark.parametrize("case", FUZZ_CASES, ids=list(FUZZ_CASES))
+@pytest.mark.parametrize("case", [  # past the flags, tlfuzz checks its device (OpenCL) first
+    pytest.param(c, marks=pytest.mark.opencl) if c.startswith(("device", "out")) else c
+    for c in FUZZ_CASES], ids=list(FUZZ_CASES))
 def test_tlfuzz_bad_options(tmp_path, monkeypatch, capsys, case):
     if case == "device-unknown":
         pytest.importorskip("pyopencl")

@@ -164,7 +164,7 @@ TOOL = '''
 import os, signal, subprocess, sys, time
 import numpy as np
 import tlinterp
-from tlinterp.args import load_npz
+from tlinterp.io.args import load_npz
 
 mode, kernel, args, out = sys.argv[1:5]
 if mode == "binary":

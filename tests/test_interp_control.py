@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp.diagnostics import ExecutionError
+from tlinterp.lang.diagnostics import ExecutionError
 
 
 def test_divergent_if_with_results_and_stores():

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 import tlinterp
 from fuzz.strategies import kernels
-from tlinterp import ops
 from tlinterp.interp import fastpath, scalar
-from tlinterp.ir import Const
-from tlinterp.types import V03_SCALARS, ScalarType
+from tlinterp.lang import ops
+from tlinterp.lang.ir import Const
+from tlinterp.lang.types import V03_SCALARS, ScalarType
 
 
 def _both(src_or_prog, args, groups=1, **kw):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp.diagnostics import UndefinedBehaviour
 from tlinterp.interp import scalar
-from tlinterp.types import ScalarType
+from tlinterp.lang.diagnostics import UndefinedBehaviour
+from tlinterp.lang.types import ScalarType
 
 INT_TYPES = ["i8", "i16", "i32", "i64", "index", "u8", "u16", "u32", "u64"]
 DTYPES = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64,

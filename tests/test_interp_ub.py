@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp.diagnostics import UndefinedBehaviour
+from tlinterp.lang.diagnostics import UndefinedBehaviour
 
 
 def ub(src, args, groups=None, **kw):
@@ -408,7 +408,7 @@ func @k(%a: group<memref<f64x?>>, %b: memref<f64x4x?>) {
   axpby.n 1.0, %x, 0.0, %y : f64, memref<f64x?>, f64, memref<f64x4>
 }"""
     a = {"a.0": np.ones(4), "a.1": np.ones(3), "a.2": np.ones(4)}
-    with pytest.raises(tlinterp.diagnostics.ArgumentError, match="members differ in shape"):
+    with pytest.raises(tlinterp.lang.diagnostics.ArgumentError, match="members differ in shape"):
         tlinterp.run(src, {"a": list(a.values()), "b": np.zeros((4, 3))}, groups=3)
     err = ub(src, {**a, "b": np.zeros((4, 3))}, groups=3)
     r = first(err, "shape-mismatch")

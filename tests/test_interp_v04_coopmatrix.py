@@ -192,7 +192,7 @@ def test_nonuniform_coopmatrix_offset_and_twin():
 def test_a_shape_without_layout_is_a_clear_error():
     """Rows that are not a power of two have no layout: the checker rejects the type (before,
     the interpreter stopped at run time)."""
-    from tlinterp.diagnostics import SourceError
+    from tlinterp.lang.diagnostics import SourceError
 
     src = EDGE.replace("CHK", "").replace("8 x 8, matrix_acc", "12 x 8, matrix_acc")
     args = {"A": np.zeros((12, 8), np.float32), "B": np.zeros((12, 8), np.float32)}
@@ -204,7 +204,7 @@ def test_a_component_index_outside_the_lane_is_rejected():
     """extract past the lane's components (8 x 8 over 8 lanes: 8 components): the checker
     rejects it, as the layout fixes the count once subgroup_size is known (it ran into an
     IndexError in the interpreter)."""
-    from tlinterp.diagnostics import SourceError
+    from tlinterp.lang.diagnostics import SourceError
 
     src = ("func @k(%A: memref<f32 x 8 x 8>, %B: memref<f32 x 8>) "
            "attributes{subgroup_size=8} {\n"

@@ -11,7 +11,7 @@ import pytest
 from v04run import run_v04 as _run
 from v04run import ub_v04 as _ub
 
-from tlinterp.diagnostics import ExecutionError
+from tlinterp.lang.diagnostics import ExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tlinterp
-from tlinterp import cli
+from tlinterp.cli import tlrun as cli
 
 GUIDE = (Path(__file__).resolve().parents[1] / "docs" / "language.md").read_text()
 BLOCKS = re.findall(r"```tl\n(.*?)```", GUIDE, re.S)

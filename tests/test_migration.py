@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from tlinterp import check, parse, run
-from tlinterp.checker_v04 import check as check_v04
-from tlinterp.diagnostics import SourceError
-from tlinterp.migrate import to_v03, to_v04
-from tlinterp.printer import format_program
-from tlinterp.printer_v04 import format_program_v04
+from tlinterp.checker.v04 import check as check_v04
+from tlinterp.front.migrate import to_v03, to_v04
+from tlinterp.lang.diagnostics import SourceError
+from tlinterp.lang.v03.printer import format_program
+from tlinterp.lang.v04.printer import format_program_v04
 
 ROOT = Path(__file__).resolve().parents[1]
 # v0.3 kernels only: corpus/valid/v04/ is written in v0.4 already
@@ -121,7 +121,7 @@ def test_v04_prints_as_v03_where_v03_has_everything():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 
 from fuzz.strategies import FuzzCase, kernels  # noqa: E402
-from tlinterp.types import ScalarType  # noqa: E402
+from tlinterp.lang.types import ScalarType  # noqa: E402
 
 # v0.4 has no unsigned types: the generator draws the others
 SIGNED = tuple(ScalarType[n] for n in ("i8", "i16", "i32", "i64", "index", "f32", "f64"))

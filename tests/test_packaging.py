@@ -43,8 +43,8 @@ def _files(root: Path) -> set[str]:
 @pytest.mark.slow
 def test_the_package_carries_grammar_corpus_and_tools(built):
     installed = _files(built / "lib")
-    assert "tlinterp/grammar.peg" in installed
-    assert {"tlinterp/cli.py", "fuzz/strategies.py", "fuzz/conform/cli.py",
+    assert "tlinterp/lang/v03/grammar.peg" in installed
+    assert {"tlinterp/cli/tlrun.py", "fuzz/strategies.py", "fuzz/conform/cli.py",
             "tlgpu/runtime/launch.py"} <= installed
     for kind in ("valid", "invalid", "undefined"):
         in_tree = {f"corpus/{kind}/{f}" for f in _files(ROOT / "corpus" / kind)}

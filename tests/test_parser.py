@@ -9,11 +9,11 @@ import pytest
 from kernels import SAMPLE
 from parsimonious.expressions import Literal, Regex
 
-from tlinterp import ir, ops
-from tlinterp.diagnostics import SourceError
-from tlinterp.ir import Const, Slice, Span, Value
-from tlinterp.parser import GRAMMAR, parse
-from tlinterp.types import GroupType, MemrefType, ScalarType, VoidType
+from tlinterp.lang import ir, ops
+from tlinterp.lang.diagnostics import SourceError
+from tlinterp.lang.ir import Const, Slice, Span, Value
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType, VoidType
+from tlinterp.lang.v03.parser import GRAMMAR, parse
 
 f32, f64, i1, i32, i64, idx = (ScalarType.f32, ScalarType.f64, ScalarType.i1, ScalarType.i32,
                                ScalarType.i64, ScalarType.index)
@@ -534,7 +534,7 @@ def test_non_string_input():
 
 def test_every_terminal_has_a_readable_name():
     """Error messages show terminals by name: each must be a named rule with a readable word."""
-    from tlinterp.parser import _words
+    from tlinterp.lang.v03.parser import _words
 
     seen, todo = set(), list(GRAMMAR.values())
     while todo:
@@ -551,7 +551,7 @@ def test_every_terminal_has_a_readable_name():
 
 
 def test_builders_cover_every_instruction_rule():
-    from tlinterp.parser import _OTHER_BUILDERS, _VALUE_BUILDERS
+    from tlinterp.lang.v03.parser import _OTHER_BUILDERS, _VALUE_BUILDERS
 
     value_ops = GRAMMAR["value_instruction"].members[2].members
     assert set(_VALUE_BUILDERS) == {m.name for m in value_ops}

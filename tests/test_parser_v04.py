@@ -7,10 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlinterp import check, cli, ir, parse
-from tlinterp.diagnostics import NotExecutable, SourceError
-from tlinterp.printer_v04 import format_program_v04
-from tlinterp.types import CoopMatrixType, GroupType, MemrefType, ScalarType
+from tlinterp import check, parse
+from tlinterp.cli import tlrun as cli
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import NotExecutable, SourceError
+from tlinterp.lang.types import CoopMatrixType, GroupType, MemrefType, ScalarType
+from tlinterp.lang.v04.printer import format_program_v04
 
 # Our own v0.4 kernels: together they use every construct of the v0.4 reference.
 EVERYTHING = """\
@@ -297,6 +299,19 @@ def test_no_marker_and_different_meanings_asks_for_lang():
     assert parse("func @f() {\n}\n").functions[0].name == "f"  # same meaning: fine
 
 
+def test_no_marker_and_an_invalid_reading_is_not_a_version_question():
+    # `load %0[] : T`: T is the operand's type in v0.3, the result's in v0.4; both parse
+    src = "func @k(%0: memref<f32>) {\n  %1 = load %0[] : memref<TYPE>\n}\n"
+    assert parse(src.replace("TYPE", "f32"), "k.tl").lang == "v0.3"  # only v0.3's checks
+    with pytest.raises(SourceError) as e:  # neither reading checks: both errors, named
+        parse(src.replace("TYPE", "f64"), "k.tl")
+    text = e.value.format()
+    assert "--lang v0.3|v0.4" not in text and "valid neither as tensor language v0.3" in text
+    assert "k.tl:2.13-14: (read as v0.3) type mismatch: %0 has type memref<f32>" in text
+    assert "k.tl:2.20-30: (read as v0.4) result type memref<f64> does not match f32" in text
+    assert "  %1 = load %0[] : memref<f64>\n" in text  # with the source line
+
+
 @pytest.mark.parametrize("lang, src, where, word", [
     ("v0.4", V04.replace("%x = load %a[%c0] : f32", "%x = arith.add %c0, %c0 : index"),
      "3.10-18", "v0.3"),
@@ -321,7 +336,7 @@ def test_a_construct_of_the_other_version_is_one_clear_error(lang, src, where, w
 def test_v04_only_constructs_have_no_v03_spelling():
     with pytest.raises(SourceError) as e:
         cli_out = cli.main  # noqa: F841 - keep the import used
-        from tlinterp.migrate import to_v03
+        from tlinterp.front.migrate import to_v03
 
         to_v03(parse(EVERYTHING, "all.tl", lang="v0.4"))
     messages = [d.message for d in e.value.diagnostics]
@@ -423,7 +438,6 @@ def test_corpus_v04_valid_kernels_check(path):
 @pytest.mark.parametrize("body, what", [
     ("%c = constant 1.0 : f16\n  store %c, %A[%z]", "the type f16"),
     ("%x = load %B[%z] : f32\n  %e = exp %x : f32\n  store %e, %B[%z]", "exp"),
-    ("parallel {\n  }", "parallel"),
 ])
 def test_the_lowering_refuses_v04_leftovers_in_words(body, what, tmp_path, capsys):
     """What the OpenCL lowering cannot take is a NotExecutable naming it at its range, from

@@ -1,4 +1,4 @@
-"""The v0.4 preprocessor (tlinterp/preprocess.py): expansion, scopes, !calc, errors pointing
+"""The v0.4 preprocessor (tlinterp/front/preprocess.py): expansion, scopes, !calc, errors pointing
 into the original text, the position map, hostile inputs, and `-D` flags."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tlinterp.diagnostics import SourceError
-from tlinterp.preprocess import MAX_EXPANDED, MAX_NESTING, parse_define_flag, preprocess
+from tlinterp.front.preprocess import MAX_EXPANDED, MAX_NESTING, parse_define_flag, preprocess
+from tlinterp.lang.diagnostics import SourceError
 
 KERNEL = """\
 $elem = f32
@@ -48,7 +48,7 @@ def test_positions_map_back_to_the_use_and_to_copied_text() -> None:
     # a Span reported on the expanded text maps too
     line = r.text.count("\n", 0, at) + 1
     col = at - r.text.rfind("\n", 0, at)
-    from tlinterp.ir import Span
+    from tlinterp.lang.ir import Span
     assert str(r.original_span(Span(line, col, line, col + 5))) == "7.19-23"
 
 

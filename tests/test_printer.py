@@ -9,17 +9,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_parser import INSTRUCTIONS, SAMPLE, SPEC_IF, SPEC_VIEWS, TYPES, view_function
 
-from tlinterp import ir, ops
-from tlinterp.ir import Const, Slice, Value
-from tlinterp.parser import INT_MAX, parse
-from tlinterp.printer import (
+from tlinterp.lang import ir, ops
+from tlinterp.lang.ir import Const, Slice, Value
+from tlinterp.lang.types import V03_SCALARS, GroupType, MemrefType, ScalarType, VoidType
+from tlinterp.lang.v03.parser import INT_MAX, parse
+from tlinterp.lang.v03.printer import (
     format_function,
     format_instruction,
     format_operand,
     format_program,
     format_type,
 )
-from tlinterp.types import V03_SCALARS, GroupType, MemrefType, ScalarType, VoidType
 
 f32, i32 = ScalarType.f32, ScalarType.i32
 

@@ -125,9 +125,9 @@ def test_violations_name_each_new_feature(feature, subst, outside):
 def test_a_bf16_literal_of_the_v03_form_is_a_bf16_constant():
     """The generator's raw IR has literal operands, which print as `constant`s: a bf16 one
     counts as what it prints as."""
-    from tlinterp import ir
-    from tlinterp.ir import Const, Value
-    from tlinterp.types import MemrefType, ScalarType
+    from tlinterp.lang import ir
+    from tlinterp.lang.ir import Const, Value
+    from tlinterp.lang.types import MemrefType, ScalarType
 
     bf16 = ScalarType.bf16
     x, y = Value("x"), Value("y")
@@ -141,7 +141,7 @@ def _folded_zero_divisions(func, any_value: bool = False) -> int:
     """Float `div`s whose operands both fold to zero (literals and add/sub/mul of folded
     values, as a compiler's constant propagation sees them): each a NaN constant once
     folded, which tinytc 0.4.0 cannot take (nan-constants)."""
-    from tlinterp import ir
+    from tlinterp.lang import ir
 
     known: dict = {}
     found = 0

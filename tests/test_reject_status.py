@@ -15,7 +15,7 @@ from fuzz.campaign.cli import build_parser as tlfuzz_parser
 from fuzz.campaign.cli import main as tlfuzz
 from fuzz.conform.cli import _parser as tlconform_parser
 from fuzz.conform.cli import main as tlconform
-from tlinterp import cli as tlrun
+from tlinterp.cli import tlrun as tlrun
 from tlinterp.impl import ImplOptions, Job
 from tlinterp.impl.base import option_words, tlrun_command
 from tlinterp.impl.command import rejection, run_command

@@ -21,7 +21,7 @@ from fuzz.campaign import triage as T
 from fuzz.campaign.clexec import RewritingTarget, Target
 from fuzz.strategies import FuzzCase
 from tlgpu import LoweringConfig
-from tlinterp.args import load_npz
+from tlinterp.io.args import load_npz
 
 pytestmark = pytest.mark.opencl  # pocl and Oclgrind (pyopencl[pocl,oclgrind])
 
@@ -97,7 +97,7 @@ func @u(%y: memref<i32x4>) {
 
 def test_uninitialised_local_memory_read_by_the_lowering_is_ub(monkeypatch):
     import tlgpu.lowering.function as lf
-    from tlinterp import ir
+    from tlinterp.lang import ir
 
     store = lf.LOWER[ir.Store]
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tlinterp.diagnostics import UndefinedBehaviour
 from tlinterp.interp.ub import MAX_PER_KIND, Collector
 from tlinterp.interp.values import Lanes
+from tlinterp.lang.diagnostics import UndefinedBehaviour
 
 
 def _lanes(n: int, live=None) -> Lanes:
@@ -23,16 +23,23 @@ def test_add_lanes_reports_the_first_lanes_and_counts_the_rest():
                   lambda lane, g: (None, f"lane {lane} group {g}"))
     assert [r.message for r in col.reports] == [
         "lane 1 group 11", "lane 3 group 13", "lane 4 group 14", "lane 5 group 15"]
-    assert len(col.reports) == MAX_PER_KIND and col.dropped == {"division-by-zero": 2}
+    assert len(col.reports) == MAX_PER_KIND
+    assert col.dropped == {("division-by-zero", "element(s) "): 2}
 
 
-def test_add_lanes_skips_lanes_that_do_not_run_and_may_leave_the_rest_uncounted():
+def test_add_lanes_skips_lanes_that_do_not_run_and_counts_the_rest_as_lanes():
+    """Without `count_rest` the rest are lanes, not elements: still counted, never dropped
+    without a word (an "N more like the above" line)."""
     col = Collector()
     live = np.array([False, True, True, True, True, True, True])
     col.add_lanes("out-of-bounds", True, _lanes(7, live), None,
                   lambda lane, g: ((lane,), f"x{lane}"), count_rest=False)
     assert [r.element for r in col.reports] == [(1,), (2,), (3,), (4,)]
-    assert col.dropped == {}
+    assert col.dropped == {("out-of-bounds", ""): 2}
+    with pytest.raises(UndefinedBehaviour) as err:
+        with col.checks():
+            pass
+    assert err.value.diagnostics[-1].message == "out of bounds: 2 more like the above"
 
 
 def test_add_first_passes_positions_of_any_array():

@@ -1,4 +1,4 @@
-"""`tlinterp.effects.written_arguments`: the one IR walk that says which arguments a function
+"""`tlinterp.lang.effects.written_arguments`: the one IR walk that says which arguments a function
 may write (the interpreter's race tracking, the lowering's `const restrict`, red-zone reports).
 
 Hand-written kernels pin down every way of writing; over the corpus and generated kernels the
@@ -21,10 +21,10 @@ from tlgpu import LoweringConfig
 from tlgpu.lowering import program as lowering
 from tlgpu.lowering.barriers import LOCAL_ROOTS
 from tlgpu.lowering.function import FunctionLowerer
-from tlinterp import ir
-from tlinterp.diagnostics import BackendError
-from tlinterp.effects import written_arguments
-from tlinterp.types import GroupType, MemrefType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError
+from tlinterp.lang.effects import written_arguments
+from tlinterp.lang.types import GroupType, MemrefType
 
 FUZZ_SEEDS = range(200)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tlinterp.diagnostics import UndefinedBehaviour
-from tlinterp.frontend import parse
+from tlinterp.front.pipeline import parse
 from tlinterp.interp import run
+from tlinterp.lang.diagnostics import UndefinedBehaviour
 
 
 def run_v04(src: str, args: dict, **kw) -> dict:

@@ -29,7 +29,7 @@ from numbers import Integral
 from typing import Optional, Union
 
 from tlgpu.lowering.config import LoweringConfig
-from tlinterp import ir
+from tlinterp.lang import ir
 
 
 def _params(api: str, func=None, device=None, config=None, groups=None) -> None:
@@ -55,7 +55,7 @@ def _program(program: Union[ir.Program, str], api: str, **params) -> ir.Program:
     if not isinstance(program, ir.Program):
         raise TypeError(f"{api}(program): expected source text or an ir.Program, got "
                         f"{type(program).__name__}")
-    from tlinterp.frontend import lowerable
+    from tlinterp.front.pipeline import lowerable
 
     return lowerable(program)  # a v0.4 program: its v0.3 form, or "not yet lowered"
 

@@ -12,18 +12,20 @@ import threading
 import time
 from typing import Optional
 
-from tlinterp.args import Groups, grid_of
-from tlinterp.diagnostics import ArgumentError, BackendError, TLError
 from tlinterp.impl import Implementation, ImplOptions, Job, Outcome, SpecError, outcome_of_error
 from tlinterp.impl.base import parse_work_group_size
 from tlinterp.impl.command import (
+    OutputRefused,
     check_template,
     describe_exit,
     expand_template,
     rejection,
     run_command,
+    written_output,
 )
 from tlinterp.impl.template import write_kernel
+from tlinterp.io.args import Groups, grid_of
+from tlinterp.lang.diagnostics import ArgumentError, BackendError, TLError
 
 _LOCK = threading.Lock()  # one OpenCL queue at a time: the device parallelises itself
 
@@ -40,12 +42,19 @@ def _config(options: ImplOptions):
 
 
 def _program(job: Job):
-    from tlinterp.frontend import lowerable
+    from tlinterp.front.pipeline import lowerable
 
     if job.program is not None:
         return lowerable(job.program)
     # a v0.4 program runs in its v0.3 form, or is refused as not yet lowered
     return lowerable(_checked(job))
+
+
+def _work_item_code(program) -> bool:
+    """Whether the program has v0.4 SPMD regions (parallel, foreach_tile)."""
+    from tlgpu.lowering.spmd import uses_spmd
+
+    return any(uses_spmd(f) for f in program.functions)
 
 
 def _checked(job: Job):
@@ -95,14 +104,24 @@ class OpenCL(_OnADevice, Implementation):
 
     def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
         from tlgpu import run
+        from tlgpu.runtime.isolated import RunTimeout
 
         try:
             program = _program(job)
             groups = job.groups
             with _LOCK:
                 config = _launched(self._tuned(program, job.args, job.func, groups), groups)
-                out = run(program, job.args, func=job.func, groups=groups,
-                          device=self.options.device, config=config)
+                if _work_item_code(program):
+                    # one work-item per lane: a kernel with undefined behaviour there (a
+                    # barrier not every work-item reaches) can crash the driver (pocl 3.0
+                    # segfaults), so it runs in a child process
+                    out = self.run_isolated(program, job.args, job.func, groups,
+                                            timeout=timeout).outputs
+                else:
+                    out = run(program, job.args, func=job.func, groups=groups,
+                              device=self.options.device, config=config)
+        except RunTimeout as e:  # its time bound (the case's, or the campaign's end) ran out
+            return Outcome("timeout", message=e.format())
         except TLError as e:
             return outcome_of_error(e)
         except Exception as e:  # noqa: BLE001 - a bug of the backend is that case's result
@@ -159,6 +178,13 @@ FIELDS = ("tl", "out", "func")
 DEFAULT_TIMEOUT = 600.0
 
 
+# the kernel of _Foreign.self_test: one line every OpenCL device runs
+KNOWN_GOOD = """func @tl_known_good(%x: memref<f32x4>, %y: memref<f32x4>) {
+  axpby.n 2.0, %x, 0.0, %y : f32, memref<f32x4>, f32, memref<f32x4>
+}
+"""
+
+
 class _Foreign(_OnADevice, Implementation):
     """Runs COMMAND to turn the .tl file into code ({out} or its stdout), then builds and
     launches the kernel the calling convention names in a worker process
@@ -203,14 +229,12 @@ class _Foreign(_OnADevice, Implementation):
                 return None, Outcome("crashed", message=f"the compiler ended with "
                                      f"{describe_exit(done.code)}\n{done.text}".strip(),
                                      command=command)
-            if uses_out:
-                try:
-                    with open(out, "rb") as f:
-                        code = f.read()
-                except OSError:
-                    code = b""
-            else:
-                code = done.stdout_bytes
+            try:
+                code = written_output(done, out if uses_out else None,
+                                      f"the {self.kind}: compiler")
+            except OutputRefused as e:
+                return None, Outcome("crashed", message=f"{e}\n{done.stderr}".strip(),
+                                     command=command)
             if not code.strip():
                 where = "{out}" if uses_out else "stdout"
                 return None, Outcome("crashed", message=f"the compiler exited 0 but wrote no "
@@ -258,6 +282,32 @@ class _Foreign(_OnADevice, Implementation):
     def close(self) -> None:
         """End the worker processes now (they also end with the tool)."""
         self.runner.close()
+
+    def self_test(self) -> Optional[str]:
+        """Why a known-good kernel does not build and run on the device through this
+        implementation's workers, or None. The tools ask before their first case, so that a
+        device or runtime that cannot run anything is never read as the compiler's fault.
+        The kernel is our lowering's OpenCL C of KNOWN_GOOD (for spirv: too, which needs no
+        SPIR-V compiler here: it checks the device and the workers, not the IL path)."""
+        import numpy as np
+
+        import tlinterp
+        from tlgpu import lower
+        from tlgpu.lowering.function import kernel_name
+        from tlgpu.runtime.foreign import START_TIMEOUT, ForeignJob
+
+        program = tlinterp.check(tlinterp.parse(KNOWN_GOOD))
+        function = program.functions[0]
+        x = np.arange(1, 5, dtype=np.float32)
+        o = self.runner.run(ForeignJob("opencl-c", lower(program), function,
+                                       kernel_name(function),
+                                       args={"x": x, "y": np.zeros(4, np.float32)}, groups=1),
+                            START_TIMEOUT)
+        if o.status == "ok" and np.array_equal((o.outputs or {}).get("y"), 2 * x):
+            return None
+        got = o.message.strip() or f"y = {(o.outputs or {}).get('y')}, not {2 * x}"
+        return (f"the device cannot build and run a known-good kernel (y := 2x, our "
+                f"lowering's OpenCL C) in the {self.kind}: workers ({o.status}): {got}")
 
 
 class OpenCLC(_Foreign):

@@ -8,7 +8,7 @@
 from collections.abc import Mapping
 from typing import Optional
 
-from .diagnostics import (
+from tlinterp.lang.diagnostics import (
     ArgumentError,
     BackendError,
     Diagnostic,
@@ -22,11 +22,11 @@ from .diagnostics import (
 def parse(text: str, filename: str = "<input>", lang: Optional[str] = None,
           defines: Optional[Mapping[str, str]] = None):
     """Parse tensor-language source into an `ir.Program`; raises `SourceError`. `lang` is
-    "v0.3" or "v0.4"; None detects it from markers (tlinterp/frontend.py) and asks for it
+    "v0.3" or "v0.4"; None detects it from markers (tlinterp/front/pipeline.py) and asks for it
     (an error) when the file reads as both versions with different meanings. `defines`
     ({NAME: VALUE}) are v0.4 preprocessor definitions made before the text."""
-    from .apitypes import expect
-    from .frontend import parse as _parse
+    from tlinterp.apitypes import expect
+    from tlinterp.front.pipeline import parse as _parse
 
     expect("parse", "filename", filename, str, "a file name (str)", optional=False)
     return _parse(text, filename=filename, lang=lang, defines=defines)
@@ -36,14 +36,14 @@ def check(program, warnings=None):
     """Check every static rule; returns the program, raises `SourceError` listing all errors.
     Warnings of an accepted program are appended to the list `warnings` when given. Misuse
     (anything but an `ir.Program`) is a `TypeError` naming the parameter."""
-    from .checker import check as _check
-    from .ir import Program
+    from tlinterp.checker.v03 import check as _check
+    from tlinterp.lang.ir import Program
 
     if not isinstance(program, Program):
         hint = "; parse it first with tlinterp.parse" if isinstance(program, str) else ""
         raise TypeError(f"check(program): expected an ir.Program, got "
                         f"{type(program).__name__}{hint}")
-    from .apitypes import expect
+    from tlinterp.apitypes import expect
 
     expect("check", "warnings", warnings, list, "a list to append the warnings to")
     return _check(program, warnings)
@@ -53,8 +53,8 @@ def run(program, args, func=None, groups=None, check=True, **options):
     """Run a function of `program` (IR or source text) on `args` (the .npz convention).
     Misuse of a parameter (wrong type) is a `TypeError` naming it; bad values in `args` or
     `groups` are an `ArgumentError`."""
-    from .interp import run as _run
-    from .ir import Program
+    from tlinterp.interp import run as _run
+    from tlinterp.lang.ir import Program
 
     if not isinstance(program, (str, Program)):
         raise TypeError(f"run(program): expected source text or an ir.Program, got "
@@ -62,7 +62,7 @@ def run(program, args, func=None, groups=None, check=True, **options):
     if func is not None and not isinstance(func, str):
         raise TypeError(f"run(func=...): expected a function name (str) or None, got "
                         f"{type(func).__name__}")
-    from .apitypes import expect
+    from tlinterp.apitypes import expect
 
     expect("run", "check", check, bool, "True or False", optional=False)
     steps = options.get("max_steps")

@@ -1,5 +1,5 @@
 """Invalid v0.4 programs (lang="v0.4"), at least one per static rule of the v0.4 front end
-(preprocessor, parser, tlinterp/checker_v04.py): written from the v0.4 reference. Each source
+(preprocessor, parser, tlinterp/checker/v04.py): written from the v0.4 reference. Each source
 starts with a comment saying the rule; `blame` is the text the first diagnostic must cover
 (its `occurrence`-th match from line `line`), `more` the texts of further independent errors
 the reference also reports, in order (tests/test_corpus_v04.py holds it to them)."""
@@ -318,7 +318,7 @@ def _r(name: str, rule: str, source: str, blame: str, line: int = 1, occurrence:
 
 
 def rules() -> list[InvalidCase]:
-    """One program per static rule of tlinterp/checker_v04.py that the converted ones leave
+    """One program per static rule of tlinterp/checker/v04.py that the converted ones leave
     out; the blamed text is the instruction (or attribute, parameter) at fault."""
     return [
         _r("subgroup_size_zero", "subgroup_size must be positive",
@@ -586,6 +586,16 @@ def rules() -> list[InvalidCase]:
         _r("subgroup_op_in_collective", "sub-group operations need an SPMD region",
            _k("    %r = subgroup_reduce_add %a : f32\n", "%a: f32"),
            "%r = subgroup_reduce_add %a : f32"),
+        # an integer constant fits its type, as in v0.3 (docs/semantics.md): never wrapped
+        _r("constant_above_range", "an integer constant fits its type (i8: -128..127)",
+           _k("    %c = constant 300 : i8\n    %i = constant 0 : index\n"
+              "    store %c, %A[%i]\n", "%A: memref<i8 x 4>"),
+           "%c = constant 300 : i8"),
+        _r("constant_below_range", "an integer constant fits its type (i8: -128..127)",
+           _k("    %c = constant -129 : i8\n"), "%c = constant -129 : i8"),
+        _r("constant_coopmatrix_range", "a coopmatrix constant fits its component type",
+           _spmd("%m = constant 32768 : coopmatrix<i16 x 16 x 16, matrix_acc>"),
+           "%m = constant 32768 : coopmatrix<i16 x 16 x 16, matrix_acc>"),
     ]
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.args import Groups
+from tlinterp.io.args import Groups
 
 
 @dataclass

@@ -15,8 +15,8 @@ from typing import Optional
 import numpy as np
 
 from tlgpu.runtime.buildlog import without_saved_source
-from tlinterp.args import bind, unbind
-from tlinterp.diagnostics import TLError
+from tlinterp.io.args import bind, unbind
+from tlinterp.lang.diagnostics import TLError
 
 OPT_DISABLE = "-cl-opt-disable"
 

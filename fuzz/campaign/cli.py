@@ -27,7 +27,7 @@ At start, the saved findings in --out are re-run first (one still failing makes 
 status 1), then the Hypothesis example database (--out/hypothesis-db, given to every search)
 is replayed. A live view shows cases/s, instruction
 coverage and findings; Ctrl-C or the time limit ends the campaign with a summary table.
---out defaults to the per-user cache directory (tlinterp.cliconv.default_findings_dir); the
+--out defaults to the per-user cache directory (tlinterp.cli.conventions.default_findings_dir); the
 campaign ends with the line `tlfuzz: wrote DIR (N new findings)`. Exit statuses: EXIT_STATUSES
 below (`tlfuzz --help` lists them).
 --time is the whole campaign: searching, shrinking (at most --shrink-time per finding),
@@ -49,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tlinterp.cliconv import (
+from tlinterp.cli.conventions import (
     add_impl_choice,
     add_jobs,
     add_lang,
@@ -60,18 +60,20 @@ from tlinterp.cliconv import (
     tool_parser,
     wrote,
 )
-from tlinterp.foreigntext import for_rich
 from tlinterp.impl.flags import add_impl_flags, whole_number
+from tlinterp.io.foreigntext import for_rich
 
 from ..strategies import generated_kinds
 from . import sharedb
 from .hunt import HuntOptions, hunt
 from .options import (
     check_device,
+    check_known_good,
     check_out_dir,
     chosen_device,
     keep_hypothesis_under,
     positive_seconds,
+    runs_on_a_device,
 )
 
 # the kinds of v0.3 programs (the default --lang); generated_kinds("v0.4") for v0.4
@@ -94,7 +96,7 @@ def round_seed(seed: int, job: int, k: int) -> int:
 
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     from ..shutdown import stop_on_sigterm
     from .harness import save_finding
@@ -185,9 +187,11 @@ def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, 
 def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     """Re-run saved differential findings first; report which still fail."""
     import tlinterp
-    from tlinterp.args import load_npz
+    from tlinterp.io.args import load_npz
+    from tlinterp.lang.diagnostics import decode_source
 
     from ..strategies import FuzzCase
+    from .reproduce import read_finding_line, read_finding_source
 
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
@@ -195,10 +199,11 @@ def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
         if opts.frontend or not name.startswith(("mismatch", "backend", "oclgrind", "red-zone")):
             continue
         try:
-            cmd = open(tl[:-3] + ".txt").readline()
+            cmd = read_finding_line(tl[:-3] + ".txt")
             lang = re.search(r"--lang (v0\.[34])", cmd)
             lang = lang.group(1) if lang else None
-            program = tlinterp.check(tlinterp.parse(open(tl).read(), tl, lang=lang))
+            text = decode_source(read_finding_source(tl), tl)
+            program = tlinterp.check(tlinterp.parse(text, tl, lang=lang))
             args = load_npz(tl[:-3] + ".npz")
             groups = grid_arg(re.search(r"--groups (\S+)", cmd).group(1))
             func = re.search(r"--func (\S+)", cmd).group(1)
@@ -394,10 +399,11 @@ def run_campaign(ns: argparse.Namespace) -> int:
              " — interrupted" if interrupted else " — summary")
     console.print(tally.table(title + state))
     for e in tally.errors:
-        console.print(f"[red]internal error in a job (please report):[/red] {for_rich(e)}")
+        console.print(f"[red]internal error in a job (please report):[/red] {for_rich(e)}",
+                      soft_wrap=True)  # whole lines: nothing reading them depends on COLUMNS
     for kind, line, why in tally.unsaved:
         console.print(f"tlfuzz: a {kind} finding could not be saved: {why}\n  ({line})",
-                      highlight=False, markup=False)
+                      highlight=False, markup=False, soft_wrap=True)
     n = len(tally.findings)
     wrote("tlfuzz", ns.out, f"{n} new finding{'s' if n != 1 else ''}")
     if tally.errors:
@@ -414,7 +420,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
         console.print(f"tlfuzz: no case ran to its end within --time {ns.time:g} s: nothing "
                       "was tested (does the implementation answer at all? `tlrun --impl "
                       "SPEC KERNEL.tl --args ARGS.npz` runs one case)", highlight=False,
-                      markup=False)
+                      markup=False, soft_wrap=True)
         return EXIT_NOTHING_RAN
     return 0
 
@@ -534,8 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
     add_lang(g.run, default=None,
              help="the tensor-language version of the generated kernels, as the "
-                  "implementation reads them (default: the profile's, else v0.3; our opencl "
-                  "lowering takes v0.3)")
+                  "implementation reads them (default: the profile's, else v0.3; with our "
+                  "opencl lowering, v0.4 kernels it does not lower yet are left out)")
     g.run.add_argument("--profile", default="all", metavar="NAME",
                        help="the target's dialect (fuzz/profiles; 'list' lists them): only its "
                             "constructs are generated, written in its spellings (default: all)")
@@ -567,6 +573,11 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
         if ns.impl is None and not options.lowering and ns.lang != "v0.4":
             return None
         impl = resolve(ns.impl or "opencl", options)  # usage errors now, not in every job
+        if ns.mutation is not None and impl.spec != "opencl":
+            # it was silently ignored: the planted bug lives in our lowering only
+            raise SpecError(f"--mutation plants a bug in our OpenCL lowering, which --impl "
+                            f"{impl.spec} does not run (leave --impl out; for bugs planted "
+                            "in the interpreter: bench/mutants.py --lang v0.4)")
     except SpecError as e:
         raise ValueError(str(e)) from None
     if impl.spec == "opencl" and not options.lowering and ns.lang != "v0.4":
@@ -650,6 +661,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     ns.out = os.path.abspath(ns.out)
     if ns.database and "://" not in ns.database:
         ns.database = os.path.abspath(ns.database)
+    if ns.mutation is not None and ns.frontend:
+        print("tlfuzz: --mutation plants a bug in our OpenCL lowering, which --frontend never "
+              "runs", file=sys.stderr)
+        return 2
     if ns.mutation is not None:
         from .mutations import known
 
@@ -664,11 +679,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         if problem:
             print(f"tlfuzz: --database {ns.database}: {problem}", file=sys.stderr)
             return 2
-    problem = (None if ns.frontend else check_device(ns.device)) or check_out_dir(ns.out)
+    spec, options = ns.impl_ref or (None, None)
+    # a python: or command implementation runs on no device: none is needed, none chosen
+    on_a_device = not ns.frontend and runs_on_a_device(spec)
+    # the device first: check_out_dir creates --out, which a device problem must not leave
+    problem = (on_a_device and (check_device(ns.device) or check_known_good(spec, options))
+               or check_out_dir(ns.out))
     if problem:
         print(f"tlfuzz: {problem}", file=sys.stderr)
         return 2
-    if not ns.frontend:  # which of several matching devices --device picked (docs/devices.md)
+    if on_a_device:  # which of several matching devices --device picked (docs/devices.md)
         ns.device_label = chosen_device(ns.device)
         print(f"tlfuzz: device {ns.device_label}", file=sys.stderr)
     keep_hypothesis_under(ns.out)

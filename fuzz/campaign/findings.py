@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.args import save_npz
-from tlinterp.outfile import write_text
+from tlinterp.io.args import save_npz
+from tlinterp.io.outfile import write_text
 
 from ..strategies import FuzzCase
 
@@ -90,10 +90,12 @@ def _said_lang(finding: Finding) -> Optional[str]:
 
 
 def save_finding(finding: Finding, out_dir: str) -> str:
-    """Write NAME.tl, NAME.npz and NAME.txt (the `tlfuzz reproduce` line, the `tlrun` line, the
-    message);
+    """Write NAME.tl, NAME.npz and NAME.txt (the `tlfuzz reproduce` line, the `tlrun` line,
+    our signature of the first line (fuzz/campaign/trust.py), the message);
     NAME is a hash of the program and arguments, so a finding is saved once. Returns the
     path without extension."""
+    from .trust import signature_line
+
     os.makedirs(out_dir, exist_ok=True)
     h = hashlib.sha1(finding.case.source.encode())
     for k in sorted(finding.case.args):
@@ -106,6 +108,7 @@ def save_finding(finding: Finding, out_dir: str) -> str:
     direct = _direct_command(finding, base)
     if direct:
         lines.append(f"the command alone: {direct}\n")
+    lines.append(signature_line(lines[0]))  # the line is ours: reproduce runs it unasked
     lines.append("\n")
     if finding.kind == "red-zone":
         lines.append("(tlrun and tlfuzz reproduce do not guard buffers: `tlfuzz --out DIR` "

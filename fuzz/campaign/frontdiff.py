@@ -28,8 +28,6 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp.diagnostics import TLError
-from tlinterp.foreigntext import shown
 from tlinterp.impl.base import SpecError, mentioned_diagnostics
 from tlinterp.impl.command import (
     TOOL_MEMORY,
@@ -38,6 +36,8 @@ from tlinterp.impl.command import (
     expand_template,
     run_command,
 )
+from tlinterp.io.foreigntext import shown
+from tlinterp.lang.diagnostics import TLError
 
 from ..strategies import FuzzCase
 from .rejections import Keyed, message_shape

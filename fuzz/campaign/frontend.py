@@ -10,7 +10,7 @@ from typing import Optional
 
 from hypothesis import strategies as st
 
-from tlinterp.diagnostics import TLError
+from tlinterp.lang.diagnostics import TLError
 
 TOKEN = re.compile(r"%[A-Za-z0-9_]+|@[A-Za-z0-9_]+|[A-Za-z_][A-Za-z0-9_.]*|-?\d+\.\d*(?:e-?\d+)?"
                    r"|-?\d+|->|\S")

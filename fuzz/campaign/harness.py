@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
 from tlgpu.runtime.oclgrind import OclgrindReport
-from tlinterp import ir
-from tlinterp.args import red_zones
-from tlinterp.diagnostics import BackendError, TLError, UndefinedBehaviour
-from tlinterp.foreigntext import shown
+from tlinterp.io.args import red_zones
+from tlinterp.io.foreigntext import shown
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError, TLError, UndefinedBehaviour
 
 from ..oracle.compare import compare_outputs
 from ..strategies import FuzzCase
@@ -41,7 +41,31 @@ def combine(cases: list[FuzzCase]) -> ir.Program:
     names = [f.name for f in funcs]
     if len(set(names)) != len(names):
         funcs = tuple(dataclasses.replace(f, name=f"{f.name}_{i}") for i, f in enumerate(funcs))
-    return ir.Program(funcs, "<fuzz-batch>", "\n".join(c.source for c in cases))
+    langs = {c.program.lang for c in cases}  # a batch is of one version (the campaign's)
+    return ir.Program(funcs, "<fuzz-batch>", "\n".join(c.source for c in cases),
+                      lang=langs.pop() if len(langs) == 1 else None)
+
+
+def lowerable_cases(cases: list[FuzzCase]) -> list[FuzzCase]:
+    """The cases our lowering takes: a v0.4 kernel with a construct it does not lower yet
+    (tlinterp.front.pipeline.lowerable: "not yet lowered") or on a grid with Y or Z above 1 (the
+    lowering launches a one-dimensional one) is left out, not a finding; an (X, 1, 1) grid
+    is X work-groups."""
+    from tlinterp.front.pipeline import lowerable
+    from tlinterp.lang.diagnostics import NotExecutable
+
+    out = []
+    for c in cases:
+        if isinstance(c.groups, tuple):
+            if any(g != 1 for g in c.groups[1:]):
+                continue
+            c = dataclasses.replace(c, groups=c.groups[0])
+        try:
+            lowerable(c.program)
+        except NotExecutable:
+            continue
+        out.append(c)
+    return out
 
 
 def _interp(case: FuzzCase):
@@ -74,6 +98,9 @@ def differential(cases: list[FuzzCase], config=None, device: Optional[str] = Non
         return differential_impl(cases, impl, timeout, deadline, done)
     import tlgpu
 
+    cases = lowerable_cases(cases)
+    if not cases:
+        return []
     program = combine(cases)
     findings: list[Finding] = []
     batch_ok = True

@@ -205,6 +205,6 @@ def _hunt(opts, seed, max_batches, progress, stop_at, replay_only, sandbox) -> l
 
 def _text_program(text: str, lang: str = "v0.3"):
     """A Program object carrying a mutant's text (it may not parse)."""
-    from tlinterp import ir
+    from tlinterp.lang import ir
 
     return ir.Program((), "<mutant>", text, lang=lang)

@@ -96,7 +96,7 @@ def _off_by_one_k() -> None:
 
 def _ger_swapped() -> None:
     import tlgpu.lowering.collectives as lc
-    from tlinterp import ir
+    from tlinterp.lang import ir
 
     problem = lc.problem
 
@@ -115,7 +115,7 @@ def _scale_ignored(field: str) -> Callable[[], None]:
 
     def install() -> None:
         import tlgpu.lowering.collectives as lc
-        from tlinterp import ir
+        from tlinterp.lang import ir
 
         lower = lc.lower_blas
 
@@ -176,7 +176,7 @@ def _cast_float_round() -> None:
 
 def _unsigned_compare_signed() -> None:
     import tlgpu.lowering.scalar as S
-    from tlinterp.types import ScalarType
+    from tlinterp.lang.types import ScalarType
 
     def wrong(self, w, inst):
         a, b = self.operand(inst.lhs, inst.type), self.operand(inst.rhs, inst.type)

@@ -17,7 +17,7 @@ once per process and takes its wrong branch only in the thread running a plug-in
 own mutant (a thread-local name set for the call); everywhere else it calls the original rule.
 While a mutant is active the interpreter's single-lane fast path for `for` loops is off, so
 that a changed scalar rule reaches loops too (the fast path computes the same results as the
-general walker). A program nested deeper than `tlinterp.deepstack.SHALLOW` runs on a thread of
+general walker). A program nested deeper than `tlinterp.lang.deepstack.SHALLOW` runs on a thread of
 its own, where the mutant is not active: such a run is the reference's.
 
 `fuzz.campaign.mutations.HITS[0]` counts the wrong branches taken, the counter the v0.3
@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from tlinterp import ir
+from tlinterp.lang import ir
 
 from .mutations import HITS, Mutation
 
@@ -384,7 +384,7 @@ def _minmax_nan(name: str) -> Callable[[], None]:
 
     def install() -> None:
         from tlinterp.interp import scalar, scalar_v04
-        from tlinterp.ops import FLOAT
+        from tlinterp.lang.ops import FLOAT
 
         def make(orig):
             def wrong(*a):

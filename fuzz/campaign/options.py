@@ -25,10 +25,19 @@ def check_out_dir(path: str) -> Optional[str]:
     return None
 
 
+# the implementations that build and run OpenCL on --device; the rest need no device
+_ON_A_DEVICE = ("opencl", "opencl-c", "spirv")
+
+
+def runs_on_a_device(spec: Optional[str]) -> bool:
+    """Whether the implementation `spec` (None: our lowering) builds OpenCL on --device."""
+    return spec is None or spec.partition(":")[0] in _ON_A_DEVICE
+
+
 def check_device(device: str) -> Optional[str]:
     """Why the OpenCL device string names no device, or None (checked once, up front, so a
     wrong name is not mistaken for a backend failure of every generated kernel)."""
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     try:
         from tlgpu.runtime.devices import find_device
@@ -39,6 +48,25 @@ def check_device(device: str) -> Optional[str]:
     except ImportError as e:  # pragma: no cover - pyopencl is a dependency
         return f"the OpenCL backend is not available ({e})"
     return None
+
+
+def check_known_good(spec: Optional[str], options) -> Optional[str]:
+    """For an opencl-c: or spirv: implementation (`spec` with its ImplOptions): why a
+    known-good kernel does not build and run on its device through its workers, or None;
+    after check_device, before the first case (a device failure is no finding)."""
+    if not spec or not runs_on_a_device(spec) or spec.partition(":")[0] == "opencl":
+        return None
+    from tlinterp.impl import SpecError, resolve
+    from tlinterp.lang.diagnostics import TLError
+
+    try:
+        impl = resolve(spec, options)
+    except (SpecError, TLError):
+        return None  # the tool reports a bad spec in its own words
+    try:
+        return impl.self_test()
+    finally:
+        impl.close()
 
 
 def chosen_device(device: Optional[str]) -> str:

@@ -1,7 +1,7 @@
 """Red-zone reports: which argument buffer was written outside its view, where, and which
 instructions of the kernel could have done it.
 
-The guards themselves live in `tlinterp.args.red_zones` (both backends bind arguments there);
+The guards themselves live in `tlinterp.io.args.red_zones` (both backends bind arguments there);
 this module turns `RedZones.damaged()` into a finding message.
 """
 
@@ -11,16 +11,16 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp import ir
-from tlinterp.args import RedZones
-from tlinterp.effects import written_arguments
+from tlinterp.io.args import RedZones
+from tlinterp.lang import ir
+from tlinterp.lang.effects import written_arguments
 
 __all__ = ["writers", "describe"]
 
 
 def writers(function: ir.Function) -> dict[str, list[tuple[str, Optional[ir.Span]]]]:
     """Argument name -> (instruction kind, span) of every instruction that may write it
-    (`tlinterp.effects.written_arguments`: stores and collective outputs in any region,
+    (`tlinterp.lang.effects.written_arguments`: stores and collective outputs in any region,
     through views of views and members of groups)."""
     return written_arguments(function)
 

@@ -20,14 +20,15 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp import ir
-from tlinterp.diagnostics import TLError
 from tlinterp.impl.base import mentioned_diagnostics
-from tlinterp.printer import mnemonic
-from tlinterp.types import ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import TLError
+from tlinterp.lang.types import ScalarType
+from tlinterp.lang.v03.printer import mnemonic
 
 from ..strategies import FuzzCase
 from .findings import Finding, reproduce_command, save_files
+from .trust import signature_line
 
 __all__ = ["REJECTED", "Keyed", "RejectedConstruct", "rejected", "construct_of",
            "message_shape", "save_rejection", "drop_known", "count"]
@@ -110,7 +111,7 @@ def _name(inst: ir.Instruction) -> str:
     try:
         return mnemonic(inst)
     except TLError:  # the v0.3 printer has no spelling for it
-        from tlinterp.v04names import construct
+        from tlinterp.lang.v04.names import construct
 
         return construct(inst)
 
@@ -175,7 +176,8 @@ def save_rejection(finding: Keyed, out_dir: str) -> tuple[str, bool]:
     else:
         first = True
         os.close(fd)  # the claim; its content comes last, atomically, over it
-        text = (finding.header(base) + "\n\n"
+        header = finding.header(base)
+        text = (header + "\n" + signature_line(header) + "\n"
                 f"key: {finding.construct}\n(the first case; {base}.cases counts "
                 "every case with this key, one line each)\n\n"
                 + finding.message + "\n")

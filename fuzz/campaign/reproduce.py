@@ -26,8 +26,8 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp.args import Groups, groups_text
-from tlinterp.foreigntext import shown
+from tlinterp.io.args import Groups, groups_text
+from tlinterp.io.foreigntext import shown
 
 from .options import positive_seconds
 
@@ -54,6 +54,10 @@ def reproduce_line(tl: str, npz: str, func: Optional[str], groups: Optional[Grou
 
 class UsageError(Exception):
     """A bad command line or finding: exit status 2."""
+
+
+class DeviceError(UsageError):
+    """The device cannot build or run a known-good kernel: exit status 2, no verdict."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -86,7 +90,7 @@ compared within the fuzzer's error bounds (fuzz.oracle.compare). See docs/triage
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tlinterp.cliconv import add_impl_choice, add_lang, grid_arg, tool_parser
+    from tlinterp.cli.conventions import add_impl_choice, add_lang, grid_arg, tool_parser
     from tlinterp.impl.flags import add_impl_flags
 
     p, g = tool_parser("tlfuzz reproduce", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES,
@@ -112,8 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
 def saved_words(txt: str) -> list[str]:
     """The flags of the command on the first line of a finding's NAME.txt (`tlfuzz reproduce`,
     or `tlrun` as saved by older campaigns), without the command and its file operand."""
-    with open(txt) as f:
-        words = shlex.split(f.readline())
+    line = read_finding_line(txt)
+    try:
+        words = shlex.split(line)
+    except ValueError as e:  # e.g. an unbalanced quote: a damaged or hand-edited line
+        raise UsageError(f"the first line of {txt} does not split like a command line "
+                         f"({e}): {shown(line[:200])}") from None
     if words[:1] and os.path.basename(words[0]) == "tlrun":
         return words[2:]
     if words[:2] and os.path.basename(words[0]) == "tlfuzz" and words[1] == "reproduce":
@@ -121,6 +129,24 @@ def saved_words(txt: str) -> list[str]:
     # the line names the device, function and flags: guessing them would rerun another run
     raise UsageError(f"the first line of {txt} is not the tlfuzz reproduce (or tlrun) "
                      "command that tlfuzz saved")
+
+
+def read_finding_line(txt: str) -> str:
+    """The first line of a finding's NAME.txt, read bounded (a huge line, a FIFO or
+    /dev/zero in its place is a UsageError, not minutes of reading or a hang)."""
+    from tlinterp.io.boundedread import MAX_LINE_BYTES, read_first_line
+
+    try:
+        return read_first_line(txt, MAX_LINE_BYTES, "a finding's command file")
+    except OSError as e:  # RefusedFile says what it is; the rest as the system says
+        raise UsageError(str(e) if e.filename else f"{txt}: {e.strerror or e}") from None
+
+
+def read_finding_source(tl: str) -> bytes:
+    """A finding's kernel source (NAME.tl), bounded as tlrun bounds its source."""
+    from tlinterp.io.boundedread import MAX_SOURCE_BYTES, read_bounded
+
+    return read_bounded(tl, MAX_SOURCE_BYTES, "a finding's kernel source")
 
 
 @dataclass
@@ -154,10 +180,15 @@ def request(argv: list[str]) -> Request:
         if not os.path.exists(base + ".txt"):
             raise UsageError(f"{base}.txt does not exist: give a saved finding, or a kernel "
                              "with --args and --impl")
+        words = saved_words(base + ".txt")  # its messages name the file themselves
         try:
-            saved = parser.parse_args([base + ".tl"] + saved_words(base + ".txt"))
+            saved = parser.parse_args([base + ".tl"] + words)
         except UsageError as e:
             raise UsageError(f"the first line of {base}.txt: {e}") from None
+        if ns.impl is None and saved.impl:  # the file's choice, not the user's
+            from .trust import check_saved_impl
+
+            check_saved_impl(base + ".txt", saved.impl, UsageError)
         for key, value in vars(ns).items():  # flags given on this command line win
             if key != "kernel" and value != parser.get_default(key):
                 setattr(saved, key, value)
@@ -174,13 +205,15 @@ def request(argv: list[str]) -> Request:
         lowering_needs_opencl(ns.impl, options.lowering, "--impl")
     except SpecError as e:
         raise UsageError(str(e)) from None
-    if options.device is not None:  # else every run fails and reads as the implementation's
-        from .options import check_device
+    from .options import check_device, check_known_good, runs_on_a_device
 
-        problem = check_device(options.device)
+    builds = runs_on_a_device(ns.impl)
+    if options.device is not None or builds:  # else every run fails as the implementation's
+
+        problem = check_device(options.device) or check_known_good(ns.impl, options)
         if problem:
-            raise UsageError(problem)
-    if ns.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv"):
+            raise DeviceError(problem)
+    if builds:
         from .options import chosen_device
 
         print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)
@@ -198,14 +231,13 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
     """The kernel (tensor language `lang`, None: detected) and its arguments as a FuzzCase;
     TLError/OSError when they do not load."""
     import tlinterp
-    from tlinterp.args import bind, load_npz
-    from tlinterp.diagnostics import decode_source
+    from tlinterp.io.args import bind, load_npz
+    from tlinterp.lang.diagnostics import decode_source
 
     from ..strategies import FuzzCase
 
-    with open(tl, "rb") as f:
-        data = f.read()
-    text = decode_source(data, tl)  # a SourceError at the bad byte's line and column
+    # a SourceError at the bad byte's line and column
+    text = decode_source(read_finding_source(tl), tl)
     program = tlinterp.check(tlinterp.parse(text, tl, lang=lang))
     func = func or program.functions[0].name
     args = load_npz(npz)
@@ -219,8 +251,8 @@ def run_impl(case, spec: str, options, timeout: float):
     """One run of the implementation on the case, as an Outcome (never raises for the
     implementation's own failures). Our OpenCL lowering runs in a child process so that a
     crashing driver is an outcome (tlgpu.runtime.isolated)."""
-    from tlinterp.diagnostics import TLError
     from tlinterp.impl import Job, Outcome, outcome_of_error, resolve
+    from tlinterp.lang.diagnostics import TLError
 
     impl = resolve(spec, options)
     if hasattr(impl, "run_isolated"):  # our lowering, in a child process as tlrun runs it
@@ -254,9 +286,9 @@ def judge(case, expected: dict, outcome) -> Verdict:
 
 
 def reproduce(req: Request) -> Verdict:
-    from tlinterp.diagnostics import TLError, UndefinedBehaviour
     from tlinterp.impl import SpecError
     from tlinterp.interp import run
+    from tlinterp.lang.diagnostics import TLError, UndefinedBehaviour
 
     try:
         case = load_case(req.tl, req.npz, req.func, req.groups, req.lang)

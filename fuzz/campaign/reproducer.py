@@ -13,8 +13,8 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.args import GroupArg, MemrefArg, bind
-from tlinterp.types import GroupType
+from tlinterp.io.args import GroupArg, MemrefArg, bind
+from tlinterp.lang.types import GroupType
 
 from .clexec import Prepared
 

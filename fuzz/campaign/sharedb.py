@@ -10,6 +10,8 @@ never fails because a shared server went away.
 
 from __future__ import annotations
 
+import os
+import secrets
 from collections.abc import Iterable
 from typing import Optional
 
@@ -49,10 +51,30 @@ def check_reachable(url: str) -> Optional[str]:
         return "needs the 'redis' package (pip install redis)"
     try:
         client = _client(url)
-        client.ping()
-        client.close()
-    except (RedisError, OSError, ValueError) as e:
+    except (RedisError, OSError, ValueError) as e:  # a bad URL
         return f"cannot reach {url}: {_why(e)}"
+    try:
+        return _round_trip(client, url)
+    except (RedisError, OSError) as e:
+        return f"cannot reach {url}: {_why(e)}"
+    except Exception as e:  # noqa: BLE001 - redis-py's parser on a server that is no Redis
+        # (a bytes reply where a map belongs: AttributeError; nested arrays: RecursionError)
+        return f"{url} does not speak the Redis protocol: {_why(e)}"
+    finally:
+        client.close()
+
+
+def _round_trip(client, url: str) -> Optional[str]:
+    """Why the server behind `client` is no usable Redis, or None: a value written under a
+    fresh key must read back, so a server that answers anything to everything is refused."""
+    key = f"tlfuzz-probe-{os.getpid()}-{secrets.token_hex(8)}"
+    value = secrets.token_bytes(16)
+    if client.set(key, value, ex=60) is not True:
+        return f"{url} does not answer as Redis does (SET was not acknowledged)"
+    got = client.get(key)
+    client.delete(key)
+    if got != value:
+        return f"{url} does not answer as Redis does (a value written did not read back)"
     return None
 
 
@@ -87,9 +109,12 @@ class SharedDatabase(ExampleDatabase):
             result = getattr(self.remote, method)(*args)
             return list(result) if method == "fetch" else True
         except (RedisError, OSError) as e:
-            _LOST = _LOST or _why(e)
-            self.remote = None
-            return None
+            why = _why(e)
+        except Exception as e:  # noqa: BLE001 - redis-py's parser on a server gone wrong
+            why = f"it answered outside the Redis protocol ({_why(e)})"
+        _LOST = _LOST or why
+        self.remote = None
+        return None
 
     def fetch(self, key: bytes) -> Iterable[bytes]:
         remote = self._remote("fetch", key)

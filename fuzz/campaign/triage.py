@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tlinterp.outfile import write_text
+from tlinterp.io.outfile import write_text
 
 from .clexec import OPT_DISABLE, Outcome, Prepared, Target, count, differing, run_source
 
@@ -127,7 +127,7 @@ def _judge(case, expected: dict, out: Outcome) -> tuple[str, Optional[bool]]:
 def available_others(target: Target) -> list[Target]:
     """pocl and Oclgrind when installed, except the finding's own device."""
     from tlgpu.runtime.devices import find_device
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     out = []
     for name in ("pocl", "oclgrind"):
@@ -286,9 +286,10 @@ def reduce_and_write(case, prep: Prepared, target: Target, base: str, seconds: f
 
 def _saved_line(base: str) -> str:
     """The `tlfuzz reproduce` line a campaign saved with the finding ("" when none)."""
+    from .reproduce import UsageError, read_finding_line
+
     try:
-        with open(base + ".txt") as f:
-            line = f.readline().strip()
-    except OSError:
+        line = read_finding_line(base + ".txt").strip()
+    except UsageError:
         return ""
     return line if line.startswith("tlfuzz reproduce ") else ""

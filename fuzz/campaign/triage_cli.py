@@ -41,7 +41,7 @@ NAME.triage.txt, and NAME.repro/ for a device-compiler suspect. See docs/triage.
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from tlinterp.cliconv import add_impl_choice, tool_parser
+    from tlinterp.cli.conventions import add_impl_choice, tool_parser
     from tlinterp.impl.flags import add_impl_flags
 
     p, g = tool_parser("tlfuzz triage", PURPOSE, EXAMPLES, EXIT_STATUSES, notes=NOTES)
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    from tlinterp.diagnostics import TLError
+    from tlinterp.lang.diagnostics import TLError
 
     parser = build_parser()
     try:
@@ -80,13 +80,16 @@ def main(argv: Optional[list[str]] = None) -> int:
                   f"{', '.join(MUTATIONS)})", file=sys.stderr)
             return 2
         apply(ns.mutation)
-    from .reproduce import UsageError, finding_base, load_case, request
+    from .reproduce import DeviceError, UsageError, finding_base, load_case, request
 
     overrides = [w for flag, v in (("--device", ns.device), ("--impl", ns.impl)) if v
                  for w in (flag, v)]
     try:
         req = request([ns.finding, *overrides])
         case = load_case(req.tl, req.npz, req.func, req.groups, req.lang)
+    except DeviceError as e:  # the finding is fine; the device runs nothing
+        print(f"tlfuzz triage: {e}", file=sys.stderr)
+        return 2
     except (UsageError, OSError, ValueError, KeyError, IndexError) as e:
         print(f"tlfuzz triage: cannot read the finding {ns.finding}: {e}", file=sys.stderr)
         return 2

@@ -23,8 +23,8 @@ import shlex
 from collections.abc import Callable
 from typing import Optional
 
-from tlinterp.foreigntext import shown
-from tlinterp.outfile import write_text
+from tlinterp.io.foreigntext import shown
+from tlinterp.io.outfile import write_text
 
 from .clexec import OPT_DISABLE, Isolated, Prepared, Size, Target, count, differing
 from .clexec import Outcome as RunOutcome

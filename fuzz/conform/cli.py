@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from tlinterp import TLError
-from tlinterp.cliconv import (
+from tlinterp.cli.conventions import (
     add_impl_choice,
     add_jobs,
     add_lang,
@@ -35,7 +35,7 @@ from tlinterp.cliconv import (
 )
 from tlinterp.impl import Implementation, Outcome, SpecError, resolve
 from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl
-from tlinterp.outfile import check_target
+from tlinterp.io.outfile import check_target
 
 from ..campaign.options import positive_seconds
 from ..shutdown import exit_status_of, kill_children_settled, scratch_dir, stop_on_signals
@@ -189,6 +189,8 @@ def _parser() -> argparse.ArgumentParser:
 PIPE_WIDTH = 4096  # lines are not wrapped at 80 columns in a pipe or a file
 
 
+# err.print(..., soft_wrap=True): one-line messages are never broken at the terminal's width
+# (a test or a script reading them must not depend on COLUMNS); tables still fit it
 def _console(stderr: bool) -> Console:
     console = Console(stderr=stderr)
     if not console.is_terminal and "COLUMNS" not in os.environ:
@@ -247,19 +249,20 @@ def _main(opts: argparse.Namespace) -> int:
             raise SpecError("--impl NAME is required (see --list-impls)")
         lowering_needs_opencl(opts.impl, opts.lowering, "--impl")
         impl = resolve(opts.impl, impl_options(opts))
-        builds = opts.impl.partition(":")[0] in ("opencl", "opencl-c", "spirv")
-        if opts.device is not None or builds:
-            from fuzz.campaign.options import check_device
+        from fuzz.campaign.options import check_device, runs_on_a_device
+
+        if opts.device is not None or runs_on_a_device(opts.impl):
 
             # up front: a wrong name would otherwise fail every case as a rejection (exit 1)
-            problem = check_device(opts.device)
+            problem = check_device(opts.device) or (  # opencl-c:, spirv: run a known-good
+                impl.self_test() if hasattr(impl, "self_test") else None)  # kernel first
             if problem:
                 raise SpecError(f"--device: {problem}")
             from fuzz.campaign.options import chosen_device
 
             # which of several matching devices --device picked (docs/devices.md)
             err.print(f"tlconform: device {chosen_device(opts.device)}", highlight=False,
-                      markup=False)
+                      markup=False, soft_wrap=True)
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
         not_migrated: list = []
         if opts.lang == "v0.4":  # the v0.3 cases too, in their v0.4 form where they have one
@@ -280,12 +283,12 @@ def _main(opts: argparse.Namespace) -> int:
             except TLError as e:
                 raise SpecError(e.diagnostics[0].message) from None
     except (SpecError, CorpusError) as e:
-        err.print(f"tlconform: {e}", highlight=False, markup=False)
+        err.print(f"tlconform: {e}", highlight=False, markup=False, soft_wrap=True)
         return 2
     if not cases and not skipped:
         err.print(f"tlconform: no case matches --filter {opts.filter!r}"
                   + (f" and --lang {opts.lang}" if opts.lang else ""), highlight=False,
-                  markup=False)
+                  markup=False, soft_wrap=True)
         return 2
     try:
         if opts.quiet or not console.is_terminal:
@@ -298,7 +301,7 @@ def _main(opts: argparse.Namespace) -> int:
                 verdicts = run_all(impl, cases, opts.jobs, opts.timeout, progress,
                                    max_failures=opts.max_failures)
     except SpecError as e:
-        err.print(f"tlconform: {e}", highlight=False, markup=False)
+        err.print(f"tlconform: {e}", highlight=False, markup=False, soft_wrap=True)
         return 2
     not_run = len(cases) - len(verdicts)
     verdicts = _with_skipped(corpus_order, verdicts, skipped)
@@ -314,10 +317,11 @@ def _main(opts: argparse.Namespace) -> int:
             write_junit(opts.junit_xml, verdicts, impl.name)
     except OSError as e:  # standard output (--json -) closed or full
         err.print(f"tlconform: cannot write the --json report to standard output "
-                  f"({e.strerror or e})", highlight=False, markup=False)
+                  f"({e.strerror or e})", highlight=False, markup=False, soft_wrap=True)
         return 2
     except TLError as e:  # a report file that cannot be written; none is left half-written
-        err.print(f"tlconform: {e.diagnostics[0].message}", highlight=False, markup=False)
+        err.print(f"tlconform: {e.diagnostics[0].message}", highlight=False, markup=False,
+                  soft_wrap=True)
         return 2
     for path, _ in _reports(opts):
         wrote("tlconform", path, f"{len(verdicts)} cases")

@@ -16,7 +16,9 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.args import Groups, groups_text, load_npz
+from tlinterp.front.detect import VERSIONS
+from tlinterp.io.args import Groups, groups_text, load_npz
+from tlinterp.io.boundedread import MAX_SOURCE_BYTES, RefusedFile, read_bounded
 
 KINDS = ("valid", "invalid", "undefined")
 
@@ -66,7 +68,7 @@ class Case:
 
     def source(self) -> str:
         if "source" not in self._cache:
-            self._cache["source"] = self.kernel.read_text()
+            self._cache["source"] = _source(self.kernel)
         return self._cache["source"]
 
     def args(self) -> dict[str, np.ndarray]:
@@ -132,6 +134,25 @@ def _kernels(directory: Path) -> list[Path]:
     return [found[s] for s in sorted(found)]
 
 
+# a case description: far beyond any real one (a few hundred bytes)
+MAX_META_BYTES = 1 << 20
+
+
+def _source(kernel: Path) -> str:
+    """A case's kernel source, read when the corpus is loaded, so a file that is no regular
+    file (a FIFO, a link to /dev/zero), too large or not UTF-8 is a CorpusError (exit 2)
+    before anything runs, not an exception in the middle of a run."""
+    try:
+        return read_bounded(str(kernel), MAX_SOURCE_BYTES, "a corpus kernel source"
+                            ).decode("utf-8")
+    except RefusedFile as e:
+        raise CorpusError(str(e)) from None
+    except UnicodeDecodeError as e:
+        raise CorpusError(f"{kernel}: not UTF-8 text (byte {e.start})") from None
+    except OSError as e:
+        raise CorpusError(f"{kernel}: cannot read ({e.strerror or e})") from None
+
+
 def _opt_str(v) -> bool:
     return v is None or isinstance(v, str)
 
@@ -159,6 +180,10 @@ def _warning(v) -> bool:
                          and isinstance(v.get("message"), str))
 
 
+def _lang(v) -> bool:
+    return v is None or v in VERSIONS
+
+
 def _name(v) -> bool:
     return isinstance(v, str) and v != ""
 
@@ -174,6 +199,7 @@ FIELDS = {
     "range": (("invalid",), _opt_str, "a LINE.COL-COL string"),
     "message": (("invalid",), _opt_str, "a string"),
     "kind": (("undefined",), _name, "the name of an undefined-behaviour kind"),
+    "lang": (KINDS, _lang, " or ".join(f'"{v}"' for v in VERSIONS) + " (absent: v0.3)"),
 }
 
 
@@ -209,7 +235,10 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
                 continue
             meta_path = stem.with_suffix(".json")
             try:
-                meta = json.loads(meta_path.read_text())
+                meta = json.loads(read_bounded(str(meta_path), MAX_META_BYTES,
+                                               "a case description"))
+            except RefusedFile as e:
+                raise CorpusError(str(e)) from None
             except (OSError, ValueError) as e:
                 raise CorpusError(f"{meta_path}: unreadable case description ({e})") from None
             meta = check_meta(meta_path, kind, meta)
@@ -218,6 +247,7 @@ def load_corpus(root: Path, pattern: Optional[str] = None) -> list[Case]:
             case = Case(kind, case_id, kernel, meta,
                         args if args.exists() else None,
                         expected if expected.exists() else None)
+            case._cache["source"] = _source(kernel)
             if kind == "valid" and (case.args_path is None or case.expected_path is None):
                 raise CorpusError(f"{case_id}: a valid case needs .args.npz and .expected.npz")
             if kind == "undefined" and case.args_path is None:

@@ -67,6 +67,6 @@ def write_json(path: str, verdicts: Sequence[Verdict], impl_name: str,
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        from tlinterp.outfile import write_text
+        from tlinterp.io.outfile import write_text
 
         write_text(path, text, "--json")  # atomically: a full disk leaves no partial report

@@ -14,12 +14,14 @@ undefined: the reference must report the recorded kind (exit 1); for any other
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Optional
 
 from tlinterp.impl import Implementation, Outcome
 from tlinterp.impl.base import mentioned_diagnostics
+from tlinterp.io.foreigntext import MAX_KEPT, MAX_LINE_KEPT, clipped
 
 from ..oracle import compare_outputs
 from .corpus import Case
@@ -41,6 +43,13 @@ class Verdict:
     warning_match: str = ""  # valid cases expecting a warning: "yes" | "no"
     reproduce: str = ""  # the command that reruns the implementation on this case
     mismatches: list[str] = field(default_factory=list)  # valid cases: the first differences
+
+    def __post_init__(self) -> None:
+        # every report and log reads the verdict: one cap here bounds them all per case
+        self.detail = clipped(self.detail, MAX_LINE_KEPT)
+        if len(self.outcome.message) > MAX_KEPT:
+            self.outcome = dataclasses.replace(self.outcome,
+                                               message=clipped(self.outcome.message))
 
 
 def _did(o: Outcome) -> str:

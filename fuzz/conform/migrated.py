@@ -1,7 +1,7 @@
 """v0.3 corpus cases offered in their v0.4 form (`tlconform --lang v0.4`), so that a v0.4
 implementation is checked against the whole corpus, not only the cases written in v0.4.
 
-A valid or undefined-behaviour v0.3 case migrates when `tlinterp.migrate.to_v04` can express
+A valid or undefined-behaviour v0.3 case migrates when `tlinterp.front.migrate.to_v04` can express
 its kernel: the implementation gets the v0.4 text (printed by printer_v04 and checked again as
 v0.4) with the same arguments, expected outputs and undefined-behaviour kind, since migration
 keeps the program's meaning. The case keeps its id and files and is marked: `meta["migrated"]`
@@ -24,8 +24,8 @@ def to_v04_text(source: str, filename: str) -> str:
     """The v0.4 text of a v0.3 kernel; raises TLError (a SourceError naming what v0.4 cannot
     express, or the v0.4 front end's complaint about the migrated text)."""
     import tlinterp
-    from tlinterp.migrate import to_v04
-    from tlinterp.printer_v04 import format_program_v04
+    from tlinterp.front.migrate import to_v04
+    from tlinterp.lang.v04.printer import format_program_v04
 
     program = tlinterp.check(tlinterp.parse(source, filename=filename, lang="v0.3"))
     text = format_program_v04(to_v04(program))

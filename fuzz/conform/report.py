@@ -12,8 +12,8 @@ from typing import Optional
 from rich.console import Console
 from rich.table import Table
 
-from tlinterp.foreigntext import for_rich, shown
-from tlinterp.outfile import write_bytes, write_text
+from tlinterp.io.foreigntext import for_rich, shown
+from tlinterp.io.outfile import write_bytes, write_text
 
 from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
 

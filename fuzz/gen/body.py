@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tlinterp import ir, ops, typerules
-from tlinterp.ir import Const, Slice, Value
-from tlinterp.types import INDEX, MemrefType, ScalarType
+from tlinterp.lang import ir, ops, typerules
+from tlinterp.lang.ir import Const, Slice, Value
+from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
 from ..profiles.check import instruction_violations, integer_product, mixed_sizes
 from .core import CoreGenerator, exact_dim, size_bound
 from .model import Buf, Scal, Unavailable, View
+from .params import COLLECTIVE_KINDS
 from .ranges import IRange
 
 # K of streamed gemms (`streamed_gemm`): one or more blocks of 8, then a step of 4 and/or a
@@ -24,7 +25,7 @@ EMPTY_ARROW_PERCENT = 60  # an if without results is written `-> ()` (the origin
 
 # kind (the class name in lower case, as in GenParams.collective_weights) -> possible orders
 # of the output, as the instruction class declares them
-COLLECTIVE_ORDERS = {cls.__name__.lower(): cls.role(cls.output()).orders for cls in ir.BLAS}
+COLLECTIVE_ORDERS = {kind: cls.role(cls.output()).orders for kind, cls in COLLECTIVE_KINDS.items()}
 
 
 def int_cap(t: ScalarType) -> int:
@@ -484,31 +485,20 @@ class BodyGenerator(CoreGenerator):
         dims = [exact_dim(self, c, m) for m in range(c.type.order)]
         k = self.pick(self.big_sizes()) if self.big else self.int(1, self.p.max_k)
         trans_a, trans_b = self.flip(40), self.flip(40)
-        sw = _op_dims
         if kind == "gemm" and elem is ScalarType.f64 and not self.p_mixed \
                 and all(isinstance(d, int) for d in dims) \
                 and self.flip(self.p.streamed_gemm_percent):
             k, trans_a, trans_b, a, b = self.streamed_gemm(dims[0], dims[1], c.buf)
-        elif kind == "gemm":
-            a = self.input_view(elem, sw(dims[0], k, trans_a), c.buf)
-            b = self.input_view(elem, sw(k, dims[1], trans_b), c.buf)
-        elif kind == "gemv":
-            a = self.input_view(elem, sw(dims[0], k, trans_a), c.buf)
-            b = self.input_view(elem, [k], c.buf)
-        elif kind == "ger":
-            a = self.input_view(elem, [dims[0]], c.buf)
-            b = self.input_view(elem, [dims[1]], c.buf)
-            k = 1
-        elif kind == "hadamard":
-            a = self.input_view(elem, dims, c.buf)
-            b = self.input_view(elem, dims, c.buf)
-            k = 1
-        elif kind == "axpby":
-            a = self.input_view(elem, sw(*dims, trans_a) if len(dims) == 2 else dims, c.buf)
-            b, k = None, 1
-        else:  # sum
-            a = self.input_view(elem, sw(dims[0], k, trans_a) if dims else [k], c.buf)
-            b = None
+        else:  # the inputs' shapes as the class declares them (RELATIONS, REDUCED)
+            cls = COLLECTIVE_KINDS[kind]
+            k = k if cls.REDUCED else 1
+            transposed = dict(zip(cls.flags(), (trans_a, trans_b)))
+            views = []
+            for f, shape in cls.input_shapes(tuple(dims), k).items():
+                t = transposed.get(cls.role(f).trans, False) and len(shape) == 2
+                views.append(self.input_view(elem, _op_dims(*shape, t) if t else list(shape),
+                                             c.buf))
+            a, b = (*views, None)[:2]
         floats = [t for t in (ScalarType.f32, ScalarType.f64) if t in self.p.scalar_types]
         alpha_t = elem if not (elem.is_float and self.flip(20)) else self.pick(floats)
         beta_t = elem if not (elem.is_float and self.flip(20)) else self.pick(floats)
@@ -644,25 +634,19 @@ class BodyGenerator(CoreGenerator):
         return inst
 
     def _collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):
-        common = dict(atomic=atomic, alpha=alpha.op, beta=beta.op, alpha_type=alpha.type,
-                      beta_type=beta.type)
-        if kind == "gemm":
-            return ir.Gemm(trans_a=ta, trans_b=tb, a=a.value, b=b.value, c=c.value,
-                           a_type=a.type, b_type=b.type, c_type=c.type, **common)
-        if kind == "gemv":
-            return ir.Gemv(trans_a=ta, a=a.value, b=b.value, c=c.value, a_type=a.type,
-                           b_type=b.type, c_type=c.type, **common)
-        if kind == "ger":
-            return ir.Ger(a=a.value, b=b.value, c=c.value, a_type=a.type, b_type=b.type,
-                          c_type=c.type, **common)
-        if kind == "hadamard":
-            return ir.Hadamard(a=a.value, b=b.value, c=c.value, a_type=a.type, b_type=b.type,
-                               c_type=c.type, **common)
-        if kind == "axpby":
-            return ir.Axpby(trans=ta and a.type.order == 2, a=a.value, b=c.value,
-                            a_type=a.type, b_type=c.type, **common)
-        return ir.Sum(trans=ta and a.type.order == 2, a=a.value, b=c.value, a_type=a.type,
-                      b_type=c.type, **common)
+        """The instruction of `kind` from its declared operands: the inputs a (and b), the
+        output c, the i-th '.t' flag from (ta, tb)[i], set only on a matrix."""
+        cls = COLLECTIVE_KINDS[kind]
+        kw = dict(atomic=atomic, alpha=alpha.op, beta=beta.op, alpha_type=alpha.type,
+                  beta_type=beta.type)
+        fields = (*cls.inputs(), cls.output())
+        for f, view in zip(fields, (a, b)[:len(fields) - 1] + (c,)):
+            kw[f], kw[f + "_type"] = view.value, view.type
+        for r in cls.ROLES:
+            if r.trans:
+                kw[r.trans] = (ta, tb)[cls.flags().index(r.trans)] and \
+                    kw[r.field + "_type"].order == 2
+        return cls(**kw)
 
 
 __all__ = ["BodyGenerator", "int_cap", "int_limit"]

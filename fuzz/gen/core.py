@@ -3,7 +3,7 @@ scopes, scalar expressions, loads and views (statements: `body`, functions: `fun
 
 A `Generator` draws every decision through a Hypothesis `draw` function (so cases shrink), or
 from a `random.Random` passed in its place (fast sampling for statistics, no shrinking), and
-builds `tlinterp.ir` directly. It keeps enough knowledge of the run-time state to make the
+builds `tlinterp.lang.ir` directly. It keeps enough knowledge of the run-time state to make the
 program free of undefined behaviour by construction:
 
 - scalars carry value ranges (`fuzz.gen.ranges`); an operation is only emitted when its range
@@ -31,9 +31,9 @@ from typing import Optional
 
 from hypothesis import strategies as st
 
-from tlinterp import ir, ops, typerules
-from tlinterp.ir import Const, Slice, Value
-from tlinterp.types import INDEX, MemrefType, ScalarType
+from tlinterp.lang import ir, ops, typerules
+from tlinterp.lang.ir import Const, Slice, Value
+from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
 from .model import Buf, Scal, Scope, Unavailable, View
 from .params import GenParams
@@ -60,10 +60,6 @@ _INTEGERS: dict[tuple[int, int], st.SearchStrategy] = {}
 # the ordered compares first: Hypothesis favours the first entries of a list it picks from
 _CONDS = ("lt", "le", "gt", "ge", "ne", "eq")
 assert set(_CONDS) == set(ops.names(ops.COMPARE))
-
-
-# what float scalars may meet in linear mode (`linear_float`)
-_LINEAR = ("add", "sub", "mul", "neg")
 
 
 def _literal_ok(v: int) -> bool:
@@ -374,7 +370,7 @@ class CoreGenerator:
                 if self.linear_float():
                     # of input data only: exact, so no rounding error can move the result
                     return self.cast(self.gen_load(src, exact=True), t)
-            if self.linear_float() and src.is_float is not t.is_float and src.is_float:
+            if self.linear_float() and not ops.linear_cast(src, t):
                 raise Unavailable("float to int in linear mode")
             return self.cast(self.gen_scalar(src, depth - 1), t)
         if kind == "unary":
@@ -385,14 +381,14 @@ class CoreGenerator:
         return self.gen_binary(t, depth)
 
     def op_names(self, family: str, t: ScalarType) -> list[str]:
-        """The operations of a family (tlinterp/ops.py) defined on `t`, with a range model
+        """The operations of a family (tlinterp/lang/ops.py) defined on `t`, with a range model
         there, allowed by the profile, and (floats in linear mode) linear."""
         out = [n for n in ops.accepting(family, t) if has_model(family, n, t)]
         if self.p.profile is not None:
             gone = self.p.profile.exclude_instructions
             out = [n for n in out if ops.find(family, n).mnemonic not in gone]
         if t.is_float and self.linear_float():
-            out = [n for n in out if n in _LINEAR]
+            out = [n for n in out if ops.linear(family, n)]  # what the oracle bounds
         return out
 
     def gen_binary(self, t: ScalarType, depth: int, op: Optional[str] = None) -> Scal:

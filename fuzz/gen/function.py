@@ -6,9 +6,9 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp import ir, typerules
-from tlinterp.ir import Const, Slice, Value
-from tlinterp.types import INDEX, GroupType, MemrefType, ScalarType
+from tlinterp.lang import ir, typerules
+from tlinterp.lang.ir import Const, Slice, Value
+from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType
 
 from .body import BodyGenerator, int_cap
 from .model import Buf, Scal, View

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from tlinterp import ir
-from tlinterp.ir import Value
-from tlinterp.types import MemrefType, ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Value
+from tlinterp.lang.types import MemrefType, ScalarType
 
 
 @dataclass

@@ -5,10 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
-from tlinterp.types import V03_SCALARS, ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.types import V03_SCALARS, ScalarType
 
 MEMREF_TYPES = tuple(t for t in ScalarType  # i1 has no storage type; v0.4 types: not v0.3
                      if not t.is_bool and t in V03_SCALARS)
+
+
+# the generator's name of each collective (its class name in lower case: `hadamard`), the keys
+# of `collective_weights`; every declared collective is generated, gemm the most often
+COLLECTIVE_KINDS: dict[str, type] = {cls.__name__.lower(): cls for cls in ir.BLAS}
+
+
+def _collective_weights() -> dict[str, int]:
+    return {"gemm": 5, **{k: 2 for k in COLLECTIVE_KINDS if k != "gemm"}}
 
 
 def _weights(**kw: int) -> dict[str, int]:
@@ -20,7 +30,7 @@ class GenParams:
     """Size limits, type choices and weights (0 disables a kind; larger is more frequent).
 
     statement_weights: store, collective, foreach, for, if, alloca, barrier, scalar
-    collective_weights: axpby, gemm, gemv, ger, hadamard, sum
+    collective_weights: one per COLLECTIVE_KINDS (axpby, gemm, gemv, ger, hadamard, sum)
     scalar_weights: const, value, load, special (group_id/size/...), binary, unary, cast,
     cmp, if (an `if` yielding the value)
     """
@@ -106,8 +116,7 @@ class GenParams:
     profile: Optional[Any] = None
     statement_weights: dict[str, int] = field(default_factory=lambda: _weights(
         collective=6, store=3, foreach=3, alloca=3, for_=2, if_=2, barrier=1, scalar=5))
-    collective_weights: dict[str, int] = field(default_factory=lambda: _weights(
-        gemm=5, axpby=2, gemv=2, ger=2, hadamard=2, sum=2))
+    collective_weights: dict[str, int] = field(default_factory=_collective_weights)
     scalar_weights: dict[str, int] = field(default_factory=lambda: _weights(
         const=3, value=3, load=4, special=2, binary=8, unary=1, cast=3, cmp=4, if_=1))
 

@@ -13,9 +13,9 @@ import operator
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp import ops
-from tlinterp.ops import BOOL
-from tlinterp.types import ScalarType
+from tlinterp.lang import ops
+from tlinterp.lang.ops import BOOL
+from tlinterp.lang.types import ScalarType
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ def _float_neg(a: FRange) -> FRange:
 # "this operation has no range model on this type class": the generator never emits it there
 NO_MODEL = object()
 
-# The value-range tables: operation (tlinterp/ops.py) -> model, per type class (i1 results
+# The value-range tables: operation (tlinterp/lang/ops.py) -> model, per type class (i1 results
 # are always [0, 1]; comparisons give i1).
 INT_BINARY = {
     "add": _ring(operator.add), "sub": _ring(operator.sub), "mul": _ring(operator.mul),

@@ -1,6 +1,6 @@
 """Random SPMD kernels of tensor language v0.4: `spmd_cases(**knobs)`, a Hypothesis strategy of
 (ir.Function, arguments, groups), the function built as v0.4 IR (it prints with
-`tlinterp.printer_v04` and parses back to equal IR with lang="v0.4").
+`tlinterp.lang.v04.printer` and parses back to equal IR with lang="v0.4").
 
 A kernel is a random composition, not a template: a function with `subgroup_size` and
 `work_group_size` attributes, a `parallel` region whose statements are drawn one by one from
@@ -45,9 +45,9 @@ from typing import Any, Optional, Union
 import numpy as np
 from hypothesis import strategies as st
 
-from tlinterp import ir
-from tlinterp.ir import Value
-from tlinterp.types import INDEX, MemrefType, ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Value
+from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
 from .spmd_base import I32, BuilderBase
 from .spmd_coop import coop_step, foreach_tile, observe_coop
@@ -419,7 +419,7 @@ def spmd_program(fn: ir.Function, filename: str = "<spmd>") -> ir.Program:
     """A generated function printed as v0.4 text, parsed back and checked: the program an
     implementation reads (its IR equals `fn`)."""
     import tlinterp
-    from tlinterp.printer_v04 import format_program_v04
+    from tlinterp.lang.v04.printer import format_program_v04
 
     text = format_program_v04(ir.Program((fn,), filename))
     program = tlinterp.parse(text, filename, lang="v0.4")

@@ -16,10 +16,10 @@ from typing import Any, Optional, Union
 import numpy as np
 from hypothesis import strategies as st
 
-from tlinterp import ir
-from tlinterp.ir import Value
-from tlinterp.types import INDEX, GroupType, MemrefType, ScalarType, canonical_strides
-from tlinterp.v04names import MEMORY_SCOPES, MEMORY_SEMANTICS
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Value
+from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType, canonical_strides
+from tlinterp.lang.v04.names import MEMORY_SCOPES, MEMORY_SEMANTICS
 
 from .spmd_model import (
     LANE,

@@ -16,11 +16,11 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp import ir
-from tlinterp.checker_v04 import promotable, promote
+from tlinterp.checker.v04 import promotable, promote
 from tlinterp.interp.coopmatrix import Layout
-from tlinterp.ir import Region, Value
-from tlinterp.types import INDEX, CoopMatrixType, MemrefType, ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Region, Value
+from tlinterp.lang.types import INDEX, CoopMatrixType, MemrefType, ScalarType
 
 from .spmd_base import BuilderBase
 from .spmd_model import (

@@ -23,8 +23,8 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from tlinterp.ir import Const, Value
-from tlinterp.types import CoopMatrixType, ScalarType
+from tlinterp.lang.ir import Const, Value
+from tlinterp.lang.types import CoopMatrixType, ScalarType
 
 WG, SG, LANE = 0, 1, 2
 

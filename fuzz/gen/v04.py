@@ -1,6 +1,6 @@
 """The v0.4 kernel builder behind `fuzz.strategies.kernels(lang="v0.4")`.
 
-The v0.3 builder (`fuzz.gen.function`) makes the program; `tlinterp.migrate.to_v04` gives its
+The v0.3 builder (`fuzz.gen.function`) makes the program; `tlinterp.front.migrate.to_v04` gives its
 v0.4 form (literals become `constant`, slices `offset:size`, allocas `local`, a cast of a bool
 an `if` that yields), so everything the v0.3 generator covers is covered in v0.4 too, under
 v0.4's rules (no casts to bool, mixed-precision promotion, `.atomic` only with beta 0 or 1).
@@ -42,10 +42,10 @@ from typing import Optional
 import ml_dtypes
 import numpy as np
 
-from tlinterp import ir
-from tlinterp.checker_v04 import promotable, promote
-from tlinterp.ir import Const, Value
-from tlinterp.types import INDEX, MemrefType, ScalarType
+from tlinterp.checker.v04 import promotable, promote
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Const, Value
+from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
 from ..profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
 from .core import exact_dim

@@ -6,8 +6,8 @@ Contract (an empty list means the outputs agree):
   `actual` are ignored (the .npz convention lets a tool write extra entries).
 - Integer data, `.strides`/`.offset` entries, and float outputs of functions without float
   collectives are compared exactly: equal values, equal sign of zero, NaN where NaN (any
-  payload). Scalar float code is exact in the language (no contraction, each op rounded in
-  its type), so any difference is a bug.
+  payload); complex data part by part, so. Scalar float code is exact in the language (no
+  contraction, each op rounded in its type), so any difference is a bug.
 - Float outputs of functions with float collectives are compared element-wise against an
   error bound computed from the operands' magnitudes and the reduction lengths (see
   `fuzz.oracle.magnitude`): `|e - a| <= 2 gamma_N M + N tiny`, M from the magnitude run of the same
@@ -30,8 +30,8 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
-from tlinterp import ir
-from tlinterp.args import Groups
+from tlinterp.io.args import Groups
+from tlinterp.lang import ir
 
 from .magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
 
@@ -70,7 +70,7 @@ def _program(program: Union[str, ir.Program]) -> ir.Program:
 
 
 def _groups(function: ir.Function, args: Mapping, groups: Optional[Groups]) -> int:
-    from tlinterp.args import count_groups, groups_count
+    from tlinterp.io.args import count_groups, groups_count
 
     return count_groups(function, args, groups_count(groups))
 
@@ -157,10 +157,16 @@ def _report(key: str, bad: np.ndarray, e, a, bound, reason: str) -> list[Mismatc
     return out
 
 
+def _same_floats(e: np.ndarray, a: np.ndarray) -> np.ndarray:
+    en, an = np.isnan(e), np.isnan(a)
+    return (en & an) | (~en & ~an & (e == a) & (np.signbit(e) == np.signbit(a)))
+
+
 def _exact(key: str, e: np.ndarray, a: np.ndarray) -> list[Mismatch]:
     if e.dtype.kind == "f":
-        en, an = np.isnan(e), np.isnan(a)
-        same = (en & an) | (~en & ~an & (e == a) & (np.signbit(e) == np.signbit(a)))
+        same = _same_floats(e, a)
+    elif e.dtype.kind == "c":  # each part as a float (a NaN part never equals itself)
+        same = _same_floats(e.real, a.real) & _same_floats(e.imag, a.imag)
     else:
         same = e == a
     return _report(key, ~same, e, a, None, "exact comparison")

@@ -27,9 +27,9 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp import ir
-from tlinterp.ir import Const, Value
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlinterp.lang import ir, ops
+from tlinterp.lang.ir import Const, Value
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 
 def _out_type(inst: ir.Blas) -> MemrefType:
@@ -85,11 +85,13 @@ def _mentions_f32(inst) -> bool:
 
 def _nonlinear(insts) -> Optional[str]:
     for i in insts:
-        if isinstance(i, ir.Compare) and i.type.is_float:
+        # the operations declared linear (tlinterp/lang/ops.py) are those bounded here
+        if isinstance(i, ir.Compare) and i.type.is_float and not ops.linear(ops.COMPARE, i.cond):
             return "a float comparison"
-        if isinstance(i, ir.Arith) and i.type.is_float and i.op in ("div", "rem"):
+        if isinstance(i, (ir.Arith, ir.ArithUnary)) and i.type.is_float and not ops.linear(
+                ops.BINARY if isinstance(i, ir.Arith) else ops.UNARY, i.op):
             return f"float arith.{i.op}"
-        if isinstance(i, ir.Cast) and i.from_type.is_float and not i.to_type.is_float:
+        if isinstance(i, ir.Cast) and not ops.linear_cast(i.from_type, i.to_type):
             return "a float to integer cast"
         if isinstance(i, ir.BLAS) and _out_type(i).element.is_float:
             if any(t.element.is_int for t in _in_types(i)):

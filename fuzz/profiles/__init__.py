@@ -5,19 +5,21 @@ A profile is data, one JSON file per profile in this directory (`NAME.json`):
     {"name": "tinytc-0.3.1",
      "description": "one line",
      "exclude_types": ["u8"],                  # scalar types, by spelling
-     "exclude_instructions": ["barrier"],      # by mnemonic (`tlinterp.printer.mnemonic`)
+     "exclude_instructions": ["barrier"],      # by mnemonic (`tlinterp.lang.v03.printer.mnemonic`)
      "exclude_features": ["store-constant"],   # see FEATURES
      "work_group_size_multiple": 32,           # work_group_size(W0,W1): W0 a multiple of it
      "spellings": {"hadamard_product": "hadamard"},  # mnemonic -> the target's spelling
      "why": {"u8": "one line: what the target says and why it is left out"}}
 
-A tensor language v0.4 target's profile also has (both optional):
+A profile may say the version it reads, and a tensor language v0.4 target's profile may also
+have its subgroup sizes:
 
      "lang": "v0.4",                           # the version it reads (default: any)
      "subgroup_sizes": [16, 32],               # the subgroup_size attribute values it takes
 
-`lang` makes the profile's programs v0.4 ones (`tlfuzz --profile` then generates v0.4 unless
---lang says otherwise, which is a usage error for a profile of the other version); spellings
+`lang` makes the profile's programs that version's (`tlfuzz --profile` then generates it
+unless --lang says otherwise, which is a usage error for a profile of the other version; the
+tinytc-0.3.1 profiles say v0.3, the tinytc-0.4.0 ones v0.4, `all` nothing); spellings
 are v0.3 respellings and only apply to v0.3 text. `subgroup_sizes` needs its line in `why`
 under "subgroup_size".
 
@@ -35,8 +37,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from tlinterp import ops
-from tlinterp.types import ScalarType
+from fuzz.gen.params import COLLECTIVE_KINDS
+from tlinterp.lang import ir, ops
+from tlinterp.lang.types import ScalarType
 
 __all__ = ["FEATURES", "INSTRUCTIONS", "Profile", "ProfileError", "load", "names",
            "describe", "DEFAULT"]
@@ -73,13 +76,12 @@ FEATURES = {
 NARROW_ATOMIC_TYPES = frozenset({ScalarType.i8, ScalarType.i16, ScalarType.bf16})
 NARROW_ATOMIC_UPDATE_TYPES = NARROW_ATOMIC_TYPES | {ScalarType.f16}
 # the instructions the generator can leave out (others are the language's backbone): also
-# every scalar operation beyond the v0.3 reference (tlinterp/ops.py), such as `arith.min`
-INSTRUCTIONS = ("barrier", "lifetime_stop", "axpby", "gemm", "gemv", "ger",
-                "hadamard_product", "sum", *ops.extensions())
+# every scalar operation beyond the v0.3 reference (tlinterp/lang/ops.py), such as `arith.min`
+INSTRUCTIONS = ("barrier", "lifetime_stop", *(cls.MNEMONIC for cls in ir.BLAS),
+                *ops.extensions())
 # types no program of the language can do without
 _NEEDED_TYPES = {"index": "group_id, size and loop variables have it",
                  "i1": "compares give it and if takes it"}
-_COLLECTIVES = {"hadamard": "hadamard_product"}  # generator weight keys that differ
 _KEYS = {"name", "description", "exclude_types", "exclude_instructions", "exclude_features",
          "work_group_size_multiple", "spellings", "why", "lang", "subgroup_sizes"}
 _MNEMONIC_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_.")
@@ -124,8 +126,9 @@ class Profile:
             memref_types=tuple(t for t in params.memref_types if t in types),
             statement_weights={k: 0 if k in gone else v
                                for k, v in params.statement_weights.items()},
-            collective_weights={k: 0 if _COLLECTIVES.get(k, k) in gone else v
-                                for k, v in params.collective_weights.items()},
+            collective_weights={
+                k: 0 if getattr(COLLECTIVE_KINDS.get(k), "MNEMONIC", k) in gone else v
+                for k, v in params.collective_weights.items()},
             lifetime_stop_percent=0 if "lifetime_stop" in gone
             else params.lifetime_stop_percent,
             work_group_size_multiple=max(self.work_group_size_multiple,

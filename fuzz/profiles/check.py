@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp import ir
-from tlinterp.diagnostics import SourceError
-from tlinterp.migrate import to_v04
-from tlinterp.printer import mnemonic
-from tlinterp.types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType
+from tlinterp.front.migrate import to_v04
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import SourceError
+from tlinterp.lang.types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType
+from tlinterp.lang.v03.printer import mnemonic
 
 from . import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES, Profile
 
@@ -209,7 +209,7 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
 
 def _v04_form(fn: ir.Function) -> ir.Function:
     """The function with its literal operands as v0.4 `constant` instructions of the type
-    each one has (tlinterp.migrate, the one place that decides it; a v0.4 program has none
+    each one has (tlinterp.front.migrate, the one place that decides it; a v0.4 program has none
     and stays as it is); a function v0.4 cannot express stays as it is."""
     try:
         return to_v04(ir.Program((fn,), "<profile check>")).functions[0]

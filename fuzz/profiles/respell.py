@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from tlinterp import ir
-from tlinterp.printer import mnemonic
+from tlinterp.lang import ir
+from tlinterp.lang.v03.printer import mnemonic
 
 __all__ = ["respell"]
 

@@ -8,9 +8,11 @@ Two kinds of code, chosen by the knob `atomics_cl20` (the runtime sets it from t
   8/16-bit integers go through a compare-and-exchange loop (on the containing 32-bit word for
   the narrow ones) with the instruction's order on success.
 - OpenCL C 1.2 atomics (the `atomic_*`/`atom_*` built-ins and compare-and-swap loops in the
-  style of prelude.py): relaxed read-modify-writes coherent across the device. A semantics
-  other than relaxed, or the cross_device scope, is refused when lowering, naming the
-  instruction.
+  style of prelude.py): relaxed read-modify-writes coherent across the device. A stronger
+  semantics is the relaxed atomic between full memory fences (`mem_fence` of global and local
+  memory: before it for release, after it for acquire, both for acquire_release and
+  sequentially_consistent), the OpenCL C 1.2 way to order a work-item's accesses around it;
+  the cross_device scope is the device's, since a launch runs on one device.
 Outside an SPMD region an atomic is a mixed instruction (every work-item executes it): work-item
 0 applies it for the work-group (`atomic_add` once per work-item, as the interpreter does) and
 hands the old value to the others through local memory, so that every work-item sees the value
@@ -25,9 +27,8 @@ from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import STAGE
 from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.views import View
-from tlinterp import ir
-from tlinterp.types import ScalarType
-from tlinterp.v04names import construct
+from tlinterp.lang import ir
+from tlinterp.lang.types import ScalarType
 
 ORDERS = {None: "memory_order_relaxed", "relaxed": "memory_order_relaxed",
           "acquire": "memory_order_acquire", "release": "memory_order_release",
@@ -194,23 +195,23 @@ class Helpers:
         return self.cas("store", space, t, "v", order, scope)
 
 
-# the refusal's words for the device, which the runtime replaces with its name
-# (runtime/launch.py `lowered_for`); lowering without a device keeps them
-THE_DEVICE = "the device"
 
 
-def _refuse_cl12(lw, inst) -> None:
-    """What OpenCL C 1.2 atomics cannot give: ordering, and the cross-device scope."""
-    what = None
-    if inst.semantics not in (None, "relaxed"):
-        what = f"the memory semantics {inst.semantics}"
-    elif inst.scope == "cross_device":
-        what = "the memory scope cross_device"
-    if what is not None:
-        raise lw.error(f"not lowered for this device: {construct(inst)} with {what} needs "
-                       f"OpenCL C 2.0 atomics, which {THE_DEVICE} lacks (its atomics are "
-                       "relaxed and device-wide); run it on a device with OpenCL C 2.0, e.g. "
-                       "--device intel", inst.span)
+_FENCE = "mem_fence(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);"
+_RELEASING = frozenset({"release", "acquire_release", "sequentially_consistent"})
+_ACQUIRING = frozenset({"acquire", "acquire_release", "sequentially_consistent"})
+
+
+def _fence_before(lw, w, inst) -> None:
+    """OpenCL C 1.2: the release half of a semantics, a fence before the relaxed atomic."""
+    if not lw.config.atomics_cl20 and inst.semantics in _RELEASING:
+        w.line(_FENCE)
+
+
+def _fence_after(lw, w, inst) -> None:
+    """OpenCL C 1.2: the acquire half of a semantics, a fence after the relaxed atomic."""
+    if not lw.config.atomics_cl20 and inst.semantics in _ACQUIRING:
+        w.line(_FENCE)
 
 
 def _element(lw, inst) -> tuple[View, str]:
@@ -221,8 +222,6 @@ def _element(lw, inst) -> tuple[View, str]:
 
 def _setup(lw, inst, kind: str) -> tuple[Helpers, str, str]:
     cl20 = bool(lw.config.atomics_cl20)
-    if not cl20:
-        _refuse_cl12(lw, inst)
     return Helpers(lw, cl20), _order(kind, inst.semantics), SCOPES[inst.scope]
 
 
@@ -253,7 +252,9 @@ def lower_atomic_load(lw, w, inst: ir.AtomicLoad) -> None:
     v, addr = _element(lw, inst)
     lw.access(w, {v.root}, set())
     name = h.load(v.space, v.elem, order, scope)
+    _fence_before(lw, w, inst)
     lw.define(w, inst.result, v.elem, f"{name}({addr})")
+    _fence_after(lw, w, inst)
 
 
 def lower_atomic_store(lw, w, inst: ir.AtomicStore) -> None:
@@ -263,7 +264,9 @@ def lower_atomic_store(lw, w, inst: ir.AtomicStore) -> None:
     lw.access(w, set(), {v.root})
     name = h.store(v.space, v.elem, order, scope)
     guard = "" if lw.spmd else "if (tl_lid == 0) "  # mixed: one store for the work-group
+    _fence_before(lw, w, inst)
     w.line(f"{guard}{name}({addr}, {value});")
+    _fence_after(lw, w, inst)
 
 
 def lower_atomic_update(lw, w, inst: ir.AtomicUpdate) -> None:
@@ -273,11 +276,12 @@ def lower_atomic_update(lw, w, inst: ir.AtomicUpdate) -> None:
     lw.access(w, {v.root}, {v.root})
     name = h.update(inst.op, v.space, v.elem, order, scope)
     call = f"{name}({addr}, {value})"
+    _fence_before(lw, w, inst)
     if lw.spmd:
         lw.define(w, inst.result, v.elem, call)
-        return
-    # every work-item adds (the interpreter's rule); max and min give the same once
-    _mixed(lw, w, inst, v.elem, call, lw.geo.size if inst.op == "add" else 1)
+    else:  # every work-item adds (the interpreter's rule); max and min give the same once
+        _mixed(lw, w, inst, v.elem, call, lw.geo.size if inst.op == "add" else 1)
+    _fence_after(lw, w, inst)
 
 
 __all__ = ["lower_atomic_load", "lower_atomic_store", "lower_atomic_update"]

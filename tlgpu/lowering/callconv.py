@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from tlinterp import ir
-from tlinterp.diagnostics import ArgumentError
-from tlinterp.types import GroupType, MemrefType, Type
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError
+from tlinterp.lang.types import GroupType, MemrefType, Type
 
 Role = Literal["value", "data", "shape", "stride", "size", "offset"]
 Convention = Literal["v0.3", "v0.4"]

@@ -21,8 +21,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp import ir
-from tlinterp.effects import effect
+from tlinterp.lang import ir
+from tlinterp.lang.effects import effect
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
+from tlgpu.lowering import complexnum, prelude, tiles
 from tlgpu.lowering import mma as lower_mma
-from tlgpu.lowering import prelude, tiles
+from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import STAGE
 from tlgpu.lowering.ctypes_map import common_type, ctype
 from tlgpu.lowering.tiles import fits_int
 from tlgpu.lowering.views import View, static_or
-from tlinterp import ir
-from tlinterp.types import ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
 
 Term = Callable[[str, str, str], str]  # (i, j, k) -> C expression in the compute type
 
@@ -68,6 +69,28 @@ def _cast(ct: ScalarType, e: str) -> str:
     return f"(({ctype(ct)}){e})"
 
 
+def _conv(e: str, src: ScalarType, ct: ScalarType) -> str:
+    """An element of type `src` in the compute type: a C conversion, or v0.4's `cast` where
+    a type is f16/bf16 (bit patterns) or complex (scalar.cast)."""
+    if src is ct:
+        return e
+    if src in V04_ONLY_SCALARS or ct in V04_ONLY_SCALARS:
+        return S.cast(e, src, ct)
+    return _cast(ct, e)
+
+
+def _mul(ct: ScalarType, x: str, y: str) -> str:
+    """x * y in the compute type (complex: scalar.py's complex multiplication)."""
+    return S.binary("mul", x, y, ct) if ct.is_complex else f"{x} * {y}"
+
+
+def has_v04_types(lw, inst: ir.Blas) -> bool:
+    """Whether a v0.4 type (f16, bf16, c32, c64) is among the collective's operand types:
+    then it runs on the generic path, every conversion through `_conv`."""
+    types = [lw.view(getattr(inst, f)).elem for f in (*inst.inputs(), inst.output())]
+    return any(t in V04_ONLY_SCALARS for t in (*types, inst.alpha_type, inst.beta_type))
+
+
 def problem(lw, inst: ir.Blas) -> Problem:
     return _PROBLEMS[type(inst)](lw, inst)
 
@@ -84,7 +107,8 @@ def _gemm(lw, inst: ir.Gemm) -> Problem:
     fa, _ = _op(a, inst.trans_a)
     fb, _ = _op(b, inst.trans_b)
     return Problem(c, lambda i, j: [i, j], c.shape[0], c.shape[1], _reduction(lw, inst),
-                   lambda i, j, k: f"{_cast(ct, fa(i, k))} * {_cast(ct, fb(k, j))}",
+                   lambda i, j, k: _mul(ct, _conv(fa(i, k), a.elem, ct),
+                                        _conv(fb(k, j), b.elem, ct)),
                    {a.root, b.root}, ct)
 
 
@@ -93,7 +117,8 @@ def _gemv(lw, inst: ir.Gemv) -> Problem:
     ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
     fa, _ = _op(a, inst.trans_a)
     return Problem(c, lambda i, j: [i], c.shape[0], "1", _reduction(lw, inst),
-                   lambda i, j, k: f"{_cast(ct, fa(i, k))} * {_cast(ct, b.at([k]))}",
+                   lambda i, j, k: _mul(ct, _conv(fa(i, k), a.elem, ct),
+                                        _conv(b.at([k]), b.elem, ct)),
                    {a.root, b.root}, ct)
 
 
@@ -101,7 +126,8 @@ def _ger(lw, inst: ir.Ger) -> Problem:
     a, b, c = lw.view(inst.a), lw.view(inst.b), lw.view(inst.c)
     ct = common_type(inst.alpha_type, a.elem, b.elem, inst.beta_type, c.elem)
     return Problem(c, lambda i, j: [i, j], c.shape[0], c.shape[1], None,
-                   lambda i, j, k: f"{_cast(ct, a.at([i]))} * {_cast(ct, b.at([j]))}",
+                   lambda i, j, k: _mul(ct, _conv(a.at([i]), a.elem, ct),
+                                        _conv(b.at([j]), b.elem, ct)),
                    {a.root, b.root}, ct)
 
 
@@ -111,8 +137,8 @@ def _hadamard(lw, inst: ir.Hadamard) -> Problem:
     idx = _elementwise_index(len(c.shape))
     M, N = _elementwise_dims(c)
     return Problem(c, idx, M, N, None,
-                   lambda i, j, k: f"{_cast(ct, a.at(idx(i, j)))} * "
-                                   f"{_cast(ct, b.at(idx(i, j)))}",
+                   lambda i, j, k: _mul(ct, _conv(a.at(idx(i, j)), a.elem, ct),
+                                        _conv(b.at(idx(i, j)), b.elem, ct)),
                    {a.root, b.root}, ct)
 
 
@@ -123,10 +149,10 @@ def _axpby(lw, inst: ir.Axpby) -> Problem:
     M, N = _elementwise_dims(b)
     if len(a.shape) == 2 and inst.trans:
         def term(i, j, k):
-            return _cast(ct, a.at([j, i]))
+            return _conv(a.at([j, i]), a.elem, ct)
     else:
         def term(i, j, k):
-            return _cast(ct, a.at(idx(i, j)))
+            return _conv(a.at(idx(i, j)), a.elem, ct)
     return Problem(b, idx, M, N, None, term, {a.root}, ct)
 
 
@@ -135,10 +161,10 @@ def _sum(lw, inst: ir.Sum) -> Problem:
     ct = common_type(inst.alpha_type, a.elem, inst.beta_type, b.elem)
     if len(a.shape) == 1:
         return Problem(b, lambda i, j: [], "1", "1", _reduction(lw, inst),
-                       lambda i, j, k: _cast(ct, a.at([k])), {a.root}, ct)
+                       lambda i, j, k: _conv(a.at([k]), a.elem, ct), {a.root}, ct)
     fa, sa = _op(a, inst.trans)
     return Problem(b, lambda i, j: [i], sa[0], "1", _reduction(lw, inst),
-                   lambda i, j, k: _cast(ct, fa(i, k)), {a.root}, ct)
+                   lambda i, j, k: _conv(fa(i, k), a.elem, ct), {a.root}, ct)
 
 
 _PROBLEMS: dict[type, Callable[..., Problem]] = {
@@ -163,8 +189,9 @@ def _elementwise_dims(v: View) -> tuple[str, str]:
 def _scalar_operand(lw, op, t: ScalarType, ct: ScalarType) -> tuple[str, Optional[float]]:
     """C expression of alpha/beta in the compute type and its value if constant."""
     if isinstance(op, ir.Const):
-        return _cast(ct, lw.operand(op, t)), float(op.value)
-    return _cast(ct, lw.operand(op, t)), None
+        v = complex(op.value)  # a complex constant is known when it is real
+        return _conv(lw.operand(op, t), t, ct), v.real if v.imag == 0 else None
+    return _conv(lw.operand(op, t), t, ct), None
 
 
 @dataclass
@@ -192,7 +219,7 @@ def prepare(lw, inst) -> Prepared:
     atomic = inst.atomic
 
     def value(acc: str) -> str:
-        return acc if alpha_c == 1.0 else f"{alpha} * {acc}"
+        return acc if alpha_c == 1.0 else _mul(ct, alpha, acc)
 
     def plain(i, j, acc) -> tuple[str, str]:
         val = value(acc)
@@ -200,11 +227,14 @@ def prepare(lw, inst) -> Prepared:
         if beta_c == 0.0:
             new = val
         elif beta_c == 1.0:
-            new = f"{val} + {_cast(ct, at)}"
+            new = f"{val} + {_conv(at, T, ct)}"
         elif beta_c is not None:
-            new = f"{val} + {beta} * {_cast(ct, at)}"
+            new = f"{val} + {_mul(ct, beta, _conv(at, T, ct))}"
         else:  # run-time beta: 0 must not read the output (BLAS convention)
-            new = f"({beta} == 0 ? {val} : {val} + {beta} * {_cast(ct, at)})"
+            zero = complexnum.is_zero(beta) if ct.is_complex else f"{beta} == 0"
+            new = f"({zero} ? {val} : {val} + {_mul(ct, beta, _conv(at, T, ct))})"
+        if T in V04_ONLY_SCALARS or ct in V04_ONLY_SCALARS:
+            return at, S.cast(f"({new})", ct, T) if T is not ct else f"({new})"
         return at, f"({ctype(T)})({new})"
 
     update = None if atomic else plain
@@ -231,7 +261,7 @@ def prepare(lw, inst) -> Prepared:
 def lower_blas(lw, w, inst) -> None:
     pr = prepare(lw, inst)
     w.open(f"/* {type(inst).__name__.lower()} */")
-    if isinstance(inst, ir.Gemm) and lw.config.register_tiles:
+    if isinstance(inst, ir.Gemm) and lw.config.register_tiles and not has_v04_types(lw, inst):
         _tiled_gemm(lw, w, inst, pr.p, pr.reads, pr.store)
     else:
         lw.access(w, pr.reads, {pr.p.out.root})
@@ -245,7 +275,7 @@ def lower_gemm_pair(lw, w, first: ir.Gemm, second: ir.Gemm, keep: bool) -> bool:
     `keep`: T is read later, so the first still stores it. False, with nothing emitted, when
     the pair does not take that path here (knobs, device, types, tiles, staging)."""
     cfg, g = lw.config, lw.geo
-    if not cfg.register_tiles:
+    if not cfg.register_tiles or has_v04_types(lw, first) or has_v04_types(lw, second):
         return False
     one, two = prepare(lw, first), prepare(lw, second)
     M, N1, K1 = (static_or(x) for x in (one.p.M, one.p.N, one.p.K))
@@ -305,19 +335,20 @@ def _generic(lw, w, inst, pr: Prepared) -> None:
             tu, iu, ju = f"{t}_{u}", f"{i}_{u}", f"{j}_{u}"
             at, new = pr.update(iu, ju, p.term(iu, ju, "0"))
             inside = "" if u == 0 else f"{tu} < {i}M * {i}N"  # the first is, by the loop test
-            # no `%` beside the `/`: clang pairs them into a `freeze` Oclgrind cannot run
             items.append((f"const {I} {tu} = {t} + {u} * {nwi}, {ju} = {tu} / {i}M, "
                           f"{iu} = {tu} - {ju} * {i}M;", f"{v}_{u}", inside, T, new, at))
         _loads_then_stores(w, items)
         w.close()
         return
     w.open(f"for ({I} {t} = {lid}; {t} < {i}M * {i}N; {t} += {nwi})")
-    w.line(f"const {I} {j} = {t} / {i}M, {i} = {t} - {j} * {i}M;")  # no `%`: as above
+    # no `%` beside the `/`: clang would pair them and insert `freeze`, which Oclgrind
+    # cannot run
+    w.line(f"const {I} {j} = {t} / {i}M, {i} = {t} - {j} * {i}M;")
     if p.K is None:
         acc = p.term(i, j, "0")
     else:
         acc, k = lw.fresh("acc"), lw.fresh("k")
-        w.line(f"{ct} {acc} = 0;")
+        w.line(f"{ct} {acc} = ({ct})(0);")
         w.line(f"for ({I} {k} = 0; {k} < {p.K}; ++{k}) {acc} += {p.term(i, j, k)};")
     lines: list[str] = []
     pr.store(lines, i, j, acc)

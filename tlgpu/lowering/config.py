@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from typing import Optional
 
 from tlgpu.lowering.callconv import CONVENTIONS
-from tlinterp.diagnostics import BackendError
+from tlinterp.lang.diagnostics import BackendError
 
 # knobs whose None means "decided by the device kind" (see LoweringConfig)
 DEVICE_DEFAULT = ("fused_multiply_add", "narrow_indices", "warp_groups")
@@ -134,6 +134,11 @@ class LoweringConfig:
     # (lowering/atomics.py; built with -cl-std=CL2.0), else OpenCL C 1.2's relaxed ones,
     # refusing an order or scope they cannot give. None: as the device has them
     atomics_cl20: Optional[bool] = None
+    # how sub-group operations run (subgroups.py): "intel" (the device's sub-groups, with
+    # intel_reqd_sub_group_size), "nvidia" (warp shuffles through inline PTX), "local" (through
+    # local memory, for a work-group of one sub-group). None: the device's (the runtime
+    # decides; lowering without a device takes "intel"). Not a speed knob: results are equal
+    subgroups: Optional[str] = None
 
     def for_device(self, gpu: bool) -> LoweringConfig:
         """The device-decided knobs (None) as a GPU or a CPU takes them; lowering without a
@@ -172,6 +177,15 @@ class LoweringConfig:
 
 
 def _parse_value(key: str, text: str, current):
+    if key == "subgroups":
+        from tlgpu.lowering.subgroups import STRATEGIES
+
+        if text.lower() in ("", "none", "auto"):
+            return None
+        if text not in STRATEGIES:
+            raise BackendError(f"lowering option 'subgroups': '{text}' is not "
+                               f"{', '.join(STRATEGIES)} or auto")
+        return text
     if key == "convention":
         if text not in CONVENTIONS:
             raise BackendError(f"lowering option 'convention': '{text}' is not "

@@ -1,7 +1,7 @@
 """v0.4 control flow and the small v0.4 instructions in OpenCL C: `for` with loop-carried
 values (init(...) -> (...)), multi-dimensional `foreach` and `associated` (docs/semantics.md
 "v0.4 instructions on the OpenCL backend"). Scalar `constant`s never reach the lowering: the
-v0.3 form folds them into literals (tlinterp/migrate.py); coopmatrix ones are SPMD code.
+v0.3 form folds them into literals (tlinterp/front/migrate.py); coopmatrix ones are SPMD code.
 
 `for` shares FunctionLowerer.lower_for (trip count, barrier fixpoint); this module adds the
 carried values: each lives in a C variable declared before the loop, the body sees it as a
@@ -11,17 +11,22 @@ loop (the inits for an empty loop)."""
 
 from __future__ import annotations
 
+from typing import Union
+
 from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.views import Scalar, View, var
-from tlinterp import ir
-from tlinterp.types import ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.types import CoopMatrixType, ScalarType
 
-Carried = list[tuple[str, ScalarType]]  # (C variable, type) per loop-carried value
+# (C variable, type) per loop-carried value
+Carried = list[tuple[str, Union[ScalarType, CoopMatrixType]]]
 
 
-def _scalar_types(lw, inst: ir.For) -> tuple[ScalarType, ...]:
+def _carried_types(lw, inst: ir.For) -> tuple[Union[ScalarType, CoopMatrixType], ...]:
+    """Scalars, and coopmatrix values: a work-item's components are a struct (coopmatrix.py),
+    which a C variable carries like a scalar."""
     for t in inst.result_types:
-        if not isinstance(t, ScalarType):  # coopmatrix values live in registers of SPMD code
+        if not isinstance(t, (ScalarType, CoopMatrixType)):
             raise lw.error(f"not yet lowered: a loop carrying a value of type {t}", inst.span)
     return tuple(inst.result_types)  # type: ignore[return-value]
 
@@ -29,7 +34,7 @@ def _scalar_types(lw, inst: ir.For) -> tuple[ScalarType, ...]:
 def carried_prologue(lw, w, inst: ir.For) -> Carried:
     """Declare the carried variables with their initial values (before the loop)."""
     carried: Carried = []
-    for (_, init), t in zip(inst.inits, _scalar_types(lw, inst)):
+    for (_, init), t in zip(inst.inits, _carried_types(lw, inst)):
         name = lw.fresh("carry")
         w.line(f"{ctype(t)} {name} = {lw.operand(init, t)};")
         carried.append((name, t))
@@ -81,6 +86,11 @@ def lower_foreach_nd(lw, w, inst: ir.ForeachNd) -> None:
             lw.env[v.name] = Scalar(var(v.name), t)
 
     lw.spmd_loop(w, prologue, total, bind, inst.body)
+
+
+def lw_var(v: ir.Value) -> str:
+
+    return var(v.name)
 
 
 def lower_associated(lw, w, inst: ir.Associated) -> None:

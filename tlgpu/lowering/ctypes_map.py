@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from tlinterp.types import ScalarType
+from tlinterp.lang.types import CoopMatrixType, ScalarType
 
 C_TYPES = {
     ScalarType.i1: "bool",
@@ -21,10 +21,17 @@ C_TYPES = {
     ScalarType.u64: "ulong",
     ScalarType.f32: "float",
     ScalarType.f64: "double",
+    # v0.4: f16/bf16 as their bit patterns (lowp.py), complex as (re, im) vectors
+    ScalarType.f16: "ushort",
+    ScalarType.bf16: "ushort",
+    ScalarType.c32: "float2",
+    ScalarType.c64: "double2",
 }
 
 
-def ctype(t: ScalarType) -> str:
+def ctype(t: ScalarType | CoopMatrixType) -> str:
+    if isinstance(t, CoopMatrixType):  # a struct of the lane's components (coopmatrix.py)
+        return f"tl_cm_{C_TYPES[t.component]}_{t.rows}x{t.cols}_{t.use}"
     return C_TYPES[t]
 
 
@@ -33,7 +40,13 @@ def _rank(t: ScalarType) -> int:
 
 
 def common_type(*types: ScalarType) -> ScalarType:
-    """C's usual arithmetic conversions over several operand types (after integer promotion)."""
+    """C's usual arithmetic conversions over several operand types (after integer promotion);
+    with a v0.4 type among them, the interpreter's compute type (scalar.usual_type: f16/bf16
+    compute in f32, complex in c32 or c64)."""
+    if any(t in (ScalarType.f16, ScalarType.bf16) or t.is_complex for t in types):
+        from tlinterp.interp.scalar import usual_type
+
+        return usual_type(*types)
     if ScalarType.f64 in types:
         return ScalarType.f64
     if ScalarType.f32 in types:
@@ -60,8 +73,10 @@ def _usual(a: ScalarType, b: ScalarType) -> ScalarType:
 def float_literal(value: float, t: ScalarType) -> str:
     """Exact C literal of `value` rounded to `t` (hex floats; infinities and NaN spelled out)."""
     v = float(np.float32(value)) if t is ScalarType.f32 else float(value)
-    if math.isnan(v):
-        return "NAN" if t is ScalarType.f32 else "((double)NAN)"
+    if math.isnan(v):  # the interpreter's NaN bit for bit
+        if t is ScalarType.f32:
+            return f"as_float(0x{int(np.float32(value).view(np.uint32)):08x}u)"
+        return f"as_double(0x{int(np.float64(value).view(np.uint64)):016x}UL)"
     if math.isinf(v):
         base = "INFINITY" if t is ScalarType.f32 else "((double)INFINITY)"
         return base if v > 0 else f"(-{base})"
@@ -84,7 +99,22 @@ def int_literal(value: int, t: ScalarType) -> str:
     return f"(({ctype(t)}){lit})"
 
 
+def v04_literal(value, t: ScalarType) -> str:
+    """A constant of f16/bf16 (its bit pattern) or c32/c64 (a vector of its parts), rounded
+    as the interpreter rounds literals (tlinterp/interp/scalar_v04.const)."""
+    from tlinterp.interp.scalar_v04 import const
+
+    v = const(value, t)
+    if t.is_complex:
+        part = ScalarType.f32 if t is ScalarType.c32 else ScalarType.f64
+        re, im = (float_literal(float(x), part) for x in (v.real, v.imag))
+        return f"(({C_TYPES[t]})({re}, {im}))"
+    return f"((ushort)0x{int(v.view(np.uint16)):04x}u)"
+
+
 def literal(value, is_float: bool, t: ScalarType) -> str:
+    if t.is_complex or t in (ScalarType.f16, ScalarType.bf16):
+        return v04_literal(value, t)
     if t.is_float:
         return float_literal(float(value), t)
     if is_float:  # a float spelling used for an integer type: C conversion truncates

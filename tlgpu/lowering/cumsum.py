@@ -14,8 +14,8 @@ from typing import Optional
 
 from tlgpu.lowering import collectives as C
 from tlgpu.lowering.ctypes_map import common_type, ctype
-from tlinterp import ir
-from tlinterp.types import ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.types import ScalarType
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from tlinterp.ir import Span
+from tlinterp.lang.ir import Span
 
 
 class CWriter:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from tlgpu.lowering import atomics as A
-from tlgpu.lowering import chains
+from tlgpu.lowering import chains, coopmatrix, spmd, subgroups
 from tlgpu.lowering import collectives as C
 from tlgpu.lowering import controlflow_v04 as CF
 from tlgpu.lowering import scalar as S
@@ -22,10 +22,10 @@ from tlgpu.lowering.cumsum import lower_cumsum
 from tlgpu.lowering.cwriter import CWriter
 from tlgpu.lowering.memory import plan_allocas
 from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align, var
-from tlinterp import ir
-from tlinterp.diagnostics import BackendError, Diagnostic, not_yet
-from tlinterp.typerules import result_types
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError, Diagnostic, not_yet
+from tlinterp.lang.typerules import result_types
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 Val = Union[Scalar, View, Group]
 # a memref argument's first element: OpenCL aligns buffers and sub-buffer origins to
@@ -66,7 +66,7 @@ class FunctionLowerer:
                  geometry: Geometry, helpers: dict[str, str],
                  read_only: frozenset[str] = frozenset()):
         self.program = program
-        # memref arguments declared `const restrict`: never written (tlinterp.effects, see
+        # memref arguments declared `const restrict`: never written (tlinterp.lang.effects, see
         # `lower_program`); writing through one would not build
         self.read_only = read_only
         # roots some step writes (filled while lowering; `lower_program` checks it against
@@ -86,6 +86,9 @@ class FunctionLowerer:
         self.pending = Pending()
         self.bases = chains.bases(fn)  # view -> the allocas/arguments it views
         self.spmd = False  # inside a foreach: one work-item per iteration, no barriers
+        # kernel-scope lines and kernel attributes the v0.4 lowering asks for (subgroups.py)
+        self.prologue: list[str] = []
+        self.kernel_attributes: list[str] = []
 
     # --- helpers ------------------------------------------------------------------------
     def fresh(self, stem: str) -> str:
@@ -203,7 +206,8 @@ class FunctionLowerer:
         if self.local_arg_bytes:
             params = params + ["local ulong* tl_local"]
         g = self.geo
-        w.line(f"kernel __attribute__((reqd_work_group_size({g.wg0}, {g.wg1}, 1)))")
+        w.line(f"kernel __attribute__((reqd_work_group_size({g.wg0}, {g.wg1}, 1)))"
+               + "".join(" " + a for a in self.kernel_attributes))
         w.line(f"void {kernel_name(self.fn)}(")
         for k, p in enumerate(params):
             w.line(f"        {p}" + ("," if k + 1 < len(params) else ")"))
@@ -213,6 +217,8 @@ class FunctionLowerer:
         w.depth += 1
         w.line(f"const long tl_lid = (long)get_local_id(0) + (long)get_local_id(1) * {g.wg0};")
         w.line(f"const long tl_nwi = {g.size};")
+        for line in self.prologue:
+            w.line(line)
         if local_bytes and not self.local_arg_bytes:
             w.line(f"local ulong tl_local[{slab}];")
         w.extend(body)
@@ -264,7 +270,8 @@ class FunctionLowerer:
 
     def lower_arithunary(self, w, inst: ir.ArithUnary):
         a = self.operand(inst.operand, inst.type)
-        self.define(w, inst.result, inst.type, S.unary(inst.op, a, inst.type))
+        self.define(w, inst.result, S.unary_result(inst.op, inst.type),
+                    S.unary(inst.op, a, inst.type))
 
     def lower_cast(self, w, inst: ir.Cast):
         a = self.operand(inst.operand, inst.from_type)
@@ -272,7 +279,7 @@ class FunctionLowerer:
 
     def lower_compare(self, w, inst: ir.Compare):
         a, b = self.operand(inst.lhs, inst.type), self.operand(inst.rhs, inst.type)
-        self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b))
+        self.define(w, inst.result, ScalarType.i1, S.compare(inst.cond, a, b, inst.type))
 
     def lower_groupid(self, w, inst):
         self.define(w, inst.result, ScalarType.index, f"(long){self.grid('group_id', 'x')}")
@@ -281,8 +288,7 @@ class FunctionLowerer:
         self.define(w, inst.result, ScalarType.index, f"(long){self.grid('num_groups', 'x')}")
 
     def lower_builtin(self, w, inst: ir.Builtin):
-        if inst.name not in ("group_id", "num_groups"):  # sub-group builtins: not yet
-            raise not_yet(inst, "lowered")
+        """The grid builtins (the sub-group ones: spmd.lower_builtin)."""
         self.define(w, inst.result, inst.type,
                     f"({ctype(inst.type)}){self.grid(inst.name, inst.comp or 'x')}")
 
@@ -553,9 +559,9 @@ def _not_yet(lowerer, w, inst) -> None:
 # The one dispatch table of the lowering: every instruction class to its rule.
 LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = {
     ir.Alloca: FunctionLowerer.lower_alloca,
-    ir.Arith: FunctionLowerer.lower_arith,
-    ir.ArithUnary: FunctionLowerer.lower_arithunary,
-    ir.Cast: FunctionLowerer.lower_cast,
+    ir.Arith: coopmatrix.componentwise(FunctionLowerer.lower_arith),
+    ir.ArithUnary: coopmatrix.componentwise(FunctionLowerer.lower_arithunary),
+    ir.Cast: coopmatrix.componentwise(FunctionLowerer.lower_cast),
     ir.Compare: FunctionLowerer.lower_compare,
     ir.Expand: FunctionLowerer.lower_expand,
     ir.Fuse: FunctionLowerer.lower_fuse,
@@ -579,5 +585,10 @@ LOWER: dict[type, Callable[[FunctionLowerer, CWriter, ir.Instruction], None]] = 
     ir.AtomicLoad: A.lower_atomic_load,
     ir.AtomicStore: A.lower_atomic_store,
     ir.AtomicUpdate: A.lower_atomic_update,
-    ir.Builtin: FunctionLowerer.lower_builtin,  # the grid builtins; the rest not yet
+    ir.Builtin: spmd.lower_builtin,
+    ir.Parallel: spmd.lower_parallel,
+    ir.ForeachTile: spmd.lower_foreach_tile,
+    ir.SubgroupBroadcast: subgroups.lower_broadcast,
+    ir.SubgroupOp: subgroups.lower_subgroup_op,
+    **coopmatrix.RULES,
 }

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterator
 from math import prod
 
-from tlinterp import ir
+from tlinterp.lang import ir
 
 ALIGN = 8  # bytes; keeps f64/i64 aligned and lets 8/16-bit atomics use the containing word
 

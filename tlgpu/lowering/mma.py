@@ -35,8 +35,8 @@ of two steps once. Any order of the K indices is the same sum, as long as A and 
 from __future__ import annotations
 
 from tlgpu.lowering import tiles
-from tlinterp import ir
-from tlinterp.types import ScalarType
+from tlinterp.lang import ir
+from tlinterp.lang.types import ScalarType
 
 WARP = 32
 # tile rows -> the C macro for one mma (d: the accumulators, updated in place); `volatile`:

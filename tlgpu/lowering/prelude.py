@@ -8,8 +8,11 @@ and no 8/16-bit atomics); adding into a 32/64-bit integer (beta == 1) uses the n
 
 from __future__ import annotations
 
+import re
+
+from tlgpu.lowering import complexnum, lowp
 from tlgpu.lowering.ctypes_map import ctype
-from tlinterp.types import ScalarType
+from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
 
 HEADER = """\
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -19,6 +22,8 @@ HEADER = """\
 
 
 def update_name(space: str, t: ScalarType, ct: ScalarType) -> str:
+    if t in V04_ONLY_SCALARS or ct in V04_ONLY_SCALARS:  # f16 and bf16 are both ushort
+        return f"tl_atomic_update_{space}_{t.value}_{ct.value}"
     return f"tl_atomic_update_{space}_{ctype(t)}_{ctype(ct)}"
 
 
@@ -27,6 +32,8 @@ def add_name(space: str, t: ScalarType) -> str:
 
 
 def update_helper(space: str, t: ScalarType, ct: ScalarType) -> str:
+    if t in V04_ONLY_SCALARS or ct in V04_ONLY_SCALARS:
+        return _update_helper_v04(space, t, ct)
     T, C = ctype(t), ctype(ct)
     name = update_name(space, t, ct)
     new = f"(beta == ({C})0 ? ({T})v : ({T})(v + beta * ({C})o))"
@@ -78,3 +85,94 @@ def add_helper(space: str, t: ScalarType) -> str:
 
 def native_add(t: ScalarType) -> bool:
     return t.is_int and not t.is_bool and t.bits >= 32
+
+
+# the v0.4 scalar helpers (f16/bf16 conversions, complex arithmetic): name -> (code, callees)
+CALLABLE: dict[str, tuple[str, tuple[str, ...]]] = {**lowp.HELPERS, **complexnum.HELPERS}
+
+
+def called(text: str) -> list[str]:
+    """The code of each CALLABLE helper `text` calls, callees first (each once)."""
+    out: dict[str, str] = {}
+
+    def add(name: str) -> None:
+        if name in out:
+            return
+        code, callees = CALLABLE[name]
+        for c in callees:
+            add(c)
+        out[name] = code
+
+    for name in sorted(set(re.findall(r"\b(tl_\w+)\(", text)) & CALLABLE.keys()):
+        add(name)
+    return list(out.values())
+
+
+def _update_helper_v04(space: str, t: ScalarType, ct: ScalarType) -> str:
+    """update_helper for an f16/bf16 element (a CAS loop on the 32-bit word holding it) or a
+    c32 element (one on its 64 bits), computed in the compute type `ct` with v0.4's
+    conversions (scalar.py) and rounded once to the element type."""
+    from tlgpu.lowering import scalar as S
+
+    T, C = ctype(t), ctype(ct)
+    head = f"static void {update_name(space, t, ct)}(volatile {space} {T}* p, {C} v, {C} beta)"
+    zero = complexnum.is_zero("beta") if ct.is_complex else "beta == 0"
+
+    def new(o_bits: str) -> str:
+        o = S.cast(o_bits, t, ct)
+        return S.cast(f"({zero} ? v : v + {S.binary('mul', 'beta', o, ct)})", ct, t)
+    if t.bits == 16:
+        return f"""{head} {{
+    uint lane = (uint)((ulong)p & 3UL);
+    volatile {space} uint* w = (volatile {space} uint*)((volatile {space} char*)p - lane);
+    uint shift = lane * 8u;
+    uint old = atomic_add(w, 0u), seen;  /* atomic: a plain read would race with the swaps */
+    do {{
+        seen = old;
+        ushort n = {new("(ushort)((seen >> shift) & 0xffffu)")};
+        old = atomic_cmpxchg(w, seen, (seen & ~(0xffffu << shift)) | ((uint)n << shift));
+    }} while (old != seen);
+}}
+"""
+    if t is not ScalarType.c32:
+        raise ValueError(f"no atomic update of {t} elements")  # c64: 16 bytes, no CAS
+    return f"""{head} {{
+    volatile {space} ulong* w = (volatile {space} ulong*)p;
+    ulong old = atom_add(w, 0UL), seen;
+    do {{
+        seen = old;
+        float2 n = {new("as_float2(seen)")};
+        old = atom_cmpxchg(w, seen, as_ulong(n));
+    }} while (old != seen);
+}}
+"""
+
+
+def fetch_name(space: str, t: ScalarType, op: str) -> str:
+    return f"tl_atomic_fetch_{op}_{space}_{ctype(t)}"
+
+
+def fetch_helper(space: str, t: ScalarType, op: str, new: str) -> str:
+    """`old = *p; *p = new(old, v); return old`, atomically, for a 32- or 64-bit element: a
+    compare-and-swap loop on its word, `new` the C expression of the new value from `o` (the
+    old one) and `v` (the scalar table's, so the update has the interpreter's semantics)."""
+    T = ctype(t)
+    assert t.bits in (32, 64), t
+    W = "ulong" if t.bits == 64 else "uint"
+    cas = "atom_cmpxchg" if t.bits == 64 else "atomic_cmpxchg"
+    load = "atom_add(w, 0UL)" if t.bits == 64 else "atomic_add(w, 0u)"
+    as_t = f"as_{T}" if t.is_float else f"({T})"
+    as_w = f"as_{W}" if t.is_float else f"({W})"
+    return f"""static {T} {fetch_name(space, t, op)}(volatile {space} {T}* p, {T} v) {{
+    volatile {space} {W}* w = (volatile {space} {W}*)p;
+    {W} old = {load}, seen;  /* atomic: a plain read would race with the swaps */
+    {T} o;
+    do {{
+        seen = old;
+        o = {as_t}(seen);
+        {T} n = {new};
+        old = {cas}(w, seen, {as_w}(n));
+    }} while (old != seen);
+    return o;
+}}
+"""

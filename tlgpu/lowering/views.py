@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tlinterp.types import MemrefType, ScalarType
+from tlinterp.lang.types import MemrefType, ScalarType
+
+
+def var(name: str) -> str:
+    """The C name of the tensor-language value `%name`."""
+    return f"v_{name}"
 
 
 def var(name: str) -> str:

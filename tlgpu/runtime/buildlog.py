@@ -6,8 +6,8 @@ import os
 import re
 from typing import Optional
 
-from tlinterp.diagnostics import Diagnostic
-from tlinterp.ir import Span
+from tlinterp.lang.diagnostics import Diagnostic
+from tlinterp.lang.ir import Span
 
 # clang-style "<source>:12:5: error: ..." (pocl, Oclgrind, NVIDIA use this shape)
 _LOCATION = re.compile(r"^(?:<[^>]*>|[^:\s]*):(\d+):(\d+):\s*(error|warning):\s*(.*)$")

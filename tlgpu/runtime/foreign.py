@@ -42,11 +42,11 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from tlgpu.runtime.isolated import _die_with_parent, _signal_name
-from tlinterp import diagnostics as _diagnostics
-from tlinterp import ir
-from tlinterp.args import Groups
-from tlinterp.diagnostics import ExecutionError, TLError
 from tlinterp.impl.base import Outcome, outcome_of_error
+from tlinterp.io.args import Groups
+from tlinterp.lang import diagnostics as _diagnostics
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ExecutionError, TLError
 
 __all__ = ["DeviceInfo", "ForeignJob", "ForeignRunner", "START_TIMEOUT"]
 

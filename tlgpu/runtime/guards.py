@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.diagnostics import ExecutionError
+from tlinterp.lang.diagnostics import ExecutionError
 
 __all__ = ["Guards", "GUARD_BYTES"]
 

@@ -35,14 +35,19 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from tlgpu.lowering.config import LoweringConfig
-from tlinterp import diagnostics as _diagnostics
-from tlinterp import ir
-from tlinterp.args import Groups
-from tlinterp.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frames, nesting
-from tlinterp.diagnostics import ExecutionError, TLError
-from tlinterp.parser import MAX_NESTING
+from tlinterp.io.args import Groups
+from tlinterp.lang import diagnostics as _diagnostics
+from tlinterp.lang import ir
+from tlinterp.lang.deepstack import FRAMES_PER_LEVEL, call_deep, call_with_frames, nesting
+from tlinterp.lang.diagnostics import ExecutionError, TLError
+from tlinterp.lang.v03.parser import MAX_NESTING
 
-__all__ = ["IsolatedResult", "run_isolated"]
+__all__ = ["IsolatedResult", "RunTimeout", "run_isolated"]
+
+
+class RunTimeout(ExecutionError):
+    """The child ran past its time bound and was killed: the implementations report it as a
+    timeout (their "timeout" status), never as a failure of the kernel."""
 
 # frames for unpickling any program the parser accepts (a few per nesting level)
 _UNPICKLE_FRAMES = FRAMES_PER_LEVEL * (MAX_NESTING + 10)
@@ -60,7 +65,7 @@ class IsolatedResult:
 def _launch(program: ir.Program, args, func, groups, device, config, repeat) -> dict[str, Any]:
     """The child's work: bind, build (timed), launch `repeat` times, unbind."""
     from tlgpu.runtime.launch import _as_program, prepare, run_bound
-    from tlinterp.args import bind, unbind
+    from tlinterp.io.args import bind, unbind
 
     program = _as_program(program)
     function = program.function(func)
@@ -95,6 +100,9 @@ def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     _die_with_parent()
     reply_fd = os.dup(1)
+    from tlgpu.runtime.devices import notes_said
+
+    said_before = notes_said()
     # the OpenCL compiler writes warnings straight to fds 1 and 2: keep them for --verbose
     log = tempfile.TemporaryFile()
     os.dup2(log.fileno(), 1)
@@ -117,7 +125,9 @@ def _serve() -> None:
     log.seek(0)
     notes.append(log.read().decode("utf-8", "replace"))
     with os.fdopen(reply_fd, "wb") as out:
-        pickle.dump((reply, "\n".join(n.strip() for n in notes if n.strip())), out,
+        # the device notes it said (a fallback) went to the log: the caller says them
+        said = [n for n in notes_said() if n not in said_before]
+        pickle.dump((reply, "\n".join(n.strip() for n in notes if n.strip()), said), out,
                     protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -152,7 +162,7 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
     if repeat < 1:
         raise ValueError(f"repeat must be >= 1, got {repeat}")
     if isinstance(program, ir.Program):
-        from tlinterp.frontend import lowerable
+        from tlinterp.front.pipeline import lowerable
 
         # refused here, in words, before a child starts (v0.4 code the lowering lacks)
         program = lowerable(program)
@@ -182,15 +192,15 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
         try:
             data, _ = proc.communicate(job, timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise ExecutionError(f"the OpenCL run took longer than {timeout:g} s and was "
-                                 "stopped") from None
+            raise RunTimeout(f"the OpenCL run took longer than {timeout:g} s and was "
+                             "stopped") from None
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         shutil.rmtree(scratch, ignore_errors=True)
     try:
-        reply, log = pickle.loads(data)
+        reply, log, said = pickle.loads(data)
     except Exception:  # noqa: BLE001 - no (complete) answer: the child died
         code = proc.returncode
         why = _signal_name(code) if code is not None and code < 0 else f"exit status {code}"
@@ -198,6 +208,10 @@ def run_isolated(program: Union[ir.Program, str], args, func: Optional[str] = No
             f"the OpenCL implementation crashed ({why}); the kernel may do something undefined "
             "(the OpenCL backend does not detect undefined behaviour: run it without --backend "
             "to check)") from None
+    from tlgpu.runtime.devices import say_once
+
+    for note in said:
+        say_once(note)
     if reply[0] != "ok":
         _reraise(reply, log)
     return IsolatedResult(log=log, **reply[1])

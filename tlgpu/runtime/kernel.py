@@ -21,9 +21,9 @@ from tlgpu.lowering.config import LoweringConfig
 from tlgpu.runtime.buildlog import without_saved_source
 from tlgpu.runtime.devices import DeviceHandle, handle
 from tlgpu.runtime.launch import BUILD_OPTIONS, _Marshal, prepare
-from tlinterp import ir
-from tlinterp.args import BoundArgs, Groups, bind, unbind
-from tlinterp.diagnostics import BackendError, ExecutionError
+from tlinterp.io.args import BoundArgs, Groups, bind, unbind
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError, ExecutionError
 
 # other compilers' programs (OpenCL C text or SPIR-V bytes), by code, device and build options
 _BUILT: dict[tuple[object, str, str], object] = {}

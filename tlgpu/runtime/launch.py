@@ -20,16 +20,17 @@ import numpy as np
 from tlgpu.lowering.callconv import Convention, Param, argument_params, launch_sizes
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.program import Lowered, lower_program
+from tlgpu.lowering.subgroups import NoSubgroups
 from tlgpu.runtime import workarounds
 from tlgpu.runtime.buildlog import map_log, without_saved_source
-from tlgpu.runtime.devices import DeviceHandle, handle
+from tlgpu.runtime.devices import DeviceHandle, handle, subgroup_strategy
 from tlgpu.runtime.guards import Guards
 from tlgpu.runtime.oclgrind import captured_stderr, is_oclgrind, raise_reports, without_query_noise
 from tlgpu.runtime.prelaunch import check_launch
-from tlinterp import ir
-from tlinterp.args import BoundArgs, GroupArg, Groups, MemrefArg, bind, grid_of, unbind
-from tlinterp.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
-from tlinterp.types import GroupType, MemrefType, ScalarType
+from tlinterp.io.args import BoundArgs, GroupArg, Groups, MemrefArg, bind, grid_of, unbind
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError, BackendError, Diagnostic, ExecutionError
+from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str, tuple[str, ...]], object] = {}
@@ -42,7 +43,7 @@ _LOWERED: dict[tuple[int, str, LoweringConfig], tuple[weakref.ref, Lowered]] = {
 
 
 def _as_program(program: Union[ir.Program, str]) -> ir.Program:
-    from tlinterp.frontend import lowerable
+    from tlinterp.front.pipeline import lowerable
 
     if isinstance(program, str):
         import tlinterp
@@ -85,7 +86,8 @@ def device_config(dev: DeviceHandle, config: Optional[LoweringConfig]) -> Loweri
         group_pointers_as_ulong=config.group_pointers_as_ulong
         or "portable computing language" not in d.platform.name.lower(),
         # Oclgrind tracks uninitialised values only in local memory passed as an argument
-        local_slab_argument=config.local_slab_argument or is_oclgrind(d))
+        local_slab_argument=config.local_slab_argument or is_oclgrind(d),
+        subgroups=subgroup_strategy(d, config.subgroups))
 
 
 def opencl_c_20(d) -> bool:
@@ -112,13 +114,10 @@ def lowered_for(program: ir.Program, dev: DeviceHandle, config: LoweringConfig) 
 
     try:
         lowered = lower_program(program, None, config)
-    except BackendError as e:  # a refusal for this device names it
-        from tlgpu.lowering.atomics import THE_DEVICE
-
-        named = f"the device '{dev.device.name.strip()}' ({dev.device.opencl_c_version.strip()})"
-        e.diagnostics = [dataclasses.replace(d, message=d.message.replace(
-            f"which {THE_DEVICE} lacks", f"which {named} lacks")) for d in e.diagnostics]
-        raise
+    except NoSubgroups as e:  # in the device's words
+        label = f"'{dev.device.platform.name.strip()}: {dev.device.name.strip()}'"
+        raise BackendError([dataclasses.replace(d, message=d.message.replace(
+            "this device", f"the device {label}")) for d in e.diagnostics], e.source) from None
     _LOWERED[key] = (weakref.ref(program, forget), lowered)
     return lowered
 
@@ -205,7 +204,7 @@ def aligned_layout(starts: list[int], align: int) -> list[tuple[int, int]]:
     previous piece's), so that every member starts at a multiple of `align` while the bytes
     before, between and after the members (red zones, gaps) stay where they were relative to
     them. Group members share one host buffer at whatever offsets the arguments gave
-    (tlinterp.args); a kernel may assume each member's base pointer aligned."""
+    (tlinterp.io.args); a kernel may assume each member's base pointer aligned."""
     out: list[tuple[int, int]] = []
     shift = 0
     for start in sorted(set(starts)):
@@ -284,7 +283,7 @@ class _Marshal:
 
     def memref(self, v: MemrefArg, name: Optional[str] = None):
         """The view's buffer from its first element. When the bound buffer has room before
-        that element (the fuzzer's red zones, tlinterp.args.red_zones) and the offset is
+        that element (the fuzzer's red zones, tlinterp.io.args.red_zones) and the offset is
         aligned for the device, pass a sub-buffer of the whole, so that a write before the
         first element lands in the guard instead of outside any allocation."""
         start = v.offset * v.buffer.itemsize

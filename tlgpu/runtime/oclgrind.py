@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
-from tlinterp.diagnostics import Diagnostic, ExecutionError
-from tlinterp.ir import Span
+from tlinterp.lang.diagnostics import Diagnostic, ExecutionError
+from tlinterp.lang.ir import Span
 
 CHECKS = {"OCLGRIND_CHECK_API": "1", "OCLGRIND_DATA_RACES": "1", "OCLGRIND_UNINITIALIZED": "1"}
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Union
 
-from tlinterp import ir
-from tlinterp.args import BoundArgs, GroupArg
-from tlinterp.diagnostics import ArgumentError
 from tlinterp.interp.ub import Collector, raise_reports
-from tlinterp.types import GroupType
+from tlinterp.io.args import BoundArgs, GroupArg
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import ArgumentError
+from tlinterp.lang.types import GroupType
 
 __all__ = ["check_launch"]
 
@@ -69,8 +69,7 @@ def check_member_loads(program: ir.Program, function: ir.Function, bound: BoundA
                         f"work-group {gid} loads member {gid} of {name}, which has "
                         f"{count} members")
             if groups > count + 4:
-                col.dropped["out-of-bounds"] = (col.dropped.get("out-of-bounds", 0)
-                                                + groups - count - 4)
+                col.drop("out-of-bounds", groups - count - 4, "")  # work-groups
         elif const is not None and not 0 <= const < count:
             col.add("out-of-bounds", load.span, (0,), (const,),
                     f"every work-group loads member {const} of {name}, which has "

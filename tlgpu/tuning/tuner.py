@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Optional, Union
 
 from tlgpu.lowering.config import LoweringConfig
-from tlinterp import ir
-from tlinterp.args import bind
-from tlinterp.diagnostics import TLError
+from tlinterp.io.args import bind
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import TLError
 
 GROUP_SHAPES = (None, (32, 1), (16, 4), (8, 8), (32, 2), (32, 4), (16, 8), (16, 16))
 UNROLLS = (1, 2, 4, 8)
@@ -227,7 +227,7 @@ def _time(program, function, device, dev, cfg, kargs, groups: int, reps: int) ->
     import pyopencl as cl
 
     from tlgpu.runtime.launch import prepare
-    from tlinterp.diagnostics import ExecutionError
+    from tlinterp.lang.diagnostics import ExecutionError
 
     _, kernel, geo = prepare(program, function, device, cfg)
     if groups == 0:

@@ -8,7 +8,7 @@ implementations through the `tensor_language.implementations` entry-point group 
 docs/conformance.md); this package knows no backend itself.
 """
 
-from .base import (
+from tlinterp.impl.base import (
     UB_KINDS,
     Implementation,
     ImplOptions,
@@ -19,7 +19,7 @@ from .base import (
     mentioned_warnings,
     outcome_of_error,
 )
-from .registry import GROUP, available, resolve
+from tlinterp.impl.registry import GROUP, available, resolve
 
 __all__ = ["GROUP", "UB_KINDS", "ImplOptions", "Implementation", "Job", "Outcome", "SpecError",
            "available", "mentioned_kinds", "mentioned_warnings", "outcome_of_error",

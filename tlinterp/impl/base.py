@@ -11,10 +11,10 @@ from typing import Optional
 
 import numpy as np
 
-from .. import ir
-from ..args import Groups, groups_text
-from ..diagnostics import TLError, UndefinedBehaviour
-from ..interp.ub import KINDS
+from tlinterp.interp.ub import KINDS
+from tlinterp.io.args import Groups, groups_text
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import TLError, UndefinedBehaviour
 
 # the interpreter's kinds, named once there: a report from any implementation is matched
 # against them
@@ -74,7 +74,7 @@ class Job:
     groups: Optional[Groups] = None  # a count, or a v0.4 grid (x, y, z)
     filename: str = "kernel.tl"
     program: Optional[ir.Program] = None
-    lang: Optional[str] = None  # "v0.3"/"v0.4"; None: detected (tlinterp.frontend)
+    lang: Optional[str] = None  # "v0.3"/"v0.4"; None: detected (tlinterp.front.pipeline)
 
 
 @dataclass

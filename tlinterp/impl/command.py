@@ -15,8 +15,9 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
-from ..foreigntext import printable
-from .base import Outcome, SpecError, mentioned_diagnostics
+from tlinterp.impl.base import Outcome, SpecError, mentioned_diagnostics
+from tlinterp.io.boundedread import RefusedFile, read_bounded, size_text
+from tlinterp.io.foreigntext import printable
 
 _OPTIONAL = re.compile(r"\[([^\[\]]*)\]")
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -32,6 +33,7 @@ class Finished:
     command: str
     problem: str = ""  # why there is no exit code
     stdout_bytes: bytes = b""  # stdout undecoded (a binary such as SPIR-V), up to MAX_OUTPUT
+    stdout_size: int = 0  # bytes it printed to stdout, read or not
 
     @property
     def text(self) -> str:
@@ -124,9 +126,33 @@ def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = 
             raise
         _kill_group(proc)  # what it left running in its group (detached sessions escape)
         code = None if problem else proc.returncode
+        size = out.seek(0, os.SEEK_END)
         out.seek(0)
         raw = out.read(MAX_OUTPUT)
-        return Finished(code, _read(out), _read(err), command, problem, raw)
+        return Finished(code, _read(out), _read(err), command, problem, raw, size)
+
+
+class OutputRefused(Exception):
+    """The program a command wrote is not read: too large, or {out} is no regular file."""
+
+
+def written_output(done: Finished, out: Optional[str], who: str) -> bytes:
+    """What a command wrote as its result: the file `out` (its `{out}`) or, with None, its
+    stdout; at most MAX_OUTPUT bytes, never blocking (a FIFO as {out} is refused, not
+    waited on).  OutputRefused, naming `who` (e.g. "the spirv: compiler"), when there is
+    more or {out} is not a regular file; b"" when {out} was not written."""
+    if out is None:
+        if done.stdout_size > MAX_OUTPUT:
+            raise OutputRefused(f"{who} wrote {size_text(done.stdout_size)} to stdout, more "
+                                f"than the {size_text(MAX_OUTPUT)} read back: refused")
+        return done.stdout_bytes
+    try:
+        return read_bounded(out, MAX_OUTPUT, "a command's output")
+    except RefusedFile as e:
+        raise OutputRefused(f"{who} wrote {{out}} ({os.path.basename(out)}), which "
+                            f"{e.strerror}") from None
+    except OSError:  # not written (or unreadable): the callers say "wrote nothing"
+        return b""
 
 
 def _limit_memory(proc: subprocess.Popen, memory: int) -> None:

@@ -14,7 +14,7 @@ import argparse
 import math
 from typing import Optional
 
-from .base import ImplOptions, SpecError, parse_work_group_size
+from tlinterp.impl.base import ImplOptions, SpecError, parse_work_group_size
 
 __all__ = ["FLAGS", "add_impl_flags", "impl_options", "lowering_needs_opencl", "whole_number",
            "parse_reject_status", "positive_seconds"]
@@ -25,7 +25,8 @@ FLAGS = ("device", "lowering", "work_group_size", "build_options", "reject_statu
 _HELP = {
     "device": "OpenCL device: pocl, nvidia, oclgrind, intel (the intel extra), PLATFORM:DEVICE "
               "(a substring match), any of these @VERSION (pocl@3.1); of several matches the "
-              "pyopencl wheel's pocl, then the newest (tlrun --list-devices, docs/devices.md)",
+              "first that builds a one-line kernel here: the pyopencl wheel's pocl, then the "
+              "newest (tlrun --list-devices, docs/devices.md)",
     "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists the "
                 "keys)",
     "work_group_size": "opencl-c/spirv: work-group size of kernels without "

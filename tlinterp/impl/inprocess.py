@@ -17,9 +17,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..diagnostics import TLError
-from ..foreigntext import printable
-from .base import (
+from tlinterp.impl.base import (
     DEFAULT_OPTIONS,
     Implementation,
     ImplOptions,
@@ -28,6 +26,8 @@ from .base import (
     SpecError,
     outcome_of_error,
 )
+from tlinterp.io.foreigntext import printable
+from tlinterp.lang.diagnostics import TLError
 
 PluginFn = Callable[..., dict]
 
@@ -112,14 +112,14 @@ def _standard_streams_kept():
 
 
 def _interp(job: Job) -> dict:
-    from ..interp import run
+    from tlinterp.interp import run
 
     return run(job.program if job.program is not None else _parse(job), job.args,
                func=job.func, groups=job.groups)
 
 
 def _parse(job: Job):
-    from .. import check, parse
+    from tlinterp import check, parse
 
     return check(parse(job.source, filename=job.filename, lang=job.lang))
 

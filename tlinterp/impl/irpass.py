@@ -3,7 +3,7 @@ validation).
 
 COMMAND rewrites the program and writes another tensor-language text, to `{out}` or to its
 stdout. The reference reads that text (the input's version unless the text's own markers say
-otherwise: tlinterp/langdetect.py), checks it, and runs the original and the rewritten
+otherwise: tlinterp/front/detect.py), checks it, and runs the original and the rewritten
 program on the interpreter with the same arguments; the rewritten program's outputs are the
 implementation's outputs, so `tlconform` and `tlfuzz` compare them with the reference as for
 any implementation. What can go wrong, and how it is reported:
@@ -32,10 +32,7 @@ from typing import Optional
 
 import numpy as np
 
-from .. import ir
-from ..diagnostics import SourceError, TLError, UndefinedBehaviour, decode_source
-from ..foreigntext import printable
-from .base import (
+from tlinterp.impl.base import (
     DEFAULT_OPTIONS,
     Implementation,
     ImplOptions,
@@ -45,16 +42,20 @@ from .base import (
     mentioned_warnings,
     outcome_of_error,
 )
-from .command import (
-    MAX_OUTPUT,
+from tlinterp.impl.command import (
     TOOL_MEMORY,
+    OutputRefused,
     check_template,
     describe_exit,
     expand_template,
     rejection,
     run_command,
+    written_output,
 )
-from .template import write_kernel
+from tlinterp.impl.template import write_kernel
+from tlinterp.io.foreigntext import printable
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import SourceError, TLError, UndefinedBehaviour, decode_source
 
 FIELDS = ("tl", "out", "func")
 REWRITTEN = "rewritten.tl"  # the rewritten text's name in diagnostics
@@ -134,21 +135,14 @@ class IRPass(Implementation):
                                      f"{describe_exit(done.code)}\n{done.text}".strip(),
                                      command=command)
             where = "{out}" if uses_out else "stdout"
-            if uses_out:
-                try:
-                    with open(out, "rb") as f:
-                        data = f.read(MAX_OUTPUT + 1)
-                except OSError:
-                    data = b""
-            else:
-                data = done.stdout_bytes
             # the pass's own chatter: stderr (and stdout when the program went to {out})
             chatter = done.text if uses_out else done.stderr
             ok = Outcome("ok", message=chatter, command=command,
                          warnings=mentioned_warnings(chatter))
-            if len(data) >= MAX_OUTPUT:
-                return None, _crash(ok, f"the pass wrote more than {MAX_OUTPUT >> 20} MiB "
-                                    f"to {where}: no rewritten kernel of this program")
+            try:
+                data = written_output(done, out if uses_out else None, "the ir: pass")
+            except OutputRefused as e:
+                return None, _crash(ok, f"{e}: no rewritten kernel of this program")
             if not data.strip():
                 return None, _crash(ok, f"the pass exited 0 but wrote no program to {where}")
             try:
@@ -160,7 +154,7 @@ class IRPass(Implementation):
 def _original(job: Job) -> ir.Program:
     """The job's checked program (the callers hand it in its own language; a `-D` definition
     of tlrun has reached it), else its text read and checked."""
-    from .. import check, parse
+    from tlinterp import check, parse
 
     if job.program is not None:
         return job.program
@@ -169,7 +163,7 @@ def _original(job: Job) -> ir.Program:
 
 def _lang_of(text: str, job: Job, original: ir.Program) -> str:
     """The rewritten text's version: its own markers, else the input's."""
-    from ..langdetect import detect
+    from tlinterp.front.detect import detect
 
     return detect(text) or job.lang or original.lang or "v0.3"
 
@@ -177,7 +171,7 @@ def _lang_of(text: str, job: Job, original: ir.Program) -> str:
 def _read(text: str, lang: str):
     """The checked rewritten program, or why it is none (our diagnostics, quoted: a syntax
     error and a broken static rule alike, since the v0.4 parser checks some rules itself)."""
-    from .. import check, parse
+    from tlinterp import check, parse
 
     try:
         return check(parse(text, filename=REWRITTEN, lang=lang))
@@ -217,7 +211,7 @@ class _Run:
 
 
 def _one(program: ir.Program, name: str, job: Job) -> _Run:
-    from ..interp import run
+    from tlinterp.interp import run
 
     try:
         # each run binds fresh copies of the arguments: the two never share a buffer

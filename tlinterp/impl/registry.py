@@ -12,7 +12,7 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Optional
 
-from .base import Implementation, ImplOptions, SpecError
+from tlinterp.impl.base import Implementation, ImplOptions, SpecError
 
 GROUP = "tensor_language.implementations"
 
@@ -22,8 +22,8 @@ Factory = Callable[[Optional[str], ImplOptions], Implementation]
 def _builtin() -> dict[str, Factory]:
     # the base package's own adapters, also usable from a source tree without installed
     # metadata (an installed distribution registers the same factories as entry points)
-    from .inprocess import interp_factory, python_factory
-    from .irpass import ir_factory
+    from tlinterp.impl.inprocess import interp_factory, python_factory
+    from tlinterp.impl.irpass import ir_factory
 
     return {"interp": interp_factory, "tlinterp": interp_factory, "python": python_factory,
             "ir": ir_factory}
@@ -86,7 +86,7 @@ def resolve(spec: str, options: Optional[ImplOptions] = None) -> Implementation:
                             "not an Implementation")
         return impl
     if "{" in spec:
-        from .template import Template
+        from tlinterp.impl.template import Template
 
         return Template(spec, options)
     raise SpecError(f"'{spec}' is not an implementation; known: {', '.join(sorted(known))}, "

@@ -9,9 +9,7 @@ import sys
 import tempfile
 from typing import Optional
 
-from ..args import Groups, groups_text, load_npz, save_npz
-from ..diagnostics import TLError
-from .base import (
+from tlinterp.impl.base import (
     DEFAULT_OPTIONS,
     Implementation,
     ImplOptions,
@@ -20,7 +18,15 @@ from .base import (
     mentioned_kinds,
     mentioned_warnings,
 )
-from .command import check_template, describe_exit, expand_template, rejection, run_command
+from tlinterp.impl.command import (
+    check_template,
+    describe_exit,
+    expand_template,
+    rejection,
+    run_command,
+)
+from tlinterp.io.args import Groups, groups_text, load_npz, save_npz
+from tlinterp.lang.diagnostics import TLError
 
 FIELDS = ("kernel", "args", "out", "func", "groups")
 

@@ -8,24 +8,25 @@ from typing import Optional, Union
 
 import numpy as np
 
-from .. import ir
-from ..args import BoundArgs, GroupArg, MemrefArg, bind, grid_of, unbind
-from ..deepstack import call_deep, nesting
-from ..diagnostics import ArgumentError
-from ..effects import written_arguments
-from ..types import GroupType
-from .execute import Env, Executor
-from .memory import ArgBuffer, GroupBuffer, View
-from .ub import KINDS, UBReport
-from .values import Lanes
-from .views import GroupValue
+from tlinterp.interp.execute import _BYTES_PER_LANE, Env, Executor
+from tlinterp.interp.memory import ArgBuffer, GroupBuffer, View
+from tlinterp.interp.ub import KINDS, UBReport
+from tlinterp.interp.values import Lanes
+from tlinterp.interp.views import GroupValue
+from tlinterp.io.args import BoundArgs, GroupArg, MemrefArg, bind, grid_of, unbind
+from tlinterp.io.memlimit import check_allocation
+from tlinterp.lang import ir
+from tlinterp.lang.deepstack import call_deep, nesting
+from tlinterp.lang.diagnostics import ArgumentError, ExecutionError
+from tlinterp.lang.effects import written_arguments
+from tlinterp.lang.types import GroupType
 
 __all__ = ["run", "run_bound", "grid_of", "select_function", "UBReport", "KINDS"]
 
 
 def _program(program_or_text: Union[str, ir.Program]) -> ir.Program:
-    from ..checker import check
-    from ..frontend import executable, parse
+    from tlinterp.checker.v03 import check
+    from tlinterp.front.pipeline import executable, parse
 
     if isinstance(program_or_text, str):
         program_or_text = parse(program_or_text)
@@ -101,6 +102,11 @@ def run_bound(program: ir.Program, function: ir.Function, bound: BoundArgs,
         env.set(a.value.name, v)
     if groups <= 0:
         return
+    # before any per-group array: 10^9 groups ran out of memory outside every instruction
+    check_allocation(groups * _BYTES_PER_LANE,
+                     f"the group count {groups} ({_BYTES_PER_LANE} bytes of interpreter "
+                     "state per work-group)",
+                     ExecutionError)
     ex = Executor(program, groups, check, max_steps)
     ex.grid = grid
     ex.function = function  # its attributes (work-group and sub-group sizes) matter to v0.4

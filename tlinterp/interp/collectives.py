@@ -15,13 +15,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from .. import ir
-from ..types import ScalarType
-from . import memory as mem
-from .memory import View
-from .scalar import cast, usual_type
-from .ub import Collector, groups_text
-from .values import Lanes, is_var
+from tlinterp.interp import memory as mem
+from tlinterp.interp.memory import View
+from tlinterp.interp.scalar import cast, usual_type
+from tlinterp.interp.ub import Collector, groups_text
+from tlinterp.interp.values import Lanes, is_var
+from tlinterp.lang import ir
+from tlinterp.lang.types import ScalarType
 
 
 def operands(inst: ir.Blas) -> tuple[list[str], str]:

@@ -25,8 +25,8 @@ from functools import cached_property
 
 import numpy as np
 
-from . import lowp
-from .spmd import UBFinding
+from tlinterp.interp import lowp
+from tlinterp.interp.spmd import UBFinding
 
 USES = ("matrix_a", "matrix_b", "matrix_acc")
 CHECKED = ("", "rows", "cols", "both")

@@ -11,14 +11,14 @@ from typing import Any, ClassVar, Optional
 
 import numpy as np
 
-from .. import ir
-from ..diagnostics import Diagnostic, ExecutionError, not_yet
-from ..memlimit import check_allocation
-from ..types import ScalarType
-from ..v04names import GRID_BUILTINS
-from . import collectives, scalar
-from . import memory as mem
-from .values import Lanes
+from tlinterp.interp import collectives, scalar
+from tlinterp.interp import memory as mem
+from tlinterp.interp.values import Lanes
+from tlinterp.io.memlimit import check_allocation
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import Diagnostic, ExecutionError, not_yet
+from tlinterp.lang.types import ScalarType
+from tlinterp.lang.v04.names import GRID_BUILTINS
 
 _BYTES_PER_LANE = 96  # as execute.py's foreach
 

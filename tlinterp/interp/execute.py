@@ -13,16 +13,16 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import ir
-from ..diagnostics import Diagnostic, ExecutionError, not_yet
-from ..memlimit import check_allocation
-from ..types import INDEX, ScalarType
-from . import collectives, exec_v04, fastpath, scalar, spmd_exec
-from . import memory as mem
-from . import views as vw
-from .memory import AllocaBuffer, View
-from .ub import Collector, groups_text
-from .values import Lanes, is_var, select
+from tlinterp.interp import collectives, exec_v04, fastpath, scalar, spmd_exec
+from tlinterp.interp import memory as mem
+from tlinterp.interp import views as vw
+from tlinterp.interp.memory import AllocaBuffer, View
+from tlinterp.interp.ub import Collector, groups_text
+from tlinterp.interp.values import Lanes, is_var, select
+from tlinterp.io.memlimit import check_allocation
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import Diagnostic, ExecutionError, not_yet
+from tlinterp.lang.types import INDEX, ScalarType
 
 _PURE = (ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.Yield, ir.GroupId, ir.GroupSize,
          ir.Size)
@@ -452,7 +452,7 @@ def _merge(old, new, sel, n: int, t) -> np.ndarray:
 
 
 def _not_yet(ex, inst, env, lanes, col):
-    """v0.4-only instructions: tlinterp/migrate.py rejects them before a run; this is the
+    """v0.4-only instructions: tlinterp/front/migrate.py rejects them before a run; this is the
     backstop for IR built by hand."""
     raise not_yet(inst)
 

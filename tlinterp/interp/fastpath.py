@@ -23,11 +23,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .. import ir
-from ..ops import BOOL, FLOAT, INT, type_class
-from ..types import INDEX, V04_ONLY_SCALARS, ScalarType
-from . import memory as mem
-from . import scalar
+from tlinterp.interp import memory as mem
+from tlinterp.interp import scalar
+from tlinterp.lang import ir
+from tlinterp.lang.ops import BOOL, FLOAT, INT, type_class
+from tlinterp.lang.types import INDEX, V04_ONLY_SCALARS, ScalarType
 
 _F32 = struct.Struct("f")
 _BAIL = object()  # "let the executor run this instruction"
@@ -176,7 +176,7 @@ def _exact(f):
     return lambda t, *operands: f(*operands)
 
 
-# The fast path's tables: type class -> operation (tlinterp/ops.py) -> (t, operands) -> a
+# The fast path's tables: type class -> operation (tlinterp/lang/ops.py) -> (t, operands) -> a
 # Python scalar or _BAIL.
 BINARY = {
     INT: {"add": _int_ring(operator.add), "sub": _int_ring(operator.sub),

@@ -22,11 +22,11 @@ from typing import Optional
 
 import numpy as np
 
-from ..diagnostics import ExecutionError
-from ..memlimit import check_allocation
-from ..types import ScalarType
-from .ub import Collector, groups_text
-from .values import Lanes, is_var
+from tlinterp.interp.ub import Collector, groups_text
+from tlinterp.interp.values import Lanes, is_var
+from tlinterp.io.memlimit import check_allocation
+from tlinterp.lang.diagnostics import ExecutionError
+from tlinterp.lang.types import ScalarType
 
 NONE, MANY = -1, -2
 
@@ -381,7 +381,7 @@ def _report_lanes(col, kind, span, lanes, bad, msg, limit=4):
         shown += len(col.reports) > before
     extra = int(bad.sum()) - len(pos)
     if extra > 0:
-        col.dropped[kind] = col.dropped.get(kind, 0) + extra
+        col.drop(kind, extra)
 
 
 def safe_bounds(buf: Buffer, fp: Footprint) -> bool:

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Const
-from ..ops import BOOL, FLOAT, INT, type_class
-from ..types import V04_ONLY_SCALARS, ScalarType
-from . import scalar_v04
+from tlinterp.interp import scalar_v04
+from tlinterp.lang.ir import Const
+from tlinterp.lang.ops import BOOL, FLOAT, INT, type_class
+from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
 
 # operations scalar_v04.py computes on every type (v0.3's types have no entry for them here)
 _V04_UNARY = frozenset({"abs", "conj", "re", "im", "cos", "sin", "exp", "exp2", "log", "log2",
@@ -185,7 +185,7 @@ def _bool_shift(t, a, b):  # only an amount of 0 is in range for a 1-bit type
         ("shift-out-of-range", b.copy(), "shift amount 1 outside [0, 1)")]
 
 
-# THE semantics tables: type class -> operation (tlinterp/ops.py) -> (t, operands) ->
+# THE semantics tables: type class -> operation (tlinterp/lang/ops.py) -> (t, operands) ->
 # (result, faults). i1 has entries beyond the checker's rule: docs/semantics.md gives every
 # operation a meaning on C's bool.
 BINARY = {

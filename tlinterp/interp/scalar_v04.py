@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import ScalarType
-from . import lowp
+from tlinterp.interp import lowp
+from tlinterp.lang.types import ScalarType
 
 Fault = tuple[str, np.ndarray, str]
 
@@ -63,7 +63,7 @@ def binary(op: str, t: ScalarType, a, b) -> tuple[np.ndarray, list[Fault]]:
     """`op a, b : t` for t in f16, bf16, c32, c64 (the checker allows only add sub mul div
     on complex; rem min max on the floats)."""
     with np.errstate(all="ignore"):
-        if t in _LOWP and op in ("add", "sub", "mul", "div"):
+        if (t in _LOWP and op in ("add", "sub", "mul", "div")) or (t.is_complex and op == "mul"):
             return lowp.arith(op, a, b, t.value), []
         # rem/min/max are exact in f32 (fmod's result is representable; min/max select):
         # the rounding back to f16/bf16 is exact too. Complex: NumPy's complex64/128.
@@ -73,7 +73,8 @@ def binary(op: str, t: ScalarType, a, b) -> tuple[np.ndarray, list[Fault]]:
 def _math(op: str, t: ScalarType, x: np.ndarray) -> np.ndarray:
     base = op.removeprefix("native_")  # native_*: the exact function too (docs: the bound)
     if base == "exp2" and t.is_complex:
-        return np.exp(x * np.log(2.0).astype(x.real.dtype))
+        ln2 = np.asarray(complex(np.log(2.0).astype(x.real.dtype)), x.dtype)
+        return np.exp(lowp.complex_mul(x, ln2))
     return {"cos": np.cos, "sin": np.sin, "exp": np.exp, "exp2": np.exp2, "log": np.log,
             "log2": np.log2}[base](x)
 

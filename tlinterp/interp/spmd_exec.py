@@ -19,15 +19,15 @@ from typing import Optional
 
 import numpy as np
 
-from .. import ir
-from ..diagnostics import Diagnostic, ExecutionError, not_yet
-from ..memlimit import check_allocation
-from ..types import INDEX, CoopMatrixType, ScalarType
-from . import coopmatrix as cm
-from . import exec_v04, scalar, subgroups
-from . import memory as mem
-from .spmd import UBFinding, WorkGroup, nonuniform
-from .values import Lanes, is_var
+from tlinterp.interp import coopmatrix as cm
+from tlinterp.interp import exec_v04, lowp, scalar, subgroups
+from tlinterp.interp import memory as mem
+from tlinterp.interp.spmd import UBFinding, WorkGroup, nonuniform
+from tlinterp.interp.values import Lanes, is_var
+from tlinterp.io.memlimit import check_allocation
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import Diagnostic, ExecutionError, not_yet
+from tlinterp.lang.types import INDEX, CoopMatrixType, ScalarType
 
 _BYTES_PER_LANE = 96
 
@@ -331,9 +331,15 @@ def _is_full(st: Region, lanes: Lanes) -> bool:
 
 def _layout(st: Region, t: CoopMatrixType, ex=None, inst=None) -> cm.Layout:
     try:
-        return cm.Layout(t.rows, t.cols, _ty(t.component), t.use, st.wg.subgroup_size)
+        layout = cm.Layout(t.rows, t.cols, _ty(t.component), t.use, st.wg.subgroup_size)
     except ValueError as e:  # a shape the layout document does not define
         raise ExecutionError([Diagnostic(f"{t}: {e}", getattr(inst, "span", None))]) from None
+    # The padded matrices of every sub-group, checked before NumPy sizes them: past 2^63
+    # elements NumPy raises ValueError, not MemoryError. As a MemoryError the instruction is
+    # named (Executor.out_of_memory) as for any allocation that fails.
+    check_allocation(st.P * st.wg.n_subgroups * layout.M * layout.J * lowp.SIZE[layout.ty],
+                     f"{t}", MemoryError)
+    return layout
 
 
 def _padded(ex, st, lanes, v: CoopValue, inst, col):
@@ -354,7 +360,7 @@ def _coop_out(st, lanes, layout: cm.Layout, padded) -> CoopValue:
 
 
 def _name(inst) -> str:
-    from ..v04names import construct
+    from tlinterp.lang.v04.names import construct
     return construct(inst).split(" at ")[0]
 
 
@@ -374,7 +380,7 @@ def _uniform(ex, st, lanes, x, inst, col, what: str, ok) -> np.ndarray:
 
 def _constant(ex, inst: ir.Constant, env, lanes, col):
     if not isinstance(inst.type, CoopMatrixType):
-        raise not_yet(inst)  # scalar constants become literals (tlinterp/migrate.py)
+        raise not_yet(inst)  # scalar constants become literals (tlinterp/front/migrate.py)
     st = _state(ex, inst)
     layout = _layout(st, inst.type)
     padded = cm.construct(layout, scalar.const(inst.value, inst.type.component))

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import lowp
-from .spmd import UBFinding, WorkGroup, nonuniform
+from tlinterp.interp import lowp
+from tlinterp.interp.spmd import UBFinding, WorkGroup, nonuniform
 
 OPS = ("add", "max", "min")
 

@@ -15,9 +15,9 @@ from typing import Optional
 
 import numpy as np
 
-from ..diagnostics import Diagnostic, UndefinedBehaviour
-from ..ir import Span
-from .values import Lanes
+from tlinterp.interp.values import Lanes
+from tlinterp.lang.diagnostics import Diagnostic, UndefinedBehaviour
+from tlinterp.lang.ir import Span
 
 KINDS = (
     "out-of-bounds", "data-race", "uninitialised-read", "use-after-lifetime", "division-by-zero",
@@ -61,7 +61,8 @@ class Collector:
     filename: str = "<input>"
     source: str = ""
     reports: list[UBReport] = field(default_factory=list)
-    dropped: dict[str, int] = field(default_factory=dict)
+    # (kind, what was cut: "element(s) " or "" for lanes) -> how many reports were not kept
+    dropped: dict[tuple[str, str], int] = field(default_factory=dict)
     repeats: dict[int, int] = field(default_factory=dict)  # report index -> times seen
 
     def add(self, kind: str, span, groups, element, message: str) -> None:
@@ -71,16 +72,21 @@ class Collector:
                 self.repeats[i] = self.repeats.get(i, 1) + 1
                 return
         if sum(r.kind == kind for r in self.reports) >= MAX_PER_KIND:
-            self.dropped[kind] = self.dropped.get(kind, 0) + 1
+            self.drop(kind, 1)
             return
         el = None if element is None else tuple(int(e) for e in element)
         self.reports.append(UBReport(kind, span, tuple(int(g) for g in groups), el, message))
+
+    def drop(self, kind: str, n: int, what: str = "element(s) ") -> None:
+        """Count `n` reports of `kind` not kept, for the "N more WHAT like the above" line."""
+        self.dropped[kind, what] = self.dropped.get((kind, what), 0) + n
 
     def add_first(self, kind: str, mask, span, describe: Callable[[tuple], Described],
                   count_rest: bool = True) -> None:
         """Report the first MAX_PER_KIND true positions of `mask` (C order), each as
         `describe(position) -> (groups, element, message)`; the others are counted into the
-        "more element(s)" line when `count_rest`."""
+        "N more element(s)" line, or when not `count_rest` (the positions are lanes, not
+        elements) into an "N more" line."""
         mask = np.asarray(mask, bool)
         hits = np.flatnonzero(mask) if mask.ndim == 1 else np.argwhere(mask)
         if not len(hits):  # the common case: cheap
@@ -89,8 +95,8 @@ class Collector:
             self.add(kind, span, *describe((int(p),) if mask.ndim == 1 else
                                            tuple(int(i) for i in p)))
         rest = len(hits) - min(len(hits), MAX_PER_KIND)
-        if count_rest and rest:
-            self.dropped[kind] = self.dropped.get(kind, 0) + rest
+        if rest:  # never cut silently (work-groups 4-7 listed, 8 dropped without a word)
+            self.drop(kind, rest, "element(s) " if count_rest else "")
 
     def add_lanes(self, kind: str, mask, lanes: Lanes, span,
                   describe: Callable[[int, int], tuple[Optional[tuple], str]],
@@ -129,9 +135,9 @@ def raise_reports(col: Collector) -> None:
     for i, times in col.repeats.items():
         d = diags[i]
         diags[i] = Diagnostic(f"{d.message} ({times} times)", d.span, d.filename)
-    for kind, n in col.dropped.items():
+    for (kind, what), n in col.dropped.items():
         span = next(r.span for r in col.reports if r.kind == kind)
-        diags.append(Diagnostic(f"{_TITLES[kind]}: {n} more element(s) like the above", span,
+        diags.append(Diagnostic(f"{_TITLES[kind]}: {n} more {what}like the above", span,
                                 filename))
     err = UndefinedBehaviour(diags, col.source)
     err.reports = list(col.reports)

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..types import GroupType, MemrefType
-from .memory import GroupBuffer, View
-from .ub import Collector, groups_text
-from .values import Lanes, is_var, uniform_or
+from tlinterp.interp.memory import GroupBuffer, View
+from tlinterp.interp.ub import Collector, groups_text
+from tlinterp.interp.values import Lanes, is_var, uniform_or
+from tlinterp.lang.types import GroupType, MemrefType
 
 
 def meta(x):
