@@ -88,11 +88,6 @@ def lower_foreach_nd(lw, w, inst: ir.ForeachNd) -> None:
     lw.spmd_loop(w, prologue, total, bind, inst.body)
 
 
-def lw_var(v: ir.Value) -> str:
-
-    return var(v.name)
-
-
 def lower_associated(lw, w, inst: ir.Associated) -> None:
     """True for every memref and group the runtime passes (each is a buffer of at least 8
     bytes, never a null pointer) and for allocas: the interpreter's answer, computed from the

@@ -12,11 +12,6 @@ def var(name: str) -> str:
     return f"v_{name}"
 
 
-def var(name: str) -> str:
-    """The C name of the tensor-language value %name."""
-    return f"v_{name}"
-
-
 @dataclass(frozen=True)
 class Scalar:
     expr: str
