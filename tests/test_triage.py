@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import tlinterp
-from fuzz.campaign import triage as T
-from fuzz.campaign.clexec import RewritingTarget, Target
 from fuzz.strategies import FuzzCase
+from fuzz.triage import triage as T
+from fuzz.triage.clexec import RewritingTarget, Target
 from tlgpu import LoweringConfig
 from tlinterp.io.args import load_npz
 
@@ -115,9 +115,9 @@ def test_uninitialised_local_memory_read_by_the_lowering_is_ub(monkeypatch):
 @pytest.mark.slow
 def test_reduction_and_reproducer_of_the_simulated_device_bug(tmp_path):
     pytest.importorskip("lithium", reason="the reducer is the [triage] extra")
-    from fuzz.campaign import reproducer
-    from fuzz.campaign.clexec import Isolated, run_source
-    from fuzz.campaign.reduce import interesting_for, reduce_kernel, split_kernel
+    from fuzz.triage import reproducer
+    from fuzz.triage.clexec import Isolated, run_source
+    from fuzz.triage.reduce import interesting_for, reduce_kernel, split_kernel
     from tlgpu.runtime.launch import BUILD_OPTIONS
 
     case = finding_case()

@@ -52,7 +52,7 @@ def _program(job: Job):
 
 def _work_item_code(program) -> bool:
     """Whether the program has v0.4 SPMD regions (parallel, foreach_tile)."""
-    from tlgpu.lowering.spmd import uses_spmd
+    from tlgpu.lowering.v04.spmd import uses_spmd
 
     return any(uses_spmd(f) for f in program.functions)
 

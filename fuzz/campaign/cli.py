@@ -49,6 +49,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from fuzz.campaign import sharedb
+from fuzz.campaign.hunt import HuntOptions, hunt
+from fuzz.campaign.options import (
+    check_device,
+    check_known_good,
+    check_out_dir,
+    chosen_device,
+    keep_hypothesis_under,
+    positive_seconds,
+    runs_on_a_device,
+)
+from fuzz.strategies import generated_kinds
 from tlinterp.cli.conventions import (
     add_impl_choice,
     add_jobs,
@@ -62,19 +74,6 @@ from tlinterp.cli.conventions import (
 )
 from tlinterp.impl.flags import add_impl_flags, whole_number
 from tlinterp.io.foreigntext import for_rich
-
-from ..strategies import generated_kinds
-from . import sharedb
-from .hunt import HuntOptions, hunt
-from .options import (
-    check_device,
-    check_known_good,
-    check_out_dir,
-    chosen_device,
-    keep_hypothesis_under,
-    positive_seconds,
-    runs_on_a_device,
-)
 
 # the kinds of v0.3 programs (the default --lang); generated_kinds("v0.4") for v0.4
 ALL_KINDS = generated_kinds("v0.3")
@@ -96,12 +95,11 @@ def round_seed(seed: int, job: int, k: int) -> int:
 
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
+    from fuzz.campaign.harness import save_finding
+    from fuzz.campaign.rejections import Keyed, save_rejection
+    from fuzz.campaign.sandbox import Sandbox, quiet_child
+    from fuzz.shutdown import stop_on_sigterm
     from tlinterp.lang.diagnostics import TLError
-
-    from ..shutdown import stop_on_sigterm
-    from .harness import save_finding
-    from .rejections import Keyed, save_rejection
-    from .sandbox import Sandbox, quiet_child
 
     # SIGINT is the parent's to handle; compiler chatter from triage's reruns would cross the
     # live view (a job's errors reach the parent through q, not stderr); SIGTERM from the
@@ -133,7 +131,7 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
                 continue
             q.put(("finding", job, f.kind, base, first_line))
             if opts.triage_time > 0 and f.kind == "mismatch":
-                from .triage_saved import triage_saved
+                from fuzz.triage.saved import triage_saved
 
                 # triage counts inside --time: what is left of it, at most --triage-time
                 budget = min(opts.triage_time, deadline - time.time())
@@ -161,7 +159,7 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
 
 def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
             report) -> None:
-    from . import sharedb
+    from fuzz.campaign import sharedb
 
     told = False
 
@@ -187,11 +185,10 @@ def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, 
 def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     """Re-run saved differential findings first; report which still fail."""
     import tlinterp
+    from fuzz.strategies import FuzzCase
+    from fuzz.triage.reproduce import read_finding_line, read_finding_source
     from tlinterp.io.args import load_npz
     from tlinterp.lang.diagnostics import decode_source
-
-    from ..strategies import FuzzCase
-    from .reproduce import read_finding_line, read_finding_source
 
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
@@ -413,7 +410,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
     if tally.findings or any(s == "still failing" for _, s in tally.replays):
         return 1
     if interrupted is not None:
-        from ..shutdown import exit_status_of
+        from fuzz.shutdown import exit_status_of
 
         return exit_status_of(interrupted)
     if tally.cases == 0:
@@ -436,7 +433,7 @@ def _stop_jobs(procs) -> None:
     processes (orphans come back to us, fuzz.shutdown.adopt_orphans)."""
     import signal
 
-    from ..shutdown import kill_children, kill_tree
+    from fuzz.shutdown import kill_children, kill_tree
 
     for p in procs:
         if p.is_alive():
@@ -589,9 +586,8 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
 
 def _against_problem(ns: argparse.Namespace) -> Optional[str]:
     """Why --against cannot be used as given (None: it can)."""
+    from fuzz.campaign.frontdiff import check_against
     from tlinterp.impl import SpecError
-
-    from .frontdiff import check_against
 
     if not ns.frontend:
         return "--against needs --frontend (it compares front ends, nothing runs)"
@@ -608,11 +604,11 @@ def _against_problem(ns: argparse.Namespace) -> Optional[str]:
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["triage"]:
-        from .triage_cli import main as triage_main
+        from fuzz.triage.cli import main as triage_main
 
         return triage_main(argv[1:])
     if argv[:1] == ["reproduce"]:
-        from .reproduce import main as reproduce_main
+        from fuzz.triage.reproduce import main as reproduce_main
 
         return reproduce_main(argv[1:])
     parser = build_parser()
@@ -629,13 +625,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     if ns.out is None:  # never the current directory: a campaign started anywhere
         ns.out = default_findings_dir()
     if ns.profile == "list":
-        from ..profiles import describe
+        from fuzz.profiles import describe
 
         print(describe())
         return 0
     try:  # before --out is created: a usage error leaves nothing behind
-        from ..profiles import ProfileError
-        from ..profiles import load as load_profile
+        from fuzz.profiles import ProfileError
+        from fuzz.profiles import load as load_profile
 
         ns.profile_ref = load_profile(ns.profile)
     except ProfileError as e:
@@ -666,7 +662,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               "runs", file=sys.stderr)
         return 2
     if ns.mutation is not None:
-        from .mutations import known
+        from fuzz.campaign.mutations import known
 
         if ns.mutation not in known():
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "
@@ -692,7 +688,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         ns.device_label = chosen_device(ns.device)
         print(f"tlfuzz: device {ns.device_label}", file=sys.stderr)
     keep_hypothesis_under(ns.out)
-    from ..shutdown import adopt_orphans, exit_status_of, scratch_dir, stop_on_signals
+    from fuzz.shutdown import adopt_orphans, exit_status_of, scratch_dir, stop_on_signals
 
     # SIGTERM and Ctrl-C end the campaign in order (the summary, no process and no scratch
     # directory left behind: every temporary file of the jobs lives below scratch_dir)
@@ -701,7 +697,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             return run_campaign(ns)
         except KeyboardInterrupt as e:  # before the jobs started or after the summary
-            from ..shutdown import kill_children
+            from fuzz.shutdown import kill_children
 
             kill_children()
             return exit_status_of(e)

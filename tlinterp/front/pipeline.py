@@ -278,7 +278,7 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
 
     # the v0.4 types (f16, bf16, c32, c64), their operations (abs, conj, re, im, the math
     # functions) and inf/NaN constants are lowered in scalar code, memory, control flow and
-    # the collectives (tlgpu/lowering/lowp.py, complexnum.py); not yet in the v0.4
+    # the collectives (tlgpu/lowering/v04/lowp.py, complexnum.py); not yet in the v0.4
     # instructions or `.atomic` collectives into c64
     for fn in program.functions:
         for inst in ir.walk(fn.body):

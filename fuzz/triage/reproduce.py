@@ -26,10 +26,9 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from fuzz.campaign.options import positive_seconds
 from tlinterp.io.args import Groups, groups_text
 from tlinterp.io.foreigntext import shown
-
-from .options import positive_seconds
 
 AGREES, DIFFERS, USAGE, INTERNAL, SAID_NO, CRASHED = 0, 1, 2, 3, 4, 5
 DEFAULT_TIMEOUT = 300.0  # seconds per run of the implementation
@@ -186,7 +185,7 @@ def request(argv: list[str]) -> Request:
         except UsageError as e:
             raise UsageError(f"the first line of {base}.txt: {e}") from None
         if ns.impl is None and saved.impl:  # the file's choice, not the user's
-            from .trust import check_saved_impl
+            from fuzz.campaign.trust import check_saved_impl
 
             check_saved_impl(base + ".txt", saved.impl, UsageError)
         for key, value in vars(ns).items():  # flags given on this command line win
@@ -205,7 +204,7 @@ def request(argv: list[str]) -> Request:
         lowering_needs_opencl(ns.impl, options.lowering, "--impl")
     except SpecError as e:
         raise UsageError(str(e)) from None
-    from .options import check_device, check_known_good, runs_on_a_device
+    from fuzz.campaign.options import check_device, check_known_good, runs_on_a_device
 
     builds = runs_on_a_device(ns.impl)
     if options.device is not None or builds:  # else every run fails as the implementation's
@@ -214,7 +213,7 @@ def request(argv: list[str]) -> Request:
         if problem:
             raise DeviceError(problem)
     if builds:
-        from .options import chosen_device
+        from fuzz.campaign.options import chosen_device
 
         print(f"tlfuzz reproduce: device {chosen_device(options.device)}", file=sys.stderr)
     return Request(tl, npz, ns.func, ns.groups, ns.impl, options, timeout, ns.lang)
@@ -231,10 +230,9 @@ def load_case(tl: str, npz: str, func: Optional[str], groups: Optional[Groups],
     """The kernel (tensor language `lang`, None: detected) and its arguments as a FuzzCase;
     TLError/OSError when they do not load."""
     import tlinterp
+    from fuzz.strategies import FuzzCase
     from tlinterp.io.args import bind, load_npz
     from tlinterp.lang.diagnostics import decode_source
-
-    from ..strategies import FuzzCase
 
     # a SourceError at the bad byte's line and column
     text = decode_source(read_finding_source(tl), tl)
@@ -270,7 +268,7 @@ def run_impl(case, spec: str, options, timeout: float):
 
 def judge(case, expected: dict, outcome) -> Verdict:
     """Compare an implementation's outcome with the reference's outputs."""
-    from ..oracle.compare import compare_outputs
+    from fuzz.oracle.compare import compare_outputs
 
     said = shown((outcome.message or "").strip()) or "(no message)"
     if outcome.status in ("rejected", "failed"):

@@ -16,15 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Optional
 
+from fuzz.triage.clexec import OPT_DISABLE, Outcome, Prepared, Target, count, differing, run_source
 from tlinterp.io.outfile import write_text
-
-from .clexec import OPT_DISABLE, Outcome, Prepared, Target, count, differing, run_source
 
 LOWERING = "our lowering"
 UB = "undefined behaviour in the generated C"
 DEVICE = "device compiler suspect"
 FLAKY = "flaky"
-# a finding against another implementation (fuzz.campaign.triage_impl) has these two too
+# a finding against another implementation (fuzz.triage.impl) has these two too
 YOURS = "your compiler"
 EMITTED_UB = "UB in the emitted code"
 CLASSES = (LOWERING, UB, DEVICE, FLAKY, YOURS, EMITTED_UB)
@@ -112,7 +111,7 @@ def failure(error: str) -> str:
 
 
 def _judge(case, expected: dict, out: Outcome) -> tuple[str, Optional[bool]]:
-    from ..oracle.compare import compare_outputs
+    from fuzz.oracle.compare import compare_outputs
 
     if out.outputs is None:
         return f"failed: {failure(out.error or '')}", None
@@ -239,9 +238,9 @@ def reduce_and_write(case, prep: Prepared, target: Target, base: str, seconds: f
                      progress: Callable[[str], None]) -> str:
     """Reduce a device-compiler suspect's OpenCL C (`prep`, built with `options`) and write
     the reproducer BASE.repro/; a line for the triage report."""
-    from . import reproducer
-    from .clexec import Isolated, device_info
-    from .reduce import ReducerMissing, interesting_for, reduce_kernel
+    from fuzz.triage import reproducer
+    from fuzz.triage.clexec import Isolated, device_info
+    from fuzz.triage.reduce import ReducerMissing, interesting_for, reduce_kernel
 
     expected = expected_outputs(case)
     others = {o.device: o for o in available_others(target)}
@@ -286,7 +285,7 @@ def reduce_and_write(case, prep: Prepared, target: Target, base: str, seconds: f
 
 def _saved_line(base: str) -> str:
     """The `tlfuzz reproduce` line a campaign saved with the finding ("" when none)."""
-    from .reproduce import UsageError, read_finding_line
+    from fuzz.triage.reproduce import UsageError, read_finding_line
 
     try:
         line = read_finding_line(base + ".txt").strip()

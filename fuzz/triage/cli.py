@@ -20,7 +20,7 @@ import time
 import warnings
 from typing import Optional
 
-from .options import positive_seconds
+from fuzz.campaign.options import positive_seconds
 
 PURPOSE = "Triage a saved finding: rerun it, classify it, reduce a device-compiler suspect."
 EXAMPLES = (
@@ -69,18 +69,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     warnings.filterwarnings("ignore")
-    from .clexec import Target
-    from .triage import FLAKY, investigate
+    from fuzz.triage.clexec import Target
+    from fuzz.triage.triage import FLAKY, investigate
 
     if ns.mutation is not None:
-        from .mutations import MUTATIONS, apply
+        from fuzz.campaign.mutations import MUTATIONS, apply
 
         if ns.mutation not in MUTATIONS:
             print(f"tlfuzz triage: unknown mutation '{ns.mutation}' (known: "
                   f"{', '.join(MUTATIONS)})", file=sys.stderr)
             return 2
         apply(ns.mutation)
-    from .reproduce import DeviceError, UsageError, finding_base, load_case, request
+    from fuzz.triage.reproduce import DeviceError, UsageError, finding_base, load_case, request
 
     overrides = [w for flag, v in (("--device", ns.device), ("--impl", ns.impl)) if v
                  for w in (flag, v)]
@@ -96,9 +96,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     except TLError as e:
         print(f"tlfuzz triage: the finding {ns.finding} does not load:\n{e}", file=sys.stderr)
         return 2
+    from fuzz.campaign.options import check_device
     from tlinterp.impl import SpecError, resolve
-
-    from .options import check_device
 
     try:
         impl = resolve(req.spec, req.options)  # opencl:DEVICE names the device
@@ -111,7 +110,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     if problem:
         print(f"tlfuzz triage: {problem}", file=sys.stderr)
         return 2
-    from .options import chosen_device
+    from fuzz.campaign.options import chosen_device
 
     print(f"tlfuzz triage: device {chosen_device(device)}", file=sys.stderr)
     base = finding_base(ns.finding)
@@ -127,7 +126,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             config = LoweringConfig.from_overrides(list(req.options.lowering))
             result = investigate(case, config, Target(device), base, ns.reduce_time, progress)
         else:
-            from .triage_impl import investigate_impl
+            from fuzz.triage.impl import investigate_impl
 
             result = investigate_impl(case, req.spec, req.options, base, ns.reduce_time,
                                       progress)

@@ -19,8 +19,8 @@ import numpy as np
 from tlgpu.lowering import prelude
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import ctype, literal
-from tlgpu.lowering.spmd import LX, quot, rem, subgroup_size
-from tlgpu.lowering.subgroups import prologue, scratch, subgroup_barrier
+from tlgpu.lowering.v04.spmd import LX, quot, rem, subgroup_size
+from tlgpu.lowering.v04.subgroups import prologue, scratch, subgroup_barrier
 from tlgpu.lowering.views import Scalar, View
 from tlinterp.interp import coopmatrix as cm
 from tlinterp.lang import ir

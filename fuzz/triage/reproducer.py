@@ -13,10 +13,9 @@ from typing import Optional
 
 import numpy as np
 
+from fuzz.triage.clexec import Prepared
 from tlinterp.io.args import GroupArg, MemrefArg, bind
 from tlinterp.lang.types import GroupType
-
-from .clexec import Prepared
 
 HOST = '''\
 """Run kernel.cl as described in args.json; compare the buffers with expected.npz.

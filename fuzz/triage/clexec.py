@@ -182,7 +182,7 @@ def count(masks: dict[str, np.ndarray]) -> int:
 
 
 def _serve(conn) -> None:
-    from .sandbox import quiet_child, serve
+    from fuzz.campaign.sandbox import quiet_child, serve
 
     quiet_child()  # Oclgrind's reports are captured per run, not read from fd 2
     serve(conn, lambda msg: run_source(*msg[0], **msg[1]))

@@ -23,12 +23,9 @@ import shlex
 from collections.abc import Callable
 from typing import Optional
 
-from tlinterp.io.foreigntext import shown
-from tlinterp.io.outfile import write_text
-
-from .clexec import OPT_DISABLE, Isolated, Prepared, Size, Target, count, differing
-from .clexec import Outcome as RunOutcome
-from .triage import (
+from fuzz.triage.clexec import OPT_DISABLE, Isolated, Prepared, Size, Target, count, differing
+from fuzz.triage.clexec import Outcome as RunOutcome
+from fuzz.triage.triage import (
     DEVICE,
     EMITTED_UB,
     FLAKY,
@@ -40,6 +37,8 @@ from .triage import (
     expected_outputs,
     reduce_and_write,
 )
+from tlinterp.io.foreigntext import shown
+from tlinterp.io.outfile import write_text
 
 CLASSES = (YOURS, DEVICE, EMITTED_UB, FLAKY)
 RERUNS = 3  # enough to tell a deterministic difference from one that comes and goes
@@ -90,9 +89,8 @@ def triage_impl(case, spec: str, options, reruns: int = RERUNS, timeout: float =
                 progress: Callable[[str], None] = lambda s: None) -> Triage:
     """Rerun and classify a finding against the implementation `spec` with `options` (an
     ImplOptions; see the module doc)."""
+    from fuzz.triage.reproduce import run_impl
     from tlinterp.impl.base import option_words
-
-    from .reproduce import run_impl
 
     expected = expected_outputs(case)
     runs: list[Run] = []

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .clexec import Target
-from .triage import investigate
-from .triage_impl import investigate_impl
+from fuzz.triage.clexec import Target
+from fuzz.triage.impl import investigate_impl
+from fuzz.triage.triage import investigate
 
 _MUTATED: set = set()
 
@@ -16,11 +16,11 @@ def triage_saved(finding, base: str, reduce_seconds: float,
                  mutation: Optional[str] = None) -> str:
     """Triage a finding a campaign has just saved at BASE; its short class for the live view
     (or "triage failed: ..."; a campaign must go on). A finding against another
-    implementation is triaged against that implementation (fuzz.campaign.triage_impl)."""
+    implementation is triaged against that implementation (fuzz.triage.impl)."""
     from tlgpu.lowering.config import LoweringConfig
 
     if mutation and mutation not in _MUTATED:  # the campaign planted it in its OpenCL side
-        from .mutations import apply
+        from fuzz.campaign.mutations import apply
 
         apply(mutation)
         _MUTATED.add(mutation)

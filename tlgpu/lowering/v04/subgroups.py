@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import ctype, literal
-from tlgpu.lowering.spmd import LX, quot, rem, subgroup_size
+from tlgpu.lowering.v04.spmd import LX, quot, rem, subgroup_size
 from tlgpu.lowering.views import Scalar
 from tlinterp.interp import lowp
 from tlinterp.lang import ir

@@ -25,7 +25,7 @@ from typing import Optional
 
 import numpy as np
 
-from .clexec import Outcome, Prepared, Target, differing, run_source
+from fuzz.triage.clexec import Outcome, Prepared, Target, differing, run_source
 
 MISSING = ("OpenCL C reduction needs the lithium reducer: pip install 'tlinterp[triage]' "
            "(or pip install lithium-reducer)")
