@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# accepts a negative cache level in `cooperative_matrix_prefetch`
+# tinytc 0.4.0: accepts an invalid program. Usage: ./repro.sh [PATH-TO-TINYTC] [--device NAME]
+# Exit status: 1 while the bug is there, 0 once it is fixed, 2 when nothing could be tested.
+# Needs bash, timeout (coreutils).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+compiler=tinytc
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then compiler=$1; shift; fi
+command -v "$compiler" > /dev/null || { echo "repro.sh: no compiler '$compiler'" >&2; exit 2; }
+tool=$compiler
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+cd "$here"
+limit=${REPRO_TIMEOUT:-60}
+echo "+ tinytc kernel.tl > /dev/null"
+timeout -k 5 "$limit" "$tool" kernel.tl > "$tmp/out" 2> "$tmp/err"
+status=$?
+head -c 2000 "$tmp/err"
+if [ $status -eq 0 ]; then
+  echo "expected: an error (an invalid program); actual: exit 0 (the bug)"; exit 1
+fi
+if [ $status -ge 124 ]; then
+  echo "expected: an error message; actual: exit status $status (a crash or timeout)"; exit 1
+fi
+echo "expected: an error (an invalid program); actual: exit status $status (fixed)"
+exit 0

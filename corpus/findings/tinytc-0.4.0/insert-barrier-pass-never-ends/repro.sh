@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# the `insert-barrier` pass does not terminate on some kernels
+# tinytc 0.4.0: hang. Usage: ./repro.sh [PATH-TO-TINYTC] [--device NAME]
+# Exit status: 1 while the bug is there, 0 once it is fixed, 2 when nothing could be tested.
+# Needs bash, timeout (coreutils).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+compiler=tinytc
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then compiler=$1; shift; fi
+command -v "$compiler" > /dev/null || { echo "repro.sh: no compiler '$compiler'" >&2; exit 2; }
+tool=$compiler
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+cd "$here"
+limit=${REPRO_TIMEOUT:-60}
+echo "+ tinytc kernel.tl > /dev/null"
+timeout -k 5 "$limit" "$tool" kernel.tl > "$tmp/out" 2> "$tmp/err"
+status=$?
+head -c 2000 "$tmp/err"
+if [ $status -eq 124 ] || [ $status -eq 137 ]; then
+  echo "expected: the command ends; actual: no answer within $limit s (the bug)"; exit 1
+fi
+echo "expected: the command ends; actual: it ended with exit status $status (fixed)"
+exit 0

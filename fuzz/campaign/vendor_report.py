@@ -1,0 +1,496 @@
+"""`tlfuzz report`: a finding of an external compiler (tinytc) as a report its maintainer can
+act on without our tools. The output directory holds one entry point, `repro.sh
+[PATH-TO-COMPILER]` (exit 1 while the bug is there, 0 once it is fixed, 2 when nothing could be
+tested), our minimal kernel, and for a run-time finding a numpy+pyopencl `host.py`
+(fuzz/campaign/vendor_host.py) with the arguments in the compiler's calling convention
+(tlgpu/lowering/callconv.py, the one place of both conventions).
+
+The facts of a finding are declared once, in `finding.json` beside its kernel (see
+`Meta`); a saved `tlfuzz` finding (NAME.tl/.npz/.txt) without one gets them from its kind and
+its implementation. docs/findings.md describes the layout and the exit statuses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from dataclasses import asdict, dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .vendor_host import HOST_PY
+
+# What repro.sh checks, by the class of the finding (the index orders them in this order).
+KINDS = {
+    "run": "wrong result",  # the code builds and runs; host.py compares
+    "crash": "crash or internal error",  # of the compiler, on a valid or invalid program
+    "hang": "hang",  # of the compiler
+    "build": "code does not build",  # the compiler's output is refused by the device
+    "reject": "rejects a valid program",
+    "accept": "accepts an invalid program",
+}
+SEVERITY = ("run", "crash", "hang", "build", "reject", "accept")
+TIMEOUT = 60  # seconds for one compiler run or one host.py run, unless finding.json says
+OUTPUT = {"0.3.1": ("opencl-c", "kernel.cl"), "0.4.0": ("spirv", "kernel.spv")}
+CONVENTION = {"0.3.1": "v0.3", "0.4.0": "v0.4"}
+SPEC = {  # where each release's language reference lives (tag = the release's git tag)
+    "0.3.1": "https://intel.github.io/tiny-tensor-compiler/v0.3.1/manual/tensor-ir.html",
+    "0.4.0": "https://intel.github.io/tiny-tensor-compiler/v0.4.0/manual/tensor-ir.html",
+}
+
+
+class ReportError(Exception):
+    """A finding that cannot be made into a report (exit 2 of `tlfuzz report`)."""
+
+
+@dataclass
+class Meta:
+    """finding.json: what a report is about and how its reproducer checks it."""
+
+    title: str
+    kind: str  # a key of KINDS
+    version: str  # "0.3.1" or "0.4.0"
+    compiler: str = "tinytc"
+    tool: str = "tinytc"  # the program run: tinytc, or tinytc-opt beside it
+    flags: list[str] = field(default_factory=list)  # e.g. ["-d", "tgl"], ["-O0"]
+    stdin: bool = False  # the kernel on standard input (where the file name matters)
+    message: str = ""  # a regular expression the compiler's output matches while the bug is
+    # there (reject, crash: the message; accept: a fixed compiler must name a place)
+    timeout: int = TIMEOUT
+    rtol: float = 0.0  # relative tolerance of float results (0: exact, sign of zero too)
+    build_options: list[str] = field(default_factory=lambda: ["-cl-std=CL2.0",
+                                                              "-cl-mad-enable"])
+    spec_section: str = ""
+    spec_quote: str = ""  # at most one sentence
+    disputed: str = ""  # non-empty: the other reading; the index lists it apart
+    plant: list[str] = field(default_factory=list)  # [regex, replacement]: the bug planted
+    # in our own lowering's output, for the tests (tests/test_vendor_reports.py)
+    upstream: str = "not yet reported"
+
+    @property
+    def format(self) -> str:
+        return OUTPUT[self.version][0]
+
+    @property
+    def output(self) -> str:
+        return OUTPUT[self.version][1]
+
+
+def load_meta(directory: str) -> Meta:
+    path = os.path.join(directory, "finding.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        meta = Meta(**data)
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {e.strerror}") from None
+    except (ValueError, TypeError) as e:
+        raise ReportError(f"{path}: {e}") from None
+    if meta.kind not in KINDS:
+        raise ReportError(f"{path}: kind '{meta.kind}' is not one of {', '.join(KINDS)}")
+    if meta.version not in OUTPUT:
+        raise ReportError(f"{path}: version '{meta.version}' is not one of "
+                          f"{', '.join(OUTPUT)}")
+    return meta
+
+
+def save_meta(meta: Meta, directory: str) -> None:
+    default = Meta(title="", kind="run", version="0.3.1")
+    data = {k: v for k, v in asdict(meta).items()
+            if k in ("title", "kind", "version") or v != getattr(default, k)}
+    with open(os.path.join(directory, "finding.json"), "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+# --- the compiler's command -------------------------------------------------------------
+
+def compiler_argv(meta: Meta, compiler: str = "tinytc", kernel: str = "kernel.tl") -> list[str]:
+    """The exact command, as words; the kernel comes on stdin when meta.stdin."""
+    tool = compiler if meta.tool == "tinytc" else _beside(compiler, meta.tool)
+    return [tool, *meta.flags, *([] if meta.stdin else [kernel])]
+
+
+def _beside(compiler: str, tool: str) -> str:
+    d = os.path.dirname(compiler)
+    return os.path.join(d, tool) if d else tool
+
+
+def command_line(meta: Meta, compiler: str = "tinytc") -> str:
+    words = " ".join(shlex.quote(w) for w in compiler_argv(meta, compiler))
+    redirect = " < kernel.tl" if meta.stdin else ""
+    out = f" > {meta.output}" if meta.kind in ("run", "build") else " > /dev/null"
+    return words + redirect + out
+
+
+# --- host.json: the parameters in the compiler's calling convention ---------------------
+
+def _host_array(a: np.ndarray) -> np.ndarray:
+    """An array numpy alone can load: bf16 (ml_dtypes) as its 16-bit patterns."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.kind not in "biufc":
+        a = a.view(f"u{a.dtype.itemsize}")
+    return a
+
+
+def _ctype(t) -> str:
+    from tlgpu.lowering.ctypes_map import C_TYPES
+
+    v04 = {"f16": "half", "bf16": "ushort", "c32": "float2", "c64": "double2"}
+    return C_TYPES.get(t) or v04[t.value]
+
+
+def _extent(shape, strides) -> int:
+    return 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if all(shape) else 0
+
+
+ALIGN = 128  # bytes: every member pointer is this aligned (the devices' base alignment)
+
+
+def _roundup(n: int, k: int) -> int:
+    return (n + k - 1) // k * k
+
+
+def host_spec(function, args: dict, expected: dict, convention: str,
+              groups: Optional[int] = None) -> tuple[list[dict], dict, dict, tuple]:
+    """(params, inputs, outputs, grid): every kernel parameter in `convention`'s order with
+    its C type, the buffers and scalars before the launch and the buffers after a correct run
+    (from the .npz convention's `args` and `expected`), and the launch grid."""
+    from tlgpu.lowering.callconv import argument_params
+    from tlinterp.io.args import GroupArg, MemrefArg, bind
+    from tlinterp.lang.types import GroupType, MemrefType
+
+    before, after = bind(function, args), bind(function, {**args, **expected})
+    params: list[dict] = []
+    inputs: dict[str, np.ndarray] = {}
+    outputs: dict[str, np.ndarray] = {}
+
+    def scalar(key: str, value, ctype: str) -> None:
+        inputs[key] = _host_array(np.asarray(value))
+        params.append({"name": key, "ctype": ctype, "kind": "scalar", "value": key})
+
+    def index_buffer(key: str, values: list[int]) -> None:
+        arr = np.array(values or [0], np.int64)
+        inputs[key] = outputs[key] = arr
+        params.append({"name": key, "ctype": "global long*", "kind": "buffer",
+                       "buffer": key})
+
+    for a in function.args:
+        name, t = a.value.name, a.type
+        v, w = before.values[name], after.values[name]
+        for p in argument_params(name, t, convention):
+            key = name + p.suffix
+            if isinstance(v, MemrefArg):
+                if p.role == "data":
+                    n = _extent(v.shape, v.strides)
+                    inputs[name] = _host_array(v.buffer[v.offset:v.offset + max(n, 1)])
+                    outputs[name] = _host_array(w.buffer[w.offset:w.offset + max(n, 1)])
+                    params.append({"name": name, "ctype": f"global {_ctype(t.element)}*",
+                                   "kind": "buffer", "buffer": name})
+                else:
+                    scalar(key, np.int64((v.shape if p.role == "shape"
+                                          else v.strides)[p.mode]), "long")
+            elif isinstance(v, GroupArg):
+                assert isinstance(t, GroupType) and isinstance(t.memref, MemrefType)
+                if p.role == "data":
+                    item = v.members[0].buffer.itemsize if v.members else 1
+                    lead = _roundup(v.offset * item, ALIGN)
+                    ins, outs, offs, at = [], [], [], 0
+                    for m, mw in zip(v.members, w.members):
+                        n = _extent(m.shape, m.strides)
+                        slot = _roundup(lead + n * item, ALIGN)
+                        pad = np.zeros(slot // item, m.buffer.dtype)
+                        ins.append(pad.copy())
+                        ins[-1][lead // item:lead // item + n] = m.buffer[m.offset:m.offset + n]
+                        outs.append(pad.copy())
+                        outs[-1][lead // item:lead // item + n] = \
+                            mw.buffer[mw.offset:mw.offset + n]
+                        offs.append(at + lead - v.offset * item)  # member i = a[i] + offset
+                        at += slot
+                    inputs[name] = _host_array(np.concatenate(ins))
+                    outputs[name] = _host_array(np.concatenate(outs))
+                    params.append({"name": name, "ctype":
+                                   f"global {_ctype(t.memref.element)}*global*",
+                                   "kind": "pointers", "buffer": name, "byte_offsets": offs})
+                elif p.role in ("shape", "stride"):
+                    index_buffer(key, [(m.shape if p.role == "shape" else m.strides)[p.mode]
+                                       for m in v.members])
+                elif p.role == "size":
+                    scalar(key, np.int64(len(v.members)), "long")
+                else:
+                    scalar(key, np.int64(v.offset), "long")
+            else:
+                scalar(key, v, _ctype(t))
+    count = before.num_groups(groups)
+    return params, inputs, outputs, (count, 1, 1)
+
+
+def signature(kernel: str, params: list[dict]) -> str:
+    return f"kernel void {kernel}(" + ", ".join(f"{p['ctype']} {p['name']}"
+                                                for p in params) + ")"
+
+
+# --- repro.sh ------------------------------------------------------------------------------
+
+REPRO_HEAD = """\
+#!/usr/bin/env bash
+# {title}
+# tinytc {version}: {kind}. Usage: ./repro.sh [PATH-TO-TINYTC] [--device NAME]
+# Exit status: 1 while the bug is there, 0 once it is fixed, 2 when nothing could be tested.
+# Needs bash, timeout (coreutils){needs}.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+compiler=tinytc
+if [ $# -gt 0 ] && [ "${{1#--}}" = "$1" ]; then compiler=$1; shift; fi
+command -v "$compiler" > /dev/null || {{ echo "repro.sh: no compiler '$compiler'" >&2; exit 2; }}
+tool=$compiler{tool_line}
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+cd "$here"
+limit=${{REPRO_TIMEOUT:-{timeout}}}
+echo "+ {shown}"
+timeout -k 5 "$limit" {run} > "$tmp/out" 2> "$tmp/err"
+status=$?
+head -c 2000 "$tmp/err"
+"""
+
+REPRO_TAIL = {
+    "run": """\
+if [ $status -ne 0 ]; then
+  echo "expected: tinytc compiles the kernel; actual: exit status $status"
+  exit 2
+fi
+mv "$tmp/out" "$tmp/{output}"
+timeout -k 5 "$limit" python3 "$here/host.py" "$tmp/{output}" "$@"
+status=$?
+if [ $status -ge 124 ]; then
+  echo "expected: the kernel ends; actual: no answer within $limit s, or killed (the bug)"; exit 1
+fi
+exit $status
+""",
+    "build": """\
+if [ $status -ne 0 ]; then
+  echo "expected: tinytc compiles the kernel; actual: exit status $status"
+  exit 2
+fi
+mv "$tmp/out" "$tmp/{output}"
+timeout -k 5 "$limit" python3 "$here/host.py" "$tmp/{output}" --build-only "$@"
+status=$?
+if [ $status -ge 124 ]; then
+  echo "expected: the kernel ends; actual: no answer within $limit s, or killed (the bug)"; exit 1
+fi
+exit $status
+""",
+    "reject": """\
+if [ $status -eq 0 ]; then
+  echo "expected: exit 0 (a valid program); actual: exit 0 (fixed)"; exit 0
+fi
+echo "expected: exit 0 (a valid program); actual: exit status $status (the bug)"
+exit 1
+""",
+    "crash": """\
+if [ $status -eq 0 ]; then
+  echo "expected: no internal error or crash; actual: exit 0 (fixed)"; exit 0
+fi
+if [ $status -ge 124 ] || grep -Eq -- {message} "$tmp/err" "$tmp/out"; then
+  echo "expected: no internal error or crash; actual: exit status $status (the bug)"; exit 1
+fi
+echo "expected: no internal error or crash; actual: exit status $status with an ordinary message (fixed)"
+exit 0
+""",
+    "hang": """\
+if [ $status -eq 124 ] || [ $status -eq 137 ]; then
+  echo "expected: the command ends; actual: no answer within $limit s (the bug)"; exit 1
+fi
+echo "expected: the command ends; actual: it ended with exit status $status (fixed)"
+exit 0
+""",
+    "accept": """\
+if [ $status -eq 0 ]; then
+  echo "expected: an error (an invalid program); actual: exit 0 (the bug)"; exit 1
+fi
+if [ $status -ge 124 ]; then
+  echo "expected: an error message; actual: exit status $status (a crash or timeout)"; exit 1
+fi
+echo "expected: an error (an invalid program); actual: exit status $status (fixed)"
+exit 0
+""",
+}
+
+
+def repro_sh(meta: Meta) -> str:
+    argv = compiler_argv(meta, "$tool")
+    run = " ".join('"$tool"' if w == "$tool" else shlex.quote(w) for w in argv)
+    if meta.stdin:
+        run += " < kernel.tl"
+    tool_line = ""
+    if meta.tool != "tinytc":  # a program installed beside tinytc
+        tool_line = (f'\ncase "$compiler" in */*) tool=$(dirname "$compiler")/{meta.tool};; '
+                     f'*) tool={meta.tool};; esac')
+    shown = command_line(meta, "tinytc" if meta.tool == "tinytc" else meta.tool)
+    needs = ", python3 with numpy and pyopencl" if meta.kind in ("run", "build") else ""
+    head = REPRO_HEAD.format(title=meta.title.replace("\n", " "), version=meta.version,
+                             kind=KINDS[meta.kind], needs=needs, tool_line=tool_line,
+                             timeout=meta.timeout, shown=shown, run=run)
+    tail = REPRO_TAIL[meta.kind].format(output=meta.output,
+                                        message=shlex.quote(meta.message or "a^"))
+    return head + tail
+
+
+# --- README --------------------------------------------------------------------------------
+
+BEGIN = "<!-- generated by `tlfuzz report` (fuzz/campaign/vendor_report.py) -->"
+END = "<!-- end of the generated part -->"
+
+
+def readme_block(meta: Meta, kernel: str = "", params: Optional[list[dict]] = None,
+                 grid: tuple = (1, 1, 1), local: str = "the kernel's reqd_work_group_size"
+                 ) -> str:
+    target = " ".join(meta.flags) or "default target `pvc`, -O2"
+    if meta.flags:
+        target = f"`{' '.join(meta.flags)}`" + ("" if "-O0" in meta.flags
+                                                or any(f.startswith("-O") for f in meta.flags)
+                                                else ", -O2")
+    lines = [BEGIN, "",
+             f"- Compiler: tinytc v{meta.version} ({'tinytc-opt, ' if meta.tool != 'tinytc' else ''}"
+             f"{target}); its output is {'OpenCL C' if meta.format == 'opencl-c' else 'SPIR-V'}.",
+             f"- Class: {KINDS[meta.kind]}. Upstream: {meta.upstream}."]
+    if meta.spec_section:
+        quote = f": \"{meta.spec_quote}\"" if meta.spec_quote else ""
+        lines.append(f"- Spec: tinytc v{meta.version} manual, \"Tensor language\" > "
+                     f"\"{meta.spec_section}\" (tag v{meta.version}, {SPEC[meta.version]})"
+                     f"{quote}")
+    if meta.disputed:
+        lines.append(f"- Disputed: {meta.disputed}")
+    lines += ["", "## Reproduce", "", "```",
+              "./repro.sh [PATH-TO-TINYTC] [--device NAME]   # exit 1: the bug, 0: fixed, "
+              "2: not tested",
+              "```", "",
+              f"It runs, in this directory (within {meta.timeout} s; `REPRO_TIMEOUT=S` "
+              "changes that):", "", "```", command_line(meta), "```", ""]
+    if meta.stdin:
+        lines += ["The kernel comes on standard input: the outcome depends on the file name "
+                  "(see below).", ""]
+    if meta.kind in ("run", "build"):
+        opts = " ".join(meta.build_options)
+        lines += [f"then `python3 host.py {meta.output}"
+                  + (" --build-only" if meta.kind == "build" else "")
+                  + "` (numpy and pyopencl only): it builds the module with `" + opts
+                  + "` on `--device NAME` (default: the first OpenCL device that can build "
+                  "it" + (" and takes SPIR-V" if meta.format == "spirv" else
+                          " and has sub-groups") + ")"
+                  + ("." if meta.kind == "build" else
+                     ", runs it and prints expected against actual at the first differing "
+                     "elements.")]
+    if meta.kind == "run" and params is not None:
+        conv = CONVENTION[meta.version]
+        order = ("per argument its value or data pointer, then mode by mode a `?` size "
+                 "then a `?` stride; a group's pointer array, its dope-vector arrays and its "
+                 "`?` offset last" if conv == "v0.3" else
+                 "per argument its value or data pointer, then every `?` size, then every "
+                 "`?` stride; a group's pointer array, then its dope-vector arrays, its `?` "
+                 "size and its `?` offset")
+        launch = (f"global ({local.split('x')[0] if 'x' in local else 'W0'}, W1, "
+                  f"{grid[0]}) work-items, work-groups along axis 2"
+                  if conv == "v0.3" else
+                  f"global (W0·{grid[0]}, W1·{grid[1]}, {grid[2]}), local (W0, W1, 1)")
+        lines += ["", f"Calling convention of tinytc v{meta.version} ({order}); host.py "
+                  "binds:", "", "```", signature(kernel, params), "```", "",
+                  f"Launch: {launch}, (W0, W1) = the kernel's reqd_work_group_size. "
+                  "host.json lists the parameters; host_args.npz holds the values before the "
+                  "launch, host_expected.npz the buffers after a correct run (group members "
+                  f"each at a {ALIGN}-byte aligned address; bf16 as 16-bit patterns)."]
+    lines += ["", END, ""]
+    return "\n".join(lines)
+
+
+def merge_readme(old: str, block: str) -> str:
+    """The README with `block` after its title: a previous generated block and an old
+    `## Reproduce` section (our tools' commands) are replaced."""
+    text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n*", "", old, flags=re.S)
+    text = re.sub(r"\n## Reproduce\n.*?(?=\n## |\Z)", "\n", text, flags=re.S)
+    text = text.rstrip() + "\n"
+    title, _, rest = text.partition("\n")
+    return f"{title}\n\n{block}\n{rest.lstrip()}"
+
+
+# --- the report ----------------------------------------------------------------------------
+
+def write_report(src: str, out: str, meta: Optional[Meta] = None) -> str:
+    """Make the report of finding directory `src` in `out` (which may be `src`); returns
+    `out`. ReportError when the finding is incomplete."""
+    import tlinterp
+    from tlinterp.io.args import load_npz
+    from tlinterp.lang.diagnostics import TLError
+
+    meta = meta or load_meta(src)
+    kernel_path = os.path.join(src, "kernel.tl")
+    try:
+        with open(kernel_path, encoding="utf-8") as f:
+            source = f.read()
+    except OSError as e:
+        raise ReportError(f"cannot read {kernel_path}: {e.strerror}") from None
+    os.makedirs(out, exist_ok=True)
+    same = os.path.realpath(src) == os.path.realpath(out)
+    if not same:
+        for name in ("kernel.tl", "args.npz", "expected.npz", "README.md", "finding.json"):
+            if os.path.exists(os.path.join(src, name)):
+                shutil.copyfile(os.path.join(src, name), os.path.join(out, name))
+        if not os.path.exists(os.path.join(out, "finding.json")):
+            save_meta(meta, out)
+    for stale in ("host.py", "host.json", "host_args.npz", "host_expected.npz"):
+        if os.path.exists(os.path.join(out, stale)):
+            os.unlink(os.path.join(out, stale))
+    params, grid, kname = None, (1, 1, 1), ""
+    if meta.kind in ("run", "build"):
+        lang = "v0.4" if meta.version == "0.4.0" else "v0.3"
+        try:
+            program = tlinterp.check(tlinterp.parse(source, filename="kernel.tl", lang=lang))
+        except TLError as e:
+            raise ReportError(f"{kernel_path} does not check:\n{e}") from None
+        fn = program.functions[0]
+        kname = fn.name
+        spec = {"format": meta.format, "kernel": kname, "options": meta.build_options,
+                "launch": CONVENTION[meta.version], "rtol": meta.rtol, "what": meta.title,
+                "needs": "" if meta.format == "spirv" else "cl_intel_subgroups",
+                "local": [0, 0, 0]}
+        args_path = os.path.join(src, "args.npz")
+        if os.path.exists(args_path):
+            args = load_npz(args_path)
+            exp_path = os.path.join(src, "expected.npz")
+            expected = (load_npz(exp_path) if os.path.exists(exp_path)
+                        else tlinterp.run(program, args))
+            try:
+                params, inputs, outputs, grid = host_spec(fn, args, expected,
+                                                          CONVENTION[meta.version])
+            except TLError as e:
+                raise ReportError(f"{args_path}: {e}") from None
+            spec.update(params=params, grid=list(grid))
+            np.savez(os.path.join(out, "host_args.npz"), **inputs)
+            np.savez(os.path.join(out, "host_expected.npz"), **outputs)
+        elif meta.kind == "run":
+            raise ReportError(f"{src}: a run-time finding needs args.npz")
+        else:
+            spec.update(params=[], grid=[1, 1, 1])
+        with open(os.path.join(out, "host.json"), "w", encoding="utf-8") as f:
+            json.dump(spec, f, indent=1)
+            f.write("\n")
+        _write_exec(os.path.join(out, "host.py"), HOST_PY)
+    _write_exec(os.path.join(out, "repro.sh"), repro_sh(meta))
+    readme = os.path.join(out, "README.md")
+    old = open(readme, encoding="utf-8").read() if os.path.exists(readme) else \
+        f"# tinytc {meta.version}: {meta.title}\n"
+    block = readme_block(meta, kname, params, grid)
+    with open(readme, "w", encoding="utf-8") as f:
+        f.write(merge_readme(old, block))
+    return out
+
+
+def _write_exec(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(path, 0o755)
