@@ -256,6 +256,9 @@ echo "+ {shown}"
 timeout -k 5 "$limit" {run} > "$tmp/out" 2> "$tmp/err"
 status=$?
 head -c 2000 "$tmp/err"
+if [ $status -eq 126 ] || [ $status -eq 127 ]; then
+  echo "repro.sh: cannot run $tool (exit status $status): nothing tested" >&2; exit 2
+fi
 """
 
 REPRO_TAIL = {
@@ -294,13 +297,12 @@ exit 1
 """,
     "crash": """\
 if [ $status -eq 0 ]; then
-  echo "expected: no internal error or crash; actual: exit 0 (fixed)"; exit 0
+  echo "expected: exit 0, no internal error or crash; actual: exit 0 (fixed)"; exit 0
 fi
-if [ $status -ge 124 ] || grep -Eq -- {message} "$tmp/err" "$tmp/out"; then
-  echo "expected: no internal error or crash; actual: exit status $status (the bug)"; exit 1
-fi
-echo "expected: no internal error or crash; actual: exit status $status with an ordinary message (fixed)"
-exit 0
+what="another error"
+grep -Eq -- {message} "$tmp/err" "$tmp/out" && what="the reported error"
+echo "expected: exit 0, no internal error or crash; actual: exit status $status, $what (the bug)"
+exit 1
 """,
     "hang": """\
 if [ $status -eq 124 ] || [ $status -eq 137 ]; then
@@ -323,8 +325,7 @@ exit 0
 
 
 def repro_sh(meta: Meta) -> str:
-    argv = compiler_argv(meta, "$tool")
-    run = " ".join('"$tool"' if w == "$tool" else shlex.quote(w) for w in argv)
+    run = " ".join(['"$tool"', *(shlex.quote(w) for w in compiler_argv(meta)[1:])])
     if meta.stdin:
         run += " < kernel.tl"
     tool_line = ""
@@ -350,14 +351,13 @@ END = "<!-- end of the generated part -->"
 def readme_block(meta: Meta, kernel: str = "", params: Optional[list[dict]] = None,
                  grid: tuple = (1, 1, 1), local: str = "the kernel's reqd_work_group_size"
                  ) -> str:
-    target = " ".join(meta.flags) or "default target `pvc`, -O2"
+    target = "default target `pvc`, -O2"
     if meta.flags:
-        target = f"`{' '.join(meta.flags)}`" + ("" if "-O0" in meta.flags
-                                                or any(f.startswith("-O") for f in meta.flags)
-                                                else ", -O2")
+        target = f"`{' '.join(meta.flags)}`"
+    tool = f"{meta.tool}, " if meta.tool != "tinytc" else ""
+    what = "OpenCL C" if meta.format == "opencl-c" else "SPIR-V"
     lines = [BEGIN, "",
-             f"- Compiler: tinytc v{meta.version} ({'tinytc-opt, ' if meta.tool != 'tinytc' else ''}"
-             f"{target}); its output is {'OpenCL C' if meta.format == 'opencl-c' else 'SPIR-V'}.",
+             f"- Compiler: tinytc v{meta.version} ({tool}{target}); its output is {what}.",
              f"- Class: {KINDS[meta.kind]}. Upstream: {meta.upstream}."]
     if meta.spec_section:
         quote = f": \"{meta.spec_quote}\"" if meta.spec_quote else ""
@@ -494,3 +494,91 @@ def _write_exec(path: str, text: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     os.chmod(path, 0o755)
+
+
+# --- a saved tlfuzz finding, and the command line ------------------------------------------
+
+def meta_of_saved(base: str) -> tuple[Meta, str, str]:
+    """(Meta, kernel path, arguments path) of a saved finding NAME (.tl/.npz/.txt) of an
+    external compiler: the version from its implementation (opencl-c: tinytc 0.3.1, spirv:
+    0.4.0), the flags from the command, the class from the finding's kind and message."""
+    from .reproduce import UsageError, request
+
+    try:
+        req = request([base])
+    except (UsageError, OSError, ValueError) as e:
+        raise ReportError(f"cannot read the finding {base}: {e}") from None
+    kind_of_impl, _, command = req.spec.partition(":")
+    if kind_of_impl not in ("opencl-c", "spirv"):
+        raise ReportError(f"{base} is a finding of '{req.spec}': a report is for an external "
+                          "compiler (--impl opencl-c:... or spirv:...)")
+    version = "0.4.0" if kind_of_impl == "spirv" else "0.3.1"
+    words = shlex.split(command)
+    flags = [w for w in words[1:] if "{" not in w]
+    with open(base + ".txt", encoding="utf-8", errors="replace") as f:
+        message = f.read().strip().splitlines()[-1] if os.path.getsize(base + ".txt") else ""
+    name = os.path.basename(base)
+    kind = "run"
+    if "build failed" in message or "does not build" in message:
+        kind = "build"
+    elif name.startswith("backend-error") and "reject" in message:
+        kind = "reject"
+    title = f"{name}: {message[:100]}" if message else name
+    return Meta(title=title, kind=kind, version=version, flags=flags), req.tl, req.npz
+
+
+def report_finding(path: str, out: str) -> str:
+    """A report in `out` of a finding directory (kernel.tl, finding.json, args.npz,
+    expected.npz, README.md) or of a saved tlfuzz finding (NAME, NAME.tl, .npz or .txt)."""
+    from .reproduce import finding_base
+
+    if os.path.isdir(path):
+        return write_report(path, out)
+    base = finding_base(path)
+    meta, tl, npz = meta_of_saved(base)
+    if os.path.realpath(os.path.dirname(base)) == os.path.realpath(out):
+        raise ReportError("--out must be a directory of its own, not the findings directory")
+    os.makedirs(out, exist_ok=True)
+    shutil.copyfile(tl, os.path.join(out, "kernel.tl"))
+    if os.path.exists(npz):
+        shutil.copyfile(npz, os.path.join(out, "args.npz"))
+    save_meta(meta, out)
+    return write_report(out, out, meta)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    import argparse
+    import sys
+
+    from tlinterp.lang.diagnostics import TLError
+
+    p = argparse.ArgumentParser(
+        prog="tlfuzz report",
+        description="Write a stand-alone report of a finding of an external compiler "
+                    "(tinytc): repro.sh [PATH-TO-TINYTC], our kernel, and for a run-time "
+                    "finding host.py (numpy and pyopencl only). See docs/findings.md.",
+        epilog="exit statuses: 0 written, 2 a bad command line or a finding that cannot be "
+               "reported, 3 an internal error")
+    p.add_argument("finding", metavar="FINDING_DIR_OR_FILE",
+                   help="a report directory with kernel.tl and finding.json, or a saved "
+                        "tlfuzz finding (NAME, NAME.tl, NAME.npz or NAME.txt)")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="the report's directory (may be FINDING_DIR itself)")
+    try:
+        ns = p.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    try:
+        out = report_finding(ns.finding, ns.out)
+    except ReportError as e:
+        print(f"tlfuzz report: {e}", file=sys.stderr)
+        return 2
+    except TLError as e:
+        print(f"tlfuzz report: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"tlfuzz report: {e.filename or ns.out}: {e.strerror}", file=sys.stderr)
+        return 2
+    print(f"tlfuzz report: wrote {out} (run {os.path.join(out, 'repro.sh')} "
+          "[PATH-TO-TINYTC])")
+    return 0

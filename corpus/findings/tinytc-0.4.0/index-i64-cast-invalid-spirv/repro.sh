@@ -17,6 +17,9 @@ echo "+ tinytc kernel.tl > kernel.spv"
 timeout -k 5 "$limit" "$tool" kernel.tl > "$tmp/out" 2> "$tmp/err"
 status=$?
 head -c 2000 "$tmp/err"
+if [ $status -eq 126 ] || [ $status -eq 127 ]; then
+  echo "repro.sh: cannot run $tool (exit status $status): nothing tested" >&2; exit 2
+fi
 if [ $status -ne 0 ]; then
   echo "expected: tinytc compiles the kernel; actual: exit status $status"
   exit 2

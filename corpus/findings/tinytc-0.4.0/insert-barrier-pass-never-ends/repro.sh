@@ -9,14 +9,18 @@ compiler=tinytc
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then compiler=$1; shift; fi
 command -v "$compiler" > /dev/null || { echo "repro.sh: no compiler '$compiler'" >&2; exit 2; }
 tool=$compiler
+case "$compiler" in */*) tool=$(dirname "$compiler")/tinytc-opt;; *) tool=tinytc-opt;; esac
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 cd "$here"
-limit=${REPRO_TIMEOUT:-60}
-echo "+ tinytc kernel.tl > /dev/null"
-timeout -k 5 "$limit" "$tool" kernel.tl > "$tmp/out" 2> "$tmp/err"
+limit=${REPRO_TIMEOUT:-10}
+echo "+ tinytc-opt -p insert-barrier kernel.tl > /dev/null"
+timeout -k 5 "$limit" "$tool" -p insert-barrier kernel.tl > "$tmp/out" 2> "$tmp/err"
 status=$?
 head -c 2000 "$tmp/err"
+if [ $status -eq 126 ] || [ $status -eq 127 ]; then
+  echo "repro.sh: cannot run $tool (exit status $status): nothing tested" >&2; exit 2
+fi
 if [ $status -eq 124 ] || [ $status -eq 137 ]; then
   echo "expected: the command ends; actual: no answer within $limit s (the bug)"; exit 1
 fi
