@@ -260,3 +260,16 @@ def test_report_refuses_a_finding_it_cannot_use(tmp_path: Path):
     r = _run([sys.executable, "-m", "fuzz.campaign.cli", "report", str(tmp_path / "nothing"),
               "--out", str(tmp_path / "o")], Path.cwd())
     assert r.returncode == 2 and "tlfuzz report:" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_index_lists_every_report_by_severity():
+    text = (FINDINGS / "README.md").read_text()
+    assert text == vr.index_text(str(FINDINGS))
+    for report in REPORTS:
+        assert f"]({report.parent.name}/{report.name}/)" in text
+    order = [vr.KINDS[k] for k in vr.SEVERITY]
+    seen = [line.split("|")[1].strip() for line in text.splitlines()
+            if line.startswith("| ") and "not yet reported" in line]
+    assert seen == sorted(seen, key=order.index)
+    assert "Disputed or spec-silent" in text and "accepts-float-constant-for-integer" in \
+        text.split("Disputed or spec-silent")[1]

@@ -582,3 +582,58 @@ def main(argv: Optional[list[str]] = None) -> int:
     print(f"tlfuzz report: wrote {out} (run {os.path.join(out, 'repro.sh')} "
           "[PATH-TO-TINYTC])")
     return 0
+
+
+# --- the index of all findings -----------------------------------------------------------
+
+INDEX_HEAD = """\
+# Findings in other compilers
+
+Every report below is a directory with `README.md`, our minimal `kernel.tl` and an executable
+`repro.sh [PATH-TO-TINYTC] [--device NAME]` (exit 1 while the bug is there, 0 once it is
+fixed, 2 when nothing could be tested); run-time reports add `host.py` (numpy and pyopencl
+only). Written by `tlfuzz report DIR --out DIR` from each directory's `finding.json`; this
+index by `python -m fuzz.campaign.vendor_report corpus/findings`. Per release:
+[tinytc-0.3.1/README.md](tinytc-0.3.1/README.md), [tinytc-0.4.0/README.md](tinytc-0.4.0/README.md).
+
+By severity: wrong results and crashes first, then code that does not build, rejected valid
+programs, accepted invalid programs.
+
+| severity | tinytc | finding | report | upstream |
+|---|---|---|---|---|
+"""
+
+
+def index_text(root: str) -> str:
+    """corpus/findings/README.md: one line per report, by severity; disputed ones apart."""
+    rows, disputed = [], []
+    for compiler in sorted(os.listdir(root)):
+        d = os.path.join(root, compiler)
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if not os.path.exists(os.path.join(d, name, "finding.json")):
+                continue
+            m = load_meta(os.path.join(d, name))
+            link = f"[{name}]({compiler}/{name}/)"
+            title = m.title.replace("|", "\\|")
+            if m.disputed:
+                disputed.append(f"- {link} (tinytc {m.version}): {title}. Readings: "
+                                f"{m.disputed}")
+                continue
+            rows.append((SEVERITY.index(m.kind), m.version, name,
+                         f"| {KINDS[m.kind]} | {m.version} | {title} | {link} | "
+                         f"{m.upstream} |"))
+    text = INDEX_HEAD + "\n".join(r[-1] for r in sorted(rows)) + "\n"
+    if disputed:
+        text += ("\n## Disputed or spec-silent\n\nNot counted as bugs above: the release's "
+                 "text allows both readings.\n\n" + "\n".join(disputed) + "\n")
+    return text
+
+
+if __name__ == "__main__":
+    import sys
+
+    target = sys.argv[1] if len(sys.argv) > 1 else "corpus/findings"
+    with open(os.path.join(target, "README.md"), "w", encoding="utf-8") as f:
+        f.write(index_text(target))

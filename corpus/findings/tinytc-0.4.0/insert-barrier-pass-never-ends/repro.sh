@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# the `insert-barrier` pass does not terminate on some kernels
+# `tinytc-opt -p insert-barrier kernel.tl` never ends (the hang depends on the file name, i.e. on heap addresses)
 # tinytc 0.4.0: hang. Usage: ./repro.sh [PATH-TO-TINYTC] [--device NAME]
 # Exit status: 1 while the bug is there, 0 once it is fixed, 2 when nothing could be tested.
 # Needs bash, timeout (coreutils).
