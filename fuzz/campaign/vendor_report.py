@@ -37,10 +37,7 @@ SEVERITY = ("run", "crash", "hang", "build", "reject", "accept")
 TIMEOUT = 60  # seconds for one compiler run or one host.py run, unless finding.json says
 OUTPUT = {"0.3.1": ("opencl-c", "kernel.cl"), "0.4.0": ("spirv", "kernel.spv")}
 CONVENTION = {"0.3.1": "v0.3", "0.4.0": "v0.4"}
-SPEC = {  # where each release's language reference lives (tag = the release's git tag)
-    "0.3.1": "https://intel.github.io/tiny-tensor-compiler/v0.3.1/manual/tensor-ir.html",
-    "0.4.0": "https://intel.github.io/tiny-tensor-compiler/v0.4.0/manual/tensor-ir.html",
-}
+SPEC = "docs/manual/tensor-ir.rst"  # the language reference in tinytc's source, per release tag
 
 
 class ReportError(Exception):
@@ -351,7 +348,7 @@ END = "<!-- end of the generated part -->"
 def readme_block(meta: Meta, kernel: str = "", params: Optional[list[dict]] = None,
                  grid: tuple = (1, 1, 1), local: str = "the kernel's reqd_work_group_size"
                  ) -> str:
-    target = "default target `pvc`, -O2"
+    target = "default target `pvc`" + (", default -O2" if meta.version == "0.4.0" else "")
     if meta.flags:
         target = f"`{' '.join(meta.flags)}`"
     tool = f"{meta.tool}, " if meta.tool != "tinytc" else ""
@@ -361,9 +358,8 @@ def readme_block(meta: Meta, kernel: str = "", params: Optional[list[dict]] = No
              f"- Class: {KINDS[meta.kind]}. Upstream: {meta.upstream}."]
     if meta.spec_section:
         quote = f": \"{meta.spec_quote}\"" if meta.spec_quote else ""
-        lines.append(f"- Spec: tinytc v{meta.version} manual, \"Tensor language\" > "
-                     f"\"{meta.spec_section}\" (tag v{meta.version}, {SPEC[meta.version]})"
-                     f"{quote}")
+        lines.append(f"- Spec: \"Tensor language reference\" > \"{meta.spec_section}\" "
+                     f"(tinytc's {SPEC} at tag v{meta.version}){quote}")
     if meta.disputed:
         lines.append(f"- Disputed: {meta.disputed}")
     lines += ["", "## Reproduce", "", "```",
