@@ -11,7 +11,7 @@
     tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl SPEC [flags]
 
 --impl takes any name of the implementation registry (`tlrun --list-impls`): opencl (this
-package's lowering, the default), opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command
+package's lowering, the default), 'opencl-c:COMMAND {tl}', python:MODULE:FUNCTION, a command
 template, ...; other implementations than ours run one case per job.
 --lang v0.4 generates tensor language v0.4 kernels and hands them to the implementation as v0.4
 text (not to our opencl lowering, which takes v0.3: a usage error); findings carry `--lang v0.4`
