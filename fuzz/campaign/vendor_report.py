@@ -353,6 +353,9 @@ def readme_block(meta: Meta, kernel: str = "", params: Optional[list[dict]] = No
         target = f"`{' '.join(meta.flags)}`"
     tool = f"{meta.tool}, " if meta.tool != "tinytc" else ""
     what = "OpenCL C" if meta.format == "opencl-c" else "SPIR-V"
+    if meta.tool != "tinytc":  # an IR pass driver: it prints the rewritten program
+        what = (f"the rewritten program (`repro.sh` runs the {meta.tool} installed beside "
+                "PATH-TO-TINYTC)")
     lines = [BEGIN, "",
              f"- Compiler: tinytc v{meta.version} ({tool}{target}); its output is {what}.",
              f"- Class: {KINDS[meta.kind]}. Upstream: {meta.upstream}."]
