@@ -22,6 +22,8 @@ from typing import Optional
 
 import numpy as np
 
+from tlinterp.io.outfile import save_npz, write_text
+
 from .vendor_host import HOST_PY
 
 # What repro.sh checks, by the class of the finding (the index orders them in this order).
@@ -99,9 +101,8 @@ def save_meta(meta: Meta, directory: str) -> None:
     default = Meta(title="", kind="run", version="0.3.1")
     data = {k: v for k, v in asdict(meta).items()
             if k in ("title", "kind", "version") or v != getattr(default, k)}
-    with open(os.path.join(directory, "finding.json"), "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    write_text(os.path.join(directory, "finding.json"),
+               json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
 # --- the compiler's command -------------------------------------------------------------
@@ -469,29 +470,25 @@ def write_report(src: str, out: str, meta: Optional[Meta] = None) -> str:
             except TLError as e:
                 raise ReportError(f"{args_path}: {e}") from None
             spec.update(params=params, grid=list(grid))
-            np.savez(os.path.join(out, "host_args.npz"), **inputs)
-            np.savez(os.path.join(out, "host_expected.npz"), **outputs)
+            save_npz(os.path.join(out, "host_args.npz"), inputs)
+            save_npz(os.path.join(out, "host_expected.npz"), outputs)
         elif meta.kind == "run":
             raise ReportError(f"{src}: a run-time finding needs args.npz")
         else:
             spec.update(params=[], grid=[1, 1, 1])
-        with open(os.path.join(out, "host.json"), "w", encoding="utf-8") as f:
-            json.dump(spec, f, indent=1)
-            f.write("\n")
+        write_text(os.path.join(out, "host.json"), json.dumps(spec, indent=1) + "\n")
         _write_exec(os.path.join(out, "host.py"), HOST_PY)
     _write_exec(os.path.join(out, "repro.sh"), repro_sh(meta))
     readme = os.path.join(out, "README.md")
     old = open(readme, encoding="utf-8").read() if os.path.exists(readme) else \
         f"# tinytc {meta.version}: {meta.title}\n"
     block = readme_block(meta, kname, params, grid)
-    with open(readme, "w", encoding="utf-8") as f:
-        f.write(merge_readme(old, block))
+    write_text(readme, merge_readme(old, block))
     return out
 
 
 def _write_exec(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_text(path, text)
     os.chmod(path, 0o755)
 
 
@@ -634,5 +631,4 @@ if __name__ == "__main__":
     import sys
 
     target = sys.argv[1] if len(sys.argv) > 1 else "corpus/findings"
-    with open(os.path.join(target, "README.md"), "w", encoding="utf-8") as f:
-        f.write(index_text(target))
+    write_text(os.path.join(target, "README.md"), index_text(target))
