@@ -292,3 +292,16 @@ def test_the_index_lists_every_report_by_severity():
     assert seen == sorted(seen, key=order.index)
     assert "Disputed or spec-silent" in text and "accepts-float-constant-for-integer" in \
         text.split("Disputed or spec-silent")[1]
+
+
+@pytest.mark.parametrize("readme", sorted(FINDINGS.rglob("README.md")),
+                         ids=lambda p: str(p.relative_to(FINDINGS)))
+def test_every_impl_option_in_the_findings_is_quoted_once(readme: Path):
+    """An --impl/--backend anywhere in the reports (code blocks and inline) is one shell word
+    whose command splits into a program and its arguments (no "opencl-c:'tinytc {tl}'")."""
+    text = readme.read_text()
+    for m in re.finditer(r"--(?:impl|backend) ('[^']*'|\"[^\"]*\"|[^\s`]+)", text):
+        (value,) = shlex.split(m.group(1))
+        kind, _, command = value.partition(":")
+        if kind in ("opencl-c", "spirv", "ir"):
+            check_template(command, ("tl", "out"), ("tl",))
