@@ -268,10 +268,13 @@ fi
 mv "$tmp/out" "$tmp/{output}"
 timeout -k 5 "$limit" python3 "$here/host.py" "$tmp/{output}" "$@"
 status=$?
-if [ $status -ge 124 ]; then
-  echo "expected: the kernel ends; actual: no answer within $limit s, or killed (the bug)"; exit 1
-fi
-exit $status
+case $status in
+  0|1|2) exit $status;;
+  124|137) echo "expected: the kernel ends; actual: no answer within $limit s (the bug)";;
+  *) echo "expected: host.py ends with 0 or 1; actual: it died with status $status"
+     echo "(the OpenCL runtime crashed on the code: the bug)";;
+esac
+exit 1
 """,
     "build": """\
 if [ $status -ne 0 ]; then
@@ -281,10 +284,13 @@ fi
 mv "$tmp/out" "$tmp/{output}"
 timeout -k 5 "$limit" python3 "$here/host.py" "$tmp/{output}" --build-only "$@"
 status=$?
-if [ $status -ge 124 ]; then
-  echo "expected: the kernel ends; actual: no answer within $limit s, or killed (the bug)"; exit 1
-fi
-exit $status
+case $status in
+  0|1|2) exit $status;;
+  124|137) echo "expected: the kernel ends; actual: no answer within $limit s (the bug)";;
+  *) echo "expected: host.py ends with 0 or 1; actual: it died with status $status"
+     echo "(the OpenCL runtime crashed on the code: the bug)";;
+esac
+exit 1
 """,
     "reject": """\
 if [ $status -eq 0 ]; then
@@ -316,7 +322,13 @@ fi
 if [ $status -ge 124 ]; then
   echo "expected: an error message; actual: exit status $status (a crash or timeout)"; exit 1
 fi
-echo "expected: an error (an invalid program); actual: exit status $status (fixed)"
+# a fix names the place in the kernel (kernel.tl:LINE.COL, or <stdin>:LINE.COL)
+if ! grep -Eq '(kernel\\.tl|<stdin>):[1-9][0-9]*\\.[0-9]' "$tmp/err" "$tmp/out"; then
+  echo "expected: an error at a place in kernel.tl; actual: exit status $status without one"
+  echo "(an internal error: the bug)"
+  exit 1
+fi
+echo "expected: an error (an invalid program); actual: exit status $status, at a place (fixed)"
 exit 0
 """,
 }

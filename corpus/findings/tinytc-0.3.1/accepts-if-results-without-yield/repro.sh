@@ -26,5 +26,11 @@ fi
 if [ $status -ge 124 ]; then
   echo "expected: an error message; actual: exit status $status (a crash or timeout)"; exit 1
 fi
-echo "expected: an error (an invalid program); actual: exit status $status (fixed)"
+# a fix names the place in the kernel (kernel.tl:LINE.COL, or <stdin>:LINE.COL)
+if ! grep -Eq '(kernel\.tl|<stdin>):[1-9][0-9]*\.[0-9]' "$tmp/err" "$tmp/out"; then
+  echo "expected: an error at a place in kernel.tl; actual: exit status $status without one"
+  echo "(an internal error: the bug)"
+  exit 1
+fi
+echo "expected: an error (an invalid program); actual: exit status $status, at a place (fixed)"
 exit 0
