@@ -14,8 +14,8 @@ tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT
 cd "$here"
 limit=${REPRO_TIMEOUT:-10}
-echo "+ tinytc-opt -p insert-barrier kernel.tl > /dev/null"
-timeout -k 5 "$limit" "$tool" -p insert-barrier kernel.tl > "$tmp/out" 2> "$tmp/err"
+echo "+ tinytc-opt -p insert-barrier < kernel.tl > /dev/null"
+timeout -k 5 "$limit" "$tool" -p insert-barrier < kernel.tl > "$tmp/out" 2> "$tmp/err"
 status=$?
 head -c 2000 "$tmp/err"
 if [ $status -eq 126 ] || [ $status -eq 127 ]; then
