@@ -146,11 +146,13 @@ def main(argv: Optional[list[str]] = None) -> int:
 def _vendor_report(base: str, progress) -> None:
     """A new finding of an external compiler gets its stand-alone report (tlfuzz report)
     in BASE.report/; a finding that cannot have one says why and the triage goes on."""
+    from tlinterp.lang.diagnostics import TLError
+
     from .vendor_report import ReportError, report_finding
 
     try:
         progress(f"vendor report: {report_finding(base, base + '.report')}")
-    except (ReportError, OSError) as e:
+    except (ReportError, OSError, TLError, KeyError, ValueError) as e:
         progress(f"no vendor report: {e}")
 
 

@@ -69,6 +69,8 @@ class Meta:
     plant: list[str] = field(default_factory=list)  # [regex, replacement]: the bug planted
     # in our own lowering's output, for the tests (tests/test_vendor_reports.py)
     upstream: str = "not yet reported"
+    func: str = ""  # the function of a file with several (its kernel); "": the only one
+    groups: list[int] = field(default_factory=list)  # the grid (X, Y, Z); []: as tlrun's
 
     @property
     def format(self) -> str:
@@ -464,7 +466,10 @@ def write_report(src: str, out: str, meta: Optional[Meta] = None) -> str:
             program = tlinterp.check(tlinterp.parse(source, filename="kernel.tl", lang=lang))
         except TLError as e:
             raise ReportError(f"{kernel_path} does not check:\n{e}") from None
-        fn = program.functions[0]
+        try:
+            fn = program.function(meta.func or None)
+        except KeyError as e:
+            raise ReportError(f"{kernel_path}: {e.args[0]} (finding.json: \"func\")") from None
         kname = fn.name
         spec = {"format": meta.format, "kernel": kname, "options": meta.build_options,
                 "launch": CONVENTION[meta.version], "rtol": meta.rtol, "what": meta.title,
@@ -475,12 +480,14 @@ def write_report(src: str, out: str, meta: Optional[Meta] = None) -> str:
             args = load_npz(args_path)
             exp_path = os.path.join(src, "expected.npz")
             expected = (load_npz(exp_path) if os.path.exists(exp_path)
-                        else tlinterp.run(program, args))
+                        else tlinterp.run(program, args, func=fn.name))
             try:
                 params, inputs, outputs, grid = host_spec(fn, args, expected,
                                                           CONVENTION[meta.version])
             except TLError as e:
                 raise ReportError(f"{args_path}: {e}") from None
+            if meta.groups:
+                grid = tuple(meta.groups) + (1,) * (3 - len(meta.groups))
             spec.update(params=params, grid=list(grid))
             save_npz(os.path.join(out, "host_args.npz"), inputs)
             save_npz(os.path.join(out, "host_expected.npz"), outputs)
@@ -532,7 +539,10 @@ def meta_of_saved(base: str) -> tuple[Meta, str, str]:
     elif name.startswith("backend-error") and "reject" in message:
         kind = "reject"
     title = f"{name}: {message[:100]}" if message else name
-    return Meta(title=title, kind=kind, version=version, flags=flags), req.tl, req.npz
+    grid = [] if req.groups is None else (
+        [req.groups] if isinstance(req.groups, int) else list(req.groups))
+    return (Meta(title=title, kind=kind, version=version, flags=flags, func=req.func or "",
+                 groups=grid), req.tl, req.npz)
 
 
 def report_finding(path: str, out: str) -> str:
@@ -583,6 +593,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     except TLError as e:
         print(f"tlfuzz report: {e}", file=sys.stderr)
+        return 2
+    except (KeyError, ValueError) as e:  # a kernel or arguments that do not fit
+        print(f"tlfuzz report: {ns.finding}: {e}", file=sys.stderr)
         return 2
     except OSError as e:
         print(f"tlfuzz report: {e.filename or ns.out}: {e.strerror}", file=sys.stderr)
