@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import sys
-
 import warnings
 
 import numpy as np

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import sys
-
 import warnings
 
 import numpy as np
