@@ -8,6 +8,7 @@ of tests/data/nvidia-store-order (see its README)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -205,3 +206,18 @@ def test_triage_cli_refuses_what_would_make_every_rerun_fail(tmp_path, capsys, f
     assert main(["triage", str(base), "--reduce-time", "5", *argv]) == 2
     assert words in capsys.readouterr().err
     assert not (tmp_path / "mismatch-0.triage.txt").exists()
+
+
+def test_the_reduced_kernels_are_standard_opencl_c():
+    """A reduced kernel must build as OpenCL C 1.2 on a strict front end (the reducer checks
+    every candidate with reduce.strict_problem): GNU `a ?: b` is refused, the NVIDIA
+    reproducer's kernel passes."""
+    from fuzz.triage.reduce import strict_problem
+
+    if shutil.which("clang-15") is None and shutil.which("clang") is None:
+        pytest.skip("needs clang-15")
+    with open(os.path.join(DATA, "repro", "kernel.cl")) as f:
+        source = f.read()
+    assert strict_problem(source) is None
+    gnu = source.replace("tl_step6 > 0 ? 1 :", "tl_step6 > 0 ?:", 1)
+    assert gnu != source and "GNU" in (strict_problem(gnu) or "")

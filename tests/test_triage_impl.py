@@ -99,6 +99,10 @@ def test_a_deterministic_bug_is_your_compiler_and_its_line_exits_1_until_fixed(t
     out = capsys.readouterr().out
     assert "triage: your compiler" in out and "-cl-opt-disable" in out, out
     assert "your compiler" in Path(base + ".triage.txt").read_text()
+    # a finding of an external compiler gets its stand-alone report (tlfuzz report)
+    report = Path(base + ".report")
+    assert (report / "repro.sh").is_file() and (report / "host.py").is_file()
+    assert '"kernel": "gemm"' in (report / "host.json").read_text()
     line = Path(base + ".txt").read_text().splitlines()[0]
     assert line.startswith("tlfuzz reproduce ") and "--impl 'opencl-c:" in line
     assert "--device pocl" in line

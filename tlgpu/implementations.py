@@ -341,14 +341,14 @@ class SPIRV(_Foreign):
 
 
 def opencl_c_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
-    """an external compiler to OpenCL C: opencl-c:'COMMAND {tl} [{out}]', run on --device"""
+    """an external compiler to OpenCL C: 'opencl-c:COMMAND {tl} [{out}]', run on --device"""
     if not arg:
         raise SpecError("expected opencl-c:COMMAND with {tl} (and {out}, else stdout)")
     return OpenCLC(arg, options)
 
 
 def spirv_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
-    """an external compiler to SPIR-V: spirv:'COMMAND {tl} [{out}]', run on --device"""
+    """an external compiler to SPIR-V: 'spirv:COMMAND {tl} [{out}]', run on --device"""
     if not arg:
         raise SpecError("expected spirv:COMMAND with {tl} (and {out}, else stdout)")
     return SPIRV(arg, options)

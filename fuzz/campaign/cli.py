@@ -7,10 +7,11 @@
            [--profile all|tinytc-0.3.1|FILE.json|list] [--lang v0.3|v0.4]
            [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
     tlfuzz triage FINDING [--device D] [--reduce-time 120]
+    tlfuzz report FINDING --out DIR
     tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl SPEC [flags]
 
 --impl takes any name of the implementation registry (`tlrun --list-impls`): opencl (this
-package's lowering, the default), opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command
+package's lowering, the default), 'opencl-c:COMMAND {tl}', python:MODULE:FUNCTION, a command
 template, ...; other implementations than ours run one case per job.
 --lang v0.4 generates tensor language v0.4 kernels and hands them to the implementation as v0.4
 text (our opencl lowering takes them through the registry, one case per job, in their v0.3
@@ -479,6 +480,8 @@ EXAMPLES = (
      "v0.4 kernels against another compiler"),
     ("tlfuzz reproduce f/mismatch-0123abcd4567", "rerun a finding (exit 1 while it differs)"),
     ("tlfuzz triage f/mismatch-0123abcd4567", "classify a finding, reduce its code"),
+    ("tlfuzz report f/mismatch-0123abcd4567 --out r/",
+     "a stand-alone report (repro.sh, host.py) of an external compiler's finding"),
 )
 EXIT_STATUSES = (
     (0, "no findings"),
@@ -494,6 +497,7 @@ NOTES = """\
 subcommands (each has its own --help):
   tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl NAME   rerun one case
   tlfuzz triage FINDING                                              classify a finding
+  tlfuzz report FINDING --out DIR              a stand-alone report for the compiler's vendor
 
 Findings go to --out, by default the per-user cache directory:
   DEFAULT_OUT
@@ -607,6 +611,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         from fuzz.triage.cli import main as triage_main
 
         return triage_main(argv[1:])
+    if argv[:1] == ["report"]:
+        from fuzz.triage.vendor_report import main as report_main
+
+        return report_main(argv[1:])
     if argv[:1] == ["reproduce"]:
         from fuzz.triage.reproduce import main as reproduce_main
 

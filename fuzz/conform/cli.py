@@ -145,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists "
                     "the keys), e.g. to check a tuned config on the whole corpus"})
     ap._option_string_actions["--impl"].help = (
-        "implementation (required): interp, opencl, opencl-c:'COMMAND {tl} [{out}]', "
+        "implementation (required): interp, opencl, 'opencl-c:COMMAND {tl} [{out}]', "
         "python:MODULE:FUNCTION, a command template with {kernel} {args} {out} and optional "
         "[--func {func}] [--groups {groups}], ... (see --list-impls)")
     g.run.add_argument("--corpus", type=Path, default=None, metavar="DIR",

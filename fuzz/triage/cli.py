@@ -130,6 +130,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
             result = investigate_impl(case, req.spec, req.options, base, ns.reduce_time,
                                       progress)
+            if req.spec.startswith(("opencl-c:", "spirv:")) and result.verdict != FLAKY:
+                _vendor_report(base, progress)
     except KeyboardInterrupt:
         return 130
     except TLError as e:
@@ -141,6 +143,19 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 3
     print(open(base + ".triage.txt").read(), end="")
     return 0 if result.verdict == FLAKY else 1
+
+
+def _vendor_report(base: str, progress) -> None:
+    """A new finding of an external compiler gets its stand-alone report (tlfuzz report)
+    in BASE.report/; a finding that cannot have one says why and the triage goes on."""
+    from tlinterp.lang.diagnostics import TLError
+
+    from .vendor_report import ReportError, report_finding
+
+    try:
+        progress(f"vendor report: {report_finding(base, base + '.report')}")
+    except (ReportError, OSError, TLError, KeyError, ValueError) as e:
+        progress(f"no vendor report: {e}")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ fit). A candidate is kept while all of these hold:
 - Oclgrind (when installed) runs it to the end and reports nothing.
 Candidates that cannot compile (unbalanced brackets, a variable used but no longer declared)
 are rejected before any compiler sees them: most of a delta reducer's tries are such.
+A candidate must also stay standard OpenCL C 1.2 (`strict_problem`: clang-15's OpenCL mode with
+-pedantic-errors) when the original was: token deletion easily makes GNU C such as `a ?: b`,
+which a lenient device compiler takes and a vendor's may not.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -102,6 +106,26 @@ def plausible(head: str, body: str) -> bool:
     return True
 
 
+STRICT = ("-x", "cl", "-cl-std=CL1.2", "-pedantic-errors", "-fsyntax-only", "-target",
+          "spir64", "-Xclang", "-finclude-default-header")
+
+
+def strict_problem(source: str, timeout: float = 30.0) -> Optional[str]:
+    """Why `source` is not standard OpenCL C 1.2 (clang's first error), None when it is;
+    "unchecked: ..." when no clang-15 (or clang) is installed or it does not answer."""
+    clang = shutil.which("clang-15") or shutil.which("clang")
+    if clang is None:
+        return "unchecked: no clang-15 to check standard OpenCL C"
+    try:
+        r = subprocess.run([clang, *STRICT, "-"], input=source, capture_output=True,
+                           text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unchecked: {e}"
+    if r.returncode == 0:
+        return None
+    return next((ln for ln in r.stderr.splitlines() if "error:" in ln), r.stderr.strip()[:300])
+
+
 def _agrees_somewhere(expected, reference, mask) -> bool:
     want, got = np.asarray(expected), np.asarray(reference)
     return want.shape == got.shape and bool((want[mask] == got[mask]).any())
@@ -164,6 +188,13 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
         body = stripped
     tests += 1
     timed_out = stop = False
+    # keep standard C only where the original is (a kernel that needs OpenCL C 2.0 is not
+    # checked against 1.2); without clang the reduction goes on unchecked
+    strict = strict_problem(source) is None
+
+    def standard(text: str) -> bool:
+        return not strict or strict_problem(head + text + tail) is None
+
     scratch = tempfile.mkdtemp(prefix="tl-reduce-")
 
     def attempt(tc_type, strategy) -> bool:
@@ -183,7 +214,7 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
                 it.feedback(False)
                 break
             text = (cand.before + b"".join(cand.parts) + cand.after).decode()
-            ok = plausible(head, text)
+            ok = plausible(head, text) and standard(text)
             if ok:
                 tests += 1
                 ok = test(head + text + tail)
@@ -212,7 +243,7 @@ def reduce_kernel(source: str, kernel: str, test: Callable[[str], bool],
                 rest = [use.sub(lambda _, e=init: f"({e})", ln) for ln in body[k + 1:]]
                 cand = body[:k] + rest
                 text = "".join(cand)
-                if plausible(head, text):
+                if plausible(head, text) and standard(text):
                     tests += 1
                     if test(head + text + tail):
                         body, changed = cand, True
