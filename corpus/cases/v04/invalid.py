@@ -6,7 +6,7 @@ the reference also reports, in order (tests/test_corpus_v04.py holds it to them)
 
 from __future__ import annotations
 
-from .model import InvalidCase
+from corpus.cases.model import InvalidCase
 
 _MUL_ADD = "%c = cooperative_matrix_mul_add %a, %b, %z : coopmatrix<f32 x 8 x 16, matrix_acc>"
 

@@ -1,5 +1,5 @@
-"""Runnable v0.4 cooperative-matrix kernels beyond corpus/cases/v04.py: checked loads and stores
-at the edges of smaller (dynamic-shape, strided) memrefs with and without transposes,
+"""Runnable v0.4 cooperative-matrix kernels beyond corpus/cases/v04/core.py: checked loads
+and stores at the edges of smaller (dynamic-shape, strided) memrefs with and without transposes,
 construct, the atomic load/store/add/max/min from two work-groups, reduce_min, prefetch, and
 mul_add in mixed precision (i8 x i8 -> i32, bf16 x bf16 -> f32, f16 x f16 -> f16). One sub-group
 of SG per work-group, matrices of M = SG rows and 8 columns; expected results are plain Python
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import ValidCase
-from .util import rng_for
-from .v04 import SG1, M, _v, bf16_bits, bf16_val
+from corpus.cases.model import ValidCase
+from corpus.cases.util import rng_for
+from corpus.cases.v04.core import SG1, M, _v, bf16_bits, bf16_val
 
 ACC = f"coopmatrix<f32 x {M} x 8, matrix_acc>"
 MN = f"{M} x 8"  # the shape of the matrices' memrefs

@@ -1,4 +1,4 @@
-"""Runnable v0.4 scalar kernels beyond corpus/cases/v04.py: every integer operation on i8, i16,
+"""Runnable v0.4 scalar kernels beyond corpus/cases/v04/core.py: every integer operation on i8, i16,
 i64 and index (C semantics: truncating division, remainder with the dividend's sign,
 arithmetic right shift), bool logic, float and complex operations on each type class, the math
 functions on f16/bf16/complex and the native ones, casts from every number type to every other,
@@ -13,9 +13,9 @@ import struct
 
 import numpy as np
 
-from .model import ValidCase
-from .util import rng_for
-from .v04 import _foreach_kernel, _lines, _v, _vectors, bf16_bits, bf16_val, f16
+from corpus.cases.model import ValidCase
+from corpus.cases.util import rng_for
+from corpus.cases.v04.core import _foreach_kernel, _lines, _v, _vectors, bf16_bits, bf16_val, f16
 
 BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "index": 64}
 NP = {"i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "index": np.int64,
@@ -100,7 +100,7 @@ def bool_logic() -> list[ValidCase]:
 
 
 def complex_unary() -> list[ValidCase]:
-    """conj, re, im, abs and neg on c64 (c32: corpus/cases/v04.py unary_complex): abs of
+    """conj, re, im, abs and neg on c64 (c32: corpus/cases/v04/core.py unary_complex): abs of
     Pythagorean pairs is exact."""
     src = _foreach_kernel(
         _vectors(4, Z="c64", C="c64", N="c64", R="f64", I="f64", M="f64"), 4, _lines(

@@ -13,9 +13,9 @@ import struct
 import ml_dtypes
 import numpy as np
 
-from .model import ValidCase
-from .util import rng_for
-from .v04tags import instructions_of, layouts_of
+from corpus.cases.model import ValidCase
+from corpus.cases.util import rng_for
+from corpus.cases.v04.tags import instructions_of, layouts_of
 
 # Sub-groups of 16: the size tinytc v0.4.0 takes for its default target (pvc: 16 or 32) and
 # Intel's CPU runtime runs; two sub-groups per work-group in the SPMD kernels.

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import ValidCase
-from .util import LAYOUTS, layout, rng_for
-from .v04 import SG, _v
+from corpus.cases.model import ValidCase
+from corpus.cases.util import LAYOUTS, layout, rng_for
+from corpus.cases.v04.core import SG, _v
 
 NP = {"f32": np.float32, "f64": np.float64, "c32": np.complex64, "i32": np.int32,
       "i16": np.int16}

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from .model import ValidCase
-from .v04 import _foreach_kernel, _lines, _v, _vectors
+from corpus.cases.model import ValidCase
+from corpus.cases.v04.core import _foreach_kernel, _lines, _v, _vectors
 
 
 def _min(a: float, b: float) -> float:
