@@ -101,6 +101,8 @@ def _valid_reading(readings: dict[str, ir.Program], filename: str, text: str) ->
                                   None, filename)]
                       + [dataclasses.replace(d, message=f"(read as {v}) {d.message}")
                          for v, e in errors.items() for d in e.diagnostics], text)
+
+
 def _reads_as_v03(text: str, filename: str) -> bool:
     """The text has a marker of v0.3, or parses as v0.3."""
     if detect(text) == "v0.3":
