@@ -243,7 +243,7 @@ def test_every_stand_in_belongs_to_a_report_our_lowering_refuses():
     from tlinterp.lang.diagnostics import TLError
 
     standins = sorted(STANDINS.glob("*/*.cl"))
-    assert len(standins) == 6
+    assert len(standins) == 1  # an `i1` argument; the lowering now takes bf16, c32, coopmatrix
     for path in standins:
         report = FINDINGS / path.parent.name / path.stem
         assert (report / "host.py").exists(), report
