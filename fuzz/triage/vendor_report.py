@@ -516,16 +516,20 @@ def _write_exec(path: str, text: str) -> None:
 def meta_of_saved(base: str) -> tuple[Meta, str, str]:
     """(Meta, kernel path, arguments path) of a saved finding NAME (.tl/.npz/.txt) of an
     external compiler: the version from its implementation (opencl-c: tinytc 0.3.1, spirv:
-    0.4.0), the flags from the command, the class from the finding's kind and message."""
-    from .reproduce import UsageError, request
+    0.4.0), the flags from the command, the class from the finding's kind and message.
+
+    The command line is only read, never run (its flags go, quoted, into repro.sh, which the
+    maintainer runs with their own compiler), so no trust check (fuzz/campaign/trust.py)."""
+    from .reproduce import UsageError, build_parser, saved_words
 
     try:
-        req = request([base])
+        req = build_parser().parse_args([base + ".tl"] + saved_words(base + ".txt"))
     except (UsageError, OSError, ValueError) as e:
         raise ReportError(f"cannot read the finding {base}: {e}") from None
-    kind_of_impl, _, command = req.spec.partition(":")
+    spec = req.impl or ""
+    kind_of_impl, _, command = spec.partition(":")
     if kind_of_impl not in ("opencl-c", "spirv"):
-        raise ReportError(f"{base} is a finding of '{req.spec}': a report is for an external "
+        raise ReportError(f"{base} is a finding of '{spec}': a report is for an external "
                           "compiler (--impl opencl-c:... or spirv:...)")
     version = "0.4.0" if kind_of_impl == "spirv" else "0.3.1"
     words = shlex.split(command)
@@ -542,7 +546,7 @@ def meta_of_saved(base: str) -> tuple[Meta, str, str]:
     grid = [] if req.groups is None else (
         [req.groups] if isinstance(req.groups, int) else list(req.groups))
     return (Meta(title=title, kind=kind, version=version, flags=flags, func=req.func or "",
-                 groups=grid), req.tl, req.npz)
+                 groups=grid), base + ".tl", base + ".npz")
 
 
 def report_finding(path: str, out: str) -> str:
