@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tlgpu.lowering import collectives as C
+from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import common_type, ctype
 from tlinterp.lang import ir
 from tlinterp.lang.types import ScalarType
@@ -83,7 +84,8 @@ def lower_cumsum(lw, w, inst: ir.Cumsum) -> None:
     idx[n] = i
     w.line(f"{ctype(ct)} {acc} = 0;")
     w.open(f"for (long {i} = 0; {i} < (long){a.shape[n]}; ++{i})")
-    w.line(f"{acc} += ({ctype(ct)}){a.at(idx)};")
+    # in the compute type through the scalar tables (f16/bf16 elements are bit patterns)
+    w.line(f"{acc} = {S.binary('add', acc, S.cast(a.at(idx), a.elem, ct), ct)};")
     stores: list[str] = []
     pr.store(stores, idx, None, acc)
     for line in stores:
