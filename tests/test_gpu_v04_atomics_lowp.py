@@ -157,6 +157,8 @@ def test_f16_and_bf16_helpers_are_distinct():
 REFUSED = [("c64", "%o = atomic_add %v, %A[%c0] : c64", "an atomic access to c64 elements"),
            ("c64", "%o = atomic_load %A[%c0] : c64", "an atomic access to c64 elements"),
            ("c64", "atomic_store %v, %A[%c0]", "an atomic access to c64 elements"),
+           ("c64", "%s = subview %A[1:2] : memref<c64 x 2>\n    atomic_store %v, %s[%c0]",
+            "an atomic access to c64 elements"),
            ("c32", "%o = atomic_max %v, %A[%c0] : c32", "atomic_max of complex elements"),
            ("c32", "%o = atomic_min %v, %A[%c0] : c32", "atomic_min of complex elements"),
            ("c64", "%one = constant [1.0, 0.0] : c64\n    cumsum.atomic %v, %A, 0, %one, %A",

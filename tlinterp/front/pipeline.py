@@ -296,11 +296,15 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
 
 def _memref_elements(fn: ir.Function) -> dict[str, object]:
     """The written type of each memref value of `fn` (arguments and results), by name."""
-    from tlinterp.lang.typerules import result_types
+    from tlinterp.lang.typerules import TypeRuleError, result_types
 
     types = {a.value.name: a.type for a in fn.args}
     for inst in ir.walk(fn.body):
-        for v, t in zip(ir.results_of(inst), result_types(inst)):
+        try:
+            results = result_types(inst)
+        except TypeRuleError:  # v0.4 scalar operations (exp, ...): the v0.3 rules lack them
+            continue
+        for v, t in zip(ir.results_of(inst), results):
             types[v.name] = t
     return types
 
