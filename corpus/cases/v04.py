@@ -318,6 +318,29 @@ DECIMAL_IJK        store %w, %A[%i, %j, %k]
             "C": np.array(cv, np.float32)}
     out.append(_v("cumsum_modes", src, args, {"B": b, "C": c}, ["cumsum", "constant"],
                   ["f32"]))
+    # v0.4 types: f16 summed in f32 and rounded once per element, c32 componentwise (eighths:
+    # every partial sum exact)
+    src = """func @k(%A: memref<f16 x 4 x 3>, %B: memref<f16 x 4 x 3>, %Z: memref<c32 x 4 x 3>,
+        %W: memref<c32 x 4 x 3>) {
+    %one = constant 1.0 : f16
+    %zero = constant 0.0 : f16
+    %two = constant [2.0, 0.0] : c32
+    %cone = constant [1.0, 0.0] : c32
+    cumsum %one, %A, 0, %zero, %B
+    cumsum %two, %Z, 1, %cone, %W
+}
+"""
+    zv = [[complex(av[i][j], cv[i][j]) for j in range(3)] for i in range(4)]
+    w = [[0j] * 3 for _ in range(4)]
+    for i in range(4):
+        s = 0j
+        for j in range(3):
+            s += zv[i][j]
+            w[i][j] = 2 * s + zv[i][j]
+    args = {"A": np.array(av, np.float16), "B": np.zeros((4, 3), np.float16),
+            "Z": np.array(zv, np.complex64), "W": np.array(zv, np.complex64)}
+    out.append(_v("cumsum_v04_types", src, args, {"B": b, "W": w}, ["cumsum", "constant"],
+                  ["f16", "c32"]))
     return out
 
 
