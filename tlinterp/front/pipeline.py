@@ -315,7 +315,9 @@ def _atomic_v04_refusal(inst, types: dict) -> Optional[str]:
     with no compare-and-swap that wide; max/min have no order on complex numbers."""
     from tlinterp.lang.types import ScalarType
 
-    target = getattr(inst, "b" if isinstance(inst, ir.Cumsum) else "operand")
+    if not isinstance(inst, (ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate, ir.Cumsum)):
+        return None  # associated, foreach: no element type
+    target = inst.b if isinstance(inst, ir.Cumsum) else inst.operand
     element = getattr(types.get(target.name), "element", None)
     if element is None or not element.is_complex:
         return None
