@@ -13,6 +13,9 @@ Two kinds of code, chosen by the knob `atomics_cl20` (the runtime sets it from t
   memory: before it for release, after it for acquire, both for acquire_release and
   sequentially_consistent), the OpenCL C 1.2 way to order a work-item's accesses around it;
   the cross_device scope is the device's, since a launch runs on one device.
+v0.4's types: f16/bf16 (16-bit patterns) swap their 32-bit word as i16 does, c32 (float2) its
+64 bits as f64 does, the new value from scalar.py's tables (the interpreter's arithmetic bit
+for bit); c64 (16 bytes: no compare-and-swap that wide) is refused in `_v04_leftover`.
 Outside an SPMD region an atomic is a mixed instruction (every work-item executes it): work-item
 0 applies it for the work-group (`atomic_add` once per work-item, as the interpreter does) and
 hands the old value to the others through local memory, so that every work-item sees the value

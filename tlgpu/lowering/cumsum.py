@@ -2,8 +2,9 @@
 of A along mode n) + beta * B (docs/semantics.md "v0.4 instructions (interpreter, non-SPMD)").
 
 The lines of A along mode n (one per index of the other modes) are dealt to the work-items in
-turn; each work-item sums its line left to right in the compute type, as the interpreter's
-NumPy cumsum does, and stores every element through the collectives' store rule
+turn; each work-item sums its line left to right in the compute type (elements converted
+and added through scalar.py's tables: f16/bf16 in f32, complex componentwise), as the
+interpreter's NumPy cumsum does, and stores every element through the collectives' store rule
 (collectives.prepare: beta 0 never reads B, `.atomic` updates through the atomic helpers).
 """
 
