@@ -41,15 +41,14 @@ import numpy as np
 from hypothesis import assume
 from hypothesis import strategies as st
 
+from fuzz.gen.function import FunctionGenerator
+from fuzz.gen.params import GenParams
+from fuzz.gen.v04 import V04Generator, v04_params
+from fuzz.profiles import DEFAULT, Profile
+from fuzz.profiles import load as load_profile
+from fuzz.profiles.check import violations
 from tlinterp.io.args import Groups
 from tlinterp.lang import ir
-
-from .gen.function import FunctionGenerator
-from .gen.params import GenParams
-from .gen.v04 import V04Generator, v04_params
-from .profiles import DEFAULT, Profile
-from .profiles import load as load_profile
-from .profiles.check import violations
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
            "to_program", "coverage_of", "sample_function", "profile_of", "case_of", "LANGS",
@@ -177,8 +176,8 @@ def _spmd_kernels(draw, name: str, params: dict[str, Any]) -> FuzzCase:
     if profile.subgroup_sizes is not None:
         knobs.setdefault("subgroup_sizes", profile.subgroup_sizes)
     if "atomic-narrow-types" in profile.exclude_features:
-        from .gen.v04 import LOWP, V04_SCALAR_TYPES
-        from .profiles import NARROW_ATOMIC_UPDATE_TYPES
+        from fuzz.gen.v04 import LOWP, V04_SCALAR_TYPES
+        from fuzz.profiles import NARROW_ATOMIC_UPDATE_TYPES
 
         kept = tuple(t for t in (*V04_SCALAR_TYPES, *LOWP) if not t.is_bool
                      and t.value != "index" and t not in NARROW_ATOMIC_UPDATE_TYPES)
@@ -196,7 +195,7 @@ def _spmd_cases():
     """`fuzz.gen.spmd.spmd_cases` (whole SPMD v0.4 kernels: parallel regions, sub-groups,
     cooperative matrices), or None where that generator is not part of this checkout."""
     try:
-        from .gen.spmd import spmd_cases  # type: ignore[import-not-found]
+        from fuzz.gen.spmd import spmd_cases  # type: ignore[import-not-found]
     except ImportError:
         return None
     return spmd_cases

@@ -163,8 +163,8 @@ def test_dynamic_corpus_kernels_pass_on_our_lowering():
 
 
 def test_vendor_reproducers_list_the_arguments_in_the_same_order():
-    """fuzz.campaign.reproducer writes the arguments a stand-alone host program passes."""
-    from fuzz.campaign.reproducer import describe_args
+    """fuzz.triage.reproducer writes the arguments a stand-alone host program passes."""
+    from fuzz.triage.reproducer import describe_args
     from tlinterp.io.args import bind
 
     program = tlinterp.check(tlinterp.parse(FOREIGN_TL, "k.tl"))

@@ -16,10 +16,10 @@ import pytest
 from test_callconv import _dynamic
 
 import tlinterp
-from fuzz.campaign.reproduce import AGREES, reproduce, request
 from fuzz.conform.cli import main as tlconform
 from fuzz.conform.cli import run_all
 from fuzz.conform.corpus import _opt_groups, default_corpus, load_corpus
+from fuzz.triage.reproduce import AGREES, reproduce, request
 from tlgpu.lowering.callconv import argument_params, launch_sizes
 from tlgpu.runtime.launch import _moved, _restored, aligned_layout
 from tlinterp.cli import tlrun as cli

@@ -1,6 +1,6 @@
 """The v0.4 front end's test material: corpus/v04/valid (check-only programs) together use every
 v0.4 instruction and type; the invalid v0.4 programs of the conformance corpus
-(corpus/cases/invalid_v04.py, generated to corpus/invalid/v04/) blame no comment, get through
+(corpus/cases/v04/invalid.py, generated to corpus/invalid/v04/) blame no comment, get through
 the preprocessor unless it is the preprocessor that rejects them, and the front end reports
 exactly their expected errors, every independent one, in order."""
 
@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 import tlinterp
-from corpus.cases import InvalidCase, all_undefined, all_valid, invalid_v04
-from corpus.cases.v04tags import INSTRUCTIONS, instructions_of, layouts_of
+from corpus.cases import InvalidCase, all_undefined, all_valid
+from corpus.cases.v04 import invalid as invalid_v04
+from corpus.cases.v04.tags import INSTRUCTIONS, instructions_of, layouts_of
 from tlinterp.front.preprocess import preprocess
 from tlinterp.lang.diagnostics import SourceError, TLError
 

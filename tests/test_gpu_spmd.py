@@ -1,7 +1,7 @@
 """v0.4 SPMD code on OpenCL against the interpreter: `parallel`, the sub-group builtins,
 subgroup_broadcast / reduce / scans, barriers, `foreach_tile` and every cooperative_matrix_*
 instruction, bit for bit, on Intel's sub-groups and on pocl through the local-memory
-emulation (tlgpu/lowering/spmd.py, subgroups.py, coopmatrix.py); the refusal on a device
+emulation (tlgpu/lowering/v04/spmd.py, subgroups.py, coopmatrix.py); the refusal on a device
 without sub-groups for a work-group of several; the NVIDIA strategy's emitted PTX (the test
 that runs it needs an NVIDIA device)."""
 

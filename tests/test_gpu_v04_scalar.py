@@ -1,4 +1,4 @@
-"""v0.4's scalar types f16, bf16, c32, c64 lowered to OpenCL C (tlgpu/lowering/lowp.py,
+"""v0.4's scalar types f16, bf16, c32, c64 lowered to OpenCL C (tlgpu/lowering/v04/lowp.py,
 complexnum.py) against the interpreter, on pocl and Intel's CPU runtime: arithmetic,
 comparisons, casts, abs/conj/re/im, constants (inf, NaN, -0.0 bit for bit) and scalar
 arguments bit for bit; the math functions within docs/semantics.md's bounds."""

@@ -283,7 +283,7 @@ def test_a_huge_attribute_array_is_refused_before_parsing(tmp_path, capsys):
 def test_a_finding_line_tlfuzz_did_not_sign_runs_no_command_of_its_own(case, tmp_path,
                                                                        monkeypatch, capsys):
     from fuzz.campaign.findings import Finding, save_finding
-    from fuzz.campaign.reproduce import load_case
+    from fuzz.triage.reproduce import load_case
     from tlinterp.impl import ImplOptions
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # this user's key

@@ -377,9 +377,9 @@ def test_type_error_messages_name_what_the_row_accepts():
 def test_atomic_updates_take_their_operation_from_the_scalar_tables(op, cls):
     """atomic_add|max|min (v0.4) combine the old value and the operand with the scalar
     operation of that name: the interpreter's table (tlinterp/interp/scalar.py) and the
-    OpenCL C table the lowering's compare-and-swap helpers use (tlgpu/lowering/atomics.py)
+    OpenCL C table the lowering's compare-and-swap helpers use (tlgpu/lowering/v04/atomics.py)
     both have it for integers and floats."""
-    from tlgpu.lowering.atomics import Helpers
+    from tlgpu.lowering.v04.atomics import Helpers
 
     t = EXAMPLE[cls]
     assert op in lower_scalar.BINARY[cls]

@@ -8,6 +8,7 @@ of tests/data/nvidia-store-order (see its README)."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,9 +18,9 @@ import numpy as np
 import pytest
 
 import tlinterp
-from fuzz.campaign import triage as T
-from fuzz.campaign.clexec import RewritingTarget, Target
 from fuzz.strategies import FuzzCase
+from fuzz.triage import triage as T
+from fuzz.triage.clexec import RewritingTarget, Target
 from tlgpu import LoweringConfig
 from tlinterp.io.args import load_npz
 
@@ -115,9 +116,9 @@ def test_uninitialised_local_memory_read_by_the_lowering_is_ub(monkeypatch):
 @pytest.mark.slow
 def test_reduction_and_reproducer_of_the_simulated_device_bug(tmp_path):
     pytest.importorskip("lithium", reason="the reducer is the [triage] extra")
-    from fuzz.campaign import reproducer
-    from fuzz.campaign.clexec import Isolated, run_source
-    from fuzz.campaign.reduce import interesting_for, reduce_kernel, split_kernel
+    from fuzz.triage import reproducer
+    from fuzz.triage.clexec import Isolated, run_source
+    from fuzz.triage.reduce import interesting_for, reduce_kernel, split_kernel
     from tlgpu.runtime.launch import BUILD_OPTIONS
 
     case = finding_case()
@@ -205,3 +206,18 @@ def test_triage_cli_refuses_what_would_make_every_rerun_fail(tmp_path, capsys, f
     assert main(["triage", str(base), "--reduce-time", "5", *argv]) == 2
     assert words in capsys.readouterr().err
     assert not (tmp_path / "mismatch-0.triage.txt").exists()
+
+
+def test_the_reduced_kernels_are_standard_opencl_c():
+    """A reduced kernel must build as OpenCL C 1.2 on a strict front end (the reducer checks
+    every candidate with reduce.strict_problem): GNU `a ?: b` is refused, the NVIDIA
+    reproducer's kernel passes."""
+    from fuzz.triage.reduce import strict_problem
+
+    if shutil.which("clang-15") is None and shutil.which("clang") is None:
+        pytest.skip("needs clang-15")
+    with open(os.path.join(DATA, "repro", "kernel.cl")) as f:
+        source = f.read()
+    assert strict_problem(source) is None
+    gnu = source.replace("tl_step6 > 0 ? 1 :", "tl_step6 > 0 ?:", 1)
+    assert gnu != source and "GNU" in (strict_problem(gnu) or "")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.campaign import triage as T
 from fuzz.campaign.cli import main as tlfuzz
 from fuzz.campaign.harness import Finding, save_finding
-from fuzz.campaign.reproduce import load_case
-from fuzz.campaign.triage_saved import triage_saved
+from fuzz.triage import triage as T
+from fuzz.triage.reproduce import load_case
+from fuzz.triage.saved import triage_saved
 from tlinterp.impl import ImplOptions
 
 pytestmark = pytest.mark.opencl  # pocl and Oclgrind (pyopencl[pocl,oclgrind])
@@ -99,6 +99,10 @@ def test_a_deterministic_bug_is_your_compiler_and_its_line_exits_1_until_fixed(t
     out = capsys.readouterr().out
     assert "triage: your compiler" in out and "-cl-opt-disable" in out, out
     assert "your compiler" in Path(base + ".triage.txt").read_text()
+    # a finding of an external compiler gets its stand-alone report (tlfuzz report)
+    report = Path(base + ".report")
+    assert (report / "repro.sh").is_file() and (report / "host.py").is_file()
+    assert '"kernel": "gemm"' in (report / "host.json").read_text()
     line = Path(base + ".txt").read_text().splitlines()[0]
     assert line.startswith("tlfuzz reproduce ") and "--impl 'opencl-c:" in line
     assert "--device pocl" in line
@@ -110,7 +114,7 @@ def test_a_deterministic_bug_is_your_compiler_and_its_line_exits_1_until_fixed(t
 
 
 def test_a_bug_only_under_optimisation_is_a_device_compiler_suspect(tmp_path, capsys):
-    from fuzz.campaign.triage_impl import triage_impl
+    from fuzz.triage.impl import triage_impl
 
     case = load_case(str(KERNEL), str(KERNEL.with_suffix(".npz")), "gemm", None)
     r = triage_impl(case, external(tmp_path, "optimised"), ImplOptions(device="pocl"))
@@ -139,7 +143,7 @@ def test_a_bug_on_some_runs_is_flaky_also_in_a_campaign(tmp_path):
 
 
 def test_an_out_of_bounds_read_in_the_emitted_code_is_ub(tmp_path):
-    from fuzz.campaign.triage_impl import triage_impl
+    from fuzz.triage.impl import triage_impl
 
     case = load_case(str(KERNEL), str(KERNEL.with_suffix(".npz")), "gemm", None)
     r = triage_impl(case, external(tmp_path, "ub"), ImplOptions(device="pocl"))
@@ -173,7 +177,7 @@ def test_reproduce_exit_statuses(tmp_path, capsys):
 def test_code_oclgrind_cannot_build_is_said_so_and_counts_for_nothing(tmp_path):
     """The group's pointer array as `global float*global*`: OpenCL C 1.2 (Oclgrind) forbids
     pointers to pointers, pocl builds it."""
-    from fuzz.campaign.triage_impl import triage_impl
+    from fuzz.triage.impl import triage_impl
 
     fused = ROOT / "examples" / "fused_kernel.tl"
     case = load_case(str(fused), str(fused.with_suffix(".npz")), None, None)
@@ -189,8 +193,8 @@ def test_failed_builds_leave_no_source_files(tmp_path, monkeypatch):
     triage removes it."""
     import tempfile
 
-    from fuzz.campaign.clexec import Target, run_source
-    from fuzz.campaign.reproduce import load_case
+    from fuzz.triage.clexec import Target, run_source
+    from fuzz.triage.reproduce import load_case
 
     case = load_case(str(KERNEL), str(KERNEL.with_suffix(".npz")), "gemm", None)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where pyopencl writes it

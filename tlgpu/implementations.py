@@ -52,7 +52,7 @@ def _program(job: Job):
 
 def _work_item_code(program) -> bool:
     """Whether the program has v0.4 SPMD regions (parallel, foreach_tile)."""
-    from tlgpu.lowering.spmd import uses_spmd
+    from tlgpu.lowering.v04.spmd import uses_spmd
 
     return any(uses_spmd(f) for f in program.functions)
 
@@ -341,14 +341,14 @@ class SPIRV(_Foreign):
 
 
 def opencl_c_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
-    """an external compiler to OpenCL C: opencl-c:'COMMAND {tl} [{out}]', run on --device"""
+    """an external compiler to OpenCL C: 'opencl-c:COMMAND {tl} [{out}]', run on --device"""
     if not arg:
         raise SpecError("expected opencl-c:COMMAND with {tl} (and {out}, else stdout)")
     return OpenCLC(arg, options)
 
 
 def spirv_factory(arg: Optional[str], options: ImplOptions) -> Implementation:
-    """an external compiler to SPIR-V: spirv:'COMMAND {tl} [{out}]', run on --device"""
+    """an external compiler to SPIR-V: 'spirv:COMMAND {tl} [{out}]', run on --device"""
     if not arg:
         raise SpecError("expected spirv:COMMAND with {tl} (and {out}, else stdout)")
     return SPIRV(arg, options)

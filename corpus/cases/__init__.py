@@ -7,25 +7,19 @@ result is computed by a NumPy function written for that case's instruction.
 
 from __future__ import annotations
 
-from .model import InvalidCase, UndefinedCase, ValidCase, text_range
+from corpus.cases.model import InvalidCase, UndefinedCase, ValidCase, text_range
 
 __all__ = ["InvalidCase", "UndefinedCase", "ValidCase", "all_invalid", "all_undefined",
            "all_valid", "text_range"]
 
 
 def all_valid() -> list[ValidCase]:
-    from . import (
-        blas,
-        control,
-        groups,
-        scalar,
-        v04,
-        v04_coop,
-        v04_memory,
-        v04_nan,
-        v04_scalar,
-        views,
-    )
+    from corpus.cases import blas, control, groups, scalar, views
+    from corpus.cases.v04 import coop as v04_coop
+    from corpus.cases.v04 import core as v04
+    from corpus.cases.v04 import memory as v04_memory
+    from corpus.cases.v04 import nan as v04_nan
+    from corpus.cases.v04 import scalar as v04_scalar
 
     cases = [*blas.cases(), *scalar.cases(), *views.cases(), *groups.cases(), *control.cases(),
              *v04.cases(), *v04_scalar.cases(), *v04_memory.cases(), *v04_coop.cases(),
@@ -35,7 +29,8 @@ def all_valid() -> list[ValidCase]:
 
 
 def all_invalid() -> list[InvalidCase]:
-    from . import invalid, invalid_v04
+    from corpus.cases import invalid
+    from corpus.cases.v04 import invalid as invalid_v04
 
     cases = [*invalid.cases(), *invalid_v04.cases()]
     _unique(c.id for c in cases)
@@ -43,7 +38,7 @@ def all_invalid() -> list[InvalidCase]:
 
 
 def all_undefined() -> list[UndefinedCase]:
-    from . import undefined
+    from corpus.cases import undefined
 
     cases = undefined.cases()
     _unique(c.id for c in cases)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .model import ValidCase
-from .util import FLOATS, LAYOUTS, const, dtype, layout, outputs, rng_for, scalar, tags
+from corpus.cases.model import ValidCase
+from corpus.cases.util import FLOATS, LAYOUTS, const, dtype, layout, outputs, rng_for, scalar, tags
 
 M, N, K = 4, 3, 5
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import ValidCase
-from .util import data, outputs, rng_for, tags
+from corpus.cases.model import ValidCase
+from corpus.cases.util import data, outputs, rng_for, tags
 
 
 def _case(name, source, args, scalars, expected, instr, types, layouts, groups=None):

@@ -7,7 +7,7 @@ the checker. The message is recorded from the checker when the corpus is generat
 
 from __future__ import annotations
 
-from .model import InvalidCase
+from corpus.cases.model import InvalidCase
 
 F32V = "memref<f32x8>"
 

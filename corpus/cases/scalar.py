@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from .model import ValidCase
-from .util import FLOATS, INTS, UNSIGNED, dtype, memref, outputs, rng_for, tags
+from corpus.cases.model import ValidCase
+from corpus.cases.util import FLOATS, INTS, UNSIGNED, dtype, memref, outputs, rng_for, tags
 
 N = 8
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import UndefinedCase
+from corpus.cases.model import UndefinedCase
 
 
 def _u(name, kind, source, args, groups=None, lang="v0.3") -> UndefinedCase:

@@ -7,10 +7,11 @@
            [--profile all|tinytc-0.3.1|FILE.json|list] [--lang v0.3|v0.4]
            [--lowering KEY=VALUE ...] [--build-options 'OPTIONS'] [--reject-status N[,N...]]
     tlfuzz triage FINDING [--device D] [--reduce-time 120]
+    tlfuzz report FINDING --out DIR
     tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl SPEC [flags]
 
 --impl takes any name of the implementation registry (`tlrun --list-impls`): opencl (this
-package's lowering, the default), opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command
+package's lowering, the default), 'opencl-c:COMMAND {tl}', python:MODULE:FUNCTION, a command
 template, ...; other implementations than ours run one case per job.
 --lang v0.4 generates tensor language v0.4 kernels and hands them to the implementation as v0.4
 text (our opencl lowering takes them through the registry, one case per job, in their v0.3
@@ -49,6 +50,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Optional
 
+from fuzz.campaign import sharedb
+from fuzz.campaign.hunt import HuntOptions, hunt
+from fuzz.campaign.options import (
+    check_device,
+    check_known_good,
+    check_out_dir,
+    chosen_device,
+    keep_hypothesis_under,
+    positive_seconds,
+    runs_on_a_device,
+)
+from fuzz.strategies import generated_kinds
 from tlinterp.cli.conventions import (
     add_impl_choice,
     add_jobs,
@@ -62,19 +75,6 @@ from tlinterp.cli.conventions import (
 )
 from tlinterp.impl.flags import add_impl_flags, whole_number
 from tlinterp.io.foreigntext import for_rich
-
-from ..strategies import generated_kinds
-from . import sharedb
-from .hunt import HuntOptions, hunt
-from .options import (
-    check_device,
-    check_known_good,
-    check_out_dir,
-    chosen_device,
-    keep_hypothesis_under,
-    positive_seconds,
-    runs_on_a_device,
-)
 
 # the kinds of v0.3 programs (the default --lang); generated_kinds("v0.4") for v0.4
 ALL_KINDS = generated_kinds("v0.3")
@@ -96,12 +96,11 @@ def round_seed(seed: int, job: int, k: int) -> int:
 
 def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, rounds_batches: int,
          replay: bool, q) -> None:
+    from fuzz.campaign.harness import save_finding
+    from fuzz.campaign.rejections import Keyed, save_rejection
+    from fuzz.campaign.sandbox import Sandbox, quiet_child
+    from fuzz.shutdown import stop_on_sigterm
     from tlinterp.lang.diagnostics import TLError
-
-    from ..shutdown import stop_on_sigterm
-    from .harness import save_finding
-    from .rejections import Keyed, save_rejection
-    from .sandbox import Sandbox, quiet_child
 
     # SIGINT is the parent's to handle; compiler chatter from triage's reruns would cross the
     # live view (a job's errors reach the parent through q, not stderr); SIGTERM from the
@@ -133,7 +132,7 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
                 continue
             q.put(("finding", job, f.kind, base, first_line))
             if opts.triage_time > 0 and f.kind == "mismatch":
-                from .triage_saved import triage_saved
+                from fuzz.triage.saved import triage_saved
 
                 # triage counts inside --time: what is left of it, at most --triage-time
                 budget = min(opts.triage_time, deadline - time.time())
@@ -161,7 +160,7 @@ def _job(job: int, seed: int, opts: HuntOptions, deadline: float, out: str, roun
 
 def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, progress,
             report) -> None:
-    from . import sharedb
+    from fuzz.campaign import sharedb
 
     told = False
 
@@ -187,11 +186,10 @@ def _search(job, seed, opts, deadline, out, rounds_batches, replay, q, sandbox, 
 def _replay_saved(out: str, sandbox, opts: HuntOptions, q) -> list:
     """Re-run saved differential findings first; report which still fail."""
     import tlinterp
+    from fuzz.strategies import FuzzCase
+    from fuzz.triage.reproduce import read_finding_line, read_finding_source
     from tlinterp.io.args import load_npz
     from tlinterp.lang.diagnostics import decode_source
-
-    from ..strategies import FuzzCase
-    from .reproduce import read_finding_line, read_finding_source
 
     still = []
     for tl in sorted(glob.glob(os.path.join(out, "*.tl"))):
@@ -413,7 +411,7 @@ def run_campaign(ns: argparse.Namespace) -> int:
     if tally.findings or any(s == "still failing" for _, s in tally.replays):
         return 1
     if interrupted is not None:
-        from ..shutdown import exit_status_of
+        from fuzz.shutdown import exit_status_of
 
         return exit_status_of(interrupted)
     if tally.cases == 0:
@@ -436,7 +434,7 @@ def _stop_jobs(procs) -> None:
     processes (orphans come back to us, fuzz.shutdown.adopt_orphans)."""
     import signal
 
-    from ..shutdown import kill_children, kill_tree
+    from fuzz.shutdown import kill_children, kill_tree
 
     for p in procs:
         if p.is_alive():
@@ -482,6 +480,8 @@ EXAMPLES = (
      "v0.4 kernels against another compiler"),
     ("tlfuzz reproduce f/mismatch-0123abcd4567", "rerun a finding (exit 1 while it differs)"),
     ("tlfuzz triage f/mismatch-0123abcd4567", "classify a finding, reduce its code"),
+    ("tlfuzz report f/mismatch-0123abcd4567 --out r/",
+     "a stand-alone report (repro.sh, host.py) of an external compiler's finding"),
 )
 EXIT_STATUSES = (
     (0, "no findings"),
@@ -497,6 +497,7 @@ NOTES = """\
 subcommands (each has its own --help):
   tlfuzz reproduce FINDING | KERNEL.tl --args ARGS.npz --impl NAME   rerun one case
   tlfuzz triage FINDING                                              classify a finding
+  tlfuzz report FINDING --out DIR              a stand-alone report for the compiler's vendor
 
 Findings go to --out, by default the per-user cache directory:
   DEFAULT_OUT
@@ -589,9 +590,8 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
 
 def _against_problem(ns: argparse.Namespace) -> Optional[str]:
     """Why --against cannot be used as given (None: it can)."""
+    from fuzz.campaign.frontdiff import check_against
     from tlinterp.impl import SpecError
-
-    from .frontdiff import check_against
 
     if not ns.frontend:
         return "--against needs --frontend (it compares front ends, nothing runs)"
@@ -608,11 +608,15 @@ def _against_problem(ns: argparse.Namespace) -> Optional[str]:
 def main(argv: Optional[list[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["triage"]:
-        from .triage_cli import main as triage_main
+        from fuzz.triage.cli import main as triage_main
 
         return triage_main(argv[1:])
+    if argv[:1] == ["report"]:
+        from fuzz.triage.vendor_report import main as report_main
+
+        return report_main(argv[1:])
     if argv[:1] == ["reproduce"]:
-        from .reproduce import main as reproduce_main
+        from fuzz.triage.reproduce import main as reproduce_main
 
         return reproduce_main(argv[1:])
     parser = build_parser()
@@ -629,13 +633,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     if ns.out is None:  # never the current directory: a campaign started anywhere
         ns.out = default_findings_dir()
     if ns.profile == "list":
-        from ..profiles import describe
+        from fuzz.profiles import describe
 
         print(describe())
         return 0
     try:  # before --out is created: a usage error leaves nothing behind
-        from ..profiles import ProfileError
-        from ..profiles import load as load_profile
+        from fuzz.profiles import ProfileError
+        from fuzz.profiles import load as load_profile
 
         ns.profile_ref = load_profile(ns.profile)
     except ProfileError as e:
@@ -666,7 +670,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               "runs", file=sys.stderr)
         return 2
     if ns.mutation is not None:
-        from .mutations import known
+        from fuzz.campaign.mutations import known
 
         if ns.mutation not in known():
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "
@@ -692,7 +696,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         ns.device_label = chosen_device(ns.device)
         print(f"tlfuzz: device {ns.device_label}", file=sys.stderr)
     keep_hypothesis_under(ns.out)
-    from ..shutdown import adopt_orphans, exit_status_of, scratch_dir, stop_on_signals
+    from fuzz.shutdown import adopt_orphans, exit_status_of, scratch_dir, stop_on_signals
 
     # SIGTERM and Ctrl-C end the campaign in order (the summary, no process and no scratch
     # directory left behind: every temporary file of the jobs lives below scratch_dir)
@@ -701,7 +705,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         try:
             return run_campaign(ns)
         except KeyboardInterrupt as e:  # before the jobs started or after the summary
-            from ..shutdown import kill_children
+            from fuzz.shutdown import kill_children
 
             kill_children()
             return exit_status_of(e)

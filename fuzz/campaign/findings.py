@@ -11,10 +11,9 @@ from typing import Optional
 
 import numpy as np
 
+from fuzz.strategies import FuzzCase
 from tlinterp.io.args import save_npz
 from tlinterp.io.outfile import write_text
-
-from ..strategies import FuzzCase
 
 __all__ = ["Finding", "save_finding", "save_files", "reproduce_command", "config_overrides",
            "finding_impl", "tlrun_line"]
@@ -67,7 +66,7 @@ def reproduce_command(tl: str, npz: str, finding: Finding) -> str:
     `tlrun` shows."""
     if finding.kind == "generator":
         return tlrun_line(tl, npz, finding)
-    from .reproduce import reproduce_line
+    from fuzz.triage.reproduce import reproduce_line
 
     return reproduce_line(tl, npz, finding.case.func, finding.case.groups,
                           *finding_impl(finding), lang=_said_lang(finding))
@@ -94,7 +93,7 @@ def save_finding(finding: Finding, out_dir: str) -> str:
     our signature of the first line (fuzz/campaign/trust.py), the message);
     NAME is a hash of the program and arguments, so a finding is saved once. Returns the
     path without extension."""
-    from .trust import signature_line
+    from fuzz.campaign.trust import signature_line
 
     os.makedirs(out_dir, exist_ok=True)
     h = hashlib.sha1(finding.case.source.encode())

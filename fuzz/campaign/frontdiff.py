@@ -28,6 +28,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Optional
 
+from fuzz.campaign.rejections import Keyed, message_shape
+from fuzz.strategies import FuzzCase
 from tlinterp.impl.base import SpecError, mentioned_diagnostics
 from tlinterp.impl.command import (
     TOOL_MEMORY,
@@ -38,9 +40,6 @@ from tlinterp.impl.command import (
 )
 from tlinterp.io.foreigntext import shown
 from tlinterp.lang.diagnostics import TLError
-
-from ..strategies import FuzzCase
-from .rejections import Keyed, message_shape
 
 __all__ = ["DISAGREEMENT", "CLASSES", "AGAINST_TIMEOUT", "Disagreement", "OtherFrontEnd",
            "Ours", "ours", "disagreement", "check_against"]

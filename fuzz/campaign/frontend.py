@@ -85,7 +85,7 @@ def _glues(left: str, right: str) -> bool:
 def mutants(draw, min_edits: int = 1, **params):
     """(mutated source, the original case) from a generated kernel; with `min_edits` 0 the
     unchanged program is among them (and what shrinking reaches first)."""
-    from ..strategies import kernels
+    from fuzz.strategies import kernels
 
     case = draw(kernels(**params))
     lang = lang_of(case)

@@ -10,15 +10,7 @@ import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
-from tlgpu.runtime.oclgrind import OclgrindReport
-from tlinterp.io.args import red_zones
-from tlinterp.io.foreigntext import shown
-from tlinterp.lang import ir
-from tlinterp.lang.diagnostics import BackendError, TLError, UndefinedBehaviour
-
-from ..oracle.compare import compare_outputs
-from ..strategies import FuzzCase
-from .findings import (
+from fuzz.campaign.findings import (
     Finding,
     config_overrides,
     finding_impl,
@@ -26,7 +18,14 @@ from .findings import (
     save_finding,
     tlrun_line,  # noqa: F401 - re-exported: the harness's findings API
 )
-from .redzones import describe
+from fuzz.campaign.redzones import describe
+from fuzz.oracle.compare import compare_outputs
+from fuzz.strategies import FuzzCase
+from tlgpu.runtime.oclgrind import OclgrindReport
+from tlinterp.io.args import red_zones
+from tlinterp.io.foreigntext import shown
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import BackendError, TLError, UndefinedBehaviour
 
 __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_command",
            "config_overrides", "finding_impl", "tlrun_line"]
@@ -173,9 +172,8 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
     deadline cuts short ends the batch without a finding (`done[0]`: the cases run)."""
     import time
 
+    from fuzz.campaign.rejections import rejected
     from tlinterp.impl import Job
-
-    from .rejections import rejected
 
     findings: list[Finding] = []
     if done is not None:

@@ -26,13 +26,13 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisException
 from hypothesis.internal.conjecture import engine
 
-from ..strategies import FuzzCase, coverage_of, kernels, lowering_configs
-from .frontdiff import OtherFrontEnd, disagreement, ours
-from .frontend import frontend_problem, lang_of, mutants
-from .harness import Finding
-from .rejections import drop_known
-from .sandbox import Sandbox
-from .sharedb import example_database
+from fuzz.campaign.frontdiff import OtherFrontEnd, disagreement, ours
+from fuzz.campaign.frontend import frontend_problem, lang_of, mutants
+from fuzz.campaign.harness import Finding
+from fuzz.campaign.rejections import drop_known
+from fuzz.campaign.sandbox import Sandbox
+from fuzz.campaign.sharedb import example_database
+from fuzz.strategies import FuzzCase, coverage_of, kernels, lowering_configs
 
 __all__ = ["HuntOptions", "hunt", "batches", "example_database"]
 

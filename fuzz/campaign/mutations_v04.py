@@ -34,9 +34,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from fuzz.campaign.mutations import HITS, Mutation
 from tlinterp.lang import ir
-
-from .mutations import HITS, Mutation
 
 _LOCAL = threading.local()  # .name: the mutant of the plug-in call running in this thread
 _INSTALLED: set[str] = set()

@@ -20,15 +20,14 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from fuzz.campaign.findings import Finding, reproduce_command, save_files
+from fuzz.campaign.trust import signature_line
+from fuzz.strategies import FuzzCase
 from tlinterp.impl.base import mentioned_diagnostics
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import TLError
 from tlinterp.lang.types import ScalarType
 from tlinterp.lang.v03.printer import mnemonic
-
-from ..strategies import FuzzCase
-from .findings import Finding, reproduce_command, save_files
-from .trust import signature_line
 
 __all__ = ["REJECTED", "Keyed", "RejectedConstruct", "rejected", "construct_of",
            "message_shape", "save_rejection", "drop_known", "count"]

@@ -16,8 +16,8 @@ import time
 import warnings
 from typing import Optional
 
-from ..strategies import FuzzCase
-from .harness import Finding, combine, differential
+from fuzz.campaign.harness import Finding, combine, differential
+from fuzz.strategies import FuzzCase
 
 __all__ = ["Sandbox", "quiet_child", "serve"]
 
@@ -68,8 +68,8 @@ def _child(conn, mutation: Optional[str], impl=None) -> None:
 def _serve_batches(conn, mutation: Optional[str], impl) -> None:
     # the planted bug's counter: a lowering mutation's, or a v0.4 mutant plug-in's
     # (mutations_v04 counts there too)
-    from .mutations import HITS as hits
-    from .mutations import apply
+    from fuzz.campaign.mutations import HITS as hits
+    from fuzz.campaign.mutations import apply
 
     if mutation:
         apply(mutation)
@@ -114,7 +114,7 @@ class Sandbox:
 
     def _kill(self) -> None:
         if self.proc is not None:
-            from ..shutdown import kill_tree
+            from fuzz.shutdown import kill_tree
 
             # with the processes it started (an implementation's, in sessions of their own)
             kill_tree(self.proc.pid)
@@ -205,7 +205,7 @@ class Sandbox:
             except (OSError, ConnectionError):
                 pass
             if self.proc.is_alive():
-                from ..shutdown import kill_tree
+                from fuzz.shutdown import kill_tree
 
                 kill_tree(self.proc.pid)
                 self.proc.join(1)

@@ -22,6 +22,13 @@ from typing import Optional
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from fuzz.campaign.options import positive_seconds
+from fuzz.conform.corpus import Case, CorpusError, apply_profile, default_corpus, load_corpus
+from fuzz.conform.impl import outcome_of, reproduce
+from fuzz.conform.jsonreport import write_json
+from fuzz.conform.judge import FAIL, SKIP, Verdict, judge
+from fuzz.conform.report import print_summary, write_junit, write_log
+from fuzz.shutdown import exit_status_of, kill_children_settled, scratch_dir, stop_on_signals
 from tlinterp import TLError
 from tlinterp.cli.conventions import (
     add_impl_choice,
@@ -36,14 +43,6 @@ from tlinterp.cli.conventions import (
 from tlinterp.impl import Implementation, Outcome, SpecError, resolve
 from tlinterp.impl.flags import add_impl_flags, impl_options, lowering_needs_opencl
 from tlinterp.io.outfile import check_target
-
-from ..campaign.options import positive_seconds
-from ..shutdown import exit_status_of, kill_children_settled, scratch_dir, stop_on_signals
-from .corpus import Case, CorpusError, apply_profile, default_corpus, load_corpus
-from .impl import outcome_of, reproduce
-from .jsonreport import write_json
-from .judge import FAIL, SKIP, Verdict, judge
-from .report import print_summary, write_junit, write_log
 
 
 def run_case(impl: Implementation, case: Case, timeout: Optional[float]) -> Verdict:
@@ -146,7 +145,7 @@ def _parser() -> argparse.ArgumentParser:
         "lowering": "opencl: override a lowering decision (repeatable; `tlrun --help` lists "
                     "the keys), e.g. to check a tuned config on the whole corpus"})
     ap._option_string_actions["--impl"].help = (
-        "implementation (required): interp, opencl, opencl-c:'COMMAND {tl} [{out}]', "
+        "implementation (required): interp, opencl, 'opencl-c:COMMAND {tl} [{out}]', "
         "python:MODULE:FUNCTION, a command template with {kernel} {args} {out} and optional "
         "[--func {func}] [--groups {groups}], ... (see --list-impls)")
     g.run.add_argument("--corpus", type=Path, default=None, metavar="DIR",
@@ -266,7 +265,7 @@ def _main(opts: argparse.Namespace) -> int:
         cases = load_corpus(opts.corpus or default_corpus(), opts.filter)
         not_migrated: list = []
         if opts.lang == "v0.4":  # the v0.3 cases too, in their v0.4 form where they have one
-            from .migrated import migrate_cases
+            from fuzz.conform.migrated import migrate_cases
 
             migrated, not_migrated = migrate_cases(cases)
             v03 = {c.id: c for c in migrated}

@@ -8,9 +8,8 @@ from __future__ import annotations
 import shlex
 from typing import Optional
 
+from fuzz.conform.corpus import Case, shown
 from tlinterp.impl import Implementation, Job, Outcome
-
-from .corpus import Case, shown
 
 
 def case_job(case: Case) -> Job:
@@ -52,7 +51,7 @@ def reproduce(impl: Implementation, case: Case) -> str:
                             "--lang", case.lang]) + f" > {shlex.quote(v04)} && "
         kernel = v04
     if case.kind == "valid" and args is not None and impl.spec not in ("interp", "tlinterp"):
-        from ..campaign.reproduce import reproduce_line
+        from fuzz.triage.reproduce import reproduce_line
 
         return first + reproduce_line(kernel, args, case.func, groups,
                                       impl.spec, impl.options)

@@ -25,8 +25,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .judge import FAIL, INFO, PASS, SKIP, Verdict
-from .report import counts_by, diagnostic_counts
+from fuzz.conform.judge import FAIL, INFO, PASS, SKIP, Verdict
+from fuzz.conform.report import counts_by, diagnostic_counts
 
 __all__ = ["FORMAT", "case_record", "json_report", "write_json"]
 

@@ -19,12 +19,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
+from fuzz.conform.corpus import Case
+from fuzz.oracle import compare_outputs
 from tlinterp.impl import Implementation, Outcome
 from tlinterp.impl.base import mentioned_diagnostics
 from tlinterp.io.foreigntext import MAX_KEPT, MAX_LINE_KEPT, clipped
-
-from ..oracle import compare_outputs
-from .corpus import Case
 
 PASS, FAIL, INFO = "pass", "fail", "info"
 SKIP = "skip"  # outside the target's profile (tlconform --profile): not run

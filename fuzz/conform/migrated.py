@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 
-from .corpus import Case
+from fuzz.conform.corpus import Case
 
 ORIGIN = "migrated from v0.3"
 

@@ -12,10 +12,9 @@ from typing import Optional
 from rich.console import Console
 from rich.table import Table
 
+from fuzz.conform.judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
 from tlinterp.io.foreigntext import for_rich, shown
 from tlinterp.io.outfile import write_bytes, write_text
-
-from .judge import FAIL, INFO, NO, PASS, RANGE_AND_MESSAGE, RANGE_ONLY, SKIP, Verdict
 
 DIMENSIONS = ("instruction", "type", "layout")
 

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from typing import Optional
 
+from fuzz.gen.core import CoreGenerator, exact_dim, size_bound
+from fuzz.gen.model import Buf, Scal, Unavailable, View
+from fuzz.gen.params import COLLECTIVE_KINDS
+from fuzz.gen.ranges import IRange
+from fuzz.profiles.check import instruction_violations, integer_product, mixed_sizes
 from tlinterp.lang import ir, ops, typerules
 from tlinterp.lang.ir import Const, Slice, Value
 from tlinterp.lang.types import INDEX, MemrefType, ScalarType
-
-from ..profiles.check import instruction_violations, integer_product, mixed_sizes
-from .core import CoreGenerator, exact_dim, size_bound
-from .model import Buf, Scal, Unavailable, View
-from .params import COLLECTIVE_KINDS
-from .ranges import IRange
 
 # K of streamed gemms (`streamed_gemm`): one or more blocks of 8, then a step of 4 and/or a
 # partial step

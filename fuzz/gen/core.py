@@ -31,13 +31,9 @@ from typing import Optional
 
 from hypothesis import strategies as st
 
-from tlinterp.lang import ir, ops, typerules
-from tlinterp.lang.ir import Const, Slice, Value
-from tlinterp.lang.types import INDEX, MemrefType, ScalarType
-
-from .model import Buf, Scal, Scope, Unavailable, View
-from .params import GenParams
-from .ranges import (
+from fuzz.gen.model import Buf, Scal, Scope, Unavailable, View
+from fuzz.gen.params import GenParams
+from fuzz.gen.ranges import (
     UNKNOWN_F,
     FRange,
     IRange,
@@ -51,6 +47,9 @@ from .ranges import (
     int_unary,
     type_range,
 )
+from tlinterp.lang import ir, ops, typerules
+from tlinterp.lang.ir import Const, Slice, Value
+from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
 # How often a closed region's names are handed out again (to its sibling or the code after it),
 # as programs written for the original compiler do: names are scoped by region.

@@ -6,13 +6,12 @@ from typing import Optional
 
 import numpy as np
 
+from fuzz.gen.body import BodyGenerator, int_cap
+from fuzz.gen.model import Buf, Scal, View
+from fuzz.gen.ranges import FRange, IRange, int_edges
 from tlinterp.lang import ir, typerules
 from tlinterp.lang.ir import Const, Slice, Value
 from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType
-
-from .body import BodyGenerator, int_cap
-from .model import Buf, Scal, View
-from .ranges import FRange, IRange, int_edges
 
 
 def _strides(shape: list[int], padded: bool, pad) -> list[int]:

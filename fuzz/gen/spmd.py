@@ -45,13 +45,12 @@ from typing import Any, Optional, Union
 import numpy as np
 from hypothesis import strategies as st
 
+from fuzz.gen.spmd_base import I32, BuilderBase
+from fuzz.gen.spmd_coop import coop_step, foreach_tile, observe_coop
+from fuzz.gen.spmd_model import LANE, SG, WG, SpmdParams, Val, fits, real_of
 from tlinterp.lang import ir
 from tlinterp.lang.ir import Value
 from tlinterp.lang.types import INDEX, MemrefType, ScalarType
-
-from .spmd_base import I32, BuilderBase
-from .spmd_coop import coop_step, foreach_tile, observe_coop
-from .spmd_model import LANE, SG, WG, SpmdParams, Val, fits, real_of
 
 Groups = Union[int, tuple[int, ...]]
 

@@ -16,12 +16,7 @@ from typing import Any, Optional, Union
 import numpy as np
 from hypothesis import strategies as st
 
-from tlinterp.lang import ir
-from tlinterp.lang.ir import Value
-from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType, canonical_strides
-from tlinterp.lang.v04.names import MEMORY_SCOPES, MEMORY_SEMANTICS
-
-from .spmd_model import (
+from fuzz.gen.spmd_model import (
     LANE,
     SG,
     WG,
@@ -34,6 +29,10 @@ from .spmd_model import (
     value_grain,
     value_mag,
 )
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Value
+from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType, canonical_strides
+from tlinterp.lang.v04.names import MEMORY_SCOPES, MEMORY_SEMANTICS
 
 I32 = ScalarType.i32
 

@@ -16,14 +16,8 @@ from typing import Optional
 
 import numpy as np
 
-from tlinterp.checker.v04 import promotable, promote
-from tlinterp.interp.coopmatrix import Layout
-from tlinterp.lang import ir
-from tlinterp.lang.ir import Region, Value
-from tlinterp.lang.types import INDEX, CoopMatrixType, MemrefType, ScalarType
-
-from .spmd_base import BuilderBase
-from .spmd_model import (
+from fuzz.gen.spmd_base import BuilderBase
+from fuzz.gen.spmd_model import (
     LANE,
     PRECISION,
     SG,
@@ -34,6 +28,11 @@ from .spmd_model import (
     value_grain,
     value_mag,
 )
+from tlinterp.checker.v04 import promotable, promote
+from tlinterp.interp.coopmatrix import Layout
+from tlinterp.lang import ir
+from tlinterp.lang.ir import Region, Value
+from tlinterp.lang.types import INDEX, CoopMatrixType, MemrefType, ScalarType
 
 # the builder's shared part (fuzz.gen.spmd, which builds on it, imports this module)
 _Builder = BuilderBase

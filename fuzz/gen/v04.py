@@ -42,17 +42,16 @@ from typing import Optional
 import ml_dtypes
 import numpy as np
 
+from fuzz.gen.core import exact_dim
+from fuzz.gen.function import FunctionGenerator
+from fuzz.gen.model import Scal, Unavailable
+from fuzz.gen.params import GenParams
+from fuzz.gen.ranges import UNKNOWN_F, FRange, IRange, type_range
+from fuzz.profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
 from tlinterp.checker.v04 import promotable, promote
 from tlinterp.lang import ir
 from tlinterp.lang.ir import Const, Value
 from tlinterp.lang.types import INDEX, MemrefType, ScalarType
-
-from ..profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
-from .core import exact_dim
-from .function import FunctionGenerator
-from .model import Scal, Unavailable
-from .params import GenParams
-from .ranges import UNKNOWN_F, FRange, IRange, type_range
 
 _UNSIGNED = frozenset({ScalarType.u8, ScalarType.u16, ScalarType.u32, ScalarType.u64})
 # v0.4 has no unsigned types; the new types come on top of the v0.3 ones

@@ -1,5 +1,5 @@
 """The oracle: when do two implementations' outputs agree (exactly, or within an error bound)."""
 
-from .compare import Mismatch, compare_outputs, explain
+from fuzz.oracle.compare import Mismatch, compare_outputs, explain
 
 __all__ = ["Mismatch", "compare_outputs", "explain"]

@@ -30,10 +30,9 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from fuzz.oracle.magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
 from tlinterp.io.args import Groups
 from tlinterp.lang import ir
-
-from .magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
 
 MAX_PER_KEY = 8  # mismatches listed per output; the rest are summarised in one entry
 

@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
 
+from fuzz.profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES, Profile
 from tlinterp.front.migrate import to_v04
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import SourceError
 from tlinterp.lang.types import INDEX, CoopMatrixType, GroupType, MemrefType, ScalarType
 from tlinterp.lang.v03.printer import mnemonic
-
-from . import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES, Profile
 
 __all__ = ["Violation", "violations", "instruction_violations", "integer_product",
            "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant"]

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional
 
-from tlgpu.lowering import complexnum, prelude, tiles
 from tlgpu.lowering import mma as lower_mma
+from tlgpu.lowering import prelude, tiles
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import STAGE
 from tlgpu.lowering.ctypes_map import common_type, ctype
 from tlgpu.lowering.tiles import fits_int
+from tlgpu.lowering.v04 import complexnum
 from tlgpu.lowering.views import View, static_or
 from tlinterp.lang import ir
 from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType

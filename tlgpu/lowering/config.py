@@ -178,7 +178,7 @@ class LoweringConfig:
 
 def _parse_value(key: str, text: str, current):
     if key == "subgroups":
-        from tlgpu.lowering.subgroups import STRATEGIES
+        from tlgpu.lowering.v04.subgroups import STRATEGIES
 
         if text.lower() in ("", "none", "auto"):
             return None

@@ -9,18 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from tlgpu.lowering import atomics as A
-from tlgpu.lowering import chains, coopmatrix, spmd, subgroups
+from tlgpu.lowering import chains
 from tlgpu.lowering import collectives as C
-from tlgpu.lowering import controlflow_v04 as CF
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import ALLOCA, LOCAL_ROOTS, Pending
 from tlgpu.lowering.callconv import Param, argument_params
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.ctypes_map import ctype, literal
-from tlgpu.lowering.cumsum import lower_cumsum
 from tlgpu.lowering.cwriter import CWriter
 from tlgpu.lowering.memory import plan_allocas
+from tlgpu.lowering.v04 import atomics as A
+from tlgpu.lowering.v04 import controlflow as CF
+from tlgpu.lowering.v04 import coopmatrix, spmd, subgroups
+from tlgpu.lowering.v04.cumsum import lower_cumsum
 from tlgpu.lowering.views import Group, Scalar, View, mul, offset_align, var
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import BackendError, Diagnostic, not_yet

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from tlgpu.lowering import complexnum, lowp
 from tlgpu.lowering.ctypes_map import ctype
+from tlgpu.lowering.v04 import complexnum, lowp
 from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
 
 HEADER = """\

@@ -10,7 +10,7 @@ from typing import Optional
 from tlgpu.lowering import prelude
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.function import FunctionLowerer, Geometry, kernel_name
-from tlgpu.lowering.spmd import uses_spmd
+from tlgpu.lowering.v04.spmd import uses_spmd
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import BackendError, Diagnostic
 from tlinterp.lang.effects import written_arguments

@@ -5,8 +5,8 @@ One table per family, per type class, keyed by the operation names of tlinterp/l
 
 from __future__ import annotations
 
-from tlgpu.lowering import complexnum, lowp
 from tlgpu.lowering.ctypes_map import ctype
+from tlgpu.lowering.v04 import complexnum, lowp
 from tlinterp.lang.ops import BOOL, FLOAT, INT, type_class
 from tlinterp.lang.types import ScalarType
 

@@ -329,7 +329,7 @@ class Listed:
     subgroups: str = ""  # how v0.4's sub-group operations and coopmatrices run (SUBGROUP_WAYS)
 
 
-# LoweringConfig.subgroups (tlgpu/lowering/subgroups.py) in words, for the device table
+# LoweringConfig.subgroups (tlgpu/lowering/v04/subgroups.py) in words, for the device table
 SUBGROUP_WAYS = {"intel": "device sub-groups", "nvidia": "warp shuffles (PTX)",
                  "local": "local memory (1 sub-group per work-group)"}
 

@@ -20,7 +20,7 @@ import numpy as np
 from tlgpu.lowering.callconv import Convention, Param, argument_params, launch_sizes
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.program import Lowered, lower_program
-from tlgpu.lowering.subgroups import NoSubgroups
+from tlgpu.lowering.v04.subgroups import NoSubgroups
 from tlgpu.runtime import workarounds
 from tlgpu.runtime.buildlog import map_log, without_saved_source
 from tlgpu.runtime.devices import DeviceHandle, handle, subgroup_strategy

@@ -103,7 +103,7 @@ def tool_parser(prog: str, purpose: str, examples: Sequence[tuple[str, str]],
     return p, groups
 
 
-IMPL_KINDS = ("opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a command template, ... "
+IMPL_KINDS = ("'opencl-c:COMMAND {tl}', python:MODULE:FUNCTION, a command template, ... "
               "(see --list-impls)")
 
 

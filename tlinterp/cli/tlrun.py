@@ -10,7 +10,7 @@
     tlrun --list-devices
 
 --impl (old spelling: --backend) takes any implementation name of the registry
-(`--list-impls`): interp (default), opencl, opencl-c:'COMMAND {tl}', python:MODULE:FUNCTION, a
+(`--list-impls`): interp (default), opencl, 'opencl-c:COMMAND {tl}', python:MODULE:FUNCTION, a
 command template, or one another package registers.
 
 Warnings go to stderr and leave the exit status alone; `--werror` makes them errors (exit 2).

@@ -101,6 +101,8 @@ def _valid_reading(readings: dict[str, ir.Program], filename: str, text: str) ->
                                   None, filename)]
                       + [dataclasses.replace(d, message=f"(read as {v}) {d.message}")
                          for v, e in errors.items() for d in e.diagnostics], text)
+
+
 def _reads_as_v03(text: str, filename: str) -> bool:
     """The text has a marker of v0.3, or parses as v0.3."""
     if detect(text) == "v0.3":
@@ -272,8 +274,8 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
 
     # the v0.4 types (f16, bf16, c32, c64), their operations (abs, conj, re, im, the math
     # functions) and inf/NaN constants are lowered in scalar code, memory, control flow, the
-    # collectives (tlgpu/lowering/lowp.py, complexnum.py) and the atomics and cumsum
-    # (atomics.py, cumsum.py); not yet atomics into c64 (16 bytes: no compare-and-swap)
+    # collectives (tlgpu/lowering/v04/lowp.py, complexnum.py) and the atomics and cumsum
+    # (v04/atomics.py, cumsum.py); not yet atomics into c64 (16 bytes: no compare-and-swap)
     for fn in program.functions:
         memrefs = _memref_elements(fn)
         for inst in ir.walk(fn.body):
@@ -311,7 +313,7 @@ def _memref_elements(fn: ir.Function) -> dict[str, object]:
 
 def _atomic_v04_refusal(inst, types: dict) -> Optional[str]:
     """What of an atomic or `cumsum` on a v0.4 element type the lowering cannot take
-    (tlgpu/lowering/atomics.py, cumsum.py take f16, bf16 and c32): a c64 element is 16 bytes,
+    (tlgpu/lowering/v04/atomics.py, cumsum.py take f16, bf16 and c32): a c64 element is 16 bytes,
     with no compare-and-swap that wide; max/min have no order on complex numbers."""
     from tlinterp.lang.types import ScalarType
 

@@ -50,11 +50,18 @@ def check_template(template: str, fields: tuple[str, ...], required: tuple[str, 
         if "{" + name + "}" not in template:
             raise SpecError(f"the template needs {{{name}}}")
     try:
-        if not shlex.split(_OPTIONAL.sub(r"\1", template)):
-            raise SpecError("the template is empty")
+        words = shlex.split(_OPTIONAL.sub(r"\1", template))
     except ValueError as e:  # e.g. an unbalanced quote
         raise SpecError(f"the template does not split like a command line ({e}): "
                         f"{template}") from None
+    if not words:
+        raise SpecError("the template is empty")
+    if len(words) == 1 and " " in words[0] and _PLACEHOLDER.search(words[0]):
+        # --impl "opencl-c:'tinytc {tl}'": the shell keeps the inner quotes, and the whole
+        # command would become one program name
+        raise SpecError(f"the command is one quoted word, so '{words[0]}' would be run as "
+                        "a program name: quote the whole option once, as in --impl "
+                        f"'KIND:{words[0]}', not inner quotes")
 
 
 def expand_template(template: str, values: dict[str, Optional[str]]) -> list[str]:

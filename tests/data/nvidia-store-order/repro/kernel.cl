@@ -28,10 +28,10 @@ void k4(
         const long v_v16 = ((long)(v_v15 / v_v14));
         v_v12[(((long)1L)) + (v_v14) * 5] = v_v16;
         const long tl_lo4 = (long)((long)3L), tl_hi5 = (long)((long)4L), tl_step6 = (long)1;
-        const long tl_trips7 = tl_step6 > 0 ?: (tl_step6 < 0 && tl_lo4 > tl_hi5 ?: 0);
+        const long tl_trips7 = tl_step6 > 0 ? 1 : (tl_step6 < 0 && tl_lo4 > tl_hi5 ? 1 : 0);
         for (long tl_it8 = 0; tl_it8 < tl_trips7; ++tl_it8) { }
         const long tl_lo9 = (long)((long)1L), tl_hi10 = (long)((long)4L), tl_step11 = (long)((long)1L);
-        const long tl_trips12 = tl_step11 > 0 ? (tl_lo9 < tl_hi10 ? (tl_hi10 - tl_lo9 + tl_step11 - 1) / tl_step11 : 0) : (tl_step11 < 0 && tl_lo9 > tl_hi10 ?: 0);
+        const long tl_trips12 = tl_step11 > 0 ? (tl_lo9 < tl_hi10 ? (tl_hi10 - tl_lo9 + tl_step11 - 1) / tl_step11 : 0) : (tl_step11 < 0 && tl_lo9 > tl_hi10 ? 1 : 0);
         for (long tl_it13 = 0; tl_it13 < tl_trips12; ++tl_it13) {
             const long v_i19 = (long)(tl_lo9 + tl_it13 * tl_step11);
             const long v_v21 = ((long)(v_i19 & ((long)3L)));

@@ -1,0 +1,381 @@
+"""v0.4 cooperative matrices in OpenCL C, per sub-group, exactly as the interpreter computes
+them (tlinterp/interp/coopmatrix.py, docs/semantics.md "v0.4 cooperative matrices").
+
+A coopmatrix value is a struct of the work-item's V components (`ctype` names it
+tl_cm_<T>_<M>x<N>_<use>; a kernel-scope typedef sized for the function's sub-group size), so
+`if` and loops carry it like a scalar. Lane p = subgroup_local_id holds in component v the
+entry (row, column) the layout gives (`Layout.position`, written out in C: `_position`);
+columns N..J-1 are padding. Operations that need other lanes' entries (mul_add, reduce, a
+cast that moves entries) write the sub-group's padded matrices to its part of local memory,
+meet at a sub-group barrier (subgroups.subgroup_barrier: the device's, a warp barrier, or the
+work-group barrier of a one-sub-group work-group) and read what they need; the rest is
+component by component in registers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tlgpu.lowering import prelude
+from tlgpu.lowering import scalar as S
+from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.v04.spmd import LX, quot, rem, subgroup_size
+from tlgpu.lowering.v04.subgroups import prologue, scratch, subgroup_barrier
+from tlgpu.lowering.views import Scalar, View
+from tlinterp.interp import coopmatrix as cm
+from tlinterp.lang import ir
+from tlinterp.lang.diagnostics import not_yet
+from tlinterp.lang.types import INDEX, CoopMatrixType, ScalarType
+
+# f32 mul_add from these sources: the interpreter's f32 product AB first, then + C, padding
+# columns C's (spmd_exec._F32_SOURCES, as its BLAS path computes it)
+_F32_SOURCES = frozenset({"f16", "bf16", "f32"})
+
+
+def _ty(t: ScalarType) -> str:
+    return "i64" if t == INDEX else t.value
+
+
+def layout(lw, t: CoopMatrixType, inst) -> cm.Layout:
+    s = subgroup_size(lw, inst)
+    try:
+        return cm.Layout(t.rows, t.cols, _ty(t.component), t.use, s)
+    except ValueError as e:
+        raise lw.error(f"{t}: {e}", inst.span) from None
+
+
+def declare(lw, t: CoopMatrixType, inst) -> cm.Layout:
+    """The layout of t, with the kernel-scope typedef of its struct (and the lane id)."""
+    lay = layout(lw, t, inst)
+    prologue(lw, f"const int tl_sgp = (int){rem(LX, lay.S)};")
+    prologue(lw, f"typedef struct {{ {ctype(t.component)} c[{lay.V}]; }} {ctype(t)};")
+    return lay
+
+
+def _position(lay: cm.Layout, v: str) -> tuple[str, str]:
+    """C expressions of (row, column) of component v of lane tl_sgp (Layout.position)."""
+    L = f"(tl_sgp + ({v}) * {lay.S})"  # >= 0; I and K1 are powers of two
+    i, K1, J = lay.I, lay.K1, lay.J
+    q = quot(L, i * K1)  # j + J k2
+    k2 = f"({q} / {J})"
+    row = f"{rem(L, i)} + {k2} * {i * K1}"
+    if K1 > 1:
+        row += f" + {rem(quot(L, i), K1)} * {i}"
+    return f"({row})", f"({q} - {k2} * {J})"
+
+
+def _comp(lw, v: ir.Value) -> str:
+    return lw.env[v.name].expr
+
+
+def _result(lw, w, inst, t: CoopMatrixType) -> tuple[str, cm.Layout]:
+    lay = declare(lw, t, inst)
+    r = f"v_{inst.result.name}"
+    w.line(f"{ctype(t)} {r};")
+    lw.env[inst.result.name] = Scalar(r, t)
+    return r, lay
+
+
+def _components(lw, w, lay: cm.Layout) -> tuple[str, str, str]:
+    """Open a loop over the lane's components: (v, row, column) names."""
+    v, r, c = lw.fresh("v"), lw.fresh("row"), lw.fresh("col")
+    w.open(f"for (int {v} = 0; {v} < {lay.V}; ++{v})")
+    row, col = _position(lay, v)
+    w.line(f"const int {r} = {row}, {c} = {col};")
+    return v, r, c
+
+
+# --- values ---------------------------------------------------------------------------------
+
+
+def lower_constant(lw, w, inst: ir.Constant) -> None:
+    if not isinstance(inst.type, CoopMatrixType):
+        raise not_yet(inst, "lowered")  # scalar constants are literals (tlinterp/front/migrate.py)
+    t = inst.type
+    _fill(lw, w, inst, t, literal(inst.value.value, inst.value.is_float, t.component))
+
+
+def lower_construct(lw, w, inst: ir.CoopConstruct) -> None:
+    t = inst.type
+    _fill(lw, w, inst, t, lw.operand(inst.value, t.component))
+
+
+def _fill(lw, w, inst, t: CoopMatrixType, x: str) -> None:
+    r, lay = _result(lw, w, inst, t)
+    v = lw.fresh("v")
+    w.line(f"for (int {v} = 0; {v} < {lay.V}; ++{v}) {r}.c[{v}] = {x};")
+
+
+def lower_extract(lw, w, inst: ir.CoopExtract) -> None:
+    lw.define(w, inst.result, inst.type, f"{_comp(lw, inst.operand)}.c[{inst.index}]")
+
+
+def lower_insert(lw, w, inst: ir.CoopInsert) -> None:
+    t = inst.type
+    r, _ = _result(lw, w, inst, t)
+    w.line(f"{r} = {_comp(lw, inst.operand)};")
+    w.line(f"{r}.c[{inst.index}] = {lw.operand(inst.value, t.component)};")
+
+
+def lower_scale(lw, w, inst: ir.CoopScale) -> None:
+    t = inst.type
+    r, lay = _result(lw, w, inst, t)
+    a, m = lw.operand(inst.scalar, t.component), _comp(lw, inst.matrix)
+    v = lw.fresh("v")
+    w.line(f"for (int {v} = 0; {v} < {lay.V}; ++{v}) "
+           f"{r}.c[{v}] = {S.binary('mul', a, f'{m}.c[{v}]', t.component)};")
+
+
+def lower_prefetch(lw, w, inst: ir.CoopPrefetch) -> None:
+    w.line("/* cooperative_matrix_prefetch: a hint */")
+
+
+def componentwise(rule):
+    """Wrap the scalar rule of arith / unary / cast: on coopmatrices the scalar table's
+    operation runs on every component (padding included, as the interpreter does)."""
+
+    def lower(lw, w, inst):
+        t = inst.to_type if isinstance(inst, ir.Cast) else inst.type
+        if not isinstance(t, CoopMatrixType):
+            return rule(lw, w, inst)
+        if isinstance(inst, ir.Cast):
+            return _cast(lw, w, inst)
+        r, lay = _result(lw, w, inst, t)
+        v = lw.fresh("v")
+        if isinstance(inst, ir.Arith):
+            a, b = _comp(lw, inst.lhs), _comp(lw, inst.rhs)
+            e = S.binary(inst.op, f"{a}.c[{v}]", f"{b}.c[{v}]", t.component)
+        else:
+            e = S.unary(inst.op, f"{_comp(lw, inst.operand)}.c[{v}]", t.component)
+        w.line(f"for (int {v} = 0; {v} < {lay.V}; ++{v}) {r}.c[{v}] = {e};")
+
+    return lower
+
+
+def _cast(lw, w, inst: ir.Cast) -> None:
+    src_t, t = inst.from_type, inst.to_type
+    src = declare(lw, src_t, inst)
+    m = _comp(lw, inst.operand)
+    r, lay = _result(lw, w, inst, t)
+    conv = lambda e: S.cast(e, src_t.component, t.component)  # noqa: E731
+    if all(np.array_equal(a, b) for a, b in zip(src.positions, lay.positions)):
+        v = lw.fresh("v")
+        w.line(f"for (int {v} = 0; {v} < {lay.V}; ++{v}) {r}.c[{v}] = {conv(f'{m}.c[{v}]')};")
+        return
+    # another use places entries elsewhere (i8 matrix_b): through the sub-group's memory
+    T = ctype(src_t.component)
+    base = _write_padded(lw, w, inst, [(m, src, T)])[0]
+    v, row, col = _components(lw, w, lay)
+    w.line(f"{r}.c[{v}] = {conv(f'{base}[{row} * {src.J} + {col}]')};")
+    w.close()
+    subgroup_barrier(lw, w, inst)
+
+
+def _write_padded(lw, w, inst, mats) -> list[str]:
+    """Write each (value, layout, C type) as its padded M x J matrix (row-major) into the
+    sub-group's local memory, then meet at a sub-group barrier: the local pointers. The
+    caller reads, then ends with another sub-group barrier (the memory is reused)."""
+    offs, total = [], 0
+    for _, lay, _ in mats:
+        offs.append(total)
+        total += -(-lay.M * lay.J * np.dtype(lay_dtype(lay)).itemsize // 8) * 8
+    base = scratch(lw, total)
+    ptrs = []
+    for (m, lay, T), off in zip(mats, offs):
+        p = lw.fresh("cm")
+        w.line(f"local {T}* {p} = (local {T}*)({base} + {off});")
+        ptrs.append(p)
+        v, row, col = _components(lw, w, lay)
+        w.line(f"{p}[{row} * {lay.J} + {col}] = {m}.c[{v}];")
+        w.close()
+    subgroup_barrier(lw, w, inst)
+    return ptrs
+
+
+def lay_dtype(lay: cm.Layout):
+    from tlinterp.interp import lowp
+
+    return lowp.dtype(lay.ty)
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+
+def _entry(lw, inst, lay: cm.Layout, view: View, row: str, col: str) -> tuple[str, str]:
+    """(the C condition that entry (row, col) is taken, the element's index list as text):
+    not padding, and inside the memref on each checked side (Access in coopmatrix.py)."""
+    x, y = lw.index(inst.x), lw.index(inst.y)
+    if inst.trans:
+        i0, i1 = f"({x} + {col})", f"({y} + {row})"
+    else:
+        i0, i1 = f"({x} + {row})", f"({y} + {col})"
+    in0 = f"({i0} >= 0 && {i0} < {view.shape[0]})"
+    in1 = f"({i1} >= 0 && {i1} < {view.shape[1]})"
+    row_ok, col_ok = (in1, in0) if inst.trans else (in0, in1)
+    cond = [f"{col} < {lay.N}"]
+    if inst.checked in ("rows", "both"):
+        cond.append(row_ok)
+    if inst.checked in ("cols", "both"):
+        cond.append(col_ok)
+    return " && ".join(cond), view.offset([i0, i1])
+
+
+def lower_load(lw, w, inst: ir.CoopLoad) -> None:
+    t = inst.type
+    view = lw.view(inst.operand)
+    lw.access(w, {view.root}, set())
+    r, lay = _result(lw, w, inst, t)
+    v, row, col = _components(lw, w, lay)
+    cond, off = _entry(lw, inst, lay, view, row, col)
+    zero = literal(0, False, t.component)
+    w.line(f"{r}.c[{v}] = ({cond}) ? ({ctype(t.component)}){view.ptr}[{off}] : {zero};")
+    w.close()
+
+
+def lower_store(lw, w, inst: ir.CoopStore) -> None:
+    view = lw.view(inst.operand)
+    lw.access(w, set(), {view.root})
+    m = lw.env[inst.value.name]
+    lay = layout(lw, m.type, inst)
+    v, row, col = _components(lw, w, lay)
+    cond, off = _entry(lw, inst, lay, view, row, col)
+    w.line(f"if ({cond}) {view.ptr}[{off}] = {m.expr}.c[{v}];")
+    w.close()
+
+
+def lower_atomic_update(lw, w, inst: ir.CoopAtomicUpdate) -> None:
+    """Each taken component an atomic read-modify-write of its element, returning the old
+    value; 0 in components not taken (spmd_exec._atomic_update)."""
+    t = inst.type
+    view = lw.view(inst.operand)
+    lw.access(w, {view.root}, {view.root})
+    el = view.elem
+    if el.bits not in (32, 64):
+        raise lw.error(f"cooperative_matrix_atomic_{inst.op} on {el}: not yet lowered "
+                       "(32- and 64-bit elements are)", inst.span)
+    name = prelude.fetch_name(view.space, el, inst.op)
+    lw.helpers.setdefault(name, prelude.fetch_helper(view.space, el, inst.op,
+                                                     S.binary(inst.op, "o", "v", el)))
+    m = _comp(lw, inst.value)
+    r, lay = _result(lw, w, inst, t)
+    v, row, col = _components(lw, w, lay)
+    cond, off = _entry(lw, inst, lay, view, row, col)
+    zero = literal(0, False, t.component)
+    w.line(f"{r}.c[{v}] = ({cond}) ? {name}({view.ptr} + {off}, {m}.c[{v}]) : {zero};")
+    w.close()
+
+
+# --- across the sub-group ---------------------------------------------------------------------
+
+
+def lower_mul_add(lw, w, inst: ir.CoopMulAdd) -> None:
+    """D = AB + C with the interpreter's order: per entry, from C, k = 0, 1, ... in C's type
+    (products and sums rounded); f32 from f16/bf16/f32 sources as AB, then + C."""
+    a, b, c = (lw.env[x.name] for x in (inst.a, inst.b, inst.c))
+    la, lb, lc = (declare(lw, x.type, inst) for x in (a, b, c))
+    ta, tb, tc = (x.type.component for x in (a, b, c))
+    t = inst.type
+    td = t.component
+    fast = lc.ty == td.value == "f32" and la.ty in _F32_SOURCES and lb.ty in _F32_SOURCES
+    pa, pb = _write_padded(lw, w, inst, [(a.expr, la, ctype(ta)), (b.expr, lb, ctype(tb))])
+    r, lay = _result(lw, w, inst, t)
+    K, N = la.N, lc.N
+    v, row, col = _components(lw, w, lay)
+    acc, k = lw.fresh("acc"), lw.fresh("k")
+    Tc = ctype(tc)
+    ak = S.cast(f"{pa}[{row} * {la.J} + {k}]", ta, tc)
+    bk = S.cast(f"{pb}[{k} * {lb.J} + {col}]", tb, tc)
+    prod = S.binary("mul", ak, bk, tc)
+    if fast:
+        w.open(f"if ({col} < {N})")
+        w.line(f"{Tc} {acc} = 0.0f;")
+        w.line(f"for (int {k} = 0; {k} < {K}; ++{k}) {acc} = {S.binary('add', acc, prod, tc)};")
+        w.line(f"{r}.c[{v}] = {S.binary('add', acc, f'{c.expr}.c[{v}]', tc)};")
+        w.close("} else {")
+        w.depth += 1
+        w.line(f"{r}.c[{v}] = {c.expr}.c[{v}];")
+        w.close()
+    else:
+        w.line(f"{Tc} {acc} = {c.expr}.c[{v}];")
+        # padding columns past B's own padding have no B entries (the reference's B is J
+        # columns wide)
+        w.line(f"if ({col} < {lb.J}) for (int {k} = 0; {k} < {K}; ++{k}) "
+               f"{acc} = {S.binary('add', prod, acc, tc)};")
+        w.line(f"{r}.c[{v}] = {S.cast(acc, tc, td) if td != tc else acc};")
+    w.close()
+    subgroup_barrier(lw, w, inst)
+
+
+def lower_reduce(lw, w, inst: ir.CoopReduce) -> None:
+    """`.row`: each row a left fold over its columns; `.column`: lane p folds rows p, p+S,
+    ... and the S partials meet in a pairwise tree (coopmatrix.reduce)."""
+    m = lw.env[inst.operand.name]
+    src = declare(lw, m.type, inst)
+    t = inst.type
+    T = ctype(t.component)
+    (p,) = _write_padded(lw, w, inst, [(m.expr, src, ctype(m.type.component))])
+    r, lay = _result(lw, w, inst, t)
+    f = lambda a, b: S.binary(inst.op, a, b, t.component)  # noqa: E731
+    zero = literal(0, False, t.component)
+    v, row, col = _components(lw, w, lay)
+    acc = lw.fresh("acc")
+    if inst.mode == "row":
+        n = lw.fresh("n")
+        w.open(f"if ({col} < {lay.N})")
+        w.line(f"{T} {acc} = {p}[{row} * {src.J}];")
+        w.line(f"for (int {n} = 1; {n} < {src.N}; ++{n}) "
+               f"{acc} = {f(acc, f'{p}[{row} * {src.J} + {n}]')};")
+    else:
+        Sg, s, b, step, q = src.S, lw.fresh("s"), lw.fresh("b"), lw.fresh("w"), lw.fresh("q")
+        w.open(f"if ({col} < {lay.N})")
+        w.line(f"{T} {acc}[{Sg}];")
+        w.open(f"for (int {s} = 0; {s} < {Sg}; ++{s})")
+        w.line(f"{acc}[{s}] = {p}[{s} * {src.J} + {col}];")
+        w.line(f"for (int {b} = 1; {b} < {src.M // Sg}; ++{b}) {acc}[{s}] = "
+               f"{f(f'{acc}[{s}]', f'{p}[({b} * {Sg} + {s}) * {src.J} + {col}]')};")
+        w.close()
+        w.line(f"for (int {step} = 1; {step} < {Sg}; {step} *= 2)")
+        w.line(f"    for (int {q} = 0; {q} < {Sg}; {q} += 2 * {step}) "
+               f"{acc}[{q}] = {f(f'{acc}[{q}]', f'{acc}[{q} + {step}]')};")
+        acc = f"{acc}[0]"
+    w.line(f"{r}.c[{v}] = {acc};")
+    w.close("} else {")
+    w.depth += 1
+    w.line(f"{r}.c[{v}] = {zero};")
+    w.close()
+    w.close()
+    subgroup_barrier(lw, w, inst)
+
+
+def lower_apply(lw, w, inst: ir.CoopApply) -> None:
+    """The region once per matrix entry the lane holds, with (%i, %j) its position and %val
+    its value; padding components become 0 (coopmatrix.apply_result)."""
+    t = inst.type
+    m = _comp(lw, inst.operand)
+    r, lay = _result(lw, w, inst, t)
+    v, row, col = _components(lw, w, lay)
+    w.open(f"if ({col} < {lay.N})")
+    out = ir.Value(lw.fresh("applied"))
+    w.line(f"{ctype(t.component)} v_{out.name};")
+    for var_, e, vt in ((inst.row, row, ScalarType.i32), (inst.col, col, ScalarType.i32),
+                        (inst.val, f"{m}.c[{v}]", t.component)):
+        w.line(f"const {ctype(vt)} v_{var_.name} = {e};")
+        lw.env[var_.name] = Scalar(f"v_{var_.name}", vt)
+    lw.branch(w, inst.body, (out,))
+    w.line(f"{r}.c[{v}] = v_{out.name};")
+    w.close("} else {")
+    w.depth += 1
+    w.line(f"{r}.c[{v}] = {literal(0, False, t.component)};")
+    w.close()
+    w.close()
+
+
+RULES = {
+    ir.CoopLoad: lower_load, ir.CoopStore: lower_store,
+    ir.CoopAtomicUpdate: lower_atomic_update, ir.CoopConstruct: lower_construct,
+    ir.CoopExtract: lower_extract, ir.CoopInsert: lower_insert, ir.CoopMulAdd: lower_mul_add,
+    ir.CoopPrefetch: lower_prefetch, ir.CoopReduce: lower_reduce, ir.CoopScale: lower_scale,
+    ir.CoopApply: lower_apply, ir.Constant: lower_constant,
+}
+
+__all__ = ["RULES", "componentwise", "layout", "declare"]
