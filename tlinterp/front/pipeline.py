@@ -269,20 +269,15 @@ _LOWERED_SPMD = (ir.Parallel, ir.ForeachTile, ir.SubgroupBroadcast, ir.SubgroupO
 
 def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
     """The first construct v0.3 cannot write that the v0.3 form still holds: (what, where)."""
-    from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
+    from tlinterp.lang.types import ScalarType
     from tlinterp.lang.v04.names import V04_ONLY_BINARY, construct
 
-    def v04_type(t) -> Optional[str]:
-        t = getattr(t, "memref", t)
-        t = getattr(t, "component", t)  # a coopmatrix's
-        t = getattr(t, "element", t)
-        return f"the type {t.value}" if t in V04_ONLY_SCALARS else None
-
     # the v0.4 types (f16, bf16, c32, c64), their operations (abs, conj, re, im, the math
-    # functions) and inf/NaN constants are lowered in scalar code, memory, control flow and
-    # the collectives (tlgpu/lowering/v04/lowp.py, complexnum.py); not yet in the v0.4
-    # instructions or `.atomic` collectives into c64
+    # functions) and inf/NaN constants are lowered in scalar code, memory, control flow, the
+    # collectives (tlgpu/lowering/v04/lowp.py, complexnum.py) and the atomics and cumsum
+    # (v04/atomics.py, cumsum.py); not yet atomics into c64 (16 bytes: no compare-and-swap)
     for fn in program.functions:
+        memrefs = _memref_elements(fn)
         for inst in ir.walk(fn.body):
             span = getattr(inst, "span", None)
             if isinstance(inst, ir.V04_INSTRUCTIONS) and not _lowered_builtin(inst) \
@@ -294,13 +289,45 @@ def _v04_leftover(program: ir.Program) -> Optional[tuple[str, Optional[Span]]]:
                 out = inst.memref_type(inst.output())
                 if out.element is ScalarType.c64:
                     return "an atomic update of c64 elements", span
-            if not isinstance(inst, _LOWERED_CTRL):
-                continue  # the SPMD lowering takes every type; these not f16/bf16/complex yet
-            for f in ("type", "from_type", "to_type", "result_types"):
-                ts = getattr(inst, f, None)
-                for t in (ts if isinstance(ts, tuple) else (ts,)):
-                    if v04_type(t):
-                        return v04_type(t), span
+            if isinstance(inst, _LOWERED_CTRL):
+                refused = _atomic_v04_refusal(inst, memrefs)
+                if refused is not None:
+                    return refused, span
+    return None
+
+
+def _memref_elements(fn: ir.Function) -> dict[str, object]:
+    """The written type of each memref value of `fn` (arguments and results), by name."""
+    from tlinterp.lang.typerules import TypeRuleError, result_types
+
+    types = {a.value.name: a.type for a in fn.args}
+    for inst in ir.walk(fn.body):
+        try:
+            results = result_types(inst)
+        except TypeRuleError:  # v0.4 scalar operations (exp, ...): the v0.3 rules lack them
+            continue
+        for v, t in zip(ir.results_of(inst), results):
+            types[v.name] = t
+    return types
+
+
+def _atomic_v04_refusal(inst, types: dict) -> Optional[str]:
+    """What of an atomic or `cumsum` on a v0.4 element type the lowering cannot take
+    (tlgpu/lowering/v04/atomics.py, cumsum.py take f16, bf16 and c32): a c64 element is 16 bytes,
+    with no compare-and-swap that wide; max/min have no order on complex numbers."""
+    from tlinterp.lang.types import ScalarType
+
+    if not isinstance(inst, (ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate, ir.Cumsum)):
+        return None  # associated, foreach: no element type
+    target = inst.b if isinstance(inst, ir.Cumsum) else inst.operand
+    element = getattr(types.get(target.name), "element", None)
+    if element is None or not element.is_complex:
+        return None
+    if isinstance(inst, ir.AtomicUpdate) and inst.op in ("max", "min"):
+        return f"atomic_{inst.op} of complex elements"
+    atomic = not isinstance(inst, ir.Cumsum) or inst.atomic
+    if atomic and element is ScalarType.c64:
+        return "an atomic access to c64 elements"
     return None
 
 

@@ -318,6 +318,29 @@ DECIMAL_IJK        store %w, %A[%i, %j, %k]
             "C": np.array(cv, np.float32)}
     out.append(_v("cumsum_modes", src, args, {"B": b, "C": c}, ["cumsum", "constant"],
                   ["f32"]))
+    # v0.4 types: f16 summed in f32 and rounded once per element, c32 componentwise (eighths:
+    # every partial sum exact)
+    src = """func @k(%A: memref<f16 x 4 x 3>, %B: memref<f16 x 4 x 3>, %Z: memref<c32 x 4 x 3>,
+        %W: memref<c32 x 4 x 3>) {
+    %one = constant 1.0 : f16
+    %zero = constant 0.0 : f16
+    %two = constant [2.0, 0.0] : c32
+    %cone = constant [1.0, 0.0] : c32
+    cumsum %one, %A, 0, %zero, %B
+    cumsum %two, %Z, 1, %cone, %W
+}
+"""
+    zv = [[complex(av[i][j], cv[i][j]) for j in range(3)] for i in range(4)]
+    w = [[0j] * 3 for _ in range(4)]
+    for i in range(4):
+        s = 0j
+        for j in range(3):
+            s += zv[i][j]
+            w[i][j] = 2 * s + zv[i][j]
+    args = {"A": np.array(av, np.float16), "B": np.zeros((4, 3), np.float16),
+            "Z": np.array(zv, np.complex64), "W": np.array(zv, np.complex64)}
+    out.append(_v("cumsum_v04_types", src, args, {"B": b, "W": w}, ["cumsum", "constant"],
+                  ["f16", "c32"]))
     return out
 
 
@@ -415,6 +438,45 @@ def atomics() -> list[ValidCase]:
     return [_v("atomics_work_items", src, args, {"A": a, "F": f},
                ["atomic_add", "atomic_max", "atomic_min", "parallel", "subgroup_linear_id",
                 "subgroup_local_id"], ["i32", "f32"], groups=groups)]
+
+
+def atomics_v04_types() -> list[ValidCase]:
+    """Atomics on f16, bf16 and c32 elements by every work-item, and cumsum in f16 (small
+    integers: exact in any order of the updates)."""
+    src = f"""func @k(%H: memref<f16 x 2>, %B: memref<bf16 x 2>, %C: memref<c32 x 2>) {SPMD} {{
+    parallel {{
+        %c0 = constant 0 : index
+        %c1 = constant 1 : index
+        %one = constant 1.0 : f16
+        %z = constant [0.5, -1.0] : c32
+        %s = subgroup_linear_id : i32
+        %k = subgroup_local_id : i32
+        %csg = constant {SG} : i32
+        %t = mul %s, %csg : i32
+        %l = add %t, %k : i32
+        %lh = cast %l : f16
+        %lb = cast %l : bf16
+        %0 = atomic_add %one, %H[%c0] : f16
+        %1 = atomic_max.device.acquire_release %lh, %H[%c1] : f16
+        %2 = atomic_min %lb, %B[%c0] : bf16
+        %3 = atomic_max.work_group.relaxed %lb, %B[%c1] : bf16
+        %4 = atomic_add %z, %C[%c0] : c32
+        %5 = atomic_load %C[%c1] : c32
+        %6 = atomic_add %5, %C[%c0] : c32
+        atomic_store %5, %C[%c1]
+    }}
+}}
+"""
+    groups, n = 2, 2 * SG
+    args = {"H": np.array([5.0, -3.0], np.float16),
+            "B": np.array([100.0, -2.0], ml_dtypes.bfloat16),
+            "C": np.array([1 + 1j, 2 - 2j], np.complex64)}
+    # every work-item adds once; C[1] is only read, and stored back unchanged by each
+    exp = {"H": [5.0 + groups * n, n - 1], "B": [0.0, n - 1],
+           "C": [1 + 1j + groups * n * ((0.5 - 1j) + (2 - 2j)), 2 - 2j]}
+    return [_v("atomics_v04_types", src, args, exp, ["atomic_add", "atomic_max",
+               "atomic_min", "atomic_load", "atomic_store", "parallel"],
+               ["f16", "bf16", "c32"], groups=groups)]
 
 
 # --- work-items and sub-groups ---------------------------------------------------------------
@@ -625,5 +687,5 @@ def coopmatrix() -> list[ValidCase]:
 
 def cases() -> list[ValidCase]:
     return [*constants(), *arith(), *unary(), *math_fns(), *compare(), *casts(), *control(),
-            *builtins(), *atomics(), *subgroups(), *barrier_local(), *foreach_tile(),
-            *coopmatrix()]
+            *builtins(), *atomics(), *atomics_v04_types(), *subgroups(), *barrier_local(),
+            *foreach_tile(), *coopmatrix()]

@@ -13,6 +13,9 @@ Two kinds of code, chosen by the knob `atomics_cl20` (the runtime sets it from t
   memory: before it for release, after it for acquire, both for acquire_release and
   sequentially_consistent), the OpenCL C 1.2 way to order a work-item's accesses around it;
   the cross_device scope is the device's, since a launch runs on one device.
+v0.4's types: f16/bf16 (16-bit patterns) swap their 32-bit word as i16 does, c32 (float2) its
+64 bits as f64 does, the new value from scalar.py's tables (the interpreter's arithmetic bit
+for bit); c64 (16 bytes: no compare-and-swap that wide) is refused in `_v04_leftover`.
 Outside an SPMD region an atomic is a mixed instruction (every work-item executes it): work-item
 0 applies it for the work-group (`atomic_add` once per work-item, as the interpreter does) and
 hands the old value to the others through local memory, so that every work-item sees the value
@@ -28,7 +31,7 @@ from tlgpu.lowering.barriers import STAGE
 from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.views import View
 from tlinterp.lang import ir
-from tlinterp.lang.types import ScalarType
+from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
 
 ORDERS = {None: "memory_order_relaxed", "relaxed": "memory_order_relaxed",
           "acquire": "memory_order_acquire", "release": "memory_order_release",
@@ -49,18 +52,28 @@ def _order(kind: str, semantics: Optional[str]) -> str:
     return "memory_order_seq_cst" if o in _NOT_FOR.get(kind, ()) else o
 
 
+def _bits(t: ScalarType) -> int:
+    """The element's size in bits (a complex number's: both parts, c32 one 64-bit word)."""
+    return 2 * t.bits if t.is_complex else t.bits
+
+
 def _word(t: ScalarType) -> tuple[str, str]:
     """(C word type, OpenCL C 2.0 atomic word type) the element is swapped as."""
-    return ("ulong", "atomic_ulong") if t.bits == 64 else ("uint", "atomic_uint")
+    return ("ulong", "atomic_ulong") if _bits(t) == 64 else ("uint", "atomic_uint")
+
+
+def _bitwise(t: ScalarType) -> bool:
+    """Floats and c32 (float2) are reinterpreted as their word; integers converted."""
+    return t.is_float or t.is_complex
 
 
 def _as(t: ScalarType, w: str, e: str) -> str:
     """Word `e` of type `w` as the element type, for a 32/64-bit element."""
-    return f"as_{ctype(t)}({e})" if t.is_float else f"({ctype(t)})({e})"
+    return f"as_{ctype(t)}({e})" if _bitwise(t) else f"({ctype(t)})({e})"
 
 
 def _to_word(t: ScalarType, w: str, e: str) -> str:
-    return f"as_{w}({e})" if t.is_float else f"({w})({e})"
+    return f"as_{w}({e})" if _bitwise(t) else f"({w})({e})"
 
 
 class Helpers:
@@ -74,8 +87,12 @@ class Helpers:
         return name
 
     def name(self, kind: str, space: str, t: ScalarType, order: str, scope: str) -> str:
+        if _bits(t) > 64:  # c64: _v04_leftover refuses it (no 128-bit compare-and-swap)
+            raise ValueError(f"no atomic access to {t.value} elements")
         tag = f"_{order[13:]}_{scope[13:]}" if self.cl20 else ""
-        return f"tl_{kind}_{space}_{ctype(t)}{tag}"
+        # f16 and bf16 are both ushort (as u16 is): the v0.4 types go by their own names
+        ty = t.value if t in V04_ONLY_SCALARS else ctype(t)
+        return f"tl_{kind}_{space}_{ty}{tag}"
 
     # -- the read-modify-write of `new(o, v)` as a compare-and-swap loop ------------------------
     def cas(self, kind: str, space: str, t: ScalarType, new: str, order: str,
@@ -85,7 +102,7 @@ class Helpers:
         name = self.name(kind, space, t, order, scope)
         T = ctype(t)
         head = f"static {T} {name}(volatile {space} {T}* p, {T} v)"
-        if t.bits >= 32:
+        if _bits(t) >= 32:
             W, AW = _word(t)
             ptr = f"volatile {space} {AW if self.cl20 else W}* w = " \
                   f"(volatile {space} {AW if self.cl20 else W}*)p;"
@@ -99,8 +116,8 @@ class Helpers:
              {order}, memory_order_relaxed, {scope}));
     return o;"""
             else:
-                cas = "atom_cmpxchg" if t.bits == 64 else "atomic_cmpxchg"
-                load = "atom_add(w, 0UL)" if t.bits == 64 else "atomic_add(w, 0u)"
+                cas = "atom_cmpxchg" if _bits(t) == 64 else "atomic_cmpxchg"
+                load = "atom_add(w, 0UL)" if _bits(t) == 64 else "atomic_add(w, 0u)"
                 body = f"""    {ptr}
     {W} old = {load}, seen;
     do {{
@@ -159,13 +176,13 @@ class Helpers:
         T = ctype(t)
         name = self.name("load", space, t, order, scope)
         head = f"static {T} {name}(volatile {space} {T}* p)"
-        if t.bits >= 32:
+        if _bits(t) >= 32:
             W, AW = _word(t)
             if self.cl20:
                 e = f"atomic_load_explicit((volatile {space} {AW}*)p, {order}, {scope})"
             else:
-                add = "atom_add" if t.bits == 64 else "atomic_add"
-                zero = "0UL" if t.bits == 64 else "0u"
+                add = "atom_add" if _bits(t) == 64 else "atomic_add"
+                zero = "0UL" if _bits(t) == 64 else "0u"
                 e = f"{add}((volatile {space} {W}*)p, {zero})"
             return self._add(name, f"{head} {{ return {_as(t, W, e)}; }}\n")
         mask = "0xffu" if t.bits == 8 else "0xffffu"
@@ -182,14 +199,14 @@ class Helpers:
     def store(self, space: str, t: ScalarType, order: str, scope: str) -> str:
         T = ctype(t)
         name = self.name("store", space, t, order, scope)
-        if t.bits >= 32:
+        if _bits(t) >= 32:
             W, AW = _word(t)
             head = f"static void {name}(volatile {space} {T}* p, {T} v)"
             if self.cl20:
                 e = (f"atomic_store_explicit((volatile {space} {AW}*)p, "
                      f"{_to_word(t, W, 'v')}, {order}, {scope})")
             else:
-                xchg = "atom_xchg" if t.bits == 64 else "atomic_xchg"
+                xchg = "atom_xchg" if _bits(t) == 64 else "atomic_xchg"
                 e = f"{xchg}((volatile {space} {W}*)p, {_to_word(t, W, 'v')})"
             return self._add(name, f"{head} {{ {e}; }}\n")
         return self.cas("store", space, t, "v", order, scope)

@@ -2,8 +2,9 @@
 of A along mode n) + beta * B (docs/semantics.md "v0.4 instructions (interpreter, non-SPMD)").
 
 The lines of A along mode n (one per index of the other modes) are dealt to the work-items in
-turn; each work-item sums its line left to right in the compute type, as the interpreter's
-NumPy cumsum does, and stores every element through the collectives' store rule
+turn; each work-item sums its line left to right in the compute type (elements converted
+and added through scalar.py's tables: f16/bf16 in f32, complex componentwise), as the
+interpreter's NumPy cumsum does, and stores every element through the collectives' store rule
 (collectives.prepare: beta 0 never reads B, `.atomic` updates through the atomic helpers).
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from tlgpu.lowering import collectives as C
+from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import common_type, ctype
 from tlinterp.lang import ir
 from tlinterp.lang.types import ScalarType
@@ -83,7 +85,8 @@ def lower_cumsum(lw, w, inst: ir.Cumsum) -> None:
     idx[n] = i
     w.line(f"{ctype(ct)} {acc} = 0;")
     w.open(f"for (long {i} = 0; {i} < (long){a.shape[n]}; ++{i})")
-    w.line(f"{acc} += ({ctype(ct)}){a.at(idx)};")
+    # in the compute type through the scalar tables (f16/bf16 elements are bit patterns)
+    w.line(f"{acc} = {S.binary('add', acc, S.cast(a.at(idx), a.elem, ct), ct)};")
     stores: list[str] = []
     pr.store(stores, idx, None, acc)
     for line in stores:
