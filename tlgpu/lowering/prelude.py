@@ -146,33 +146,3 @@ def _update_helper_v04(space: str, t: ScalarType, ct: ScalarType) -> str:
     }} while (old != seen);
 }}
 """
-
-
-def fetch_name(space: str, t: ScalarType, op: str) -> str:
-    return f"tl_atomic_fetch_{op}_{space}_{ctype(t)}"
-
-
-def fetch_helper(space: str, t: ScalarType, op: str, new: str) -> str:
-    """`old = *p; *p = new(old, v); return old`, atomically, for a 32- or 64-bit element: a
-    compare-and-swap loop on its word, `new` the C expression of the new value from `o` (the
-    old one) and `v` (the scalar table's, so the update has the interpreter's semantics)."""
-    T = ctype(t)
-    assert t.bits in (32, 64), t
-    W = "ulong" if t.bits == 64 else "uint"
-    cas = "atom_cmpxchg" if t.bits == 64 else "atomic_cmpxchg"
-    load = "atom_add(w, 0UL)" if t.bits == 64 else "atomic_add(w, 0u)"
-    as_t = f"as_{T}" if t.is_float else f"({T})"
-    as_w = f"as_{W}" if t.is_float else f"({W})"
-    return f"""static {T} {fetch_name(space, t, op)}(volatile {space} {T}* p, {T} v) {{
-    volatile {space} {W}* w = (volatile {space} {W}*)p;
-    {W} old = {load}, seen;  /* atomic: a plain read would race with the swaps */
-    {T} o;
-    do {{
-        seen = old;
-        o = {as_t}(seen);
-        {T} n = {new};
-        old = {cas}(w, seen, {as_w}(n));
-    }} while (old != seen);
-    return o;
-}}
-"""

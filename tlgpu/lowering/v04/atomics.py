@@ -219,13 +219,13 @@ _RELEASING = frozenset({"release", "acquire_release", "sequentially_consistent"}
 _ACQUIRING = frozenset({"acquire", "acquire_release", "sequentially_consistent"})
 
 
-def _fence_before(lw, w, inst) -> None:
+def fence_before(lw, w, inst) -> None:
     """OpenCL C 1.2: the release half of a semantics, a fence before the relaxed atomic."""
     if not lw.config.atomics_cl20 and inst.semantics in _RELEASING:
         w.line(_FENCE)
 
 
-def _fence_after(lw, w, inst) -> None:
+def fence_after(lw, w, inst) -> None:
     """OpenCL C 1.2: the acquire half of a semantics, a fence after the relaxed atomic."""
     if not lw.config.atomics_cl20 and inst.semantics in _ACQUIRING:
         w.line(_FENCE)
@@ -237,7 +237,7 @@ def _element(lw, inst) -> tuple[View, str]:
     return v, v.addr(idx)
 
 
-def _setup(lw, inst, kind: str) -> tuple[Helpers, str, str]:
+def setup(lw, inst, kind: str) -> tuple[Helpers, str, str]:
     cl20 = bool(lw.config.atomics_cl20)
     return Helpers(lw, cl20), _order(kind, inst.semantics), SCOPES[inst.scope]
 
@@ -265,40 +265,41 @@ def _mixed(lw, w, inst, t: ScalarType, call: str, times: int) -> None:
 
 
 def lower_atomic_load(lw, w, inst: ir.AtomicLoad) -> None:
-    h, order, scope = _setup(lw, inst, "load")
+    h, order, scope = setup(lw, inst, "load")
     v, addr = _element(lw, inst)
     lw.access(w, {v.root}, set())
     name = h.load(v.space, v.elem, order, scope)
-    _fence_before(lw, w, inst)
+    fence_before(lw, w, inst)
     lw.define(w, inst.result, v.elem, f"{name}({addr})")
-    _fence_after(lw, w, inst)
+    fence_after(lw, w, inst)
 
 
 def lower_atomic_store(lw, w, inst: ir.AtomicStore) -> None:
-    h, order, scope = _setup(lw, inst, "store")
+    h, order, scope = setup(lw, inst, "store")
     v, addr = _element(lw, inst)
     value = lw.operand(inst.value, v.elem)
     lw.access(w, set(), {v.root})
     name = h.store(v.space, v.elem, order, scope)
     guard = "" if lw.spmd else "if (tl_lid == 0) "  # mixed: one store for the work-group
-    _fence_before(lw, w, inst)
+    fence_before(lw, w, inst)
     w.line(f"{guard}{name}({addr}, {value});")
-    _fence_after(lw, w, inst)
+    fence_after(lw, w, inst)
 
 
 def lower_atomic_update(lw, w, inst: ir.AtomicUpdate) -> None:
-    h, order, scope = _setup(lw, inst, "update")
+    h, order, scope = setup(lw, inst, "update")
     v, addr = _element(lw, inst)
     value = lw.operand(inst.value, v.elem)
     lw.access(w, {v.root}, {v.root})
     name = h.update(inst.op, v.space, v.elem, order, scope)
     call = f"{name}({addr}, {value})"
-    _fence_before(lw, w, inst)
+    fence_before(lw, w, inst)
     if lw.spmd:
         lw.define(w, inst.result, v.elem, call)
     else:  # every work-item adds (the interpreter's rule); max and min give the same once
         _mixed(lw, w, inst, v.elem, call, lw.geo.size if inst.op == "add" else 1)
-    _fence_after(lw, w, inst)
+    fence_after(lw, w, inst)
 
 
-__all__ = ["lower_atomic_load", "lower_atomic_store", "lower_atomic_update"]
+__all__ = ["fence_after", "fence_before", "lower_atomic_load", "lower_atomic_store",
+           "lower_atomic_update", "setup"]

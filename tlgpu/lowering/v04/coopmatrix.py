@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tlgpu.lowering import prelude
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.v04 import atomics
 from tlgpu.lowering.v04.spmd import LX, quot, rem, subgroup_size
 from tlgpu.lowering.v04.subgroups import prologue, scratch, subgroup_barrier
 from tlgpu.lowering.views import Scalar, View
@@ -250,19 +250,23 @@ def lower_atomic_update(lw, w, inst: ir.CoopAtomicUpdate) -> None:
     view = lw.view(inst.operand)
     lw.access(w, {view.root}, {view.root})
     el = view.elem
-    if el.bits not in (32, 64):
-        raise lw.error(f"cooperative_matrix_atomic_{inst.op} on {el}: not yet lowered "
-                       "(32- and 64-bit elements are)", inst.span)
-    name = prelude.fetch_name(view.space, el, inst.op)
-    lw.helpers.setdefault(name, prelude.fetch_helper(view.space, el, inst.op,
-                                                     S.binary(inst.op, "o", "v", el)))
+    if el.is_complex and (inst.op in ("max", "min") or el is ScalarType.c64):
+        what = ("of complex elements (no order on complex numbers)" if inst.op in ("max", "min")
+                else "on c64 elements (no 16-byte compare-and-swap)")
+        raise lw.error(f"not yet lowered: cooperative_matrix_atomic_{inst.op} {what}", inst.span)
+    # the atomics of atomic_add|max|min (every element type they take, the instruction's
+    # order and scope, fences on OpenCL C 1.2 devices)
+    h, order, scope = atomics.setup(lw, inst, "update")
+    name = h.update(inst.op, view.space, el, order, scope)
     m = _comp(lw, inst.value)
+    atomics.fence_before(lw, w, inst)
     r, lay = _result(lw, w, inst, t)
     v, row, col = _components(lw, w, lay)
     cond, off = _entry(lw, inst, lay, view, row, col)
     zero = literal(0, False, t.component)
     w.line(f"{r}.c[{v}] = ({cond}) ? {name}({view.ptr} + {off}, {m}.c[{v}]) : {zero};")
     w.close()
+    atomics.fence_after(lw, w, inst)
 
 
 # --- across the sub-group ---------------------------------------------------------------------
