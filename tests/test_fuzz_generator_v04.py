@@ -187,6 +187,7 @@ def test_tlfuzz_v04_against_a_correct_plugin_finds_nothing(tmp_path):
     assert f"/{len(generated_kinds('v0.4'))}" in r.stderr  # coverage counts v0.4's kinds
 
 
+@pytest.mark.opencl  # the saved line names --device, which tlfuzz reproduce checks first
 def test_tlfuzz_v04_finding_is_saved_as_v04_and_reproduces(tmp_path):
     out = tmp_path / "out"
     r = _tlfuzz(tmp_path, "--lang", "v0.4", "--impl", "python:v04plugins:wrong", "--time",
@@ -217,6 +218,8 @@ def test_tlfuzz_v04_runs_our_opencl_lowering_through_the_registry(capsys):
         ref = _impl_ref(ns)
         assert ref is not None and ref[0] == "opencl", argv
     assert _impl_ref(build_parser().parse_args(["--lang", "v0.3"])) is None
+
+
 def test_tlfuzz_v04_with_our_opencl_lowering_leaves_out_what_it_does_not_lower():
     """The harness runs the generated v0.4 kernels our lowering takes and leaves out those
     with a construct it does not lower yet ("not yet lowered" is no finding)."""
