@@ -431,3 +431,17 @@ def test_coopmatrix_atomics_refuse_what_has_no_compare_and_swap():
     program = tlinterp.check(parse(coop_atomic_kernel("c64", "add"), lang="v0.4"))
     with pytest.raises(Exception, match="cooperative_matrix_atomic_add on c64 elements"):
         tlgpu.lower(program)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_coopmatrix_atomic_max_min_tie_keeps_the_old_value_as_atomic_max_does(op):
+    """On a tie (+0.0 against -0.0) cooperative_matrix_atomic_max/min keep the element's value,
+    as atomic_max/min and the scalar max/min do; the interpreter's coopmatrix path used
+    np.fmax/np.fmin, which take the new value (an H200 campaign's mismatch: expected -0.0, got
+    0.0 from the lowering, which was right)."""
+    old = np.where(np.arange(64).reshape(16, 4) % 2 == 0, -0.0, 0.0).astype(np.float32)
+    args = {"A": np.asfortranarray(-old), "C": np.asfortranarray(old.copy()),
+            "O": np.zeros((16, 4), np.float32, order="F")}
+    ref = interp_run(program(coop_atomic_kernel("f32", op)), {k: v.copy() for k, v in args.items()})
+    assert np.signbit(ref["C"]).tolist() == np.signbit(old).tolist()  # unchanged, sign and all
+    agree(coop_atomic_kernel("f32", op), args, _device("pocl"))

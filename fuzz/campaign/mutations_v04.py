@@ -422,7 +422,7 @@ def _atomic_exchange(name: str) -> Callable[[], None]:
 
             return wrong
 
-        _patch(name, exec_v04, "_combine", make)
+        _patch(name, exec_v04, "atomic_combine", make)
 
     return install
 

@@ -129,14 +129,14 @@ def _atomic_update(ex, inst: ir.AtomicUpdate, env, lanes, col) -> None:
         old[:] = data[addr]
         new = old
         for _ in range(repeat):
-            new = _combine(inst.op, t, new, value)
+            new = atomic_combine(inst.op, t, new, value)
         data[addr] = new
     else:
         for lane in range(lanes.n):  # shared elements: in lane order
             a = addr[lane]
             old[lane] = data[a]
             for _ in range(repeat):
-                data[a] = _combine(inst.op, t, np.asarray(data[a]), np.asarray(value[lane]))
+                data[a] = atomic_combine(inst.op, t, np.asarray(data[a]), np.asarray(value[lane]))
     env.set(inst.result.name, old if lanes.n > 1 else np.array(old[0]))
 
 
@@ -159,7 +159,10 @@ def _items(ex, inst) -> int:
     return int(np.prod(wgs))
 
 
-def _combine(op: str, t: ScalarType, a, b):
+def atomic_combine(op: str, t: ScalarType, a, b):
+    """The new value of an atomic add|max|min: the scalar table's operation (max/min as the
+    scalar instructions compute them, ties and signed zeros included; integer add wraps).
+    Both atomic_* and cooperative_matrix_atomic_* use it."""
     if op == "add" and t.is_int:  # atomic integer addition wraps (two's complement): no UB
         with np.errstate(all="ignore"):
             return (np.asarray(a, t.dtype) + np.asarray(b, t.dtype)).astype(t.dtype)

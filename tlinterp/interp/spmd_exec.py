@@ -715,9 +715,6 @@ def _apply(ex, inst: ir.CoopApply, env, lanes, col):
     env.set(inst.result.name, CoopValue(layout, padded=res))
 
 
-_ATOMIC = {"add": np.add, "max": np.fmax, "min": np.fmin}
-
-
 def _atomic_update(ex, inst: ir.CoopAtomicUpdate, env, lanes, col):
     """Per component a read-modify-write, sub-groups in work-group-major order and entries in
     row-major order (coopmatrix.atomic_update's order); returns the old values."""
@@ -730,8 +727,10 @@ def _atomic_update(ex, inst: ir.CoopAtomicUpdate, env, lanes, col):
     data = view.buf.data
     a = addr[good]
     x = padded[good].astype(data.dtype, copy=False)
-    f = _ATOMIC[inst.op] if data.dtype.kind == "f" else \
-        {"add": np.add, "max": np.maximum, "min": np.minimum}[inst.op]
+    # atomic_add|max|min's combination (max/min: the scalar instructions' ties and signed
+    # zeros; np.fmax took the new value on a tie, atomic_max the old one)
+    def f(o, n):
+        return exec_v04.atomic_combine(inst.op, view.elem, o, n)
     with np.errstate(all="ignore"):
         if len(np.unique(a)) == len(a):
             old = data[a].copy()
