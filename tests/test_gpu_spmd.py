@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opencl_devices import require_device
 
 import tlgpu
 import tlinterp
@@ -24,16 +25,6 @@ DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32, "i64": np.int64
           "i8": np.int8, "i16": np.int16, "index": np.int64}
 OPS = [f"{k}_{op}" for k in ("reduce", "inclusive_scan", "exclusive_scan")
        for op in ("add", "max", "min")]
-
-
-def _device(name: str) -> str:
-    from tlgpu.runtime.devices import handle
-
-    try:
-        handle(name)
-    except Exception as e:  # noqa: BLE001 - any failure to find it: not on this machine
-        pytest.skip(f"no {name} device: {e}")
-    return name
 
 
 def program(src: str):
@@ -90,22 +81,22 @@ def subgroup_args(T: str, W: int) -> dict:
 @pytest.mark.parametrize("T", list(DTYPES))
 @pytest.mark.parametrize("S,wy", [(16, 2), (8, 1), (32, 1)])
 def test_subgroup_operations_on_intel(T, S, wy):
-    agree(subgroup_kernel(T, S, wy), subgroup_args(T, S * wy), _device("intel"))
+    agree(subgroup_kernel(T, S, wy), subgroup_args(T, S * wy), require_device("intel"))
 
 
 @pytest.mark.parametrize("T", ["f32", "f64", "i32", "i8"])
 def test_subgroup_operations_through_local_memory(T):
     """pocl has no sub-groups: a work-group of one sub-group runs through local memory; so
     does Intel's when the strategy is asked for."""
-    agree(subgroup_kernel(T, 16, 1), subgroup_args(T, 16), _device("pocl"))
-    agree(subgroup_kernel(T, 8, 1), subgroup_args(T, 8), _device("intel"),
+    agree(subgroup_kernel(T, 16, 1), subgroup_args(T, 16), require_device("pocl"))
+    agree(subgroup_kernel(T, 8, 1), subgroup_args(T, 8), require_device("intel"),
           LoweringConfig(subgroups="local"))
 
 
 def test_several_subgroups_without_device_subgroups():
     """Directly in `parallel` every work-item reaches a sub-group operation, so work-group
     barriers serve; inside an `if` of the region they would not: refused by name."""
-    agree(subgroup_kernel("f32", 8, 2), subgroup_args("f32", 16), _device("pocl"))
+    agree(subgroup_kernel("f32", 8, 2), subgroup_args("f32", 16), require_device("pocl"))
     src = """func @k(%A: memref<f32 x 16>) attributes{subgroup_size=8, work_group_size=[8, 2]} {
   parallel {
     %l = subgroup_linear_id : i32
@@ -121,12 +112,12 @@ def test_several_subgroups_without_device_subgroups():
   }
 }"""
     with pytest.raises(BackendError) as e:
-        agree(src, {"A": np.arange(16, dtype=np.float32)}, _device("pocl"))
+        agree(src, {"A": np.arange(16, dtype=np.float32)}, require_device("pocl"))
     msg = e.value.format()
     assert e.value.exit_status == 2
     assert "subgroup_reduce_add needs sub-groups" in msg
     assert "Portable Computing Language" in msg and "2 sub-groups of 8" in msg
-    agree(src, {"A": np.arange(16, dtype=np.float32)}, _device("intel"))
+    agree(src, {"A": np.arange(16, dtype=np.float32)}, require_device("intel"))
 
 
 def test_builtins_need_no_device_subgroups():
@@ -152,7 +143,7 @@ def test_builtins_need_no_device_subgroups():
     store %n, %I[%gi, %c3]
   }
 }"""
-    out = agree(src, {"I": np.full((32, 4), -1, np.int32)}, _device("pocl"))
+    out = agree(src, {"I": np.full((32, 4), -1, np.int32)}, require_device("pocl"))
     assert out["I"][:, 0].tolist() == [i // 8 for i in range(32)]
 
 
@@ -185,7 +176,7 @@ def test_parallel_with_local_memory_and_barriers():
 }"""
     a = np.arange(32, dtype=np.float32)
     for dev in ("pocl", "intel"):
-        out = agree(src, {"A": a, "B": np.zeros(32, np.float32)}, _device(dev))
+        out = agree(src, {"A": a, "B": np.zeros(32, np.float32)}, require_device(dev))
         assert out["B"].tolist() == a[::-1].tolist()
 
 
@@ -211,7 +202,7 @@ def test_foreach_tile_deals_tiles_to_subgroups():
     }
   }
 }"""
-    agree(src, {"A": np.full((21, 7), -1, np.int32)}, _device("pocl"))
+    agree(src, {"A": np.full((21, 7), -1, np.int32)}, require_device("pocl"))
 
 
 # --- cooperative matrices ------------------------------------------------------------------
@@ -294,12 +285,12 @@ def coop_args(T: str, S: int, wx: int) -> dict:
 @pytest.mark.parametrize("T", ["f32", "f64", "i32"])
 @pytest.mark.parametrize("S,wx", [(8, 16), (16, 16)])
 def test_coopmatrix_on_intel(T, S, wx):
-    agree(coop_kernel(T, S, wx), coop_args(T, S, wx), _device("intel"))
+    agree(coop_kernel(T, S, wx), coop_args(T, S, wx), require_device("intel"))
 
 
 @pytest.mark.parametrize("T,wx", [("f32", 8), ("i32", 8), ("f64", 16)])
 def test_coopmatrix_through_local_memory(T, wx):
-    agree(coop_kernel(T, 8, wx), coop_args(T, 8, wx), _device("pocl"))
+    agree(coop_kernel(T, 8, wx), coop_args(T, 8, wx), require_device("pocl"))
 
 
 # --- NVIDIA ------------------------------------------------------------------------------
@@ -326,7 +317,7 @@ def test_nvidia_strategy_writes_warp_shuffles():
 
 
 def test_subgroups_on_nvidia():
-    dev = _device("nvidia")
+    dev = require_device("nvidia")
     for T in ("f32", "f64", "i32", "i8"):
         agree(subgroup_kernel(T, 32, 2), subgroup_args(T, 64), dev)
         agree(subgroup_kernel(T, 8, 2), subgroup_args(T, 16), dev)
@@ -423,7 +414,7 @@ def test_coopmatrix_atomics_on_every_element_type(T, op, device):
         a, c = a + 1j * c, c - 2j * a
     args = {"A": np.asfortranarray(a.astype(dt)), "C": np.asfortranarray(c.astype(dt)),
             "O": np.zeros((16, 4), dt, order="F")}
-    out = agree(coop_atomic_kernel(T, op), args, _device(device))
+    out = agree(coop_atomic_kernel(T, op), args, require_device(device))
     assert out["O"].tolist() == args["C"].tolist()  # the old values are C's
 
 
@@ -444,4 +435,4 @@ def test_coopmatrix_atomic_max_min_tie_keeps_the_old_value_as_atomic_max_does(op
             "O": np.zeros((16, 4), np.float32, order="F")}
     ref = interp_run(program(coop_atomic_kernel("f32", op)), {k: v.copy() for k, v in args.items()})
     assert np.signbit(ref["C"]).tolist() == np.signbit(old).tolist()  # unchanged, sign and all
-    agree(coop_atomic_kernel("f32", op), args, _device("pocl"))
+    agree(coop_atomic_kernel("f32", op), args, require_device("pocl"))

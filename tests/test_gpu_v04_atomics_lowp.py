@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opencl_devices import require_device
 
 import tlgpu
 import tlinterp
@@ -22,13 +23,7 @@ pytestmark = [pytest.mark.opencl,
 
 @pytest.fixture(params=["pocl", "intel"])
 def device(request) -> str:
-    from tlgpu.runtime.devices import find_device
-
-    try:
-        find_device(request.param)
-    except Exception as e:  # noqa: BLE001 - any lookup failure: the device is not here
-        pytest.skip(f"no {request.param} device: {e}")
-    return request.param
+    return require_device(request.param)
 
 
 def same_bits(src: str, args: dict, device: str, groups=None) -> dict:

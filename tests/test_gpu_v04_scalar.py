@@ -8,6 +8,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from opencl_devices import require_device
 
 import tlgpu
 from tlinterp.front.pipeline import parse
@@ -30,13 +31,7 @@ NUMBERS = ("i8", "i16", "i32", "i64", "index", "f16", "bf16", "f32", "f64", "c32
 
 @pytest.fixture(params=DEVICES)
 def device(request) -> str:
-    from tlgpu.runtime.devices import find_device
-
-    try:
-        find_device(request.param)
-    except Exception as e:  # noqa: BLE001 - any lookup failure: the device is not here
-        pytest.skip(f"no {request.param} device: {e}")
-    return request.param
+    return require_device(request.param)
 
 
 def _kernel(params: dict[str, str], body: list[str]) -> str:

@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opencl_devices import require_device
 
 import tlgpu
 import tlinterp
 from tlgpu.lowering import function as lower_function
-from tlgpu.runtime.icd import runtime_library
 from tlinterp.front.pipeline import lowerable
 from tlinterp.lang import ir
 
 pytestmark = [pytest.mark.opencl,
               pytest.mark.filterwarnings("ignore:Non-empty compiler output")]
 
-DEVICES = ["pocl", pytest.param("intel", marks=pytest.mark.skipif(
-    runtime_library() is None, reason="Intel's CPU runtime (the intel extra) is missing"))]
+DEVICES = ["pocl", "intel"]
 
 
 def both(src: str, args: dict, device: str, groups=None) -> tuple[dict, dict]:
     """(interpreter outputs, lowering outputs) of a v0.4 kernel."""
+    require_device(device)
     program = tlinterp.check(tlinterp.parse(src, lang="v0.4"))
     want = tlinterp.run(program, {k: v.copy() for k, v in args.items()}, groups=groups)
     got = tlgpu.run(program, {k: v.copy() for k, v in args.items()}, groups=groups,
@@ -286,7 +286,7 @@ def test_atomic_add_in_a_foreach_returns_distinct_old_values(device):
     program = tlinterp.check(tlinterp.parse(src, lang="v0.4"))
     args = {"C": np.array([7], np.int32), "O": np.zeros(16, np.int32),
             "F": np.array([1.0], np.float32)}
-    got = tlgpu.run(program, args, device=device)
+    got = tlgpu.run(program, args, device=require_device(device))
     assert sorted(got["O"].tolist()) == list(range(7, 23))
     assert got["C"][0] == 23 and got["F"][0] == 5.0
 
@@ -301,8 +301,7 @@ SCOPED = [("", ""), ("work_group", "relaxed"), ("device", "acquire"),
 def test_atomics_with_scopes_and_semantics_on_intel(scope, sem, t):
     """OpenCL C 2.0 atomics: every scope and semantics builds and gives the interpreter's
     results."""
-    if runtime_library() is None:
-        pytest.skip("Intel's CPU runtime (the intel extra) is missing")
+    require_device("intel")
     rng = np.random.default_rng(5)
     dt = np.dtype({"i32": np.int32, "i64": np.int64, "f32": np.float32, "i16": np.int16}[t])
     args = {"C": np.array([5, 0, 0], dt), "X": rng.integers(-20, 20, 16).astype(dt),
