@@ -21,9 +21,11 @@ C_TYPES = {
     ScalarType.u64: "ulong",
     ScalarType.f32: "float",
     ScalarType.f64: "double",
-    # v0.4: f16/bf16 as their bit patterns (lowp.py), complex as (re, im) vectors
-    ScalarType.f16: "ushort",
-    ScalarType.bf16: "ushort",
+    # v0.4: f16/bf16 as their bit patterns (lowp.py: typedefs of ushort, named apart from the
+    # 16-bit integers so that a device workaround for 16-bit integer arithmetic, which looks
+    # for `(ushort)` casts, does not fire on float bit patterns), complex as (re, im) vectors
+    ScalarType.f16: "tl_f16",
+    ScalarType.bf16: "tl_bf16",
     ScalarType.c32: "float2",
     ScalarType.c64: "double2",
 }
@@ -31,7 +33,7 @@ C_TYPES = {
 
 def ctype(t: ScalarType | CoopMatrixType) -> str:
     if isinstance(t, CoopMatrixType):  # a struct of the lane's components (coopmatrix.py)
-        return f"tl_cm_{C_TYPES[t.component]}_{t.rows}x{t.cols}_{t.use}"
+        return f"tl_cm_{C_TYPES[t.component].removeprefix('tl_')}_{t.rows}x{t.cols}_{t.use}"
     return C_TYPES[t]
 
 
@@ -109,7 +111,7 @@ def v04_literal(value, t: ScalarType) -> str:
         part = ScalarType.f32 if t is ScalarType.c32 else ScalarType.f64
         re, im = (float_literal(float(x), part) for x in (v.real, v.imag))
         return f"(({C_TYPES[t]})({re}, {im}))"
-    return f"((ushort)0x{int(v.view(np.uint16)):04x}u)"
+    return f"(({C_TYPES[t]})0x{int(v.view(np.uint16)):04x}u)"
 
 
 def literal(value, is_float: bool, t: ScalarType) -> str:

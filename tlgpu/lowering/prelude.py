@@ -18,6 +18,8 @@ HEADER = """\
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #pragma OPENCL FP_CONTRACT OFF
+typedef ushort tl_f16;
+typedef ushort tl_bf16;
 """
 
 

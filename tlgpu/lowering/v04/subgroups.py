@@ -92,7 +92,8 @@ def _unpack(t: ScalarType, words: list[str]) -> str:
         return f"({words[0]} != 0u)"
     if n in (1, 2):
         u = "uchar" if n == 1 else "ushort"
-        return f"as_{T}(({u}){words[0]})"
+        # f16/bf16 are typedefs of ushort (ctypes_map.C_TYPES): OpenCL has no as_tl_f16
+        return f"as_{u if T.startswith('tl_') else T}(({u}){words[0]})"
     if n in (4, 8):
         return f"as_{T}({words[0]})"
     return f"as_{T}((ulong2)({words[0]}, {words[1]}))"
