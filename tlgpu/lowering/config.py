@@ -83,6 +83,12 @@ class LoweringConfig:
     # H100 with 32x1 groups, ADER f32 N=5 2.71 -> 1.59 ms, f64 N=3 0.85 -> 0.58 ms, f64 N=5
     # 2.70 -> 2.63 ms; on pocl the sample kernel 19.7 -> 11.8 ms)
     restrict_read_only: bool = True
+    # v0.4 coopmatrix mul_add and row reduce where A, C and D hold whole rows per lane (rows a
+    # multiple of the sub-group size): each lane computes its own rows from its own A
+    # components, B read from memory when it is a load of the same region with nothing
+    # written in between, else from local memory (B only); the same order of sums as the
+    # general path (coopmatrix.py), which writes A and B to local memory for every entry
+    coop_rows: bool = True
     # static-shape f64 gemms in work-groups of whole warps run on NVIDIA's FP64 tensor cores
     # (mma.sync through inline PTX, lower_mma.py) in tiles of this many rows: 16 (m16n8k4,
     # compute capability 9.0), 8 (m8n8k4, 8.0) or 0 (off); None: the most the device has. The

@@ -14,16 +14,19 @@ component by component in registers.
 
 from __future__ import annotations
 
+import itertools
+from typing import Optional
+
 import numpy as np
 
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import ctype, literal
 from tlgpu.lowering.v04 import atomics
 from tlgpu.lowering.v04.spmd import LX, quot, rem, subgroup_size
-from tlgpu.lowering.v04.subgroups import prologue, scratch, subgroup_barrier
+from tlgpu.lowering.v04.subgroups import prologue, scratch, strategy, subgroup_barrier
 from tlgpu.lowering.views import Scalar, View
 from tlinterp.interp import coopmatrix as cm
-from tlinterp.lang import ir
+from tlinterp.lang import effects, ir
 from tlinterp.lang.diagnostics import not_yet
 from tlinterp.lang.types import INDEX, CoopMatrixType, ScalarType
 
@@ -79,10 +82,20 @@ def _result(lw, w, inst, t: CoopMatrixType) -> tuple[str, cm.Layout]:
 def _components(lw, w, lay: cm.Layout) -> tuple[str, str, str]:
     """Open a loop over the lane's components: (v, row, column) names."""
     v, r, c = lw.fresh("v"), lw.fresh("row"), lw.fresh("col")
+    unroll(lw, w)
     w.open(f"for (int {v} = 0; {v} < {lay.V}; ++{v})")
     row, col = _position(lay, v)
     w.line(f"const int {r} = {row}, {c} = {col};")
     return v, r, c
+
+
+def unroll(lw, w) -> None:
+    """Before a loop over a lane's components (or a mul_add's K): on NVIDIA, unrolled, so that
+    constant component indices keep the struct in registers (a loop over a struct's array with
+    a variable index puts it in the stack). CPUs (pocl, Intel) keep the loops: their
+    compilers vectorise them, and unrolling would only cost build time."""
+    if strategy(lw) == "nvidia":
+        w.line("#pragma unroll")
 
 
 # --- values ---------------------------------------------------------------------------------
@@ -103,6 +116,7 @@ def lower_construct(lw, w, inst: ir.CoopConstruct) -> None:
 def _fill(lw, w, inst, t: CoopMatrixType, x: str) -> None:
     r, lay = _result(lw, w, inst, t)
     v = lw.fresh("v")
+    unroll(lw, w)
     w.line(f"for (int {v} = 0; {v} < {lay.V}; ++{v}) {r}.c[{v}] = {x};")
 
 
@@ -122,6 +136,7 @@ def lower_scale(lw, w, inst: ir.CoopScale) -> None:
     r, lay = _result(lw, w, inst, t)
     a, m = lw.operand(inst.scalar, t.component), _comp(lw, inst.matrix)
     v = lw.fresh("v")
+    unroll(lw, w)
     w.line(f"for (int {v} = 0; {v} < {lay.V}; ++{v}) "
            f"{r}.c[{v}] = {S.binary('mul', a, f'{m}.c[{v}]', t.component)};")
 
@@ -147,6 +162,7 @@ def componentwise(rule):
             e = S.binary(inst.op, f"{a}.c[{v}]", f"{b}.c[{v}]", t.component)
         else:
             e = S.unary(inst.op, f"{_comp(lw, inst.operand)}.c[{v}]", t.component)
+        unroll(lw, w)
         w.line(f"for (int {v} = 0; {v} < {lay.V}; ++{v}) {r}.c[{v}] = {e};")
 
     return lower
@@ -160,6 +176,7 @@ def _cast(lw, w, inst: ir.Cast) -> None:
     conv = lambda e: S.cast(e, src_t.component, t.component)  # noqa: E731
     if all(np.array_equal(a, b) for a, b in zip(src.positions, lay.positions)):
         v = lw.fresh("v")
+        unroll(lw, w)
         w.line(f"for (int {v} = 0; {v} < {lay.V}; ++{v}) {r}.c[{v}] = {conv(f'{m}.c[{v}]')};")
         return
     # another use places entries elsewhere (i8 matrix_b): through the sub-group's memory
@@ -272,6 +289,113 @@ def lower_atomic_update(lw, w, inst: ir.CoopAtomicUpdate) -> None:
 # --- across the sub-group ---------------------------------------------------------------------
 
 
+def _owns_rows(lay: cm.Layout) -> bool:
+    """Lane p holds rows p, p + S, ... whole and nothing else: component k2 J + n is entry
+    (p + k2 S, n), and J = N (no padding). True for every matrix_a and matrix_acc whose rows
+    are a multiple of S."""
+    return lay.M % lay.S == 0 and lay.K1 == 1
+
+
+def _region_of(body: ir.Region, inst) -> Optional[ir.Region]:
+    todo = [body]
+    while todo:
+        region = todo.pop()
+        if any(i is inst for i in region.instructions):
+            return region
+        for i in region.instructions:
+            todo.extend(ir.regions_of(i))
+    return None
+
+
+_SYNC = (ir.Barrier, ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate, ir.CoopAtomicUpdate)
+
+
+def _quiet(inst) -> bool:
+    """inst (nested regions included) writes no memory and synchronises with no other
+    work-item: memory read before it reads the same after it."""
+    for i in itertools.chain([inst], *(ir.walk(r) for r in ir.regions_of(inst))):
+        if isinstance(i, _SYNC) or (isinstance(i, ir.CoopLoad) and i.atomic):
+            return False
+        try:
+            if effects.effect(i).writes is not None:
+                return False
+        except Exception:  # an instruction the effects table does not analyse: assume it writes
+            return False
+    return True
+
+
+def _source_load(lw, inst: ir.CoopMulAdd) -> Optional[ir.CoopLoad]:
+    """B's cooperative_matrix_load when it sits in the mul_add's own region with only quiet
+    instructions between: then B's entries can be read from memory where the mul_add needs
+    them (the same values), instead of moving the loaded matrix between lanes."""
+    region = _region_of(lw.fn.body, inst)
+    if region is None:
+        return None
+    insts = region.instructions
+    k = next(j for j, i in enumerate(insts) if i is inst)
+    for i in reversed(insts[:k]):
+        if isinstance(i, ir.CoopLoad) and i.result.name == inst.b.name:
+            return None if i.atomic else i
+        if inst.b.name in {v.name for v in ir.results_of(i)} or not _quiet(i):
+            return None
+    return None
+
+
+def _mul_add_rows(lw, w, inst: ir.CoopMulAdd, fast: bool) -> bool:
+    """mul_add when A, C and D own their rows (_owns_rows): lane p computes its rows from its
+    own A components and B's entries, read from memory (_source_load) or from B written once
+    to the sub-group's local memory, k outer and n inner (each entry's sum still in k order,
+    the reference's rounding), no other lane's A. False when the layouts do not fit."""
+    a, b, c = (lw.env[x.name] for x in (inst.a, inst.b, inst.c))
+    la, lb, lc = (declare(lw, x.type, inst) for x in (a, b, c))
+    t = inst.type
+    if not all(_owns_rows(x) for x in (la, lc, layout(lw, t, inst))):
+        return False
+    ta, tb, tc, td = a.type.component, b.type.component, c.type.component, t.component
+    Tc, K, N = ctype(tc), la.N, lc.N
+    load = _source_load(lw, inst)
+    if load is not None:
+        view = lw.view(load.operand)
+        zero = literal(0, False, tb)
+
+        def entry(k: str, n: str) -> str:
+            cond, off = _entry(lw, load, lb, view, k, n)
+            return f"(({cond}) ? ({ctype(tb)}){view.ptr}[{off}] : {zero})"
+    else:
+        (pb,) = _write_padded(lw, w, inst, [(b.expr, lb, ctype(tb))])
+
+        def entry(k: str, n: str) -> str:
+            return f"{pb}[{k} * {lb.J} + {n}]"
+    r, lay = _result(lw, w, inst, t)
+    k2, k, n, ak, acc = (lw.fresh(x) for x in ("k2", "k", "n", "ak", "acc"))
+    unroll(lw, w)
+    w.open(f"for (int {k2} = 0; {k2} < {lay.K}; ++{k2})")
+    w.line(f"{Tc} {ak}[{K}], {acc}[{N}];")
+    unroll(lw, w)
+    w.line(f"for (int {k} = 0; {k} < {K}; ++{k}) "
+           f"{ak}[{k}] = {S.cast(f'{a.expr}.c[{k2} * {K} + {k}]', ta, tc)};")
+    unroll(lw, w)
+    start = literal(0, True, tc) if fast else f"{c.expr}.c[{k2} * {N} + {n}]"
+    w.line(f"for (int {n} = 0; {n} < {N}; ++{n}) {acc}[{n}] = {start};")
+    unroll(lw, w)
+    w.open(f"for (int {k} = 0; {k} < {K}; ++{k})")
+    prod = S.binary("mul", f"{ak}[{k}]", S.cast(entry(k, n), tb, tc), tc)
+    sum_ = (S.binary("add", f"{acc}[{n}]", prod, tc) if fast
+            else S.binary("add", prod, f"{acc}[{n}]", tc))
+    unroll(lw, w)
+    w.line(f"for (int {n} = 0; {n} < {N}; ++{n}) {acc}[{n}] = {sum_};")
+    w.close()
+    unroll(lw, w)
+    cn = f"{c.expr}.c[{k2} * {N} + {n}]"
+    out = S.binary("add", f"{acc}[{n}]", cn, tc) if fast else \
+        (S.cast(f"{acc}[{n}]", tc, td) if td != tc else f"{acc}[{n}]")
+    w.line(f"for (int {n} = 0; {n} < {N}; ++{n}) {r}.c[{k2} * {N} + {n}] = {out};")
+    w.close()
+    if load is None:
+        subgroup_barrier(lw, w, inst)
+    return True
+
+
 def lower_mul_add(lw, w, inst: ir.CoopMulAdd) -> None:
     """D = AB + C with the interpreter's order: per entry, from C, k = 0, 1, ... in C's type
     (products and sums rounded); f32 from f16/bf16/f32 sources as AB, then + C."""
@@ -281,6 +405,8 @@ def lower_mul_add(lw, w, inst: ir.CoopMulAdd) -> None:
     t = inst.type
     td = t.component
     fast = lc.ty == td.value == "f32" and la.ty in _F32_SOURCES and lb.ty in _F32_SOURCES
+    if lw.config.coop_rows and _mul_add_rows(lw, w, inst, fast):
+        return
     pa, pb = _write_padded(lw, w, inst, [(a.expr, la, ctype(ta)), (b.expr, lb, ctype(tb))])
     r, lay = _result(lw, w, inst, t)
     K, N = la.N, lc.N
@@ -317,9 +443,23 @@ def lower_reduce(lw, w, inst: ir.CoopReduce) -> None:
     src = declare(lw, m.type, inst)
     t = inst.type
     T = ctype(t.component)
+    f = lambda a, b: S.binary(inst.op, a, b, t.component)  # noqa: E731
+    if inst.mode == "row" and lw.config.coop_rows and _owns_rows(src) \
+            and _owns_rows(layout(lw, t, inst)):
+        # the lane holds its rows whole: the same left fold, in registers
+        r, lay = _result(lw, w, inst, t)
+        k2, n, acc = lw.fresh("k2"), lw.fresh("n"), lw.fresh("acc")
+        unroll(lw, w)
+        w.open(f"for (int {k2} = 0; {k2} < {src.K}; ++{k2})")
+        w.line(f"{T} {acc} = {m.expr}.c[{k2} * {src.N}];")
+        unroll(lw, w)
+        w.line(f"for (int {n} = 1; {n} < {src.N}; ++{n}) "
+               f"{acc} = {f(acc, f'{m.expr}.c[{k2} * {src.N} + {n}]')};")
+        w.line(f"{r}.c[{k2}] = {acc};")
+        w.close()
+        return
     (p,) = _write_padded(lw, w, inst, [(m.expr, src, ctype(m.type.component))])
     r, lay = _result(lw, w, inst, t)
-    f = lambda a, b: S.binary(inst.op, a, b, t.component)  # noqa: E731
     zero = literal(0, False, t.component)
     v, row, col = _components(lw, w, lay)
     acc = lw.fresh("acc")
