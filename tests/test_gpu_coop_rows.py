@@ -44,10 +44,11 @@ def kernel(ta: str, tb: str, tc: str, td: str, source: str) -> str:
     mc = f"coopmatrix<{tc} x {M} x {N}, matrix_acc>"
     md = f"coopmatrix<{td} x {M} x {N}, matrix_acc>"
     two = "2" if tb.startswith("i") else "[2.0, 0.0]" if tb.startswith("c") else "2.0"
+    col = f"coopmatrix<{td} x {M} x 1, matrix_acc>"
     reduce = ("" if td.startswith("c") else
-              f"    %r = cooperative_matrix_reduce_add.row %d : coopmatrix<{td} x {M} x 1, matrix_acc>\n"
+              f"    %r = cooperative_matrix_reduce_add.row %d : {col}\n"
               "    cooperative_matrix_store %r, %R[%c0, %c0]\n"
-              f"    %x = cooperative_matrix_reduce_max.row %d : coopmatrix<{td} x {M} x 1, matrix_acc>\n"
+              f"    %x = cooperative_matrix_reduce_max.row %d : {col}\n"
               "    cooperative_matrix_store %x, %R[%c0, %c1]\n")
     return (f"func @k(%A: memref<{ta} x {M} x {K}>, %B: memref<{tb} x {K} x {N}>, "
             f"%C: memref<{tc} x {M} x {N}>, %D: memref<{td} x {M} x {N}>, "
