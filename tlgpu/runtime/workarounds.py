@@ -63,9 +63,9 @@ def sixteen_bit_shape(kernel_source: str) -> bool:
     `ushort`). NVIDIA's optimiser sign-extends the 16-bit result of a negation wrongly, and
     the negation may be written many ways (`-x`, `0 - x`, `x * -1`, `~x + 1`), across
     statements, in any width before the truncation; every 16-bit result passes through such a
-    cast, so the shape is the cast itself. Loads and stores of 16-bit values need none, and f16/bf16 bit patterns are
-    spelt `tl_f16`/`tl_bf16` (typedefs of ushort, ctypes_map.C_TYPES): float code keeps its
-    optimiser."""
+    cast, so the shape is the cast itself. Loads and stores of 16-bit values need none, and
+    f16/bf16 bit patterns are spelt `tl_f16`/`tl_bf16` (typedefs of ushort,
+    ctypes_map.C_TYPES): float code keeps its optimiser."""
     return _TO_16BIT.search(kernel_source) is not None
 
 
