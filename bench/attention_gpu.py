@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 HERE = Path(__file__).resolve().parent
 KERNELS = {"f32": HERE / "flash_attention.tl", "f16": HERE / "flash_attention_f16.tl"}
-D, ROWS = 64, 16  # the kernels' head dimension and query rows per work-group
+D, ROWS = 64, 64  # the kernels' head dimension and query rows per work-group
 
 
 def _inputs(T: int, H: int, dtype, seed: int = 0) -> dict[str, np.ndarray]:
