@@ -1,6 +1,7 @@
 """Our flash-attention kernel (bench/flash_attention.tl, v0.4: parallel, cooperative matrices,
 apply, row reductions, extract, a loop carrying coopmatrices) against NumPy softmax(QK^T)V, at
-sizes that are multiples of the tiles (64 query rows in four sub-groups, 32 keys) and sizes that are not."""
+sizes that are multiples of the tiles (64 query rows in four sub-groups, 32 keys) and sizes
+that are not."""
 
 from __future__ import annotations
 

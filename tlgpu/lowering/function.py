@@ -17,7 +17,7 @@ from tlgpu.lowering.callconv import Param, argument_params
 from tlgpu.lowering.config import LoweringConfig
 from tlgpu.lowering.ctypes_map import ctype, literal
 from tlgpu.lowering.cwriter import CWriter
-from tlgpu.lowering.memory import plan_allocas
+from tlgpu.lowering.memory import SLAB_ALIGN, plan_allocas
 from tlgpu.lowering.v04 import atomics as A
 from tlgpu.lowering.v04 import controlflow as CF
 from tlgpu.lowering.v04 import coopmatrix, spmd, subgroups
@@ -221,7 +221,7 @@ class FunctionLowerer:
         for line in self.prologue:
             w.line(line)
         if local_bytes and not self.local_arg_bytes:
-            w.line(f"local ulong tl_local[{slab}];")
+            w.line(f"local ulong tl_local[{slab}] {SLAB_ALIGN};")
         w.extend(body)
         w.close()
         return w

@@ -8,7 +8,12 @@ from math import prod
 
 from tlinterp.lang import ir
 
-ALIGN = 8  # bytes; keeps f64/i64 aligned and lets 8/16-bit atomics use the containing word
+# bytes; keeps every element type aligned — c64 is a double2, which NVIDIA loads with 16-byte
+# instructions (an 8-byte-aligned one failed the launch with -9999: H200 campaign findings) —
+# and lets 8/16-bit atomics use the containing word. The slabs themselves are declared
+# aligned(SLAB_ALIGN).
+ALIGN = 16
+SLAB_ALIGN = f"__attribute__((aligned({ALIGN})))"
 
 
 def alloca_bytes(t) -> int:

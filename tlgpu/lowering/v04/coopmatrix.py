@@ -21,6 +21,7 @@ import numpy as np
 
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.memory import ALIGN
 from tlgpu.lowering.v04 import atomics
 from tlgpu.lowering.v04.spmd import LX, quot, rem, subgroup_size
 from tlgpu.lowering.v04.subgroups import prologue, scratch, strategy, subgroup_barrier
@@ -195,7 +196,7 @@ def _write_padded(lw, w, inst, mats) -> list[str]:
     offs, total = [], 0
     for _, lay, _ in mats:
         offs.append(total)
-        total += -(-lay.M * lay.J * np.dtype(lay_dtype(lay)).itemsize // 8) * 8
+        total += -(-lay.M * lay.J * np.dtype(lay_dtype(lay)).itemsize // ALIGN) * ALIGN
     base = scratch(lw, total)
     ptrs = []
     for (m, lay, T), off in zip(mats, offs):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.ctypes_map import ctype, literal
+from tlgpu.lowering.memory import ALIGN, SLAB_ALIGN
 from tlgpu.lowering.v04.spmd import LX, quot, rem, subgroup_size
 from tlgpu.lowering.views import Scalar
 from tlinterp.interp import lowp
@@ -184,14 +185,14 @@ def subgroup_barrier(lw, w, inst) -> None:
 def scratch(lw, nbytes: int) -> str:
     """A `local char*` to `nbytes` of local memory of this work-item's sub-group (each
     sub-group its own part of one kernel-scope array, sized for the largest request)."""
-    words = -(-nbytes // 8)
+    words = -(-nbytes // ALIGN) * (ALIGN // 8)  # each sub-group's part ALIGN-aligned
     have = getattr(lw, "coop_scratch_words", 0)
     nsg = lw.geo.size // lw.fn.subgroup_size
     if words > have:
         if have:
-            lw.prologue.remove(f"local ulong tl_cm[{have * nsg}];")
+            lw.prologue.remove(f"local ulong tl_cm[{have * nsg}] {SLAB_ALIGN};")
         lw.coop_scratch_words = have = words
-        lw.prologue.append(f"local ulong tl_cm[{have * nsg}];")
+        lw.prologue.append(f"local ulong tl_cm[{have * nsg}] {SLAB_ALIGN};")
     return f"((local char*)(tl_cm + {quot('tl_lid', lw.fn.subgroup_size)} * {have}))"
 
 
