@@ -5,7 +5,8 @@
 
 The kernel is ours (bench/flash_attention.tl, v0.4): four sub-groups per (64 query rows,
 head), one per 16 rows, keys in blocks of 32, online softmax, two cooperative-matrix products
-per key block. NumPy computes softmax(scale Q K^T) V per head with batched matmuls. Both take the best of
+per key block. NumPy computes softmax(scale Q K^T) V per head with batched matmuls. Both take
+the best of
 --repeat runs; the table gives the ratio and the largest difference. Target: ratio <= 5 at
 T=2048, H=4 (f32). On a shared machine, OPENBLAS_NUM_THREADS=1 gives steadier numbers (both
 sides then use one core).

@@ -170,3 +170,16 @@ def test_bf16_outputs_compare_as_bit_patterns_whatever_their_spelling():
     wrong[1] = 0xC041
     [m] = compare_outputs(program, None, args, {"A": bits, "B": wrong}, actual)
     assert m.key == "B"
+
+
+def test_bf16_nans_match_whatever_their_sign_and_payload():
+    """As for f32: inf - inf is -NaN on x86 (the interpreter) and +NaN on NVIDIA (an H200
+    campaign finding); a NaN against a number, and +0 against -0, still differ."""
+    program = tlinterp.parse(BF16_COPY, lang="v0.4")
+    e = np.array([0xFFC0, 0x7FC1, 0x0000, 0x3F80], np.uint16)
+    a = np.array([0x7FC0, 0xFFFF, 0x8000, 0x7FC0], np.uint16)
+    args = {"A": e, "B": np.zeros(4, np.uint16)}
+    mm = compare_outputs(program, None, args, {"A": e, "B": e.view("V2")},
+                         {"A": e, "B": a.view("V2")})
+    assert [(m.key, m.index) for m in mm] == [("B", (2,)), ("B", (3,))]
+
