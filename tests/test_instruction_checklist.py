@@ -2,16 +2,19 @@
 
 `Twice` (`%r = twice %a : T`, r = a + a, floats only) is a scalar instruction that is neither a
 row of ops.py nor a collective, so it goes through the checklist for any other instruction.
-`PLACES` names each place of the checklist (common to both versions, and v0.3's) with how a
-change there is made (here by monkeypatching the place's table, or for the grammar by
+`PLACES` names each place of the checklist (common to both versions, v0.3's and v0.4's) with
+how a change there is made (here by monkeypatching the place's table, or for a grammar by
 rebuilding it from grammar.peg's text with the rule added, as the parser module does at
-import) and a probe that the pass at that place handles the toy. `missing()` names the places
+import) and a probe that the pass at that place handles the toy. The v0.4 checker's place is
+a method named after the class, which no table lists: without it the toy was accepted
+silently, so its probe asks for the rule's error. `missing()` names the places
 whose probe fails: with the dataclass alone it names every place, with every place added it
 names none (and then the toy parses, prints, checks, runs on the interpreter and lowers), and
 with one place left out it names that place and the places that need it (`NEEDS`).
 
-Not probed: the fuzzer's builder (fuzz/gen/body.py is code, not a table) and the checklist's
-v0.4 places; tests/test_op_declarations.py covers ops.py rows and collectives the same way.
+Not probed: the fuzzers' builders (fuzz/gen/body.py, gen/v04.py are code, not tables),
+names.MNEMONICS (v0.4-only instructions) and migrate.py (the toy's v0.3 form is itself);
+tests/test_op_declarations.py covers ops.py rows and collectives the same way.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ import tlinterp
 from fuzz.conform.corpus import default_corpus, load_corpus
 from tlgpu.lowering import function as lower_function
 from tlinterp.checker import v03 as checker_v03
+from tlinterp.checker import v04 as checker_v04
+from tlinterp.front.migrate import to_v04
+from tlinterp.front.pipeline import executable
 from tlinterp.interp import execute, run_bound, select_function
 from tlinterp.interp import scalar as interp_scalar
 from tlinterp.io.args import bind, unbind
@@ -40,6 +46,8 @@ from tlinterp.lang.ir import Span, Value
 from tlinterp.lang.types import MemrefType, ScalarType
 from tlinterp.lang.v03 import parser as parser_v03
 from tlinterp.lang.v03 import printer as printer_v03
+from tlinterp.lang.v04 import parser as parser_v04
+from tlinterp.lang.v04 import printer as printer_v04
 
 ROOT = Path(__file__).resolve().parents[1]
 THIS = sys.modules[__name__]
@@ -58,6 +66,8 @@ F32 = ScalarType.f32
 MEMREF = MemrefType.make(F32, ())
 TEXT = ("func @k(%a: memref<f32>) {\n  %x = load %a[] : memref<f32>\n"
         "  %y = twice %x : f32\n  store %y, %a[] : memref<f32>\n}\n")
+TEXT04 = ("func @k(%a: memref<f32>) {\n    %x = load %a[] : f32\n    %y = twice %x : f32\n"
+          "    store %y, %a[]\n}\n")
 
 
 def sample(t: ScalarType = F32) -> ir.Program:
@@ -74,22 +84,52 @@ def _union(mp) -> None:
     mp.setattr(ir, "Instruction", Union[(*typing.get_args(ir.Instruction), Twice)])
 
 
-def _grammar(mp) -> None:
-    """grammar.peg with the rule (and its keyword) and the builder in `_VALUE_BUILDERS`."""
+def _with_rule(mp, grammar_text: str, builder: type, operand: str, type_rule: str) -> None:
+    """A version's grammar.peg with the rule (and its keyword), as its parser module loads
+    it, for `builder`'s functions."""
     head = "value_instruction = local_identifier EQUALS ("
-    text = parser_v03.grammar_text()
-    assert text.count(head) == 1
-    text = text.replace(head, head + "twice_instruction / ") + (
-        "\ntwice_instruction = TWICE identifier_or_constant COLON scalar_type\n"
+    assert grammar_text.count(head) == 1
+    text = grammar_text.replace(head, head + "twice_instruction / ") + (
+        f"\ntwice_instruction = TWICE {operand} COLON {type_rule}\n"
         'TWICE = ~r"twice(?![A-Za-z0-9_])[ \\t\\r\\n]*(?:;[^\\n]*[ \\t\\r\\n]*)*"\n')
     grammar = parser_v03.Grammar(text)
-    mp.setattr(parser_v03._Builder, "FUNCTION", grammar["function_definition"])
-    mp.setattr(parser_v03._Builder, "SKIP", grammar["_"])
+    mp.setattr(builder, "FUNCTION", grammar["function_definition"])
+    mp.setattr(builder, "SKIP", grammar["_"])
+
+
+def _grammar(mp) -> None:
+    """v0.3: grammar.peg and the builder in `_VALUE_BUILDERS`."""
+    _with_rule(mp, parser_v03.grammar_text(), parser_v03._Builder, "identifier_or_constant",
+               "scalar_type")
 
     def build(self, n, r, s):
         _, a, _, ty = n.children
         return Twice(r, self.operand(a), self.scalar(ty), s)
     mp.setitem(parser_v03._VALUE_BUILDERS, "twice_instruction", build)
+
+
+def _grammar_v04(mp) -> None:
+    """v0.4: grammar.peg and the builder in `_VALUE`."""
+    _with_rule(mp, parser_v04.GRAMMAR_PATH.read_text(encoding="utf-8") + "\n"
+               + parser_v04.blas_syntax.rules("v0.4"), parser_v04._Builder04,
+               "local_identifier", "type")
+
+    def build(self, n, r, s):
+        _, a, _, ty = n.children
+        return Twice(r, self.use(a)[0], self.type(ty), s)
+    mp.setitem(parser_v04._VALUE, "twice_instruction", build)
+
+
+def _printer_v04(mp) -> None:
+    mp.setitem(printer_v04._HEADERS, Twice, printer_v04._defines(
+        lambda i: f"{MNEMONIC} {printer_v04._op(i.operand)} : {i.type.value}"))
+
+
+def _checker_v04(mp) -> None:
+    def rule(self, inst, spmd) -> None:
+        if not inst.type.is_float:
+            self.error(f"'{MNEMONIC}' needs a floating-point type, got {inst.type}", inst.span)
+    mp.setattr(checker_v04._Function, "_twice", rule, raising=False)
 
 
 def _printer(mp) -> None:
@@ -152,11 +192,19 @@ def _prints() -> bool:
     return printer_v03.format_program(sample()) == TEXT
 
 
+def _rejects(program: ir.Program) -> bool:
+    """The checker's rule for the toy: an integer type is an error at the instruction."""
+    try:
+        tlinterp.check(program)
+    except SourceError as e:
+        return f"'{MNEMONIC}' needs a floating-point type, got i32" in [
+            d.message for d in e.diagnostics]
+    return False
+
+
 def _checks() -> bool:
     tlinterp.check(sample())
-    with pytest.raises(SourceError, match=f"'{MNEMONIC}' needs a floating-point type, got i32"):
-        tlinterp.check(sample(ScalarType.i32))
-    return True
+    return _rejects(sample(ScalarType.i32))
 
 
 def _runs() -> bool:
@@ -165,6 +213,23 @@ def _runs() -> bool:
     bound = bind(function, {"a": np.array(1.25, np.float32)})
     run_bound(program, function, bound, 1)
     return float(unbind(bound)["a"]) == 2.5
+
+
+def _parses_v04() -> bool:
+    return executable(tlinterp.parse(TEXT04, lang="v0.4")).functions == sample().functions
+
+
+def _prints_v04() -> bool:
+    return printer_v04.format_program_v04(sample()) == TEXT04
+
+
+def _checks_v04() -> bool:
+    program = to_v04(sample())  # the IR v0.4 prints (to_v04 runs the v0.3 checker first)
+    program.lang = "v0.4"
+    tlinterp.check(program)
+    body = program.functions[0].body.instructions
+    body[1] = dataclasses.replace(body[1], type=ScalarType.i32)
+    return _rejects(program)  # without a rule the v0.4 checker accepted it silently
 
 
 def _lowers() -> bool:
@@ -189,6 +254,9 @@ PLACES: dict[str, tuple[Optional[Callable], Callable[[], bool]]] = {
     "v0.3 grammar and parser": (_grammar, _parses),
     "v0.3 printer _HEADERS": (_printer, _prints),
     "v0.3 checker _HANDLERS": (_checker, _checks),
+    "v0.4 grammar and parser": (_grammar_v04, _parses_v04),
+    "v0.4 printer _HEADERS": (_printer_v04, _prints_v04),
+    "v0.4 checker _twice": (_checker_v04, _checks_v04),
 }
 # a pass that also runs another place's rule: missing where that place is
 NEEDS = {"v0.3 checker _HANDLERS": ("typerules._RULES",),
