@@ -49,7 +49,7 @@ from typing import Optional
 from tlinterp.checker.blas_shapes import shape_problems
 from tlinterp.checker.constants import constant_problem
 from tlinterp.checker.layout import written_layout_problems
-from tlinterp.lang import ir
+from tlinterp.lang import ir, ops
 from tlinterp.lang.deepstack import deep_program_pass
 from tlinterp.lang.diagnostics import WARNING, Diagnostic, SourceError
 from tlinterp.lang.ir import Const, Span, Value
@@ -106,35 +106,24 @@ _SPMD = (ir.SubgroupBroadcast, ir.SubgroupOp, ir.CoopApply, ir.CoopLoad, ir.Coop
          ir.CoopPrefetch, ir.CoopReduce, ir.CoopScale)
 _OPENS_SPMD = (ir.Foreach, ir.ForeachNd, ir.ForeachTile, ir.Parallel, ir.CoopApply)
 
-_NUMBER_OPS = {"add", "sub", "mul", "div", "neg", "abs"}
-_REAL_OPS = {"rem", "max", "min"}
-_INT_OPS = {"shl", "shr"}
-_LOGIC_OPS = {"and", "or", "xor", "not"}
-_COMPLEX_OPS = {"conj", "im", "re"}
-_FLOAT_MATH = {"cos", "sin", "log", "log2", "native_cos", "native_sin", "native_log",
-               "native_log2"}
-_FLOAT_OR_COMPLEX_MATH = {"exp", "exp2", "native_exp", "native_exp2"}
+# the v0.4-only unary operations, which tlinterp/lang/ops.py does not declare yet
+# (lang/v04/names.py V04_ONLY_UNARY): the type classes of each, as ops.py states them
+_V04_ONLY_ACCEPTS = {
+    **dict.fromkeys(("abs",), (ops.INT, ops.FLOAT, ops.COMPLEX)),
+    **dict.fromkeys(("conj", "im", "re"), (ops.COMPLEX,)),
+    **dict.fromkeys(("cos", "sin", "log", "log2", "native_cos", "native_sin", "native_log",
+                     "native_log2"), (ops.FLOAT,)),
+    **dict.fromkeys(("exp", "exp2", "native_exp", "native_exp2"), (ops.FLOAT, ops.COMPLEX)),
+}
 
 
 def _allowed(op: str, t: ScalarType) -> bool:
-    """Whether arithmetic `op` accepts the (scalar or component) type `t`."""
-    if op in _LOGIC_OPS:
-        return t is BOOL or t.is_int
-    if t is BOOL:
-        return False
-    if op in _NUMBER_OPS:
-        return True
-    if op in _REAL_OPS:
-        return not t.is_complex
-    if op in _INT_OPS:
-        return t.is_int
-    if op in _COMPLEX_OPS:
-        return t.is_complex
-    if op in _FLOAT_MATH:
-        return t.is_float
-    if op in _FLOAT_OR_COMPLEX_MATH:
-        return t.is_float or t.is_complex
-    return False
+    """Whether arithmetic `op` (binary or unary: no name is both) accepts the (scalar or
+    component) type `t`: ops.py's row, with the classes v0.4 adds."""
+    o = ops.find(ops.BINARY, op) or ops.find(ops.UNARY, op)
+    if o is not None:
+        return ops.defined_v04(o, t)
+    return ops.type_class(t) in _V04_ONLY_ACCEPTS.get(op, ())
 
 
 # operand kinds of the v0.4 reference's operand tables: test and the words of the message
@@ -358,7 +347,7 @@ class _Function:
             self.error(f"comparison of {ta} with {tb}", inst.span)
         elif not isinstance(ta, ScalarType) or ta is BOOL:
             self.error(f"comparison needs number operands, not {ta}", inst.span)
-        elif ta.is_complex and inst.cond not in ("eq", "ne"):
+        elif not ops.defined_v04(ops.find(ops.COMPARE, inst.cond), ta):
             self.error(f"{names.COMPARE_SPELLING[inst.cond]} is not defined on {ta}", inst.span)
 
     def _cast(self, inst: ir.Cast, spmd) -> None:

@@ -299,7 +299,7 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
 def _run(ns) -> int:
     from rich.console import Console
 
-    from tlinterp import check, parse
+    from tlinterp.front.pipeline import read
 
     # piped or redirected: no wrapping at rich's default 80 columns
     err = Console(stderr=True, width=None if sys.stderr.isatty() else 100_000)
@@ -318,8 +318,7 @@ def _run(ns) -> int:
     in_lang = ns.from_lang if ns.emit == "ir" else ns.lang
     if ns.defines and in_lang == "v0.3":
         raise ArgumentError("-D defines for the v0.4 preprocessor; the input is read as v0.3")
-    program = check(parse(text, filename=ns.kernel, lang=in_lang,
-                          defines=define_flags(ns.defines or ())), warnings)
+    program = read(text, ns.kernel, in_lang, define_flags(ns.defines or ()), warnings=warnings)
     if warnings and ns.werror:
         raise SourceError([Diagnostic(d.message, d.span, d.filename, ERROR) for d in warnings],
                           text)

@@ -2,27 +2,42 @@
 
     parse(text, filename, lang=None, defines=None)
                                        lang: None (detect), "v0.3" or "v0.4"; defines: -D
+    read(text, ..., check=True, warnings=[...])
+                                       the same, then the static check (tlrun, interp, ...)
     executable(program)                the v0.3 form the interpreter runs (or NotExecutable)
     lowerable(program)                 that form with no v0.4 construct left (the grid
                                        builtins excepted), as the OpenCL lowering needs (or
                                        NotExecutable "not yet lowered")
 
-The version: `lang` wins; else tlinterp/front/detect.py's markers; else both parsers run and
-must agree; readings that differ are checked, and one valid reading is taken, none gives the
-errors of both, and only two valid readings ask for --lang.  A syntax error caused by a
-construct of the other version is reported as that (at its range).  v0.4 text using the
-preprocessor (`$name` definitions, `!calc`) goes through tlinterp/front/preprocess.py first.
+`read` is the whole front end, four stages called once each, in order, each taking the
+previous one's result (an error ends it in the stage that found it):
+
+    text ─preprocess─▶ Expanded ─detect─▶ Detected ─parse─▶ Parsed ─check─▶ checked IR
+
+preprocess: the text each version reads: v0.3 the text as written, v0.4 its expansion
+    (tlinterp/front/preprocess.py: `-D`, `$name` definitions, `!calc`) when it uses the
+    preprocessor; an expansion error ends the front end at once only when the text is v0.4
+    by `lang`, else it is the v0.4 reading's error.
+detect: the version: `lang` wins; `-D` makes the text v0.4 (a v0.4 reading that fails where
+    the text reads as v0.3 says that -D is wrong); else tlinterp/front/detect.py's markers;
+    else both readings are parsed here and must agree; readings that differ are checked, one
+    valid reading is taken, none gives the errors of both, and only two valid readings ask
+    for --lang.  Where it parsed, the chosen reading goes on, so nothing is parsed twice.
+parse: the chosen version's parser on its text, unless detection already did; a syntax
+    error caused by a construct of the other version is reported as that (at its range).
+check: the static rules (tlinterp/checker/), skipped by `parse`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Union
 
+from tlinterp.front import preprocess as preprocessor
 from tlinterp.front.detect import VERSIONS, ask_for_lang, blank_comments, detect, foreign_construct
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import Diagnostic, NotExecutable, SourceError
@@ -30,54 +45,139 @@ from tlinterp.lang.ir import Span
 
 _PREPROCESSOR = re.compile(r"\$[A-Za-z0-9_]|!calc\b")
 
+Reading = Union[ir.Program, SourceError]  # one version's parse of the text, or its error
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """The preprocess stage's result: the text as written (what v0.3 reads) and, when the
+    text uses the preprocessor, v0.4's text: its expansion with the position map back, or the
+    error that stopped it. `expansion` None: v0.4 reads the text as written."""
+
+    text: str
+    filename: str
+    lang: Optional[str]
+    defines: Optional[Mapping[str, str]]
+    expansion: Union[preprocessor.Preprocessed, SourceError, None] = None
+
+
+@dataclass(frozen=True)
+class Detected:
+    """The detect stage's result: the version, why it was chosen, and the chosen reading when
+    deciding needed a parse (None: the parse stage parses `version`). `warnings` are the
+    checker's on that reading when deciding needed the checker too (None: not checked)."""
+
+    source: Expanded
+    version: str
+    reason: str
+    reading: Optional[Reading] = None
+    warnings: Optional[tuple[Diagnostic, ...]] = None
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """The parse stage's result: the IR in one version."""
+
+    program: ir.Program
+    version: str
+    warnings: Optional[tuple[Diagnostic, ...]] = None  # Detected.warnings, carried on
+
 
 def parse(text: str, filename: str = "<input>", lang: Optional[str] = None,
           defines: Optional[Mapping[str, str]] = None) -> ir.Program:
     """Parse `text` as tensor language `lang` (None: detect it); raises `SourceError`.
     `defines` are v0.4 preprocessor definitions made before the text (`tlrun -D`); they make
     the text v0.4."""
+    return read(text, filename, lang, defines, check=False)
+
+
+def read(text: str, filename: str = "<input>", lang: Optional[str] = None,
+         defines: Optional[Mapping[str, str]] = None, *, check: bool = True,
+         warnings: Optional[list[Diagnostic]] = None) -> ir.Program:
+    """The front end: preprocess, detect, parse and (with `check`) check `text`, each stage
+    once and in order; raises `SourceError` from the stage that failed. The checker's
+    warnings are appended to `warnings` when given."""
+    expanded = stage_preprocess(text, filename, lang, defines)
+    detected = stage_detect(expanded)
+    parsed = stage_parse(detected)
+    if not check:
+        return parsed.program
+    return stage_check(parsed, warnings)
+
+
+def stage_preprocess(text: str, filename: str, lang: Optional[str],
+                     defines: Optional[Mapping[str, str]]) -> Expanded:
+    """The inputs checked, and v0.4's text of a text that uses the preprocessor (`-D`, or
+    `$name`/`!calc` outside comments) expanded."""
     if lang is not None and lang not in VERSIONS:
         raise ValueError(f"lang must be one of {', '.join(VERSIONS)} or None, got {lang!r}")
-    if defines:
-        if lang == "v0.3":
-            raise ValueError("preprocessor definitions (-D) are tensor language v0.4; "
-                             "the input is read as v0.3")
-        try:
-            return _parse_preprocessed(text, filename, _parser_v04(), defines)
-        except SourceError:
-            if lang is None and _reads_as_v03(text, filename):
-                raise SourceError([Diagnostic(
-                    "-D makes definitions for the v0.4 preprocessor, but this file reads as "
-                    "tensor language v0.3 (leave -D out, or give --lang v0.4 to read it as "
-                    "v0.4 and see its errors)", None, filename)], text) from None
-            raise
+    if defines and lang == "v0.3":
+        raise ValueError("preprocessor definitions (-D) are tensor language v0.4; "
+                         "the input is read as v0.3")
     if not isinstance(text, str):
         raise TypeError(f"parse() needs str, got {type(text).__name__}")
-    lang = lang or detect(text)
-    if lang is not None:
-        return _parse(text, filename, lang)
-    results: dict[str, object] = {}
-    for version in VERSIONS:
-        try:
-            results[version] = _parse(text, filename, version)
-        except SourceError as e:
-            results[version] = e
-    p3, p4 = results["v0.3"], results["v0.4"]
+    if lang == "v0.3" or not (defines or _uses_preprocessor(text)):
+        return Expanded(text, filename, lang, defines)
+    try:
+        expansion: Union[preprocessor.Preprocessed, SourceError] = preprocessor.preprocess(
+            text, filename=filename, defines=defines)
+    except SourceError as e:
+        if lang == "v0.4":
+            raise
+        expansion = e  # the v0.4 reading's error, should detection choose v0.4
+    return Expanded(text, filename, lang, defines, expansion)
+
+
+def _uses_preprocessor(text: str) -> bool:
+    # the substring test first: most texts have neither, and blanking comments of a large
+    # file costs more than parsing its first lines
+    return ("$" in text or "!calc" in text) and bool(_PREPROCESSOR.search(blank_comments(text)))
+
+
+def stage_detect(source: Expanded) -> Detected:
+    """The version of the text (see the module's docstring); raises `SourceError` when the
+    text itself cannot decide (both readings valid and different, or neither valid), or when
+    `-D` was given for a text that reads as v0.3."""
+    if source.lang is not None:
+        return Detected(source, source.lang, "lang")
+    if source.defines:
+        reading = _read(source, "v0.4")
+        if isinstance(reading, SourceError) and _reads_as_v03(source):
+            raise SourceError([Diagnostic(
+                "-D makes definitions for the v0.4 preprocessor, but this file reads as "
+                "tensor language v0.3 (leave -D out, or give --lang v0.4 to read it as "
+                "v0.4 and see its errors)", None, source.filename)], source.text)
+        return Detected(source, "v0.4", "-D", reading)
+    marked = detect(source.text)
+    if marked is not None:
+        return Detected(source, marked, "a marker")
+    return _decide(source, {version: _read(source, version) for version in VERSIONS})
+
+
+def _reads_as_v03(source: Expanded) -> bool:
+    """The text has a marker of v0.3, or parses as v0.3."""
+    return detect(source.text) == "v0.3" or isinstance(_read(source, "v0.3"), ir.Program)
+
+
+def _decide(source: Expanded, readings: dict[str, Reading]) -> Detected:
+    """No marker decides: the reading that parses; of two different ones, the one the checker
+    accepts; of two failed ones, the parse that got further (its error goes on to the parse
+    stage)."""
+    p3, p4 = readings["v0.3"], readings["v0.4"]
     if isinstance(p3, ir.Program) and isinstance(p4, ir.Program):
         if p3 == p4:
-            return p3
-        return _valid_reading({"v0.3": p3, "v0.4": p4}, filename, text)
+            return Detected(source, "v0.3", "both readings agree", p3)
+        return _valid_reading(source, {"v0.3": p3, "v0.4": p4})
     if isinstance(p3, ir.Program):
-        return p3
+        return Detected(source, "v0.3", "only v0.3 parses", p3)
     if isinstance(p4, ir.Program):
-        return p4
-    # neither: the error of the parse that got further
-    e3, e4 = p3, p4
-    assert isinstance(e3, SourceError) and isinstance(e4, SourceError)
-    return _raise(max((e3, e4), key=_furthest))  # a tie: v0.3 (the established messages)
+        return Detected(source, "v0.4", "only v0.4 parses", p4)
+    # a tie: v0.3 (the established messages)
+    version = max(VERSIONS, key=lambda v: _furthest(readings[v]))
+    return Detected(source, version, "neither parses; this one got further", readings[version])
 
 
-def _valid_reading(readings: dict[str, ir.Program], filename: str, text: str) -> ir.Program:
+def _valid_reading(source: Expanded, readings: dict[str, ir.Program]) -> Detected:
     """Both versions parse the text, with different meanings: the reading the checker
     accepts.  Only when both are valid is the version a real question (--lang); when neither
     is, the user needs the errors of both readings, each named by its version, not a question
@@ -85,92 +185,99 @@ def _valid_reading(readings: dict[str, ir.Program], filename: str, text: str) ->
     from tlinterp.checker.v03 import check
 
     errors: dict[str, SourceError] = {}
+    warnings: dict[str, list[Diagnostic]] = {}
     for version, program in readings.items():
+        warnings[version] = []
         try:
-            check(program, [])
+            check(program, warnings[version])
         except SourceError as e:
             errors[version] = e
     valid = [v for v in readings if v not in errors]
     if len(valid) == 2:
-        raise ask_for_lang(filename, "it reads as both v0.3 and v0.4, with different meanings")
+        raise ask_for_lang(source.filename,
+                           "it reads as both v0.3 and v0.4, with different meanings")
     if valid:
-        return readings[valid[0]]
+        version = valid[0]
+        return Detected(source, version, "the only valid reading", readings[version],
+                        tuple(warnings[version]))
     raise SourceError([Diagnostic("this file is valid neither as tensor language v0.3 nor as "
                                   "v0.4 (no construct of only one version decides); the "
                                   "errors of both readings follow (--lang picks one)",
-                                  None, filename)]
+                                  None, source.filename)]
                       + [dataclasses.replace(d, message=f"(read as {v}) {d.message}")
-                         for v, e in errors.items() for d in e.diagnostics], text)
+                         for v, e in errors.items() for d in e.diagnostics], source.text)
 
 
-def _reads_as_v03(text: str, filename: str) -> bool:
-    """The text has a marker of v0.3, or parses as v0.3."""
-    if detect(text) == "v0.3":
-        return True
-    try:
-        _parse(text, filename, "v0.3")
-    except SourceError:
-        return False
-    return True
+def stage_parse(detected: Detected) -> Parsed:
+    """The IR of the detected version: the reading detection made, else one parse."""
+    reading = detected.reading
+    if reading is None:
+        reading = _read(detected.source, detected.version)
+    if isinstance(reading, SourceError):
+        raise reading
+    return Parsed(reading, detected.version, detected.warnings)
 
 
-def _raise(e: SourceError):
-    raise e
+def stage_check(parsed: Parsed, warnings: Optional[list[Diagnostic]] = None) -> ir.Program:
+    """The static rules (both versions: tlinterp/checker/v03.py sends v0.4 to v04.py); a
+    reading detection already checked is not checked again."""
+    if parsed.warnings is not None:
+        if warnings is not None:
+            warnings.extend(parsed.warnings)
+        return parsed.program
+    from tlinterp.checker.v03 import check
+
+    return check(parsed.program, warnings)
 
 
-def _furthest(e: SourceError) -> tuple[int, int]:
+def _furthest(e: Reading) -> tuple[int, int]:
+    assert isinstance(e, SourceError)
     spans = [d.span for d in e.diagnostics if d.span is not None]
     return max(((s.line, s.col) for s in spans), default=(0, 0))
 
 
-def _parse(text: str, filename: str, lang: str) -> ir.Program:
-    if lang == "v0.3":
-        from tlinterp.lang.v03.parser import parse as parse03
+def _read(source: Expanded, version: str) -> Reading:
+    """One version's reading of the text: its IR, or the `SourceError` that ends it."""
+    text, filename = source.text, source.filename
+    try:
+        if version == "v0.3":
+            from tlinterp.lang.v03.parser import parse as parse03
 
-        try:
-            return parse03(text, filename)
-        except SourceError as e:
-            raise _explained(e, text, filename, lang) from None
-    parse04 = _parser_v04()
-    if not _PREPROCESSOR.search(blank_comments(text)):
-        try:
-            return parse04(text, filename)
-        except SourceError as e:
-            raise _explained(e, text, filename, lang) from None
-    return _parse_preprocessed(text, filename, parse04)
+            try:
+                return parse03(text, filename)
+            except SourceError as e:
+                return _explained(e, text, filename, version)
+        from tlinterp.lang.v04.parser import parse as parse04
+
+        if source.expansion is None:
+            try:
+                return parse04(text, filename)
+            except SourceError as e:
+                return _explained(e, text, filename, version)
+        if isinstance(source.expansion, SourceError):
+            return source.expansion
+        return _parse_expanded(source.expansion, filename, parse04)
+    except SourceError as e:
+        return e
 
 
-def _parser_v04():
-    from tlinterp.lang.v04.parser import parse
-
-    return parse
-
-
-def _parse_preprocessed(text: str, filename: str, parse04,
-                        defines: Optional[Mapping[str, str]] = None) -> ir.Program:
-    """v0.4 text with `$name` definitions or `!calc`: expanded first; a parse error in the
-    expansion is reported at the original text's range (the program keeps the expanded text
-    as its source, so later diagnostics quote what was checked)."""
-    try:  # by name: no import edge back into the package's front door
-        pre_mod = importlib.import_module("tlinterp.front.preprocess")
-    except ImportError:
-        raise SourceError([Diagnostic("this v0.4 file uses the preprocessor ($name "
-                                      "definitions, !calc), which this build lacks", None,
-                                      filename)]) from None
-    pre = pre_mod.preprocess(text, filename=filename, defines=defines)
+def _parse_expanded(pre: preprocessor.Preprocessed, filename: str, parse04) -> ir.Program:
+    """v0.4 text with `$name` definitions or `!calc`, expanded: a parse error in the expansion
+    is reported at the original text's range (the program keeps the original text as its
+    source, so later diagnostics quote what was written)."""
     try:
         program = parse04(pre.text, filename)
     except SourceError as e:
         diags = [Diagnostic(d.message, pre.original_span(d.span) if d.span else None,
                             d.filename, d.severity) for d in e.diagnostics]
-        raise SourceError(diags, text) from None
+        raise SourceError(diags, pre.source) from None
     if pre.identity:
         return program
     # every later diagnostic (checker, interpreter, lowering line tables) then quotes and
     # counts in the text as written, where a `$name` use stands for its expansion
     _remap_spans(program, pre.original_span)
     program.pending = [(m, pre.original_span(s) if s else None) for m, s in program.pending]
-    program.source = text
+    program.source = pre.source
     return program
 
 
@@ -331,4 +438,5 @@ def _atomic_v04_refusal(inst, types: dict) -> Optional[str]:
     return None
 
 
-__all__ = ["parse", "executable", "lowerable"]
+__all__ = ["parse", "read", "executable", "lowerable", "Expanded", "Detected", "Parsed",
+           "stage_preprocess", "stage_detect", "stage_parse", "stage_check"]

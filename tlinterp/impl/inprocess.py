@@ -119,9 +119,9 @@ def _interp(job: Job) -> dict:
 
 
 def _parse(job: Job):
-    from tlinterp import check, parse
+    from tlinterp.front.pipeline import read
 
-    return check(parse(job.source, filename=job.filename, lang=job.lang))
+    return read(job.source, job.filename, job.lang)
 
 
 def interp_factory(arg: Optional[str], options: ImplOptions) -> Implementation:

@@ -26,10 +26,10 @@ __all__ = ["run", "run_bound", "grid_of", "select_function", "UBReport", "KINDS"
 
 def _program(program_or_text: Union[str, ir.Program]) -> ir.Program:
     from tlinterp.checker.v03 import check
-    from tlinterp.front.pipeline import executable, parse
+    from tlinterp.front.pipeline import executable, read
 
     if isinstance(program_or_text, str):
-        program_or_text = parse(program_or_text)
+        return executable(read(program_or_text))
     return executable(check(program_or_text))
 
 

@@ -5,8 +5,9 @@ A row states the static facts of one operation: its family (binary or unary `ari
 raise (`interp/ub.py` KINDS), whether v0.2 also spells it without `arith.`, and whether it is
 an extension of the v0.3 reference. Everything static is derived from here: the grammar's
 alternatives (`parser.py` writes them into the grammar text before loading it), the parser's
-expected-token words, the checker's type rule and its messages, the result type
-(`typerules.py`), the fuzz generator's op lists, the excludable instructions of profiles.
+expected-token words, both checkers' type rules (v0.4's with the complex types a row's `v04`
+adds) and v0.3's messages, the result type (`typerules.py`), the fuzz generator's op lists,
+the excludable instructions of profiles.
 
 What an operation computes is not here: each pass keeps its own table keyed by the same names,
 per type class (`interp/scalar.py` NumPy, `interp/fastpath.py` Python scalars,
@@ -22,8 +23,9 @@ from typing import Optional
 
 from tlinterp.lang.types import ScalarType
 
-# type classes
-INT, FLOAT, BOOL = "integer", "float", "i1"
+# type classes: v0.3's, and v0.4's complex types (c32, c64), which an operation accepts only
+# where its row says so in `v04`
+INT, FLOAT, BOOL, COMPLEX = "integer", "float", "i1", "complex"
 CLASSES = (INT, FLOAT, BOOL)
 
 # families: the IR class's field `op` (Arith, ArithUnary) or `cond` (Compare) holds the name
@@ -43,6 +45,9 @@ class ScalarOp:
     # sum of rounding errors of add/sub/mul/neg): the generator's linear mode uses only these,
     # and the oracle compares no float output of a program with another float operation
     linear: bool = False
+    # the type classes v0.4 adds to `accepts` (COMPLEX): v0.3 has no complex types, and the
+    # passes' tables per class in `accepts` stay v0.3's (v0.4's types: interp/scalar_v04.py)
+    v04: frozenset = frozenset()
 
     @property
     def mnemonic(self) -> str:
@@ -58,9 +63,9 @@ class ScalarOp:
 
 
 def _ops(family: str, names: str, accepts, ub=(), v02=False, extension="",
-         linear=False) -> list[ScalarOp]:
-    return [ScalarOp(family, n, frozenset(accepts), tuple(ub), v02, extension, linear)
-            for n in names.split()]
+         linear=False, v04=()) -> list[ScalarOp]:
+    return [ScalarOp(family, n, frozenset(accepts), tuple(ub), v02, extension, linear,
+                     frozenset(v04)) for n in names.split()]
 
 
 _NUM, _ALL = (INT, FLOAT), (INT, FLOAT, BOOL)
@@ -68,15 +73,17 @@ _DIV = ("division-by-zero", "division-overflow")
 
 # THE table (declaration order is the order of error messages and generator lists)
 OPS: tuple[ScalarOp, ...] = tuple([
-    *_ops(BINARY, "add sub mul", _NUM, ["signed-overflow"], v02=True, linear=True),
-    *_ops(BINARY, "div rem", _NUM, _DIV, v02=True),
+    *_ops(BINARY, "add sub mul", _NUM, ["signed-overflow"], v02=True, linear=True,
+          v04=[COMPLEX]),
+    *_ops(BINARY, "div", _NUM, _DIV, v02=True, v04=[COMPLEX]),
+    *_ops(BINARY, "rem", _NUM, _DIV, v02=True),
     *_ops(BINARY, "shl", [INT], ["shift-out-of-range", "signed-overflow"]),
     *_ops(BINARY, "shr", [INT], ["shift-out-of-range"]),
     *_ops(BINARY, "and or xor", [INT, BOOL]),
     *_ops(BINARY, "min max", _NUM, extension="v0.4"),
-    *_ops(UNARY, "neg", _NUM, ["signed-overflow"], v02=True, linear=True),
+    *_ops(UNARY, "neg", _NUM, ["signed-overflow"], v02=True, linear=True, v04=[COMPLEX]),
     *_ops(UNARY, "not", [INT, BOOL]),
-    *_ops(COMPARE, "eq ne", _ALL),
+    *_ops(COMPARE, "eq ne", _ALL, v04=[COMPLEX]),
     *_ops(COMPARE, "gt ge lt le", _NUM),
 ])
 
@@ -101,7 +108,14 @@ def find(family: str, name: str) -> Optional[ScalarOp]:
 
 
 def type_class(t: ScalarType) -> str:
-    return BOOL if t.is_bool else FLOAT if t.is_float else INT
+    return BOOL if t.is_bool else FLOAT if t.is_float else COMPLEX if t.is_complex else INT
+
+
+def defined_v04(o: ScalarOp, t: ScalarType) -> bool:
+    """Whether v0.4 defines `o` on the (scalar or component) type `t`: a class it accepts,
+    or one v0.4 adds."""
+    c = type_class(t)
+    return c in o.accepts or c in o.v04
 
 
 def accepting(family: str, t: ScalarType) -> tuple[str, ...]:
