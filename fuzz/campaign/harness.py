@@ -219,7 +219,8 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
             verb = "failed on"
             findings.append(Finding(case, "backend-error", f"{impl.name} {verb} a valid, "
                                     f"UB-free program:\n{said}", impl=(impl.spec, impl.options)))
-        else:
-            findings.append(Finding(case, "backend-crash", f"{impl.name}: {o.status}:\n{said}",
+        else:  # the implementation may know the kind better (ir:'s "roundtrip")
+            findings.append(Finding(case, o.finding or "backend-crash",
+                                    f"{impl.name}: {o.status}:\n{said}",
                                     impl=(impl.spec, impl.options)))
     return findings
