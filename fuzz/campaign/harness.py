@@ -93,6 +93,8 @@ def differential(cases: list[FuzzCase], config=None, device: Optional[str] = Non
     implementation from the registry to test instead of this package's OpenCL lowering,
     each case's run bounded by `timeout` and by the campaign's end `deadline` (time.time());
     `done[0]` is set to the number of cases that ran to their end."""
+    if hasattr(impl, "differential"):  # a suite of runs per kernel (campaign/suites.py)
+        return impl.differential(cases, deadline, done)
     if impl is not None:
         return differential_impl(cases, impl, timeout, deadline, done)
     import tlgpu
