@@ -149,12 +149,16 @@ def test_a_pass_that_changes_a_result_is_a_mismatch_named_by_the_pass(tool):
 
 def test_an_output_that_does_not_read_back_is_a_roundtrip_finding(tool):
     found = keys(suite(tool, ["no-readback", "their-readback"]).differential([case()]))
-    assert set(found) == {"no-readback: roundtrip", "their-readback: roundtrip"}
-    ours = found["no-readback: roundtrip"].message
+    # keyed by pass, kind and what the reader refused (two printer bugs of one pass are two)
+    assert set(found) == {"no-readback: roundtrip: expected an instruction or 'for', found '%_'",
+                          "their-readback: roundtrip: Unknown token"}, set(found)
+    found = {k.split(": ")[0]: f for k, f in found.items()}
+    assert {f.kind for f in found.values()} == {"pass-roundtrip"}
+    ours = found["no-readback"].message
     # our front end refuses it; the stand-in's checker reads anything without "dropped"
     assert "the rewritten program is not valid v0.4" in ours
     assert "refuses what the pass wrote" not in ours
-    theirs = found["their-readback: roundtrip"].message
+    theirs = found["their-readback"].message
     assert "round trip: the checker" in theirs and "-p check-ir rewritten.tl" in theirs
     assert "rewritten.tl:1.1: Unknown token" in theirs
     assert "not valid v0.4" not in theirs  # our front end reads the comment

@@ -78,6 +78,17 @@ def tool_passes(tool: str, timeout: float = 20.0) -> list[str]:
     return m.group(1).split()
 
 
+def _cause(said: str) -> str:
+    """What a round trip failed on, the same for every kernel: the first diagnostic's
+    message without names and numbers, quoted tokens kept (a printer that drops a mnemonic
+    and a pass that prints a name twice are two findings of one pass)."""
+    from fuzz.campaign.rejections import _normal
+    from tlinterp.impl.base import mentioned_diagnostics
+
+    found = mentioned_diagnostics(said)
+    return _normal(found[0][1]) if found else ""
+
+
 class PassSuite(Suite):
     """Every pass and pipeline of `tool` on each kernel (see the module docstring)."""
 
@@ -143,10 +154,11 @@ class PassSuite(Suite):
         return found
 
     def _finding(self, case: FuzzCase, name: str, kind: str, message: str, spec=None,
-                 command: str = "") -> SuiteFinding:
+                 command: str = "", cause: str = "") -> SuiteFinding:
         return SuiteFinding(case, f"pass-{kind}", f"{name}: {message}",
                             impl=(spec, self.options) if spec else None,
-                            construct=f"{name}: {kind}", command=command)
+                            construct=f"{name}: {kind}" + (f": {cause}" if cause else ""),
+                            command=command)
 
     def _ir_pass(self, case: FuzzCase, name: str, command: str, expected, limit):
         from fuzz.campaign.rejections import rejected
@@ -178,7 +190,8 @@ class PassSuite(Suite):
             kind = "signature"
         else:
             kind = "crash"
-        return self._finding(case, name, kind, f"{o.status}:\n{said}", impl.spec)
+        return self._finding(case, name, kind, f"{o.status}:\n{said}", impl.spec,
+                             cause=_cause(said) if kind == "roundtrip" else "")
 
     def _analysis(self, case: FuzzCase, name: str, limit: float, printed: list):
         """An analysis pass: it ends, exits 0, prints something, and passes the IR on."""
