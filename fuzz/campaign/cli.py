@@ -636,9 +636,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         from fuzz.triage.reproduce import main as reproduce_main
 
         return reproduce_main(argv[1:])
+    from fuzz.campaign.suites import variant_words
+
     parser = build_parser()
     try:
-        ns = parser.parse_args(argv)
+        ns = parser.parse_args(variant_words(argv))
     except SystemExit as e:
         return int(e.code or 0)
     if ns.list_impls:

@@ -22,7 +22,8 @@ from fuzz.campaign.rejections import Keyed
 from fuzz.strategies import FuzzCase
 from tlinterp.impl import Job
 
-__all__ = ["Suite", "SuiteFinding", "add_suite_options", "suite_of", "job_of"]
+__all__ = ["Suite", "SuiteFinding", "add_suite_options", "suite_of", "job_of",
+           "variant_words"]
 
 
 @dataclass
@@ -110,15 +111,35 @@ def add_suite_options(group) -> None:
                        help="level-comparison mode: the implementation SPEC (with {flags}) "
                             "once per --variants entry; a difference between variants is a "
                             "finding, also where the interpreter cannot run the kernel")
-    group.add_argument("--variants", nargs="+", default=None, metavar="'FLAGS'",
-                       help="--compare-levels: the flag sets (default: -O0 -O2); a variant "
-                            "with 'unsafe' in it is compared within --level-tolerance")
+    group.add_argument("--variants", "--variant", dest="variants", action="append",
+                       default=None, metavar="'FLAGS'",
+                       help="--compare-levels: the flag sets, `--variants -O0 -O2 '-O2 -f "
+                            "unsafe-fp-math'` (the words up to the next --option; also "
+                            "repeatable as --variant=FLAGS); default -O0 -O2; a variant with "
+                            "'unsafe' in it is compared within --level-tolerance")
     group.add_argument("--level-tolerance", type=positive_seconds, default=1e-3,
                        metavar="R", help="--compare-levels: relative tolerance of float "
                        "outputs for unsafe-math variants (default 1e-3)")
     group.add_argument("--run-timeout", type=positive_seconds, default=Suite.timeout,
                        metavar="S", help="--passes/--compare-levels: seconds per run of "
                        f"one tool on one kernel (default {Suite.timeout:g}); longer is a hang")
+
+
+def variant_words(argv: list[str]) -> list[str]:
+    """argv with `--variants A B ...` as `--variant=A --variant=B ...`: flag sets start
+    with '-', which argparse would take for options of tlfuzz."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--variants":
+            i += 1
+            while i < len(argv) and not argv[i].startswith("--"):
+                out.append(f"--variant={argv[i]}")
+                i += 1
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def suite_of(ns: argparse.Namespace, options) -> Optional[Suite]:
