@@ -15,7 +15,7 @@ import pytest
 
 import tlinterp
 from fuzz.campaign.findings import Finding
-from fuzz.campaign.levels import LevelSuite
+from fuzz.campaign.levels import LevelSuite, unsafe
 from fuzz.strategies import FuzzCase
 from tlinterp.impl import ImplOptions
 
@@ -116,6 +116,7 @@ def test_unsafe_math_is_compared_within_a_tolerance(template):
     found = suite(template, ["-O0", "unsafe=1e-1"]).differential([case()])
     assert [f.construct for f in found] == ["-O0 vs unsafe=1e-1: differ"]
     assert "F[1]" in found[0].message
+    assert unsafe("-O2 -f unsafe-fp-math") and not unsafe("-O2 -f no-unsafe-fp-math")
     # the same difference without "unsafe" in the variant's name is compared by the oracle
     plain = suite(template, ["-O0", "unsafe=1e-6"], tolerance=1e-9).differential([case()])
     assert [f.construct for f in plain] == ["-O0 vs unsafe=1e-6: differ"]

@@ -6,7 +6,8 @@ The first variant is the baseline; every other one is compared with it:
 
 - both run: their outputs are compared by the oracle's rules (integers exactly, floats
   within the oracle's bounds; a variant with `unsafe` in its flags, such as
-  `-f unsafe-fp-math`, also within a relative --level-tolerance): a difference is a
+  `-f unsafe-fp-math` (not `-f no-unsafe-fp-math`), also within a relative
+  --level-tolerance): a difference is a
   `levels-differ` finding;
 - one runs and the other does not (rejects, crashes, fails, hangs): `levels-status`.
 
@@ -19,6 +20,7 @@ and the kind; a valid program a variant rejects is a `rejected-construct` findin
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import numpy as np
@@ -28,7 +30,13 @@ from fuzz.campaign.suites import Suite, SuiteFinding, job_of
 from fuzz.strategies import FuzzCase
 from tlinterp.impl.base import ImplOptions
 
-__all__ = ["LevelSuite", "tolerated"]
+__all__ = ["LevelSuite", "tolerated", "unsafe"]
+
+
+def unsafe(variant: str) -> bool:
+    """Whether a variant's flags ask for unsafe floating-point math (`-f unsafe-fp-math`,
+    not `-f no-unsafe-fp-math`)."""
+    return re.search(r"(?<!no-)unsafe", variant) is not None
 
 
 def tolerated(mismatch, tolerance: float) -> bool:
@@ -101,7 +109,7 @@ class LevelSuite(Suite):
         def differ(a: int, b: int) -> list:
             mism = compare_outputs(case.program, case.func, case.args, runs[a].outputs or {},
                                    runs[b].outputs or {}, groups=case.groups)
-            if any("unsafe" in self.variants[i] for i in (a, b)):
+            if any(unsafe(self.variants[i]) for i in (a, b)):
                 mism = [m for m in mism if not tolerated(m, self.tolerance)]
             return mism
 
