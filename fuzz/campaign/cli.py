@@ -550,7 +550,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.run.add_argument("--triage-time", type=float, default=120.0, metavar="S",
                        help="triage every mismatch; seconds to reduce a device-compiler "
                             "suspect (0: no triage)")
-    from fuzz.campaign.suites import add_suite_options
+    from fuzz.campaign.suite_options import add_suite_options
 
     add_suite_options(g.run)
     g.output.add_argument("--out", default=None, metavar="DIR",
@@ -595,7 +595,7 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
 def _suite(ns: argparse.Namespace):
     """--passes or --compare-levels: the suite that takes the implementation's place
     (campaign/suites.py); None for an ordinary campaign."""
-    from fuzz.campaign.suites import suite_of
+    from fuzz.campaign.suite_options import suite_of
     from tlinterp.impl import SpecError
     from tlinterp.impl.flags import impl_options
 
@@ -636,7 +636,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         from fuzz.triage.reproduce import main as reproduce_main
 
         return reproduce_main(argv[1:])
-    from fuzz.campaign.suites import variant_words
+    from fuzz.campaign.suite_options import variant_words
 
     parser = build_parser()
     try:
