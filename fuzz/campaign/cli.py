@@ -353,7 +353,9 @@ def run_campaign(ns: argparse.Namespace) -> int:
                                                      else "opencl")
     # the device as given: the line above the table names the one it picked (device_label)
     front = "front-end" + (f" against {ns.against}" if ns.against else "")
-    title = (f"tlfuzz {front if ns.frontend else target + ' on ' + ns.device}, "
+    # a suite on no device (--passes) names none
+    where = "" if getattr(ns.impl_ref, "on_a_device", "") is None else " on " + ns.device
+    title = (f"tlfuzz {front if ns.frontend else target + where}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
     shown = 0  # findings already printed (-v)
     announced = False
