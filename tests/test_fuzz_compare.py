@@ -183,3 +183,14 @@ def test_bf16_nans_match_whatever_their_sign_and_payload():
                          {"A": e, "B": a.view("V2")})
     assert [(m.key, m.index) for m in mm] == [("B", (2,)), ("B", (3,))]
 
+def test_bf16_nans_compare_equal_whatever_their_payload():
+    """bf16 outputs are compared as bit patterns, but NaN where NaN with any payload and sign
+    (the contract above; tinytc writes 0xFFC1 where the reference has 0x7FC0)."""
+    src = ("func @k(%A: memref<bf16 x 2>) {\n    %c0 = constant 0 : index\n"
+           "    %x = load %A[%c0] : bf16\n    store %x, %A[%c0]\n}\n")
+    p = tlinterp.check(tlinterp.parse(src, "k.tl", lang="v0.4"))
+    e = {"A": np.array([0x7FC0, 0x3F80], np.uint16)}
+    assert compare_outputs(p, "k", e, e, {"A": np.array([0xFFC1, 0x3F80], np.uint16)}) == []
+    # a NaN against infinity, and a one-ulp difference, still differ
+    for bits in ([0x7F80, 0x3F80], [0x7FC0, 0x3F81]):
+        assert len(compare_outputs(p, "k", e, e, {"A": np.array(bits, np.uint16)})) == 1

@@ -349,10 +349,13 @@ def run_campaign(ns: argparse.Namespace) -> int:
         p.start()
     tally = Tally(jobs=ns.jobs, kinds=generated_kinds(ns.lang))
     interrupted: Optional[BaseException] = None
-    target = ns.impl_ref[0] if ns.impl_ref else "opencl"
+    target = getattr(ns.impl_ref, "name", None) or (ns.impl_ref[0] if ns.impl_ref
+                                                     else "opencl")
     # the device as given: the line above the table names the one it picked (device_label)
     front = "front-end" + (f" against {ns.against}" if ns.against else "")
-    title = (f"tlfuzz {front if ns.frontend else target + ' on ' + ns.device}, "
+    # a suite on no device (--passes) names none
+    where = "" if getattr(ns.impl_ref, "on_a_device", "") is None else " on " + ns.device
+    title = (f"tlfuzz {front if ns.frontend else target + where}, "
              f"seed {ns.seed}, {ns.jobs} job(s)")
     shown = 0  # findings already printed (-v)
     announced = False
@@ -549,6 +552,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.run.add_argument("--triage-time", type=float, default=120.0, metavar="S",
                        help="triage every mismatch; seconds to reduce a device-compiler "
                             "suspect (0: no triage)")
+    from fuzz.campaign.suite_options import add_suite_options
+
+    add_suite_options(g.run)
     g.output.add_argument("--out", default=None, metavar="DIR",
                           help="findings directory (default: the per-user cache directory "
                                "below)")
@@ -588,6 +594,19 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
     return (impl.spec, impl.options)
 
 
+def _suite(ns: argparse.Namespace):
+    """--passes or --compare-levels: the suite that takes the implementation's place
+    (campaign/suites.py); None for an ordinary campaign."""
+    from fuzz.campaign.suite_options import suite_of
+    from tlinterp.impl import SpecError
+    from tlinterp.impl.flags import impl_options
+
+    try:
+        return suite_of(ns, impl_options(ns))
+    except SpecError as e:
+        raise ValueError(str(e)) from None
+
+
 def _against_problem(ns: argparse.Namespace) -> Optional[str]:
     """Why --against cannot be used as given (None: it can)."""
     from fuzz.campaign.frontdiff import check_against
@@ -619,9 +638,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         from fuzz.triage.reproduce import main as reproduce_main
 
         return reproduce_main(argv[1:])
+    from fuzz.campaign.suite_options import variant_words
+
     parser = build_parser()
     try:
-        ns = parser.parse_args(argv)
+        ns = parser.parse_args(variant_words(argv))
     except SystemExit as e:
         return int(e.code or 0)
     if ns.list_impls:
@@ -651,7 +672,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     ns.lang = ns.lang or ns.profile_ref.lang or "v0.3"
     try:
-        ns.impl_ref = _impl_ref(ns)
+        ns.impl_ref = _suite(ns) or _impl_ref(ns)
     except ValueError as e:
         print(f"tlfuzz: {e}", file=sys.stderr)
         return 2
@@ -683,9 +704,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         if problem:
             print(f"tlfuzz: --database {ns.database}: {problem}", file=sys.stderr)
             return 2
-    spec, options = ns.impl_ref or (None, None)
+    suite = ns.impl_ref if hasattr(ns.impl_ref, "differential") else None
+    spec, options = (suite.on_a_device, suite.options) if suite else ns.impl_ref or (None, None)
     # a python: or command implementation runs on no device: none is needed, none chosen
-    on_a_device = not ns.frontend and runs_on_a_device(spec)
+    on_a_device = not ns.frontend and runs_on_a_device(spec) and not (suite and spec is None)
     # the device first: check_out_dir creates --out, which a device problem must not leave
     problem = (on_a_device and (check_device(ns.device) or check_known_good(spec, options))
                or check_out_dir(ns.out))

@@ -93,6 +93,8 @@ def differential(cases: list[FuzzCase], config=None, device: Optional[str] = Non
     implementation from the registry to test instead of this package's OpenCL lowering,
     each case's run bounded by `timeout` and by the campaign's end `deadline` (time.time());
     `done[0]` is set to the number of cases that ran to their end."""
+    if hasattr(impl, "differential"):  # a suite of runs per kernel (campaign/suites.py)
+        return impl.differential(cases, deadline, done)
     if impl is not None:
         return differential_impl(cases, impl, timeout, deadline, done)
     import tlgpu
@@ -219,7 +221,8 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
             verb = "failed on"
             findings.append(Finding(case, "backend-error", f"{impl.name} {verb} a valid, "
                                     f"UB-free program:\n{said}", impl=(impl.spec, impl.options)))
-        else:
-            findings.append(Finding(case, "backend-crash", f"{impl.name}: {o.status}:\n{said}",
+        else:  # the implementation may know the kind better (ir:'s "roundtrip")
+            findings.append(Finding(case, o.finding or "backend-crash",
+                                    f"{impl.name}: {o.status}:\n{said}",
                                     impl=(impl.spec, impl.options)))
     return findings

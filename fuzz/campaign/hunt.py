@@ -59,6 +59,7 @@ class HuntOptions:
     timeout: float = 120.0  # per batch, before the OpenCL side counts as hung
     kinds: Optional[frozenset] = None  # only these finding kinds count (None: all)
     impl: Optional[tuple] = None  # (spec, ImplOptions): test this instead of our lowering
+    # (or a suite of several runs per kernel: fuzz/campaign/suites.py)
     triage_time: float = 120.0  # reduction budget of a device-compiler suspect (0: no triage)
     out: Optional[str] = None  # the findings directory (rejected constructs known there)
     against: Optional[str] = None  # frontend: another front end's command 'TOOL {tl}'

@@ -51,8 +51,9 @@ def _child(conn, mutation: Optional[str], impl=None) -> None:
     quiet_child()
     # some drivers drop debug files (pocl: broken.dot) into the working directory; it goes
     # with the child (and under a campaign's scratch directory, fuzz.shutdown, if killed)
-    if impl is not None:  # (spec, ImplOptions): resolved here, where it runs, before the
-        # chdir (a python: plug-in is imported from the working directory)
+    if impl is not None and not hasattr(impl, "differential"):  # (spec, ImplOptions) (a
+        # suite, campaign/suites.py, resolves its own): resolved here, where it runs, before
+        # the chdir (a python: plug-in is imported from the working directory)
         from tlinterp.impl import resolve
 
         impl = resolve(*impl)
@@ -158,6 +159,8 @@ class Sandbox:
         # timeout itself (its compiler, its worker): wait for all of them, so that a case that
         # times out is reported as that case's timeout rather than as a hung batch
         wait = self.timeout if self.impl is None else self.timeout * len(cases) + 30
+        if hasattr(self.impl, "batch_bound"):  # a suite: several runs per case
+            wait = self.impl.batch_bound(len(cases))
         cut = self.deadline is not None and time.time() + wait > self.deadline
         if cut:  # the campaign ends first: wait until then (the child caps each case too)
             wait = max(self.deadline - time.time(), 0.0) + 2.0
@@ -183,6 +186,8 @@ class Sandbox:
         crashes the child with it) and the signal."""
         if self.impl is None:
             side = "the OpenCL side (our lowering on the device)"
+        elif hasattr(self.impl, "differential"):
+            side = self.impl.name
         else:
             side = f"the implementation {self.impl[0]}"
             if self.impl[0].startswith("python:"):
@@ -224,4 +229,6 @@ def _crash(cases: list[FuzzCase], config, device, problem: str, impl=None) -> Fi
     else:  # the whole batch was one build: keep it whole, run its first function
         program = combine(cases)
         case = FuzzCase(program, cases[0].func, cases[0].args, cases[0].groups)
-    return Finding(case, "backend-crash", problem, config, device, impl)
+    # a suite (campaign/suites.py) is no (spec, options) a reproduce line could name
+    return Finding(case, "backend-crash", problem, config, device,
+                   impl if isinstance(impl, tuple) else None)

@@ -32,10 +32,11 @@ KINDS = {
     "crash": "crash or internal error",  # of the compiler, on a valid or invalid program
     "hang": "hang",  # of the compiler
     "build": "code does not build",  # the compiler's output is refused by the device
+    "roundtrip": "prints IR it cannot read back",  # an IR pass of tinytc-opt (tlfuzz --passes)
     "reject": "rejects a valid program",
     "accept": "accepts an invalid program",
 }
-SEVERITY = ("run", "crash", "hang", "build", "reject", "accept")
+SEVERITY = ("run", "crash", "hang", "build", "roundtrip", "reject", "accept")
 TIMEOUT = 60  # seconds for one compiler run or one host.py run, unless finding.json says
 OUTPUT = {"0.3.1": ("opencl-c", "kernel.cl"), "0.4.0": ("spirv", "kernel.spv")}
 CONVENTION = {"0.3.1": "v0.3", "0.4.0": "v0.4"}
@@ -124,6 +125,9 @@ def command_line(meta: Meta, compiler: str = "tinytc") -> str:
     words = " ".join(shlex.quote(w) for w in compiler_argv(meta, compiler))
     redirect = " < kernel.tl" if meta.stdin else ""
     out = f" > {meta.output}" if meta.kind in ("run", "build") else " > /dev/null"
+    if meta.kind == "roundtrip":  # what the pass printed goes to the tool's own checker
+        checker = shlex.quote(compiler_argv(meta, compiler)[0])
+        out = f" > printed.tl && {checker} -p check-ir printed.tl"
     return words + redirect + out
 
 
@@ -316,6 +320,21 @@ if [ $status -eq 124 ] || [ $status -eq 137 ]; then
 fi
 echo "expected: the command ends; actual: it ended with exit status $status (fixed)"
 exit 0
+""",
+    "roundtrip": """\
+if [ $status -ne 0 ]; then
+  echo "expected: the pass prints the program; actual: exit status $status"; exit 2
+fi
+mv "$tmp/out" "$tmp/printed.tl"
+echo "+ $tool -p check-ir printed.tl   (what it printed, read back)"
+timeout -k 5 "$limit" "$tool" -p check-ir "$tmp/printed.tl" > "$tmp/out" 2> "$tmp/err"
+status=$?
+sed "s|$tmp/||g" "$tmp/err" | head -c 2000
+if [ $status -eq 0 ]; then
+  echo "expected: it reads back what it printed; actual: check-ir accepts it (fixed)"; exit 0
+fi
+echo "expected: it reads back what it printed; actual: check-ir exits $status on it (the bug)"
+exit 1
 """,
     "accept": """\
 if [ $status -eq 0 ]; then

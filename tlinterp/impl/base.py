@@ -41,6 +41,8 @@ class ImplOptions:
     # "-cl-std=CL2.0 -cl-mad-enable"), added to the ones every build gets
     reject_status: tuple[int, ...] = (2,)  # external compilers: the exit statuses that mean
     # "this program is invalid" (tinytc exits 1 with FILE:LINE.COL-COL: message)
+    roundtrip_check: Optional[str] = None  # ir: a checker command 'TOOL {tl}' that must accept
+    # what the pass wrote (exit 0), beside our own front end (tlinterp/impl/irpass.py)
 
     def __post_init__(self):
         parse_work_group_size(self.work_group_size)  # a bad value is a usage error up front
@@ -93,6 +95,9 @@ class Outcome:
     ub_kinds: list[str] = field(default_factory=list)
     command: Optional[str] = None  # the command that ran, for external implementations
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (range, message)
+    # the finding kind, where the implementation knows it better than its status says
+    # (ir:'s "roundtrip": what the pass wrote does not read back); "" otherwise
+    finding: str = ""
 
     @property
     def exit_status(self) -> int:
@@ -191,6 +196,8 @@ def option_words(options: ImplOptions) -> list[str]:
         out += [f"--build-options={options.build_options}"]
     if options.reject_status != DEFAULT_OPTIONS.reject_status:
         out += ["--reject-status", ",".join(map(str, options.reject_status))]
+    if options.roundtrip_check:
+        out += ["--roundtrip-check", options.roundtrip_check]
     return out
 
 

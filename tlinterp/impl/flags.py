@@ -20,7 +20,8 @@ __all__ = ["FLAGS", "add_impl_flags", "impl_options", "lowering_needs_opencl", "
            "parse_reject_status", "positive_seconds"]
 
 # dest names, in the order the flags are declared; a tool may take a subset (tlfuzz triage)
-FLAGS = ("device", "lowering", "work_group_size", "build_options", "reject_status")
+FLAGS = ("device", "lowering", "work_group_size", "build_options", "reject_status",
+         "roundtrip_check")
 
 _HELP = {
     "device": "OpenCL device: pocl, nvidia, oclgrind, intel (the intel extra), PLATFORM:DEVICE "
@@ -37,6 +38,9 @@ _HELP = {
     "reject_status": "external compilers: the exit statuses that mean 'invalid program' "
                      "(default 2; tinytc, gcc and clang: 1); a status other than 2 counts "
                      "only with a FILE:LINE.COL-COL: message diagnostic",
+    "roundtrip_check": "ir: a checker that must accept what the pass wrote, e.g. "
+                       "'tinytc-opt -p check-ir {tl}' (exit 0: accepted); a refusal, like "
+                       "one by our front end, is a round-trip failure",
 }
 
 
@@ -102,6 +106,17 @@ def _build_options(text: str) -> str:
     return text.strip()
 
 
+def _roundtrip_check(text: str) -> str:
+    """argparse type of --roundtrip-check: a command template with {tl}."""
+    from tlinterp.impl.command import check_template
+
+    try:
+        check_template(text, ("tl",), ("tl",))
+    except SpecError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def add_impl_flags(parser: argparse.ArgumentParser, *, device_default: Optional[str] = None,
                    names: tuple[str, ...] = FLAGS, help: Optional[dict[str, str]] = None
                    ) -> None:
@@ -124,6 +139,9 @@ def add_impl_flags(parser: argparse.ArgumentParser, *, device_default: Optional[
             parser.add_argument("--reject-status", type=parse_reject_status,
                                 default=ImplOptions.reject_status, metavar="N[,N...]",
                                 help=texts[name])
+        elif name == "roundtrip_check":
+            parser.add_argument("--roundtrip-check", type=_roundtrip_check, default=None,
+                                metavar="'CHECKER {tl}'", help=texts[name])
         else:
             raise ValueError(f"no implementation flag '{name}' (known: {', '.join(FLAGS)})")
 

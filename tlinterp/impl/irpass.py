@@ -20,6 +20,12 @@ any implementation. What can go wrong, and how it is reported:
   behaviour: data-race at L.C-C";
 - the original program is invalid but the pass accepted it: "ok" without outputs, as for a
   compiler that accepts an invalid program (the invalid case fails).
+
+The round trip: what the pass printed must read back. Our front end reads and checks it
+(above), and with `--roundtrip-check 'CHECKER {tl}'` (ImplOptions.roundtrip_check) the
+compiler's own checker must accept it too (exit 0, within the case's time). A refusal by
+either is "crashed" with `Outcome.finding` "roundtrip" (a finding of its own kind), its
+message naming the reader that refused and quoting it.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ from tlinterp.lang.diagnostics import SourceError, TLError, UndefinedBehaviour, 
 
 FIELDS = ("tl", "out", "func")
 REWRITTEN = "rewritten.tl"  # the rewritten text's name in diagnostics
+ROUNDTRIP = "roundtrip"  # Outcome.finding of a pass whose output does not read back
 # a bound for a job whose caller gives none (tlrun without --timeout)
 DEFAULT_TIMEOUT = 600.0
 
@@ -84,8 +91,12 @@ class IRPass(Implementation):
                            command=said.command)
         lang = _lang_of(text, job, original)
         rewritten = _read(text, lang)
-        if isinstance(rewritten, str):
-            return _crash(said, rewritten)
+        theirs = self.roundtrip(text, deadline - time.monotonic())
+        if isinstance(rewritten, str) or theirs:
+            ours = rewritten if isinstance(rewritten, str) else ""
+            o = _crash(said, "\n".join(x for x in (ours, theirs) if x))
+            o.finding = ROUNDTRIP
+            return o
         try:
             name = original.function(job.func).name
         except KeyError as e:  # no such function: the job's own mistake, as tlrun says it
@@ -149,6 +160,27 @@ class IRPass(Implementation):
                 return decode_source(data, REWRITTEN), ok
             except SourceError as e:
                 return None, _crash(ok, f"the rewritten program is not UTF-8 text:\n{e.format()}")
+
+
+    def roundtrip(self, text: str, timeout: float) -> str:
+        """Why the round-trip checker refuses the rewritten `text` ("" when it accepts it,
+        or when there is none)."""
+        check = self.options.roundtrip_check
+        if not check:
+            return ""
+        with tempfile.TemporaryDirectory(prefix="tl-ir-rt-") as tmp:
+            path = os.path.join(tmp, REWRITTEN)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+            done = run_command(expand_template(check, {"tl": path}), max(timeout, 0.1),
+                               memory=TOOL_MEMORY)
+            shown = " ".join(expand_template(check, {"tl": REWRITTEN}))
+            said = done.text.replace(tmp + os.sep, "").strip()
+        if done.code == 0:
+            return ""
+        why = done.problem if done.code is None else f"ended with {describe_exit(done.code)}"
+        return (f"round trip: the checker `{shown}` refuses what the pass wrote ({why})"
+                + (f":\n{printable(said)}" if said else ""))
 
 
 def _original(job: Job) -> ir.Program:
@@ -289,9 +321,8 @@ def _same(a, b) -> bool:
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    if a.dtype.kind in "fc":
-        return bool(np.array_equal(a, b, equal_nan=True))
-    return bool(np.array_equal(a, b))
+    # the bytes: bf16 (ml_dtypes, dtype kind "V") has NaNs that array_equal calls unequal
+    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
 
 
 def _crash(said: Outcome, why: str) -> Outcome:
