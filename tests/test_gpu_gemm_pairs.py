@@ -178,7 +178,8 @@ CASES = [  # (M, N1, K, N2, tail, alpha1, alpha2, beta2, trans_d, group)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:5])))
-@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
+@pytest.mark.opencl
+@pytest.mark.nvidia  # needs NVIDIA's OpenCL device (skips without it), not pocl
 def test_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 
@@ -210,7 +211,8 @@ def test_agrees_with_the_interpreter_on_nvidia(case):
 
 
 @pytest.mark.parametrize("N", [1, 2, 3, 4])
-@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
+@pytest.mark.opencl
+@pytest.mark.nvidia  # needs NVIDIA's OpenCL device (skips without it), not pocl
 def test_the_ader_chain_agrees_with_the_interpreter_on_nvidia(N):
     import tlgpu
 
@@ -304,7 +306,8 @@ def test_a_pair_with_instructions_between_runs_on_pocl_as_two_gemms():
 
 @pytest.mark.parametrize("case", [(20, 9, 35, 9, None), (9, 17, 4, 3, None),
                                   (13, 5, 7, 6, (64, 1)), (3, 2, 1, 5, None)], ids=str)
-@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
+@pytest.mark.opencl
+@pytest.mark.nvidia  # needs NVIDIA's OpenCL device (skips without it), not pocl
 def test_a_pair_with_instructions_between_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 

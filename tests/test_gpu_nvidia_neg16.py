@@ -96,7 +96,8 @@ def _run(options: list[str]) -> list[int]:
     return out.tolist()
 
 
-@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
+@pytest.mark.opencl
+@pytest.mark.nvidia  # needs NVIDIA's OpenCL device (skips without it), not pocl
 def test_reproducer_is_correct_without_optimisation():
     assert _run(["-cl-opt-disable"]) == EXPECTED
 
@@ -104,12 +105,14 @@ def test_reproducer_is_correct_without_optimisation():
 @pytest.mark.xfail(_affected(), strict=True,
                    reason="NVIDIA CUDA 13.0 bug: a wrapped 16-bit negation is sign-extended "
                           "as if it had not wrapped")
-@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
+@pytest.mark.opencl
+@pytest.mark.nvidia  # needs NVIDIA's OpenCL device (skips without it), not pocl
 def test_reproducer_optimised():
     assert _run([]) == EXPECTED
 
 
-@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
+@pytest.mark.opencl
+@pytest.mark.nvidia  # needs NVIDIA's OpenCL device (skips without it), not pocl
 def test_tlgpu_builds_the_kernel_around_the_bug():
     """tlgpu.run on NVIDIA gives the interpreter's answer and says which entry it applied."""
     import tlgpu

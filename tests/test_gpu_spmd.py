@@ -316,6 +316,7 @@ def test_nvidia_strategy_writes_warp_shuffles():
                     config=LoweringConfig(subgroups="nvidia"))
 
 
+@pytest.mark.nvidia
 def test_subgroups_on_nvidia():
     dev = require_device("nvidia")
     for T in ("f32", "f64", "i32", "i8"):

@@ -168,7 +168,8 @@ def test_operands_contiguous_along_k_load_two_k_steps_at_once():
         assert loads(_lower(src, tensor_cores=16)) == want, offset
 
 
-@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
+@pytest.mark.opencl
+@pytest.mark.nvidia  # needs NVIDIA's OpenCL device (skips without it), not pocl
 def test_the_shuffle_builds_without_optimisation_on_nvidia():
     # a known-bug workaround builds some kernels with -cl-opt-disable
     # (tlgpu/runtime/workarounds.py):
@@ -288,7 +289,8 @@ CASES = [  # (M, N, K, operand types, transposes, alpha, beta, atomic, work-grou
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:3])))
-@pytest.mark.opencl  # needs NVIDIA's OpenCL device (skips without it)
+@pytest.mark.opencl
+@pytest.mark.nvidia  # needs NVIDIA's OpenCL device (skips without it), not pocl
 def test_agrees_with_the_interpreter_on_nvidia(case):
     import tlgpu
 
