@@ -273,29 +273,6 @@ def test_scale_construct_componentwise_cast_use():
     assert L4.J == 4 and (r[..., :3] == 9).all() and (r[..., 3] == 0).all()
 
 
-def test_atomic_update_returns_old_values():
-    L = cm.Layout(4, 3, "f32", "matrix_acc", 4)  # J = 3, no padding
-    mem = np.arange(30, dtype=np.float32).reshape(5, 6)
-    P = np.full((4, 3), 2, np.float32)
-    new, old, acc = cm.atomic_update(L, P, mem, 2, 4, "add", checked="both")
-    # rows 2..5 clipped to 2..4, columns 4..6 clipped to 4..5
-    want = mem.copy()
-    want[2:5, 4:6] += 2
-    np.testing.assert_array_equal(new, want)
-    np.testing.assert_array_equal(old[:3, :2], mem[2:5, 4:6])
-    assert (old[3] == 0).all() and (old[:, 2] == 0).all() and not acc.oob.any()
-    # one element updated twice in a row: each update sees the previous result
-    m1 = np.zeros((1, 1), np.float32)
-    L1 = cm.Layout(1, 1, "f32", "matrix_acc", 4)
-    new, old, _ = cm.atomic_update(L1, np.array([[5.0]], np.float32), m1, 0, 0, "max")
-    assert new[0, 0] == 5 and old[0, 0] == 0
-    new, old, _ = cm.atomic_update(L1, np.array([[np.nan]], np.float32), new, 0, 0, "min")
-    assert new[0, 0] == 5 and old[0, 0] == 5  # minNum ignores the NaN
-    with pytest.raises(ValueError, match="complex"):
-        cm.atomic_update(L1, np.zeros((1, 1), np.complex64), np.zeros((1, 1), np.complex64),
-                         0, 0, "max")
-
-
 @given(st.integers(0, 2 ** 32 - 1))
 def test_complex_mul_add_other_order_within_bound(seed):
     rng = np.random.default_rng(seed)

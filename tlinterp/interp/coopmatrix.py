@@ -290,37 +290,6 @@ def store(layout: Layout, padded, mem, x, y, transpose: bool = False,
     return m, acc
 
 
-_ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
-
-
-def atomic_update(layout: Layout, padded, mem, x, y, op: str, transpose: bool = False,
-                  checked: str = "") -> tuple[np.ndarray, np.ndarray, Access]:
-    """cooperative_matrix_atomic_<op> on a copy of mem (no leading axes: one sub-group):
-    (new mem, old values as a padded matrix, access). Each taken entry is read-modified-written
-    on its own (atomicity is per component); entries sharing a memref element are applied in
-    row-major entry order, each seeing the previous one's result. Components not taken
-    (padding, masked) are 0 in the returned matrix: tinytc v0.4.0 leaves them undefined.
-    Float max/min follow maxNum/minNum. The caller reports acc.oob before any effect."""
-    m = np.array(mem, copy=True)
-    if m.ndim != 2:
-        raise ValueError("atomic_update works on one sub-group's 2-d memref")
-    acc = access(layout, x, y, m.shape, transpose, checked)
-    ok = acc.take & ~acc.oob
-    p = np.asarray(padded, dtype=m.dtype)
-    old = np.zeros(p.shape, m.dtype)
-    f = _ATOMIC[op]
-    if op != "add" and m.dtype.kind == "c":
-        raise ValueError(f"atomic {op} is not defined on complex types")
-    if op != "add" and (m.dtype.kind == "f" or m.dtype.name == "bfloat16"):
-        f = np.fmax if op == "max" else np.fmin
-    with np.errstate(all="ignore"):
-        for r, c in zip(*np.nonzero(ok)):  # row-major entry order
-            a, b = acc.i0[r, c], acc.i1[r, c]
-            old[r, c] = m[a, b]
-            m[a, b] = f(m[a, b], p[r, c])
-    return m, old, acc
-
-
 def _step(ty: str) -> Callable[[str, np.ndarray, np.ndarray], np.ndarray]:
     """One arithmetic instruction of type ty, rounded to ty (integers wrap)."""
     if ty in ("f16", "bf16"):

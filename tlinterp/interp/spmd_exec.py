@@ -717,7 +717,8 @@ def _apply(ex, inst: ir.CoopApply, env, lanes, col):
 
 def _atomic_update(ex, inst: ir.CoopAtomicUpdate, env, lanes, col):
     """Per component a read-modify-write, sub-groups in work-group-major order and entries in
-    row-major order (coopmatrix.atomic_update's order); returns the old values."""
+    row-major order, each seeing the previous one's result; returns the old values (0 in
+    components not taken: padding, masked)."""
     st = _state(ex, inst)
     v = env.get(inst.value.name)
     padded, _ = _padded(ex, st, lanes, v, inst, col)
