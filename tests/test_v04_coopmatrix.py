@@ -212,6 +212,27 @@ def test_mul_add_low_precision_rounding_point(seed, tab, tc):
     assert (np.abs(D.astype(np.float64) - exact) <= cm.mul_add_bound(A, B, C, tc, tc)).all()
 
 
+
+@pytest.mark.parametrize("tc,tr", [("f32", "f32"), ("f64", "f32"), ("i32", "i32")])
+def test_mul_add_padding_columns_are_cs(tc, tr):
+    """D's padding columns are C's (cast to D's type), whatever B's padding holds (here 1, as
+    after a construct): one rule for the sequential path and the executor's f32 product path
+    (`product`), which once added A times B's padding there. (A checked program's C has no
+    padding: its rows are a multiple of S, so J = N.)"""
+    L = cm.Layout(4, 3, tc, "matrix_acc", 8)  # J = 4: column 3 is padding
+    assert L.J == 4
+    dt = lowp.dtype(tc)
+    A = np.arange(16).reshape(4, 4).astype(dt)
+    B = np.ones((4, L.J), dt)  # B's padding column non-zero
+    C = np.full((4, L.J), 2, dt)
+    D = cm.mul_add(A, B, C, tc, tc, tc, tr, n=3)
+    assert D.dtype == lowp.dtype(tr)
+    np.testing.assert_array_equal(D[:, 3], np.full(4, 2, D.dtype))  # C's, not 2 + row sums
+    np.testing.assert_array_equal(D[:, :3], (2 + A.sum(1, keepdims=True) * B[:, :3]
+                                             ).astype(D.dtype))
+    fast = cm.mul_add(A, None, C, tc, tc, tc, tr, n=3, product=(A @ B[:, :3] + C[:, :3]))
+    np.testing.assert_array_equal(fast, D)
+
 def test_mul_add_integers_wrap_and_result_cast():
     A = np.full((16, 4), 127, np.int8)
     B = np.full((4, 16), 127, np.int8)

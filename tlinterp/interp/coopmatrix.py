@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Optional
 
 import numpy as np
 
@@ -299,24 +300,31 @@ def _step(ty: str) -> Callable[[str, np.ndarray, np.ndarray], np.ndarray]:
     return lambda op, a, b: fns[op](a, b).astype(t, copy=False)
 
 
-def mul_add(a, b, c, ta: str, tb: str, tc: str, tr: str) -> np.ndarray:
-    """cooperative_matrix_mul_add: D = AB + C for A (..., M, K), B (..., K, N) (padded: the
-    first K rows / N columns are used), C (..., M, N). Reference accumulation: for each
-    (m, n), acc = C[m, n]; for k = 0..K-1 in order: acc = acc + A[m, k] B[k, n], where A and
-    B are first converted (exactly: promotable) to C's type and the product and the sum are
-    each rounded to C's type; then D = cast(acc) to the result's type."""
-    if lowp.promote(ta, tb) is None or not lowp.promotable(lowp.promote(ta, tb), tc):
-        raise ValueError(f"mul_add of {ta} and {tb} into {tc}: not promotable")
-    step = _step(tc)
-    A = lowp.cast(a, ta, tc)[0]
+def mul_add(a, b, c, ta: str, tb: str, tc: str, tr: str, n: Optional[int] = None,
+            product: Optional[np.ndarray] = None) -> np.ndarray:
+    """cooperative_matrix_mul_add: D = AB + C for A (..., M, K), B (..., K, >= n) (padded: the
+    first K rows / n columns are used), C (..., M, J) padded, n its matrix columns (default
+    J). Reference accumulation: for each entry (m, j < n), acc = C[m, j]; for k = 0..K-1 in
+    order: acc = acc + A[m, k] B[k, j], where A and B are first converted (exactly:
+    promotable) to C's type and the product and the sum are each rounded to C's type; then
+    D = cast(acc) to the result's type. D's padding columns n..J-1 are C's, cast: the product
+    has no entries there (docs/semantics.md; a checked program has none, its rows being a
+    multiple of S). `product`: the entries already computed in another order within
+    `mul_add_bound` (the executor's f32 BLAS path), given the same padding."""
     C = np.asarray(c, dtype=lowp.dtype(tc))
-    N = C.shape[-1]
-    B = lowp.cast(np.asarray(b)[..., :N], tb, tc)[0]
-    acc = C.copy()
-    with np.errstate(all="ignore"):
-        for k in range(A.shape[-1]):
-            prod = step("mul", A[..., :, k:k + 1], B[..., k:k + 1, :])
-            acc = step("add", prod, acc)
+    n = C.shape[-1] if n is None else n
+    if product is None:
+        if lowp.promote(ta, tb) is None or not lowp.promotable(lowp.promote(ta, tb), tc):
+            raise ValueError(f"mul_add of {ta} and {tb} into {tc}: not promotable")
+        step = _step(tc)
+        A = lowp.cast(a, ta, tc)[0]
+        B = lowp.cast(np.asarray(b)[..., :n], tb, tc)[0]
+        product = C[..., :n].copy()
+        with np.errstate(all="ignore"):
+            for k in range(A.shape[-1]):
+                prod = step("mul", A[..., :, k:k + 1], B[..., k:k + 1, :])
+                product = step("add", prod, product)
+    acc = product if n == C.shape[-1] else np.concatenate([product, C[..., n:]], axis=-1)
     if tr == tc:
         return acc
     return lowp.cast(acc, tc, tr)[0]
