@@ -54,6 +54,16 @@ def pocl_barrier_shape(kernel_source: str) -> bool:
     return False
 
 
+def pocl_coopmatrix_shape(kernel_source: str) -> bool:
+    """True when the kernel keeps coopmatrices in the sub-groups' local scratch
+    (lowering/v04/subgroups.py SCRATCH) and has a work-group barrier: on a device without
+    sub-groups every mul_add, reduce and moving cast has one, and pocl 3.0 then loses stores
+    of such kernels (tests/data/pocl30-lost-stores)."""
+    from tlgpu.lowering.v04.subgroups import SCRATCH
+
+    return f"local ulong {SCRATCH}[" in kernel_source and "barrier(" in kernel_source
+
+
 # a C conversion to a 16-bit integer type: how the lowering wraps every i16/u16 result
 _TO_16BIT = re.compile(r"\(u?short\)")
 
@@ -102,6 +112,15 @@ KNOWN: tuple[Workaround, ...] = (
             "of a loop that holds a nested barrier loop, and abort ('Could not find a "
             "dominating alternative variable') on a loop holding a barrier and another loop",
         reproducer="tests/test_gpu_pocl_barrier_loop.py"),
+    Workaround(
+        name="pocl30-coopmatrix-lost-stores",
+        platform="portable computing language", versions=("PoCL 3.0",),
+        triggers=pocl_coopmatrix_shape, options=("-cl-opt-disable",),
+        bug="with optimisation on, pocl 3.0 (LLVM 14) stores garbage or nothing from a "
+            "kernel that moves coopmatrices through local memory between work-group barriers "
+            "(a mul_add's result stored as 0 or 6.9e-310); pocl 3.1, Intel, Oclgrind and "
+            "-cl-opt-disable compute it right",
+        reproducer="tests/test_gpu_pocl_coopmatrix.py"),
     Workaround(
         name="nvidia-16bit-negation-sign-extension",
         platform="nvidia cuda", versions=("CUDA 13.0",),
