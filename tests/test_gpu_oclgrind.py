@@ -132,3 +132,40 @@ def test_tlrun_on_oclgrind_fails_with_the_report_at_the_instruction(tmp_path, ca
     assert rc == 1, err
     assert "Oclgrind: Invalid write" in err and "oob.tl:4" in err, err
     assert "Traceback" not in err
+
+
+
+_WITHOUT_ENTRY = """
+import sys
+import numpy as np
+import tlgpu, tlinterp
+from tlgpu.runtime import workarounds
+workarounds.KNOWN = tuple(w for w in workarounds.KNOWN if w.name != "oclgrind-freeze")
+p = tlinterp.check(tlinterp.parse(open(sys.argv[1]).read(), "k.tl", lang="v0.4"))
+tlgpu.run(p, dict(np.load(sys.argv[2])), device="oclgrind")
+"""
+
+
+def test_a_division_with_its_remainder_runs_on_oclgrind():
+    """Oclgrind 21.10 cannot simulate `freeze`, which clang's optimiser inserts when it pairs
+    a division with a remainder (tlgpu/runtime/workarounds.py, entry oclgrind-freeze: tlgpu
+    builds such kernels with -cl-opt-disable there): with the entry the corpus case passes;
+    without it (in a child process: the simulator may take the process down) Oclgrind stops
+    at the instruction."""
+    from opencl_devices import require_device
+
+    from fuzz.conform.cli import run_all
+    from fuzz.conform.corpus import default_corpus, load_corpus
+    from tlinterp.impl import ImplOptions
+    from tlinterp.impl import resolve as from_spec
+
+    impl = from_spec("opencl", ImplOptions(device=require_device("oclgrind")))
+    (case,) = load_corpus(default_corpus(), "valid/v04/int_ops_i16")
+    (v,) = run_all(impl, [case])
+    assert v.status == "pass", v.detail
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", _WITHOUT_ENTRY, str(case.kernel),
+                        str(case.args_path)], capture_output=True, text=True, timeout=300,
+                       cwd=root, env={**os.environ, "PYTHONPATH": root})
+    assert r.returncode != 0 and "Unsupported instruction: freeze" in r.stdout + r.stderr, \
+        (r.returncode, r.stderr[-1000:])

@@ -64,6 +64,16 @@ def pocl_coopmatrix_shape(kernel_source: str) -> bool:
     return f"local ulong {SCRATCH}[" in kernel_source and "barrier(" in kernel_source
 
 
+# an integer division and a remainder (the lowering writes both operators between spaces)
+_DIV_REM = (re.compile(r" / "), re.compile(r" % "))
+
+
+def div_and_rem_shape(kernel_source: str) -> bool:
+    """True when the kernel divides and takes a remainder: clang's optimiser pairs them and
+    inserts `freeze`, an instruction Oclgrind 21.10 cannot simulate."""
+    return all(r.search(kernel_source) for r in _DIV_REM)
+
+
 # a C conversion to a 16-bit integer type: how the lowering wraps every i16/u16 result
 _TO_16BIT = re.compile(r"\(u?short\)")
 
@@ -121,6 +131,14 @@ KNOWN: tuple[Workaround, ...] = (
             "(a mul_add's result stored as 0 or 6.9e-310); pocl 3.1, Intel, Oclgrind and "
             "-cl-opt-disable compute it right",
         reproducer="tests/test_gpu_pocl_coopmatrix.py"),
+    Workaround(
+        name="oclgrind-freeze",
+        platform="oclgrind", versions=("Oclgrind 21.10",),
+        triggers=div_and_rem_shape, options=("-cl-opt-disable",),
+        bug="Oclgrind 21.10 stops ('fatal error of the simulator: Unsupported instruction: "
+            "freeze') on the freeze that clang's optimiser inserts when it pairs a division "
+            "with a remainder of the same operands",
+        reproducer="tests/test_gpu_oclgrind.py"),
     Workaround(
         name="nvidia-16bit-negation-sign-extension",
         platform="nvidia cuda", versions=("CUDA 13.0",),
