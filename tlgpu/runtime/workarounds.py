@@ -74,6 +74,13 @@ def div_and_rem_shape(kernel_source: str) -> bool:
     return all(r.search(kernel_source) for r in _DIV_REM)
 
 
+def f16_shape(kernel_source: str) -> bool:
+    """True when the kernel converts f16 values to float (lowering/v04/lowp.py's helper):
+    Oclgrind 21.10's optimiser then compares -0.0 and +0.0 as different and rounds f16
+    products and sums differently from pocl and Intel (tests/test_gpu_oclgrind.py)."""
+    return "tl_f16_f32(" in kernel_source
+
+
 # a C conversion to a 16-bit integer type: how the lowering wraps every i16/u16 result
 _TO_16BIT = re.compile(r"\(u?short\)")
 
@@ -138,6 +145,14 @@ KNOWN: tuple[Workaround, ...] = (
         bug="Oclgrind 21.10 stops ('fatal error of the simulator: Unsupported instruction: "
             "freeze') on the freeze that clang's optimiser inserts when it pairs a division "
             "with a remainder of the same operands",
+        reproducer="tests/test_gpu_oclgrind.py"),
+    Workaround(
+        name="oclgrind-f16",
+        platform="oclgrind", versions=("Oclgrind 21.10",),
+        triggers=f16_shape, options=("-cl-opt-disable",),
+        bug="with optimisation on, Oclgrind 21.10 finds -0.0 == +0.0 false when both come "
+            "from f16 bits through the exact f16-to-float conversion, and a f16 mul_add "
+            "differs from the interpreter, pocl and Intel in the last bits",
         reproducer="tests/test_gpu_oclgrind.py"),
     Workaround(
         name="nvidia-16bit-negation-sign-extension",
