@@ -64,14 +64,17 @@ def pocl_coopmatrix_shape(kernel_source: str) -> bool:
     return f"local ulong {SCRATCH}[" in kernel_source and "barrier(" in kernel_source
 
 
-# an integer division and a remainder (the lowering writes both operators between spaces)
-_DIV_REM = (re.compile(r" / "), re.compile(r" % "))
+# a division (`x / y`, `x /= y`) and a remainder (`x % y`) by a variable (a constant divisor
+# becomes shifts or a multiplication, no freeze): the lowering writes the operators between
+# spaces
+_DIV = re.compile(r"(\w+) /=? ([A-Za-z_]\w*)\b")
+_REM = re.compile(r"(\w+) % ([A-Za-z_]\w*)\b")
 
 
 def div_and_rem_shape(kernel_source: str) -> bool:
-    """True when the kernel divides and takes a remainder: clang's optimiser pairs them and
-    inserts `freeze`, an instruction Oclgrind 21.10 cannot simulate."""
-    return all(r.search(kernel_source) for r in _DIV_REM)
+    """True when the kernel divides x by a variable y and also takes x % y: clang's optimiser
+    pairs the two and inserts `freeze`, an instruction Oclgrind 21.10 cannot simulate."""
+    return bool(set(_DIV.findall(kernel_source)) & set(_REM.findall(kernel_source)))
 
 
 def f16_shape(kernel_source: str) -> bool:
