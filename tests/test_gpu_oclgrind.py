@@ -132,3 +132,89 @@ def test_tlrun_on_oclgrind_fails_with_the_report_at_the_instruction(tmp_path, ca
     assert rc == 1, err
     assert "Oclgrind: Invalid write" in err and "oob.tl:4" in err, err
     assert "Traceback" not in err
+
+
+
+_WITHOUT_ENTRY = """
+import sys
+import numpy as np
+import tlgpu, tlinterp
+from tlgpu.runtime import workarounds
+workarounds.KNOWN = tuple(w for w in workarounds.KNOWN if w.name != "oclgrind-freeze")
+p = tlinterp.check(tlinterp.parse(open(sys.argv[1]).read(), "k.tl", lang="v0.4"))
+tlgpu.run(p, dict(np.load(sys.argv[2])), device="oclgrind")
+"""
+
+
+def test_a_division_with_its_remainder_runs_on_oclgrind():
+    """Oclgrind 21.10 cannot simulate `freeze`, which clang's optimiser inserts when it pairs
+    a division with a remainder (tlgpu/runtime/workarounds.py, entry oclgrind-freeze: tlgpu
+    builds such kernels with -cl-opt-disable there): with the entry the corpus case passes;
+    without it (in a child process: the simulator may take the process down) Oclgrind stops
+    at the instruction."""
+    from opencl_devices import require_device
+
+    from fuzz.conform.cli import run_all
+    from fuzz.conform.corpus import default_corpus, load_corpus
+    from tlinterp.impl import ImplOptions
+    from tlinterp.impl import resolve as from_spec
+
+    impl = from_spec("opencl", ImplOptions(device=require_device("oclgrind")))
+    (case,) = load_corpus(default_corpus(), "valid/v04/int_ops_i16")
+    (v,) = run_all(impl, [case])
+    assert v.status == "pass", v.detail
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", _WITHOUT_ENTRY, str(case.kernel),
+                        str(case.args_path)], capture_output=True, text=True, timeout=300,
+                       cwd=root, env={**os.environ, "PYTHONPATH": root})
+    assert r.returncode != 0 and "Unsupported instruction: freeze" in r.stdout + r.stderr, \
+        (r.returncode, r.stderr[-1000:])
+
+
+# Oclgrind 21.10's optimiser finds -0.0 == +0.0 false when both come from f16 bits through
+# lowering/v04/lowp.py's exact conversion (entry oclgrind-f16: such kernels are built with
+# -cl-opt-disable there); pocl and -cl-opt-disable find it true
+F16_EQUAL = """
+static float tl_f16_f32(ushort h) {
+    uint s = ((uint)h & 0x8000u) << 16, e = ((uint)h >> 10) & 0x1fu, m = (uint)h & 0x3ffu;
+    if (e == 0x1fu) return as_float(s | 0x7f800000u | (m << 13));
+    if (e == 0u) return as_float(s | as_uint((float)m * 0x1p-24f));
+    return as_float(s | ((e + 112u) << 23) | (m << 13));
+}
+kernel void k(global const ushort* a, global const ushort* b, global int* r)
+{
+    int i = get_global_id(0);
+    r[i] = tl_f16_f32(a[i]) == tl_f16_f32(b[i]);
+}
+"""
+
+_F16_CHILD = """
+import sys
+import numpy as np
+import pyopencl as cl
+dev = next(d for p in cl.get_platforms() if "Oclgrind" in p.name for d in p.get_devices())
+ctx = cl.Context([dev])
+q = cl.CommandQueue(ctx)
+a = np.array([0x3c00, 0x8000], np.uint16)  # 1.0, -0.0
+b = np.array([0x4000, 0x0000], np.uint16)  # 2.0, +0.0
+mf = cl.mem_flags
+ab = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+bb = cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=b)
+r = np.zeros(2, np.int32)
+rb = cl.Buffer(ctx, mf.READ_WRITE, r.nbytes)
+cl.Program(ctx, sys.argv[1]).build(options=sys.argv[2]).k(q, (2,), None, ab, bb, rb)
+cl.enqueue_copy(q, r, rb)
+q.finish()
+print(r.tolist())
+"""
+
+
+@pytest.mark.parametrize("options,want", [("", [0, 0]), ("-cl-opt-disable", [0, 1])])
+def test_oclgrind_compares_f16_zeros_wrongly_when_optimising(options, want):
+    from opencl_devices import require_device
+
+    require_device("oclgrind")
+    r = subprocess.run([sys.executable, "-c", _F16_CHILD, F16_EQUAL, options],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-1000:]
+    assert r.stdout.splitlines()[-1] == str(want)  # [0, 1] is right: -0.0 == +0.0

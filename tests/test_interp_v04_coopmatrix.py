@@ -164,6 +164,40 @@ def test_atomic_update_from_two_sub_groups():
     assert (out["O"] == c).all()  # sub-group 0 updates first (work-group-major order)
 
 
+CHECKED_MIN = """\
+func @k(%A: memref<f32 x 4 x 3>, %C: memref<f32 x 5 x 6>, %O: memref<f32 x 4 x 3>) \
+attributes{subgroup_size=4, work_group_size=[4, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %c2 = constant 2 : index
+        %c4 = constant 4 : index
+        %m = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32 x 4 x 3, matrix_acc>
+        %old = cooperative_matrix_atomic_min.both_checked %m, %C[%c2, %c4] \
+: coopmatrix<f32 x 4 x 3, matrix_acc>
+        cooperative_matrix_store %old, %O[%c0, %c0]
+    }
+}
+"""
+
+
+def test_checked_atomic_min_keeps_old_on_nan_and_tie():
+    """Entries outside the memref on a checked side are not taken (their old value is 0);
+    min is atomic_min's: a NaN operand is ignored, on a tie (+0.0 against -0.0) the old
+    value stays."""
+    a = np.full((4, 3), 2, np.float32)
+    a[0, 0], a[1, 1] = np.nan, -0.0
+    c = np.arange(30, dtype=np.float32).reshape(5, 6)
+    c[3, 5] = 0.0
+    out = _run(CHECKED_MIN, {"A": a, "C": c.copy(), "O": np.full((4, 3), 7, np.float32)})
+    want = c.copy()  # rows 2..5 clipped to 2..4, columns 4..6 to 4..5
+    want[2:5, 4:6] = np.fmin(c[2:5, 4:6], a[:3, :2])
+    want[2, 4] = c[2, 4]  # NaN ignored
+    np.testing.assert_array_equal(out["C"], want)
+    assert np.signbit(out["C"][3, 5]) == np.False_  # the old +0.0 stays
+    np.testing.assert_array_equal(out["O"][:3, :2], c[2:5, 4:6])
+    assert (out["O"][3] == 0).all() and (out["O"][:, 2] == 0).all()
+
+
 NONUNIFORM = """\
 func @k(%A: memref<f32 x 16 x 8>, %B: memref<f32 x 16 x 8>) \
 attributes{subgroup_size=8, work_group_size=[8, 1]} {

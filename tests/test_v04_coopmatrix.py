@@ -212,6 +212,27 @@ def test_mul_add_low_precision_rounding_point(seed, tab, tc):
     assert (np.abs(D.astype(np.float64) - exact) <= cm.mul_add_bound(A, B, C, tc, tc)).all()
 
 
+
+@pytest.mark.parametrize("tc,tr", [("f32", "f32"), ("f64", "f32"), ("i32", "i32")])
+def test_mul_add_padding_columns_are_cs(tc, tr):
+    """D's padding columns are C's (cast to D's type), whatever B's padding holds (here 1, as
+    after a construct): one rule for the sequential path and the executor's f32 product path
+    (`product`), which once added A times B's padding there. (A checked program's C has no
+    padding: its rows are a multiple of S, so J = N.)"""
+    L = cm.Layout(4, 3, tc, "matrix_acc", 8)  # J = 4: column 3 is padding
+    assert L.J == 4
+    dt = lowp.dtype(tc)
+    A = np.arange(16).reshape(4, 4).astype(dt)
+    B = np.ones((4, L.J), dt)  # B's padding column non-zero
+    C = np.full((4, L.J), 2, dt)
+    D = cm.mul_add(A, B, C, tc, tc, tc, tr, n=3)
+    assert D.dtype == lowp.dtype(tr)
+    np.testing.assert_array_equal(D[:, 3], np.full(4, 2, D.dtype))  # C's, not 2 + row sums
+    np.testing.assert_array_equal(D[:, :3], (2 + A.sum(1, keepdims=True) * B[:, :3]
+                                             ).astype(D.dtype))
+    fast = cm.mul_add(A, None, C, tc, tc, tc, tr, n=3, product=(A @ B[:, :3] + C[:, :3]))
+    np.testing.assert_array_equal(fast, D)
+
 def test_mul_add_integers_wrap_and_result_cast():
     A = np.full((16, 4), 127, np.int8)
     B = np.full((4, 16), 127, np.int8)
@@ -271,29 +292,6 @@ def test_scale_construct_componentwise_cast_use():
     L4 = cm.Layout(4, 3, "f16", "matrix_acc", 16)  # J = 4: one padding column
     r = cm.apply_result(L4, np.full((2, 4, L4.J), 9, np.float16))
     assert L4.J == 4 and (r[..., :3] == 9).all() and (r[..., 3] == 0).all()
-
-
-def test_atomic_update_returns_old_values():
-    L = cm.Layout(4, 3, "f32", "matrix_acc", 4)  # J = 3, no padding
-    mem = np.arange(30, dtype=np.float32).reshape(5, 6)
-    P = np.full((4, 3), 2, np.float32)
-    new, old, acc = cm.atomic_update(L, P, mem, 2, 4, "add", checked="both")
-    # rows 2..5 clipped to 2..4, columns 4..6 clipped to 4..5
-    want = mem.copy()
-    want[2:5, 4:6] += 2
-    np.testing.assert_array_equal(new, want)
-    np.testing.assert_array_equal(old[:3, :2], mem[2:5, 4:6])
-    assert (old[3] == 0).all() and (old[:, 2] == 0).all() and not acc.oob.any()
-    # one element updated twice in a row: each update sees the previous result
-    m1 = np.zeros((1, 1), np.float32)
-    L1 = cm.Layout(1, 1, "f32", "matrix_acc", 4)
-    new, old, _ = cm.atomic_update(L1, np.array([[5.0]], np.float32), m1, 0, 0, "max")
-    assert new[0, 0] == 5 and old[0, 0] == 0
-    new, old, _ = cm.atomic_update(L1, np.array([[np.nan]], np.float32), new, 0, 0, "min")
-    assert new[0, 0] == 5 and old[0, 0] == 5  # minNum ignores the NaN
-    with pytest.raises(ValueError, match="complex"):
-        cm.atomic_update(L1, np.zeros((1, 1), np.complex64), np.zeros((1, 1), np.complex64),
-                         0, 0, "max")
 
 
 @given(st.integers(0, 2 ** 32 - 1))

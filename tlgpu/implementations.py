@@ -97,6 +97,9 @@ class _OnADevice:
 class OpenCL(_OnADevice, Implementation):
     parallel = False
     front_end = True
+    # False: SPMD programs run in this process too, saving a Python start per program, for a
+    # caller whose programs are all valid (the CI run of the valid v0.4 corpus)
+    isolate_spmd = True
 
     def __init__(self, spec: str, options: ImplOptions):
         self.spec, self.options = spec, options
@@ -111,7 +114,7 @@ class OpenCL(_OnADevice, Implementation):
             groups = job.groups
             with _LOCK:
                 config = _launched(self._tuned(program, job.args, job.func, groups), groups)
-                if _work_item_code(program):
+                if self.isolate_spmd and _work_item_code(program):
                     # one work-item per lane: a kernel with undefined behaviour there (a
                     # barrier not every work-item reaches) can crash the driver (pocl 3.0
                     # segfaults), so it runs in a child process

@@ -74,9 +74,11 @@ def prepare(case, target: Target, config) -> Prepared:
     from tlgpu.lowering.program import lower_program
     from tlgpu.runtime.devices import handle
     from tlgpu.runtime.launch import device_config
+    from tlinterp.front.pipeline import lowerable
 
     cfg = device_config(handle(target.device), config)
-    lowered = lower_program(case.program, case.func, cfg)
+    # a v0.4 finding is lowered in its v0.3 form, as tlgpu.run lowers it
+    lowered = lower_program(lowerable(case.program), case.func, cfg)
     kname, geo = lowered.kernels[case.func]
     return Prepared(lowered.source, kname, geo, lowered.local_args.get(case.func, 0),
                     case.program.function(case.func))

@@ -21,6 +21,7 @@ from tlgpu.lowering.barriers import STAGE
 from tlgpu.lowering.ctypes_map import common_type, ctype
 from tlgpu.lowering.tiles import fits_int
 from tlgpu.lowering.v04 import complexnum
+from tlgpu.lowering.v04.atomics import Helpers
 from tlgpu.lowering.views import View, static_or
 from tlinterp.lang import ir
 from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
@@ -252,8 +253,11 @@ def prepare(lw, inst) -> Prepared:
             lw.helpers.setdefault(name, prelude.add_helper(p.out.space, T))
             lines.append(f"{name}({addr}, ({ctype(T)})({val}));")
             return
-        name = prelude.update_name(p.out.space, T, ct)
-        lw.helpers.setdefault(name, prelude.update_helper(p.out.space, T, ct))
+        if T in V04_ONLY_SCALARS or ct in V04_ONLY_SCALARS:  # CAS through scalar.py's tables
+            name = Helpers(lw, cl20=False).scaled_update(p.out.space, T, ct)
+        else:
+            name = prelude.update_name(p.out.space, T, ct)
+            lw.helpers.setdefault(name, prelude.update_helper(p.out.space, T, ct))
         lines.append(f"{name}({addr}, {val}, {beta});")
 
     return Prepared(p, reads, store, value, beta_c, update)

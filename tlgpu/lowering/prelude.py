@@ -4,6 +4,8 @@
 CT and converted to the element type T. Floats and every integer width go through a
 compare-and-swap loop on the containing 32- or 64-bit word (OpenCL C 1.2 has no float atomics
 and no 8/16-bit atomics); adding into a 32/64-bit integer (beta == 1) uses the native atomic.
+f16/bf16/c32 elements or compute types go through v04/atomics.py (`Helpers.scaled_update`),
+the one compare-and-swap generator of the v0.4 types.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 
 from tlgpu.lowering.ctypes_map import ctype
 from tlgpu.lowering.v04 import complexnum, lowp
-from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
+from tlinterp.lang.types import ScalarType
 
 HEADER = """\
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -24,8 +26,6 @@ typedef ushort tl_bf16;
 
 
 def update_name(space: str, t: ScalarType, ct: ScalarType) -> str:
-    if t in V04_ONLY_SCALARS or ct in V04_ONLY_SCALARS:  # f16 and bf16 are both ushort
-        return f"tl_atomic_update_{space}_{t.value}_{ct.value}"
     return f"tl_atomic_update_{space}_{ctype(t)}_{ctype(ct)}"
 
 
@@ -34,8 +34,8 @@ def add_name(space: str, t: ScalarType) -> str:
 
 
 def update_helper(space: str, t: ScalarType, ct: ScalarType) -> str:
-    if t in V04_ONLY_SCALARS or ct in V04_ONLY_SCALARS:
-        return _update_helper_v04(space, t, ct)
+    """The helper of `update_name`, for element and compute types of v0.3 (v0.4's go
+    through v04/atomics.py `Helpers.scaled_update`)."""
     T, C = ctype(t), ctype(ct)
     name = update_name(space, t, ct)
     new = f"(beta == ({C})0 ? ({T})v : ({T})(v + beta * ({C})o))"
@@ -110,41 +110,3 @@ def called(text: str) -> list[str]:
     return list(out.values())
 
 
-def _update_helper_v04(space: str, t: ScalarType, ct: ScalarType) -> str:
-    """update_helper for an f16/bf16 element (a CAS loop on the 32-bit word holding it) or a
-    c32 element (one on its 64 bits), computed in the compute type `ct` with v0.4's
-    conversions (scalar.py) and rounded once to the element type."""
-    from tlgpu.lowering import scalar as S
-
-    T, C = ctype(t), ctype(ct)
-    head = f"static void {update_name(space, t, ct)}(volatile {space} {T}* p, {C} v, {C} beta)"
-    zero = complexnum.is_zero("beta") if ct.is_complex else "beta == 0"
-
-    def new(o_bits: str) -> str:
-        o = S.cast(o_bits, t, ct)
-        return S.cast(f"({zero} ? v : v + {S.binary('mul', 'beta', o, ct)})", ct, t)
-    if t.bits == 16:
-        return f"""{head} {{
-    uint lane = (uint)((ulong)p & 3UL);
-    volatile {space} uint* w = (volatile {space} uint*)((volatile {space} char*)p - lane);
-    uint shift = lane * 8u;
-    uint old = atomic_add(w, 0u), seen;  /* atomic: a plain read would race with the swaps */
-    do {{
-        seen = old;
-        ushort n = {new("(ushort)((seen >> shift) & 0xffffu)")};
-        old = atomic_cmpxchg(w, seen, (seen & ~(0xffffu << shift)) | ((uint)n << shift));
-    }} while (old != seen);
-}}
-"""
-    if t is not ScalarType.c32:
-        raise ValueError(f"no atomic update of {t} elements")  # c64: 16 bytes, no CAS
-    return f"""{head} {{
-    volatile {space} ulong* w = (volatile {space} ulong*)p;
-    ulong old = atom_add(w, 0UL), seen;
-    do {{
-        seen = old;
-        float2 n = {new("as_float2(seen)")};
-        old = atom_cmpxchg(w, seen, as_ulong(n));
-    }} while (old != seen);
-}}
-"""

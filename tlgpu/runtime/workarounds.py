@@ -54,6 +54,36 @@ def pocl_barrier_shape(kernel_source: str) -> bool:
     return False
 
 
+def pocl_coopmatrix_shape(kernel_source: str) -> bool:
+    """True when the kernel keeps coopmatrices in the sub-groups' local scratch
+    (lowering/v04/subgroups.py SCRATCH) and has a work-group barrier: on a device without
+    sub-groups every mul_add, reduce and moving cast has one, and pocl 3.0 then loses stores
+    of such kernels (tests/data/pocl30-lost-stores)."""
+    from tlgpu.lowering.v04.subgroups import SCRATCH
+
+    return f"local ulong {SCRATCH}[" in kernel_source and "barrier(" in kernel_source
+
+
+# a division (`x / y`, `x /= y`) and a remainder (`x % y`) by a variable (a constant divisor
+# becomes shifts or a multiplication, no freeze): the lowering writes the operators between
+# spaces
+_DIV = re.compile(r"(\w+) /=? ([A-Za-z_]\w*)\b")
+_REM = re.compile(r"(\w+) % ([A-Za-z_]\w*)\b")
+
+
+def div_and_rem_shape(kernel_source: str) -> bool:
+    """True when the kernel divides x by a variable y and also takes x % y: clang's optimiser
+    pairs the two and inserts `freeze`, an instruction Oclgrind 21.10 cannot simulate."""
+    return bool(set(_DIV.findall(kernel_source)) & set(_REM.findall(kernel_source)))
+
+
+def f16_shape(kernel_source: str) -> bool:
+    """True when the kernel converts f16 values to float (lowering/v04/lowp.py's helper):
+    Oclgrind 21.10's optimiser then compares -0.0 and +0.0 as different and rounds f16
+    products and sums differently from pocl and Intel (tests/test_gpu_oclgrind.py)."""
+    return "tl_f16_f32(" in kernel_source
+
+
 # a C conversion to a 16-bit integer type: how the lowering wraps every i16/u16 result
 _TO_16BIT = re.compile(r"\(u?short\)")
 
@@ -104,6 +134,31 @@ KNOWN: tuple[Workaround, ...] = (
             "of a loop that holds a nested barrier loop, and abort ('Could not find a "
             "dominating alternative variable') on a loop holding a barrier and another loop",
         reproducer="tests/test_gpu_pocl_barrier_loop.py"),
+    Workaround(
+        name="pocl30-coopmatrix-lost-stores",
+        platform="portable computing language", versions=("PoCL 3.0",),
+        triggers=pocl_coopmatrix_shape, options=("-cl-opt-disable",),
+        bug="with optimisation on, pocl 3.0 (LLVM 14) stores garbage or nothing from a "
+            "kernel that moves coopmatrices through local memory between work-group barriers "
+            "(a mul_add's result stored as 0 or 6.9e-310); pocl 3.1, Intel, Oclgrind and "
+            "-cl-opt-disable compute it right",
+        reproducer="tests/test_gpu_pocl_coopmatrix.py"),
+    Workaround(
+        name="oclgrind-freeze",
+        platform="oclgrind", versions=("Oclgrind 21.10",),
+        triggers=div_and_rem_shape, options=("-cl-opt-disable",),
+        bug="Oclgrind 21.10 stops ('fatal error of the simulator: Unsupported instruction: "
+            "freeze') on the freeze that clang's optimiser inserts when it pairs a division "
+            "with a remainder of the same operands",
+        reproducer="tests/test_gpu_oclgrind.py"),
+    Workaround(
+        name="oclgrind-f16",
+        platform="oclgrind", versions=("Oclgrind 21.10",),
+        triggers=f16_shape, options=("-cl-opt-disable",),
+        bug="with optimisation on, Oclgrind 21.10 finds -0.0 == +0.0 false when both come "
+            "from f16 bits through the exact f16-to-float conversion, and a f16 mul_add "
+            "differs from the interpreter, pocl and Intel in the last bits",
+        reproducer="tests/test_gpu_oclgrind.py"),
     Workaround(
         name="nvidia-16bit-negation-sign-extension",
         platform="nvidia cuda", versions=("CUDA 13.0",),

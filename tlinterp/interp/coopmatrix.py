@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Optional
 
 import numpy as np
 
@@ -290,37 +291,6 @@ def store(layout: Layout, padded, mem, x, y, transpose: bool = False,
     return m, acc
 
 
-_ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
-
-
-def atomic_update(layout: Layout, padded, mem, x, y, op: str, transpose: bool = False,
-                  checked: str = "") -> tuple[np.ndarray, np.ndarray, Access]:
-    """cooperative_matrix_atomic_<op> on a copy of mem (no leading axes: one sub-group):
-    (new mem, old values as a padded matrix, access). Each taken entry is read-modified-written
-    on its own (atomicity is per component); entries sharing a memref element are applied in
-    row-major entry order, each seeing the previous one's result. Components not taken
-    (padding, masked) are 0 in the returned matrix: tinytc v0.4.0 leaves them undefined.
-    Float max/min follow maxNum/minNum. The caller reports acc.oob before any effect."""
-    m = np.array(mem, copy=True)
-    if m.ndim != 2:
-        raise ValueError("atomic_update works on one sub-group's 2-d memref")
-    acc = access(layout, x, y, m.shape, transpose, checked)
-    ok = acc.take & ~acc.oob
-    p = np.asarray(padded, dtype=m.dtype)
-    old = np.zeros(p.shape, m.dtype)
-    f = _ATOMIC[op]
-    if op != "add" and m.dtype.kind == "c":
-        raise ValueError(f"atomic {op} is not defined on complex types")
-    if op != "add" and (m.dtype.kind == "f" or m.dtype.name == "bfloat16"):
-        f = np.fmax if op == "max" else np.fmin
-    with np.errstate(all="ignore"):
-        for r, c in zip(*np.nonzero(ok)):  # row-major entry order
-            a, b = acc.i0[r, c], acc.i1[r, c]
-            old[r, c] = m[a, b]
-            m[a, b] = f(m[a, b], p[r, c])
-    return m, old, acc
-
-
 def _step(ty: str) -> Callable[[str, np.ndarray, np.ndarray], np.ndarray]:
     """One arithmetic instruction of type ty, rounded to ty (integers wrap)."""
     if ty in ("f16", "bf16"):
@@ -330,24 +300,31 @@ def _step(ty: str) -> Callable[[str, np.ndarray, np.ndarray], np.ndarray]:
     return lambda op, a, b: fns[op](a, b).astype(t, copy=False)
 
 
-def mul_add(a, b, c, ta: str, tb: str, tc: str, tr: str) -> np.ndarray:
-    """cooperative_matrix_mul_add: D = AB + C for A (..., M, K), B (..., K, N) (padded: the
-    first K rows / N columns are used), C (..., M, N). Reference accumulation: for each
-    (m, n), acc = C[m, n]; for k = 0..K-1 in order: acc = acc + A[m, k] B[k, n], where A and
-    B are first converted (exactly: promotable) to C's type and the product and the sum are
-    each rounded to C's type; then D = cast(acc) to the result's type."""
-    if lowp.promote(ta, tb) is None or not lowp.promotable(lowp.promote(ta, tb), tc):
-        raise ValueError(f"mul_add of {ta} and {tb} into {tc}: not promotable")
-    step = _step(tc)
-    A = lowp.cast(a, ta, tc)[0]
+def mul_add(a, b, c, ta: str, tb: str, tc: str, tr: str, n: Optional[int] = None,
+            product: Optional[np.ndarray] = None) -> np.ndarray:
+    """cooperative_matrix_mul_add: D = AB + C for A (..., M, K), B (..., K, >= n) (padded: the
+    first K rows / n columns are used), C (..., M, J) padded, n its matrix columns (default
+    J). Reference accumulation: for each entry (m, j < n), acc = C[m, j]; for k = 0..K-1 in
+    order: acc = acc + A[m, k] B[k, j], where A and B are first converted (exactly:
+    promotable) to C's type and the product and the sum are each rounded to C's type; then
+    D = cast(acc) to the result's type. D's padding columns n..J-1 are C's, cast: the product
+    has no entries there (docs/semantics.md; a checked program has none, its rows being a
+    multiple of S). `product`: the entries already computed in another order within
+    `mul_add_bound` (the executor's f32 BLAS path), given the same padding."""
     C = np.asarray(c, dtype=lowp.dtype(tc))
-    N = C.shape[-1]
-    B = lowp.cast(np.asarray(b)[..., :N], tb, tc)[0]
-    acc = C.copy()
-    with np.errstate(all="ignore"):
-        for k in range(A.shape[-1]):
-            prod = step("mul", A[..., :, k:k + 1], B[..., k:k + 1, :])
-            acc = step("add", prod, acc)
+    n = C.shape[-1] if n is None else n
+    if product is None:
+        if lowp.promote(ta, tb) is None or not lowp.promotable(lowp.promote(ta, tb), tc):
+            raise ValueError(f"mul_add of {ta} and {tb} into {tc}: not promotable")
+        step = _step(tc)
+        A = lowp.cast(a, ta, tc)[0]
+        B = lowp.cast(np.asarray(b)[..., :n], tb, tc)[0]
+        product = C[..., :n].copy()
+        with np.errstate(all="ignore"):
+            for k in range(A.shape[-1]):
+                prod = step("mul", A[..., :, k:k + 1], B[..., k:k + 1, :])
+                product = step("add", prod, product)
+    acc = product if n == C.shape[-1] else np.concatenate([product, C[..., n:]], axis=-1)
     if tr == tc:
         return acc
     return lowp.cast(acc, tc, tr)[0]

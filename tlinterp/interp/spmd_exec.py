@@ -592,18 +592,18 @@ def _mul_add(ex, inst: ir.CoopMulAdd, env, lanes, col):
     else:
         pb, _ = _padded(ex, st, lanes, b, inst, col)
     pc, _ = _padded(ex, st, lanes, c, inst, col)
+    N = c.layout.N
+    product = None
     if fast:
-        N = c.layout.N
         if pb is None:
-            d = _shared_product(pa, b, K, N)
+            product = _shared_product(pa, b, K, N)
         else:
-            d = np.matmul(pa[..., :K].astype(np.float32, copy=False),
-                          pb[..., :K, :N].astype(np.float32, copy=False))
-        d += pc[..., :N]
-        if pc.shape[-1] > N:  # padding columns: C's, as in coopmatrix.mul_add
-            d = np.concatenate([d, pc[..., N:].astype(np.float32)], axis=-1)
-    else:
-        d = cm.mul_add(pa[..., :K], pb[..., :K, :], pc, ta, tb, tc, layout.ty)
+            product = np.matmul(pa[..., :K].astype(np.float32, copy=False),
+                                pb[..., :K, :N].astype(np.float32, copy=False))
+        product += pc[..., :N]
+    # one rule for D's padding columns (C's) on both paths: coopmatrix.mul_add's
+    d = cm.mul_add(pa[..., :K], None if pb is None else pb[..., :K, :], pc, ta, tb, tc,
+                   layout.ty, n=N, product=product)
     env.set(inst.result.name, _coop_out(st, lanes, layout, d))
 
 
@@ -717,7 +717,8 @@ def _apply(ex, inst: ir.CoopApply, env, lanes, col):
 
 def _atomic_update(ex, inst: ir.CoopAtomicUpdate, env, lanes, col):
     """Per component a read-modify-write, sub-groups in work-group-major order and entries in
-    row-major order (coopmatrix.atomic_update's order); returns the old values."""
+    row-major order, each seeing the previous one's result; returns the old values (0 in
+    components not taken: padding, masked)."""
     st = _state(ex, inst)
     v = env.get(inst.value.name)
     padded, _ = _padded(ex, st, lanes, v, inst, col)

@@ -15,7 +15,8 @@ Two kinds of code, chosen by the knob `atomics_cl20` (the runtime sets it from t
   the cross_device scope is the device's, since a launch runs on one device.
 v0.4's types: f16/bf16 (16-bit patterns) swap their 32-bit word as i16 does, c32 (float2) its
 64 bits as f64 does, the new value from scalar.py's tables (the interpreter's arithmetic bit
-for bit); c64 (16 bytes: no compare-and-swap that wide) is refused in `_v04_leftover`.
+for bit); c64 (16 bytes: no compare-and-swap that wide) is refused in `_v04_leftover`. The
+`.atomic` collectives' updates of these types (`*p = v + beta * *p`) are `scaled_update`.
 Outside an SPMD region an atomic is a mixed instruction (every work-item executes it): work-item
 0 applies it for the work-group (`atomic_add` once per work-item, as the interpreter does) and
 hands the old value to the others through local memory, so that every work-item sees the value
@@ -29,6 +30,7 @@ from typing import Optional
 from tlgpu.lowering import scalar as S
 from tlgpu.lowering.barriers import STAGE
 from tlgpu.lowering.ctypes_map import ctype
+from tlgpu.lowering.v04 import complexnum
 from tlgpu.lowering.views import View
 from tlinterp.lang import ir
 from tlinterp.lang.types import V04_ONLY_SCALARS, ScalarType
@@ -96,12 +98,12 @@ class Helpers:
 
     # -- the read-modify-write of `new(o, v)` as a compare-and-swap loop ------------------------
     def cas(self, kind: str, space: str, t: ScalarType, new: str, order: str,
-            scope: str) -> str:
-        """Helper `T NAME(volatile SPACE T* p, T v)`: swaps in `new` (a C expression of the
-        old value `o` and `v`), returns the old value."""
+            scope: str, params: Optional[str] = None) -> str:
+        """Helper `T NAME(volatile SPACE T* p, T v)` (or `params` after p): swaps in `new` (a
+        C expression of the old value `o` and the parameters), returns the old value."""
         name = self.name(kind, space, t, order, scope)
         T = ctype(t)
-        head = f"static {T} {name}(volatile {space} {T}* p, {T} v)"
+        head = f"static {T} {name}(volatile {space} {T}* p, {params or f'{T} v'})"
         if _bits(t) >= 32:
             W, AW = _word(t)
             ptr = f"volatile {space} {AW if self.cl20 else W}* w = " \
@@ -171,6 +173,17 @@ class Helpers:
             if op == "add":  # 64-bit min/max need the extended atomics: a loop instead
                 return self._add(name, f"{head} {{ return atom_add(p, v); }}\n")
         return self.cas(f"fetch_{op}", space, t, S.binary(op, "o", "v", t), order, scope)
+
+    def scaled_update(self, space: str, t: ScalarType, ct: ScalarType) -> str:
+        """Helper `T NAME(volatile SPACE T* p, CT v, CT beta)` of the `.atomic` collectives
+        into f16/bf16/c32 elements (or computing in such a type): `*p = beta == 0 ? v :
+        v + beta * *p` in the compute type `ct` with scalar.py's conversions and arithmetic,
+        rounded once to t; relaxed and device-wide, as prelude.update_helper's other types."""
+        C = ctype(ct)
+        zero = complexnum.is_zero("beta") if ct.is_complex else "beta == 0"
+        scaled = S.binary("add", "v", S.binary("mul", "beta", S.cast("o", t, ct), ct), ct)
+        return self.cas(f"update_{ct.value}", space, t, S.cast(f"({zero} ? v : {scaled})", ct, t),
+                        ORDERS[None], SCOPES[None], params=f"{C} v, {C} beta")
 
     def load(self, space: str, t: ScalarType, order: str, scope: str) -> str:
         T = ctype(t)

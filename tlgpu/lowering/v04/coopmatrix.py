@@ -31,8 +31,8 @@ from tlinterp.lang import effects, ir
 from tlinterp.lang.diagnostics import not_yet
 from tlinterp.lang.types import INDEX, CoopMatrixType, ScalarType
 
-# f32 mul_add from these sources: the interpreter's f32 product AB first, then + C, padding
-# columns C's (spmd_exec._F32_SOURCES, as its BLAS path computes it)
+# f32 mul_add from these sources: the interpreter's f32 product AB first, then + C
+# (spmd_exec._F32_SOURCES, as its BLAS path computes it); padding columns C's on both paths
 _F32_SOURCES = frozenset({"f16", "bf16", "f32"})
 
 
@@ -435,9 +435,8 @@ def lower_mul_add(lw, w, inst: ir.CoopMulAdd) -> None:
         w.close()
     else:
         w.line(f"{Tc} {acc} = {c.expr}.c[{v}];")
-        # padding columns past B's own padding have no B entries (the reference's B is J
-        # columns wide)
-        w.line(f"if ({col} < {lb.J}) for (int {k} = 0; {k} < {K}; ++{k}) "
+        # padding columns keep C's value (coopmatrix.mul_add's rule)
+        w.line(f"if ({col} < {N}) for (int {k} = 0; {k} < {K}; ++{k}) "
                f"{acc} = {S.binary('add', prod, acc, tc)};")
         w.line(f"{r}.c[{v}] = {S.cast(acc, tc, td) if td != tc else acc};")
     w.close()

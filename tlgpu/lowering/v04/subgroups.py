@@ -44,6 +44,9 @@ WITHOUT_DEVICE = "intel"
 WARP = 32
 # the words of the local strategy's exchange buffer per work-item (16-byte types take two)
 LOCAL_WORDS = 2
+# the kernel-scope local array of the sub-groups' coopmatrix scratch (runtime/workarounds.py
+# recognises a coopmatrix kernel by it)
+SCRATCH = "tl_cm"
 # what every strategy needs declared before the kernels (name -> C code)
 _PTX_SHUFFLE = ("tl_shfl32", """static inline uint tl_shfl32(uint x, uint lane, uint c, uint mask) {
     uint r;
@@ -190,10 +193,10 @@ def scratch(lw, nbytes: int) -> str:
     nsg = lw.geo.size // lw.fn.subgroup_size
     if words > have:
         if have:
-            lw.prologue.remove(f"local ulong tl_cm[{have * nsg}] {SLAB_ALIGN};")
+            lw.prologue.remove(f"local ulong {SCRATCH}[{have * nsg}] {SLAB_ALIGN};")
         lw.coop_scratch_words = have = words
-        lw.prologue.append(f"local ulong tl_cm[{have * nsg}] {SLAB_ALIGN};")
-    return f"((local char*)(tl_cm + {quot('tl_lid', lw.fn.subgroup_size)} * {have}))"
+        lw.prologue.append(f"local ulong {SCRATCH}[{have * nsg}] {SLAB_ALIGN};")
+    return f"((local char*)({SCRATCH} + {quot('tl_lid', lw.fn.subgroup_size)} * {have}))"
 
 
 def prologue(lw, line: str) -> None:
