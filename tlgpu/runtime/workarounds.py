@@ -55,13 +55,12 @@ def pocl_barrier_shape(kernel_source: str) -> bool:
 
 
 def pocl_coopmatrix_shape(kernel_source: str) -> bool:
-    """True when the kernel keeps coopmatrices in the sub-groups' local scratch
-    (lowering/v04/subgroups.py SCRATCH) and has a work-group barrier: on a device without
-    sub-groups every mul_add, reduce and moving cast has one, and pocl 3.0 then loses stores
-    of such kernels (tests/data/pocl30-lost-stores)."""
-    from tlgpu.lowering.v04.subgroups import SCRATCH
-
-    return f"local ulong {SCRATCH}[" in kernel_source and "barrier(" in kernel_source
+    """True when the kernel holds coopmatrix values (their struct types, `tl_cm_...`,
+    ctypes_map.ctype) and has a work-group barrier: pocl 3.0 loses stores of such kernels
+    (tests/data/pocl30-lost-stores) whether the matrices move through the sub-groups' local
+    scratch or stay in registers (the kernel of that reproducer, lowered with coop_rows, has no
+    scratch and still loses them)."""
+    return "tl_cm_" in kernel_source and "barrier(" in kernel_source
 
 
 # a division (`x / y`, `x /= y`) and a remainder (`x % y`) by a variable (a constant divisor
@@ -139,7 +138,7 @@ KNOWN: tuple[Workaround, ...] = (
         platform="portable computing language", versions=("PoCL 3.0",),
         triggers=pocl_coopmatrix_shape, options=("-cl-opt-disable",),
         bug="with optimisation on, pocl 3.0 (LLVM 14) stores garbage or nothing from a "
-            "kernel that moves coopmatrices through local memory between work-group barriers "
+            "kernel that holds coopmatrices across work-group barriers "
             "(a mul_add's result stored as 0 or 6.9e-310); pocl 3.1, Intel, Oclgrind and "
             "-cl-opt-disable compute it right",
         reproducer="tests/test_gpu_pocl_coopmatrix.py"),
