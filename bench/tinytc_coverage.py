@@ -337,7 +337,10 @@ def source_root(build: Path) -> Path:
 
 
 def gcno_files(build: Path) -> list[Path]:
-    found = sorted(build.rglob("*.gcno"))
+    # CMake's compiler identification (CMakeFiles/3.25.1/CompilerIdCXX/) is no part of the
+    # compiler, and gcov cannot find its source
+    found = sorted(p for p in build.rglob("*.gcno")
+                   if not any(part.startswith("CompilerId") for part in p.parts))
     if not found:
         raise Refused(f"{build}: no *.gcno file: not a coverage build (configure with "
                       "-DCMAKE_C_FLAGS='--coverage -O0' -DCMAKE_CXX_FLAGS='--coverage -O0')")
@@ -520,8 +523,12 @@ def run_scenario(name: str, args: argparse.Namespace, json_out: Path, scratch: P
     compiler = os.path.abspath(args.compiler)
     if not os.access(compiler, os.X_OK):
         raise Refused(f"{args.compiler}: no executable compiler there")
-    if name == "tests" and shutil.which("ctest") is None:
-        raise Refused("ctest is not installed (it comes with CMake)")
+    if name == "tests":
+        # tinytc's lit tests run `lit` and pipe into `filecheck` (both on PyPI)
+        missing = [t for t in ("ctest", "lit", "filecheck") if shutil.which(t) is None]
+        if missing:
+            raise Refused(f"the tests scenario needs {', '.join(missing)}: ctest comes with "
+                          "CMake; pip install lit filecheck")
     version = VERSIONS[args.tinytc_version]
     place = scratch / name
     counters = place / "counters"

@@ -153,12 +153,16 @@ def test_counters_go_to_the_scenario_and_tracefiles_add_up(tmp_path):
     subprocess.run([gcc, "--coverage", "-O0", "-c", str(source / "src" / "pass" / "f.c"),
                     "-o", "f.o"], cwd=build, check=True, timeout=60)
     subprocess.run([gcc, "--coverage", "f.o", "-o", "f"], cwd=build, check=True, timeout=60)
+    probe = build / "CMakeFiles" / "3.25.1" / "CompilerIdC"  # CMake's, not the compiler's
+    probe.mkdir(parents=True)
+    shutil.copyfile(build / "f.gcno", probe / "a-CMakeCCompilerId.gcno")
     traces = []
     for i, extra in enumerate(([], ["x"])):
         counters = tmp_path / f"run{i}"
         env = cov.stage_counters(build, counters)
         subprocess.run([str(build / "f"), *extra], env=dict(os.environ, **env), timeout=60)
         assert list(counters.rglob("*.gcda")) and not list(build.rglob("*.gcda"))
+        assert [p.name for p in counters.rglob("*.gcno")] == ["f.gcno"]
         out = tmp_path / f"run{i}.json"
         cov.collect(source, counters, out, 120, 4 << 30, tmp_path)
         traces.append(str(out))
