@@ -169,6 +169,8 @@ def load_trace(path: str, prefix: str = "src/") -> Trace:
                     fc.branches[n] = ([a + b for a, b in zip(old, counts)]
                                       if old and len(old) == len(counts) else counts)
             for fn in entry.get("functions", ()):
+                if fn.get("gcovr/excluded"):  # gcovr's own exclusions carry no count
+                    continue
                 key = (fn.get("demangled_name") or fn.get("name") or "?", int(fn["lineno"]))
                 fc.functions[key] = fc.functions.get(key, 0) + int(fn["execution_count"])
     except (KeyError, TypeError, ValueError) as e:
@@ -448,12 +450,19 @@ def tail(log: Path, lines: int = 25) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-# A GPU for tinytc's OpenCL tests, which ask for CL_DEVICE_TYPE_GPU only: with Intel's CPU
-# runtime the only platform, its CPU device answers the request.
-_GPU_SHIM = r"""
+# Preloaded into tinytc's tests: a GPU for its OpenCL tests, which ask for CL_DEVICE_TYPE_GPU
+# only (with Intel's CPU runtime the only platform, its CPU device answers), and the counters'
+# place for its lit tests, since lit hands its tests a fixed list of variables (LD_PRELOAD among
+# them, GCOV_PREFIX not); libgcov reads GCOV_PREFIX when the program ends.
+_TESTS_SHIM = r"""
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
 #include <dlfcn.h>
+#include <stdlib.h>
+__attribute__((constructor)) static void counters_place(void) {
+    setenv("GCOV_PREFIX", PREFIX, 0);
+    setenv("GCOV_PREFIX_STRIP", STRIP, 0);
+}
 typedef cl_int (*get_ids)(cl_platform_id, cl_device_type, cl_uint, cl_device_id *, cl_uint *);
 CL_API_ENTRY cl_int CL_API_CALL clGetDeviceIDs(cl_platform_id p, cl_device_type t, cl_uint n,
                                                cl_device_id *d, cl_uint *c) {
@@ -465,9 +474,10 @@ CL_API_ENTRY cl_int CL_API_CALL clGetDeviceIDs(cl_platform_id p, cl_device_type 
 """
 
 
-def intel_only_env(scratch: Path, limit: float) -> dict[str, str]:
-    """The environment in which tinytc's OpenCL tests see Intel's CPU runtime, alone, as a
-    GPU. Refused without the runtime or a C compiler."""
+def tests_env(scratch: Path, limit: float, counters: dict[str, str]) -> dict[str, str]:
+    """The environment in which tinytc's tests write their counters to `counters`'s place
+    (lit's too) and its OpenCL tests see Intel's CPU runtime, alone, as a GPU. Refused
+    without the runtime or a C compiler."""
     from tlgpu.runtime import icd
 
     library = icd.runtime_library()
@@ -475,16 +485,19 @@ def intel_only_env(scratch: Path, limit: float) -> dict[str, str]:
         raise Refused(f"tinytc's OpenCL tests need Intel's CPU runtime: {icd.INSTALL}")
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
-        raise Refused("no C compiler (cc) to build the OpenCL device shim for the tests")
-    source, shim = scratch / "gpu_shim.c", scratch / "gpu_shim.so"
-    source.write_text(_GPU_SHIM, encoding="utf-8")
+        raise Refused("no C compiler (cc) to build the preloaded shim of the tests")
+    source, shim = scratch / "tests_shim.c", scratch / "tests_shim.so"
+    source.write_text(_TESTS_SHIM, encoding="utf-8")
+    values = [f"-D{macro}={json.dumps(counters[name])}"  # C string literals
+              for macro, name in (("PREFIX", "GCOV_PREFIX"), ("STRIP", "GCOV_PREFIX_STRIP"))]
     try:
-        done = subprocess.run([cc, "-shared", "-fPIC", "-O1", str(source), "-o", str(shim),
-                               "-ldl"], capture_output=True, text=True, timeout=limit)
+        done = subprocess.run([cc, "-shared", "-fPIC", "-O1", *values, str(source), "-o",
+                               str(shim), "-ldl"], capture_output=True, text=True,
+                              timeout=limit)
     except subprocess.TimeoutExpired:
-        raise RunFailed(f"the device shim did not build within {limit:g} s") from None
+        raise RunFailed(f"the tests' shim did not build within {limit:g} s") from None
     if done.returncode:
-        raise Refused(f"the device shim did not build (OpenCL headers missing?):\n"
+        raise Refused(f"the tests' shim did not build (OpenCL headers missing?):\n"
                       f"{done.stderr[-2000:]}")
     return {"OCL_ICD_VENDORS": str(library), "LD_PRELOAD": str(shim)}
 
@@ -535,7 +548,7 @@ def run_scenario(name: str, args: argparse.Namespace, json_out: Path, scratch: P
     counters.mkdir(parents=True)
     env = stage_counters(build, counters)
     if name == "tests":
-        env.update(intel_only_env(place, 120))
+        env.update(tests_env(place, 120, env))
     argv, ok = scenario_command(name, version, compiler, build, place, args.time,
                                 args.case_timeout)
     limit = args.limit if args.limit else (args.time + 900 if name == "campaign" else 7200)
