@@ -38,6 +38,7 @@ run: the end of its output is printed); 130/143 stopped by Ctrl-C/SIGTERM.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -49,7 +50,8 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -580,11 +582,26 @@ def last_summary(log: Path) -> str:
     return ""
 
 
+@contextmanager
+def one_gcovr_at_a_time(root: Path) -> Iterator[None]:
+    """gcov writes its *.gcov files into the source root, and gcovr deletes them after
+    reading: two gcovr runs over one root at the same time (scenarios run side by side) take
+    each other's files away. An advisory lock on the root directory itself (no lock file to
+    leave behind) makes them take turns."""
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def collect(root: Path, counters: Path, json_out: Path, limit: float, memory: int,
             place: Path) -> None:
     argv = gcovr_command(root, search=counters, out=str(json_out))
-    status = run_bounded(argv, label="gcovr", limit=limit, memory=memory,
-                         log=place / "gcovr.txt", cwd=root)
+    with one_gcovr_at_a_time(root):
+        status = run_bounded(argv, label="gcovr", limit=limit, memory=memory,
+                             log=place / "gcovr.txt", cwd=root)
     if status:
         raise RunFailed(f"gcovr ended with exit status {status}\n{tail(place / 'gcovr.txt')}")
 
@@ -597,8 +614,9 @@ def union(build: Path, tracefiles: Sequence[str], json_out: Path, scratch: Path,
     argv = gcovr_command(root, tracefiles=[os.path.abspath(t) for t in tracefiles],
                          out=str(json_out))
     log = scratch / "union.txt"
-    status = run_bounded(argv, label="gcovr --add-tracefile", limit=1800, memory=memory,
-                         log=log, cwd=root)
+    with one_gcovr_at_a_time(root):
+        status = run_bounded(argv, label="gcovr --add-tracefile", limit=1800, memory=memory,
+                             log=log, cwd=root)
     if status:
         raise RunFailed(f"gcovr ended with exit status {status}\n{tail(log)}")
 
