@@ -3,7 +3,7 @@ directory, for its own test suite, our corpus and a fuzzing campaign (issue 45).
 
     python bench/tinytc_coverage.py all --build BUILD --compiler BUILD/tools/offline_compiler/tinytc
                                         --tinytc-version 0.4.0 --time 30m --out DIR
-    python bench/tinytc_coverage.py run {tests,corpus,campaign} --build BUILD --compiler PATH
+    python bench/tinytc_coverage.py run {tests,corpus,passes,campaign} --build BUILD --compiler PATH
                                         --tinytc-version V [--time 30m] --json FILE.json
     python bench/tinytc_coverage.py union A.json B.json ... --build BUILD --json FILE.json
     python bench/tinytc_coverage.py table tests=A.json corpus=B.json ... [--markdown]
@@ -20,13 +20,17 @@ leaves one gcovr JSON tracefile:
   corpus    tlconform over our corpus, with the implementation docs/testing-a-compiler.md
             spells for the version (v0.4.0: --lang v0.4, spirv:; v0.3.1: opencl-c:),
             -j 2, --device intel
-  campaign  tlfuzz --time T -j 1 with the version's profile, the same implementation
+  passes    (v0.4.0) tlconform over our corpus through tinytc-opt with the `ir:`
+            implementation of docs/conformance.md: its lowering passes and clean-ups, whose
+            printed IR our interpreter runs
+  campaign  tlfuzz --time T -j 1 with the version's profile, the corpus's implementation
 
 `union` adds tracefiles (gcovr --add-tracefile); `table` prints, for the tracefiles named,
 lines % and branches % per directory of src/ side by side, the largest blocks that the one
 named `union` never reaches (file:first-last, by size), and what it reaches that the one
 named `tests` does not (files and functions). `all` runs the three scenarios one after the
-other, the union of corpus and campaign, and the table, keeping the tracefiles in --out.
+other, the union of ours (corpus, passes, campaign), and the table, keeping the tracefiles
+in --out.
 
 Every external run is bounded in time (--limit) and address space (--memory); temporary
 files live in one scratch directory, removed at the end (also after Ctrl-C or SIGTERM).
@@ -62,7 +66,8 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 from tlinterp.impl.shutdown import exit_status_of, scratch_dir, stop_on_signals  # noqa: E402
 
-SCENARIOS = ("tests", "corpus", "campaign")
+SCENARIOS = ("tests", "corpus", "passes", "campaign")
+OURS = ("corpus", "passes", "campaign")  # the union adds these
 BUILD_OPTIONS = "-cl-std=CL2.0 -cl-mad-enable"  # what tinytc's own OpenCL runtime builds with
 GCOVR_OPTIONS = (
     # exception edges of C++ at -O0 are no decision of the compiler's logic
@@ -79,11 +84,17 @@ class Version:
     impl: str  # the --impl template; {compiler} is the offline compiler's path
     lang: Optional[str]  # --lang of tlconform and tlfuzz
     profile: str  # tlfuzz --profile
+    # the `ir:` implementation of docs/conformance.md with the version's IR pass tool
+    # ({opt}), or None when it has none
+    passes: Optional[str] = None
     ok_status: tuple[int, ...] = (0, 1)  # tlconform/tlfuzz: 1 = failures found, still a run
 
 
 VERSIONS = {
-    "0.4.0": Version("spirv:{compiler} {tl}", "v0.4", "tinytc-0.4.0"),
+    "0.4.0": Version("spirv:{compiler} {tl}", "v0.4", "tinytc-0.4.0",
+                     # the lowering pipeline tinytc runs before SPIR-V, then the clean-ups
+                     "ir:{opt} -p work-group-size -p lower-linalg -p lower-foreach "
+                     "-p constant-propagation -p dead-code-elimination -p insert-barrier {tl}"),
     "0.3.1": Version("opencl-c:{compiler} {tl}", None, "tinytc-0.3.1"),
 }
 
@@ -517,7 +528,8 @@ def impl_options(version: Version, compiler: str) -> list[str]:
 
 
 def scenario_command(name: str, version: Version, compiler: str, build: Path, scratch: Path,
-                     seconds: float, case_timeout: float) -> tuple[list[str], tuple[int, ...]]:
+                     seconds: float, case_timeout: float,
+                     opt: str = "") -> tuple[list[str], tuple[int, ...]]:
     """The command of a scenario and the exit statuses that mean "it ran"."""
     if name == "tests":
         # 8: some test failed (the inline-assembly kernels do on a CPU): still a run
@@ -525,6 +537,11 @@ def scenario_command(name: str, version: Version, compiler: str, build: Path, sc
                  "-j", "2", "--output-on-failure"], (0, 8))
     if name == "corpus":
         return (tool("fuzz.conform.cli") + impl_options(version, compiler)
+                + ["-j", "2", "--timeout", f"{case_timeout:g}", "-q"], version.ok_status)
+    if name == "passes":
+        impl = (version.passes or "").replace("{opt}", shlex.quote(opt))
+        return (tool("fuzz.conform.cli") + ["--impl", impl, "--reject-status", "1"]
+                + (["--lang", version.lang] if version.lang else [])
                 + ["-j", "2", "--timeout", f"{case_timeout:g}", "-q"], version.ok_status)
     return (tool("fuzz.campaign.cli") + impl_options(version, compiler)
             + ["--profile", version.profile, "--time", f"{seconds:g}", "-j", "1", "--seed", "1",
@@ -538,13 +555,20 @@ def run_scenario(name: str, args: argparse.Namespace, json_out: Path, scratch: P
     compiler = os.path.abspath(args.compiler)
     if not os.access(compiler, os.X_OK):
         raise Refused(f"{args.compiler}: no executable compiler there")
+    version = VERSIONS[args.tinytc_version]
+    opt = os.path.abspath(args.opt or str(build / "tools" / "opt" / "tinytc-opt"))
+    if name == "passes":
+        if version.passes is None:
+            raise Refused(f"tinytc {args.tinytc_version} has no IR pass tool: no passes "
+                          "scenario")
+        if not os.access(opt, os.X_OK):
+            raise Refused(f"{opt}: no executable IR pass tool there (--opt)")
     if name == "tests":
         # tinytc's lit tests run `lit` and pipe into `filecheck` (both on PyPI)
         missing = [t for t in ("ctest", "lit", "filecheck") if shutil.which(t) is None]
         if missing:
             raise Refused(f"the tests scenario needs {', '.join(missing)}: ctest comes with "
                           "CMake; pip install lit filecheck")
-    version = VERSIONS[args.tinytc_version]
     place = scratch / name
     counters = place / "counters"
     counters.mkdir(parents=True)
@@ -552,7 +576,7 @@ def run_scenario(name: str, args: argparse.Namespace, json_out: Path, scratch: P
     if name == "tests":
         env.update(tests_env(place, 120, env))
     argv, ok = scenario_command(name, version, compiler, build, place, args.time,
-                                args.case_timeout)
+                                args.case_timeout, opt)
     limit = args.limit if args.limit else (args.time + 900 if name == "campaign" else 7200)
     log = place / "log.txt"
     started = time.monotonic()
@@ -650,6 +674,9 @@ def parser() -> argparse.ArgumentParser:
             q.add_argument("--compiler", required=True,
                            help="its offline compiler (BUILD/tools/offline_compiler/tinytc)")
             q.add_argument("--tinytc-version", required=True, choices=sorted(VERSIONS))
+            q.add_argument("--opt", default=None,
+                           help="its IR pass tool, for the passes scenario (default: "
+                                "BUILD/tools/opt/tinytc-opt)")
             q.add_argument("--time", type=seconds_of, default=1800.0,
                            help="campaign length (default 30m)")
             q.add_argument("--case-timeout", type=float, default=120.0,
@@ -663,7 +690,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("scenario", choices=SCENARIOS)
     build_options(r)
     r.add_argument("--json", required=True, help="the tracefile to write")
-    a = sub.add_parser("all", help="every scenario, the union of corpus and campaign, the table")
+    a = sub.add_parser("all", help="every scenario, the union of ours, the table")
     build_options(a)
     a.add_argument("--out", required=True, help="directory for the tracefiles")
     a.add_argument("--markdown", action="store_true")
@@ -712,10 +739,12 @@ def _main(args: argparse.Namespace, scratch: Path) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise Refused(f"{args.out}: {e.strerror or e}") from None
-    files = {name: out / f"{name}.json" for name in SCENARIOS + ("union",)}
-    for name in SCENARIOS:
+    version = VERSIONS[args.tinytc_version]
+    names = [n for n in SCENARIOS if n != "passes" or version.passes is not None]
+    files = {name: out / f"{name}.json" for name in names + ["union"]}
+    for name in names:
         print(run_scenario(name, args, files[name], scratch))
-    union(Path(args.build), [str(files["corpus"]), str(files["campaign"])], files["union"],
+    union(Path(args.build), [str(files[n]) for n in OURS if n in names], files["union"],
           scratch, args.memory)
     print_report({name: load_trace(str(path)) for name, path in files.items()},
                  markdown=args.markdown)

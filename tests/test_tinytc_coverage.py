@@ -128,6 +128,20 @@ def test_scenario_commands_follow_the_documented_spelling(tmp_path):
     assert "--lang" not in argv
     assert argv[argv.index("--profile") + 1] == "tinytc-0.3.1"
     assert argv[argv.index("--time") + 1] == "1800"
+    argv, _ = cov.scenario_command("passes", cov.VERSIONS["0.4.0"], "/b/tinytc", tmp_path,
+                                   tmp_path, 60, 120, "/b/tinytc-opt")
+    impl = argv[argv.index("--impl") + 1]
+    assert impl.startswith("ir:/b/tinytc-opt -p work-group-size ") and impl.endswith(" {tl}")
+    assert "--device" not in argv  # the interpreter runs what the passes print
+
+
+def test_passes_of_a_version_without_an_ir_pass_tool_exit_2(tmp_path, capsys):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "CMakeCache.txt").write_text(f"CMAKE_HOME_DIRECTORY:INTERNAL={tmp_path}\n",
+                                             encoding="utf-8")
+    assert cov.main(["run", "passes", "--build", str(tmp_path), "--compiler", "/bin/true",
+                     "--tinytc-version", "0.3.1", "--json", str(tmp_path / "o.json")]) == 2
+    assert "no IR pass tool" in capsys.readouterr().err
 
 
 def _need(tool: str) -> str:
