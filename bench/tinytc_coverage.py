@@ -139,7 +139,7 @@ class FileCov:
     branch counts, line -> function, function (name, first line) -> execution count."""
 
     lines: dict[int, int] = field(default_factory=dict)
-    branches: dict[int, list[int]] = field(default_factory=dict)
+    branches: dict[int, dict[int, int]] = field(default_factory=dict)  # line -> number -> count
     function_of: dict[int, str] = field(default_factory=dict)
     functions: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -147,7 +147,7 @@ class FileCov:
         c = Counts(lines=len(self.lines), lines_hit=sum(1 for n in self.lines.values() if n))
         for counts in self.branches.values():
             c.branches += len(counts)
-            c.branches_hit += sum(1 for n in counts if n)
+            c.branches_hit += sum(1 for n in counts.values() if n)
         return c
 
 
@@ -176,11 +176,11 @@ def load_trace(path: str, prefix: str = "src/") -> Trace:
                 fc.lines[n] = fc.lines.get(n, 0) + int(line["count"])
                 if line.get("function_name"):
                     fc.function_of.setdefault(n, line["function_name"])
-                counts = [int(b["count"]) for b in line.get("branches", ())]
-                if counts:
-                    old = fc.branches.get(n)
-                    fc.branches[n] = ([a + b for a, b in zip(old, counts)]
-                                      if old and len(old) == len(counts) else counts)
+                if line.get("branches"):
+                    counts = fc.branches.setdefault(n, {})
+                    for i, b in enumerate(line["branches"]):
+                        k = int(b.get("branchno", i))
+                        counts[k] = counts.get(k, 0) + int(b["count"])
             for fn in entry.get("functions", ()):
                 if fn.get("gcovr/excluded"):  # gcovr's own exclusions carry no count
                     continue
@@ -189,6 +189,24 @@ def load_trace(path: str, prefix: str = "src/") -> Trace:
     except (KeyError, TypeError, ValueError) as e:
         raise Refused(f"{path}: not a gcovr JSON tracefile (a file entry lacks {e})") from None
     return trace
+
+
+def common_branches(traces: Sequence[Trace]) -> None:
+    """Give every trace the same branches per line, in place. gcov lists a line's exception
+    edges (which --exclude-throw-branches leaves out) as such only where the line ran; where
+    it never ran they stay among its branches, so a run that misses a line counts more
+    branches there than one that reaches it. A line's branches are therefore those that every
+    trace in which it ran reports (all of them where it ran nowhere); absent ones count 0."""
+    for name in {f for t in traces for f in t}:
+        files = [t.get(name) for t in traces]
+        for n in {n for fc in files if fc for n in fc.branches}:
+            ran = [fc.branches[n] for fc in files if fc and fc.lines.get(n) and n in fc.branches]
+            listed = ran or [fc.branches[n] for fc in files if fc and n in fc.branches]
+            keep = set.intersection(*(set(b) for b in listed))
+            for fc in files:
+                if fc is not None and n in fc.lines:
+                    old = fc.branches.get(n, {})
+                    fc.branches[n] = {k: old.get(k, 0) for k in sorted(keep)}
 
 
 def directory_of(name: str) -> str:
@@ -262,6 +280,7 @@ def reached_not_by(ours: Trace, theirs: Trace) -> list[Gain]:
 def coverage_rows(traces: dict[str, Trace]) -> tuple[list[str], list[list[str]]]:
     """The header and rows of the per-directory table: lines % / branches % per tracefile,
     directories sorted, TOTAL last with its line count."""
+    common_branches(list(traces.values()))
     summaries = {label: per_directory(t) for label, t in traces.items()}
     dirs = sorted({d for s in summaries.values() for d in s if d != "TOTAL"})
     header = ["directory", "code lines"] + [f"{label} lines % / branches %"

@@ -94,6 +94,24 @@ def test_reached_by_us_not_by_the_tests(traces):
     assert cov.reached_not_by(tests, union) == []
 
 
+def test_branches_are_those_of_the_runs_that_reached_the_line(tmp_path):
+    """gcov leaves a line's exception edges out only where the line ran: a trace that misses
+    the line must not count them against itself, nor the union for it."""
+    ran = cov.load_trace(_trace(tmp_path, "ran.json", {
+        "src/a.cpp": [_line(1, 4, "f()", (4,)), _line(2, 0, "g()", (0, 0, 0))]}, {}))
+    with open(tmp_path / "ran.json", encoding="utf-8") as f:  # branch 1 only, as gcov says
+        data = json.load(f)
+    data["files"][0]["lines"][0]["branches"][0]["branchno"] = 1
+    (tmp_path / "ran.json").write_text(json.dumps(data), encoding="utf-8")
+    ran = cov.load_trace(str(tmp_path / "ran.json"))
+    missed = cov.load_trace(_trace(tmp_path, "missed.json", {
+        "src/a.cpp": [_line(1, 0, "f()", (0, 0, 0)), _line(2, 0, "g()", (0, 0, 0))]}, {}))
+    cov.common_branches([ran, missed])
+    assert ran["src/a.cpp"].branches == {1: {1: 4}, 2: {0: 0, 1: 0, 2: 0}}
+    assert missed["src/a.cpp"].branches == {1: {1: 0}, 2: {0: 0, 1: 0, 2: 0}}
+    assert cov.per_directory(ran)["src/"].branches == cov.per_directory(missed)["src/"].branches
+
+
 def test_the_report_prints_every_table(traces, capsys):
     tests, union = traces
     cov.print_report({"tests": tests, "union": union}, markdown=True)
@@ -193,5 +211,5 @@ def test_counters_go_to_the_scenario_and_tracefiles_add_up(tmp_path):
     cov.union(build, traces, union, tmp_path, 4 << 30)
     both = cov.load_trace(str(union))["src/pass/f.c"]
     assert both.lines[4] == 1 and both.lines[5] == 1 and both.lines[1] == 2
-    assert both.branches[3] == [1, 1]
+    assert both.branches[3] == {0: 1, 1: 1}
     assert cov.unreached_blocks(cov.load_trace(str(union))) == []
