@@ -17,13 +17,14 @@ def all_valid() -> list[ValidCase]:
     from corpus.cases import blas, control, groups, scalar, views
     from corpus.cases.v04 import coop as v04_coop
     from corpus.cases.v04 import core as v04
+    from corpus.cases.v04 import folding as v04_folding
     from corpus.cases.v04 import memory as v04_memory
     from corpus.cases.v04 import nan as v04_nan
     from corpus.cases.v04 import scalar as v04_scalar
 
     cases = [*blas.cases(), *scalar.cases(), *views.cases(), *groups.cases(), *control.cases(),
              *v04.cases(), *v04_scalar.cases(), *v04_memory.cases(), *v04_coop.cases(),
-             *v04_nan.cases()]
+             *v04_nan.cases(), *v04_folding.cases()]
     _unique(c.id for c in cases)
     return cases
 

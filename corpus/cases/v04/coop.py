@@ -1,7 +1,8 @@
 """Runnable v0.4 cooperative-matrix kernels beyond corpus/cases/v04/core.py: checked loads
 and stores at the edges of smaller (dynamic-shape, strided) memrefs with and without transposes,
 construct, the atomic load/store/add/max/min from two work-groups, reduce_min, prefetch, and
-mul_add in mixed precision (i8 x i8 -> i32, bf16 x bf16 -> f32, f16 x f16 -> f16). One sub-group
+mul_add in mixed precision (i8 x i8 -> i32, bf16 x bf16 -> f32, f16 x f16 -> f16; K = 8 and a
+matrix-engine K). One sub-group
 of SG per work-group, matrices of M = SG rows and 8 columns; expected results are plain Python
 loops over lists."""
 
@@ -143,15 +144,22 @@ def atomics() -> list[ValidCase]:
                 "constant", "group_id"], ["f32"], groups=groups)]
 
 
+# K of the mixed-precision products: 8, and the K of a hardware matrix-engine (DPAS) shape
+# with M = 16 rows and N = 8 columns (i8: K = 32, f16 and bf16: K = 16), which a compiler for
+# such an engine may emit differently (tinytc v0.4.0 on pvc: inline DPAS assembly)
+_MIXED_K = {"i8": (8, 32), "bf16": (8, 16), "f16": (8, 16)}
+
+
 def mixed_precision() -> list[ValidCase]:
     out = []
-    for ta, tc in (("i8", "i32"), ("bf16", "f32"), ("f16", "f16")):
-        src = f"""func @k(%A: memref<{ta} x {MN}>, %B: memref<{ta} x 8 x 8>,
+    for (ta, tc), K in ((t, k) for t in (("i8", "i32"), ("bf16", "f32"), ("f16", "f16"))
+                        for k in _MIXED_K[t[0]]):
+        src = f"""func @k(%A: memref<{ta} x {M} x {K}>, %B: memref<{ta} x {K} x 8>,
            %C: memref<{tc} x {MN}>, %D: memref<{tc} x {MN}>) {SG1} {{
     parallel {{
         %c0 = constant 0 : index
-        %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<{ta} x {MN}, matrix_a>
-        %b = cooperative_matrix_load %B[%c0, %c0] : coopmatrix<{ta} x 8 x 8, matrix_b>
+        %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<{ta} x {M} x {K}, matrix_a>
+        %b = cooperative_matrix_load %B[%c0, %c0] : coopmatrix<{ta} x {K} x 8, matrix_b>
         %c = cooperative_matrix_load %C[%c0, %c0] : coopmatrix<{tc} x {MN}, matrix_acc>
         %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<{tc} x {MN}, matrix_acc>
         cooperative_matrix_store %d, %D[%c0, %c0]
@@ -159,15 +167,16 @@ def mixed_precision() -> list[ValidCase]:
 }}
 """
         if ta == "i8":
-            rng = rng_for("v04_cm_mixed_i8")
-            a, b, c = ([[int(v) for v in rng.integers(-100, 101, 8)] for _ in range(rows)]
-                       for rows in (M, 8, M))
+            rng = rng_for("v04_cm_mixed_i8" + (f"_k{K}" if K != 8 else ""))
+            a, b, c = ([[int(v) for v in rng.integers(-100, 101, cols)] for _ in range(rows)]
+                       for rows, cols in ((M, K), (K, 8), (M, 8)))
             store_ab = lambda x: np.array(x, np.int8)  # noqa: E731
             store_c = lambda x: np.array(x, np.int32)  # noqa: E731
         else:
-            # eighths in [-1, 1]: every product and sum of 8 is exact even in f16
-            a, b, c = (_eighths(f"v04_cm_mixed_{ta}_{x}", (rows, 8), -8, 8)
-                       for x, rows in (("a", M), ("b", 8), ("c", M)))
+            # eighths in [-1, 1]: every product and sum of K <= 16 is exact even in f16
+            a, b, c = (_eighths(f"v04_cm_mixed_{ta}_{x}" + (f"_k{K}" if K != 8 else ""),
+                                (rows, cols), -8, 8)
+                       for x, rows, cols in (("a", M, K), ("b", K, 8), ("c", M, 8)))
             if ta == "bf16":
                 a = [[bf16_val(bf16_bits(v)) for v in row] for row in a]
                 b = [[bf16_val(bf16_bits(v)) for v in row] for row in b]
@@ -181,12 +190,13 @@ def mixed_precision() -> list[ValidCase]:
         for i in range(M):
             for j in range(8):
                 acc = c[i][j]
-                for p in range(8):
+                for p in range(K):
                     acc += a[i][p] * b[p][j]
                 d[i][j] = acc
         args = {"A": store_ab(a), "B": store_ab(b), "C": store_c(c),
                 "D": store_c([[0] * 8 for _ in range(M)])}
-        out.append(_v(f"coopmatrix_mul_add_{ta}_{tc}", src, args, {"D": d},
+        name = f"coopmatrix_mul_add_{ta}_{tc}" + (f"_k{K}" if K != 8 else "")
+        out.append(_v(name, src, args, {"D": d},
                       ["cooperative_matrix_load", "cooperative_matrix_mul_add",
                        "cooperative_matrix_store", "parallel", "constant"], [ta, tc]))
     return out
