@@ -32,9 +32,11 @@ __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_comm
 
 # BackendErrors that are legitimate refusals of a configuration, not lowering bugs: also the
 # v0.4 lowering's documented ones (a construct it does not lower yet; sub-group code that a
-# device without sub-groups cannot run exactly, subgroups.NoSubgroups)
+# device without sub-groups cannot run exactly, subgroups.NoSubgroups; a drawn work-group size
+# that the function's subgroup_size does not divide, program.py)
 _LIMITS = ("bytes of local memory", "exceeds the maximum", "exceeds the ", "not yet lowered",
-           "needs sub-groups, which the device")
+           "needs sub-groups, which the device", "the first mode must be a multiple of the "
+           "subgroup size")
 
 
 def combine(cases: list[FuzzCase]) -> ir.Program:
