@@ -1,6 +1,7 @@
 """Mutation bench: how many realistic implementation bugs does a short fuzzing campaign find?
 
-    python bench/mutants.py [--lang v0.3|v0.4] [--time 60] [--seed 0] [--device pocl]
+    python bench/mutants.py [--lang v0.3|v0.4] [--target opencl|plugin] [--time 60] [--seed 0]
+                            [--device pocl]
                             [--jobs 1] [--only NAME ...] [--shrink-time 10] [--list]
                             [--min-kill-rate R]
 
@@ -9,7 +10,14 @@ single-change bug each in our OpenCL lowering), run a fixed-seed campaign of at 
 seconds against the mutated OpenCL side, exactly as `tlfuzz --mutation NAME --seed S --jobs 1`
 would search, and stop at the first finding.
 
---lang v0.4: for every mutant of fuzz/campaign/mutations_v04.py (the reference interpreter as a
+--lang v0.4 --target opencl: for every mutant of fuzz/campaign/mutations_v04cl.py (one planted
+bug each in our v0.4 OpenCL lowering), the same fixed-seed campaign as
+`tlfuzz --lang v0.4 --mutation NAME --seed S --jobs 1` on --device (pocl by default: its
+sub-groups are the lowering's local-memory emulation; `--device intel` runs the kernels that
+emulation refuses too).
+
+--lang v0.4 (--target plugin, the default for v0.4): for every mutant of
+fuzz/campaign/mutations_v04.py (the reference interpreter as a
 `python:` plug-in with one rule changed), the same fixed-seed campaign as
 `tlfuzz --lang v0.4 --impl python:fuzz.campaign.mutations_v04:NAME --seed S --jobs 1`
 (--device is not used: the plug-in runs on the CPU).
@@ -38,6 +46,8 @@ from typing import Optional
 
 ROUNDS = 50  # batches per seeded search, as tlfuzz --rounds (its default)
 LANGS = ("v0.3", "v0.4")
+# what a mutant plants its bug in: our OpenCL lowering, or the interpreter as a python: plug-in
+TARGETS = ("opencl", "plugin")
 
 
 @dataclass
@@ -52,27 +62,35 @@ class Result:
     false: int = 0  # batches whose findings the unmutated side shows too (device bugs)
 
 
-def mutants(lang: str) -> dict:
-    """The mutants of one language version: name -> fuzz.campaign.mutations.Mutation."""
-    if lang == "v0.4":
+def default_target(lang: str) -> str:
+    return "plugin" if lang == "v0.4" else "opencl"
+
+
+def mutants(lang: str, target: Optional[str] = None) -> dict:
+    """The mutants of one language version and target: name -> fuzz.campaign.mutations.Mutation."""
+    target = target or default_target(lang)
+    if lang == "v0.4" and target == "plugin":
         from fuzz.campaign.mutations_v04 import MUTATIONS
+    elif lang == "v0.4":
+        from fuzz.campaign.mutations_v04cl import MUTATIONS
     else:
         from fuzz.campaign.mutations import MUTATIONS
     return MUTATIONS
 
 
 def run_one(name: str, seconds: float, seed: int, device: str, shrink: float,
-            lang: str = "v0.3") -> Result:
-    """One fixed-seed campaign against the mutant `name` of `lang`'s set."""
+            lang: str = "v0.3", target: Optional[str] = None) -> Result:
+    """One fixed-seed campaign against the mutant `name` of `lang`'s set for `target`."""
     warnings.filterwarnings("ignore")
     from fuzz.campaign.cli import round_seed
     from fuzz.campaign.hunt import HuntOptions, hunt
     from fuzz.campaign.sandbox import Sandbox
     from tlinterp.lang import ir
 
-    m = mutants(lang)[name]
+    target = target or default_target(lang)
+    m = mutants(lang, target)[name]
     kinds = frozenset({"mismatch", "backend-error", "backend-crash", "red-zone"})
-    if lang == "v0.4":
+    if target == "plugin":
         from fuzz.campaign.mutations_v04 import REFERENCE, plugin_spec
         from tlinterp.impl.base import DEFAULT_OPTIONS
 
@@ -82,8 +100,9 @@ def run_one(name: str, seconds: float, seed: int, device: str, shrink: float,
                            impl=(plugin_spec(name), DEFAULT_OPTIONS), params={"lang": lang})
         clean_impl = (plugin_spec(REFERENCE), DEFAULT_OPTIONS)
         device = None
-    else:
-        opts = HuntOptions(device=device, shrink_time=shrink, mutation=name, kinds=kinds)
+    else:  # a bug planted in our lowering; the clean side is the unmutated lowering
+        opts = HuntOptions(device=device, shrink_time=shrink, mutation=name, kinds=kinds,
+                           params={"lang": lang} if lang != "v0.3" else {})
         clean_impl = None
     first: list[float] = []
     cases = [0]
@@ -153,7 +172,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--lang", choices=LANGS, default=None,
                    help="v0.3: bugs planted in our OpenCL lowering (default); v0.4: in the "
-                        "interpreter as a python: plug-in")
+                        "interpreter as a python: plug-in, or in our v0.4 lowering with "
+                        "--target opencl")
+    p.add_argument("--target", choices=TARGETS, default=None,
+                   help="what the v0.4 mutants change: our OpenCL lowering (opencl) or the "
+                        "interpreter as a python: plug-in (plugin, the default for v0.4); "
+                        "v0.3 has opencl only")
     p.add_argument("--time", type=float, default=60.0, help="seconds per mutant (default 60)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="pocl")
@@ -161,17 +185,27 @@ def main(argv: Optional[list[str]] = None) -> int:
     p.add_argument("--shrink-time", type=float, default=10.0)
     p.add_argument("--only", nargs="+", metavar="NAME", help="run these mutants only")
     p.add_argument("--list", action="store_true",
-                   help="list the mutants of both sets (or of --lang when given) and exit")
+                   help="list the mutants of every set (or of --lang/--target when given) "
+                        "and exit")
     p.add_argument("--min-kill-rate", type=float, default=None,
                    help="exit 1 when the kill rate (0..1) is below this")
     ns = p.parse_args(argv)
+    if ns.target == "plugin" and ns.lang != "v0.4":
+        print("mutants.py: --target plugin needs --lang v0.4 (the v0.3 mutants are planted in "
+              "our OpenCL lowering)", file=sys.stderr)
+        return 2
     if ns.list:
-        for lang in [ns.lang] if ns.lang else LANGS:
-            for m in mutants(lang).values():
-                print(f"{lang:5} {m.name:26} {m.category:11} {m.doc}")
+        sets = [(lang, t) for lang in LANGS for t in TARGETS
+                if (lang, t) != ("v0.3", "plugin")]
+        for lang, t in sets:
+            if (ns.lang or lang) != lang or (ns.target or t) != t:
+                continue
+            for m in mutants(lang, t).values():
+                print(f"{lang:5} {t:6} {m.name:27} {m.category:11} {m.doc}")
         return 0
     ns.lang = ns.lang or "v0.3"
-    known = mutants(ns.lang)
+    ns.target = ns.target or default_target(ns.lang)
+    known = mutants(ns.lang, ns.target)
     names = ns.only or list(known)
     unknown = [n for n in names if n not in known]
     if unknown or ns.jobs < 1 or ns.time <= 0:
@@ -181,7 +215,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from rich.console import Console
 
     console = Console()
-    work = [(n, ns.time, ns.seed, ns.device, ns.shrink_time, ns.lang) for n in names]
+    work = [(n, ns.time, ns.seed, ns.device, ns.shrink_time, ns.lang, ns.target)
+            for n in names]
     start = time.time()
     results: list[Result] = []
     try:
@@ -200,7 +235,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except KeyboardInterrupt:
         console.print("interrupted: partial results")
     killed = [r for r in results if r.verdict == "killed"]
-    side = ns.device if ns.lang == "v0.3" else "v0.4 interpreter plug-in"
+    side = ns.device if ns.target == "opencl" else "v0.4 interpreter plug-in"
     console.print(table(results, f"mutation bench ({ns.lang}): {side}, seed {ns.seed}, "
                                  f"{ns.time:.0f} s per mutant, {ns.jobs} job(s)"))
     rate = len(killed) / max(len(results), 1)

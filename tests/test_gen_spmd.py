@@ -152,6 +152,8 @@ def test_atomic_types_restrict_every_atomic():
         fn = sample_spmd(seed, atomic_types=("i32", "f64"), weights={"atomic": 6})[0]
         elem = {a.value.name: getattr(a.type, "memref", a.type).element for a in fn.args}
         for i in ir.walk(fn.body):
+            if isinstance(i, ir.Load) and hasattr(i.type, "memref"):  # a group's member
+                elem[i.result.name] = i.type.memref.element
             if isinstance(i, (ir.AtomicLoad, ir.AtomicUpdate, ir.CoopAtomicUpdate)) or \
                     getattr(i, "atomic", False):
                 assert elem[i.operand.name].value in ("i32", "f64"), (seed, i)

@@ -10,7 +10,8 @@ the families of `SpmdParams.weights`, then sometimes a `foreach_tile`:
   strided layouts; per work-group slices or group arguments) indexed by their linear id, a
   rotation or reversal of it, their sub-group id or a constant, and combine them with random
   scalar operations, casts and `if`/`for` (with yielded and loop-carried values);
-- sub-group operations: broadcast from a uniform lane, reduce/inclusive/exclusive scan with
+- sub-group operations (mostly of values that differ between lanes): broadcast from a
+  uniform lane, reduce/inclusive/exclusive scan with
   add/max/min, in any order and nesting;
 - local memory: an alloca written by every work-item, a barrier, then read at another
   work-item's element; barriers with random fences;
@@ -76,6 +77,16 @@ class _Builder(BuilderBase):
             return v
         t = t or self.pick(self.p.types)
         return self.load(t) if self.flip(70) else self.random_const(t, here=self.flip(50))
+
+    def lane_val(self) -> Val:
+        """The operand of a sub-group operation: most of the time a visible value that differs
+        between the lanes where there is one (of a uniform value every lane, and so every
+        wrong lane or lane count, gives the same result)."""
+        if self.flip(75):
+            v = self.pick_val(lambda v: v.uni == LANE)
+            if v is not None:
+                return v
+        return self.some_val(finite=False)
 
     def statements(self, count: int, ctl: int, depth: int) -> None:
         for _ in range(count):
@@ -146,7 +157,7 @@ class _Builder(BuilderBase):
             self.stats["cast"] += 1
 
     def st_subgroup(self, ctl: int, depth: int) -> None:
-        x = self.some_val(finite=False)
+        x = self.lane_val()
         kind = self.pick(_SUBGROUP_KINDS)
         ops = ["add"] + ([] if x.type.is_complex else ["max", "min"])
         op = self.pick(ops)
@@ -179,7 +190,7 @@ class _Builder(BuilderBase):
         return self.const(self.int(0, self.S - 1), I32)
 
     def st_broadcast(self, ctl: int, depth: int) -> None:
-        x = self.some_val(finite=False)
+        x = self.lane_val()
         lane = self.broadcast_lane()
         r = self.fresh()
         self.emit(ir.SubgroupBroadcast(r, x.op, lane.op, x.type))
