@@ -77,10 +77,14 @@ STAGES = ("generation", "interpreter", "compiler", "device build", "launch",
 
 def stage_breakdown(spec: str, device: str, profile: str, cases: int,
                     build_options: str = "-cl-std=CL2.0 -cl-mad-enable",
-                    reject_status: int = 1, seed: int = 0) -> dict:
+                    reject_status: int = 1, seed: int = 0, batches: int = 4,
+                    batch: int = 8) -> dict:
     """Seconds per case of each of STAGES (means over the cases that built and ran), and of
     the whole `impl.run` ("run"), over `cases` kernels `sample_function(seed + i,
-    profile=profile)` gives; "cases" counts those, "ran" those that ran."""
+    profile=profile)` gives; "cases" counts those, "ran" those that ran. Then `batches`
+    batches of `batch` fresh kernels each run twice, compiled and built per case and as one
+    program (`batch_code`): seconds per case of each ("alone", "batched") over the
+    "compared" cases of batches whose verdicts agree."""
     from fuzz.campaign.harness import _interp
     from fuzz.strategies import case_of, sample_function
     from tlgpu.lowering.callconv import convention_of
@@ -136,11 +140,39 @@ def stage_breakdown(spec: str, device: str, profile: str, cases: int,
             if o.status == "ok":
                 sums["run"] += time.perf_counter() - t0
                 n += 1
+        # one compiler run and one device build per batch (batch_code) against one each per
+        # case, on the same fresh cases in the same worker, which order first alternating
+        alone = batched = 0.0
+        runs = 0
+        impl.runner.close()  # a fresh worker: no build kept from the cases above
+        for g in range(batches):
+            jobs = []
+            for i in range(batch):
+                func, args, groups, _ = sample_function(seed + 2 * cases + g * batch + i,
+                                                        name=f"k{i}", profile=profile)
+                case = case_of(func, args, groups, profile)
+                jobs.append(Job(case.source, case.args, func=case.func, groups=case.groups,
+                                filename=f"{case.func}.tl", program=case.program,
+                                lang=case.lang))
+            timed = {}
+            for way in (("alone", "batched") if g % 2 == 0 else ("batched", "alone")):
+                t0 = time.perf_counter()
+                code = impl.batch_code(jobs, 60) if way == "batched" else None
+                outs = [impl.run(j, 60, code=code) if code is not None else impl.run(j, 60)
+                        for j in jobs]
+                timed[way] = (time.perf_counter() - t0, [o.status for o in outs])
+            if code is None or timed["alone"][1] != timed["batched"][1]:
+                continue  # no batch, or different verdicts: compare like with like only
+            alone += timed["alone"][0]
+            batched += timed["batched"][0]
+            runs += batch
     finally:
         impl.close()
     out = {k: v / max(ran, 1) for k, v in sums.items() if k != "run"}
     out["run"] = sums["run"] / max(n, 1)
     out["cases"], out["ran"] = cases, ran
+    out["alone"], out["batched"], out["compared"] = alone / max(runs, 1), \
+        batched / max(runs, 1), runs
     return out
 
 
@@ -156,6 +188,11 @@ def print_breakdown(console, spec: str, got: dict) -> None:
         t.add_row(k, f"{got[k] * 1e3:.1f}", f"{got[k] / total:.0%}")
     t.add_row("sum", f"{total * 1e3:.1f}", "")
     t.add_row("impl.run (whole, fresh)", f"{got['run'] * 1e3:.1f}", "")
+    if got["compared"]:
+        t.add_row(f"compiler + build + launch, alone ({got['compared']} cases)",
+                  f"{got['alone'] * 1e3:.1f}", "")
+        t.add_row("the same, one program per batch", f"{got['batched'] * 1e3:.1f}",
+                  f"{got['batched'] / got['alone']:.0%}")
     console.print(t)
 
 
