@@ -170,3 +170,13 @@ def test_bf16_outputs_compare_as_bit_patterns_whatever_their_spelling():
     wrong[1] = 0xC041
     [m] = compare_outputs(program, None, args, {"A": bits, "B": wrong}, actual)
     assert m.key == "B"
+    # a NaN is a NaN whatever its sign and payload (tinytc's bf16 NaN is 0xFFC1), as in f32;
+    # the sign of a zero still counts
+    other_nan = bits.copy()
+    other_nan[2] = 0xFFC1
+    assert compare_outputs(program, None, args, {"A": bits, "B": bits},
+                           {"A": bits, "B": other_nan}) == []
+    zeros = np.array([0x0000, 0x0000, 0x7FC0], np.uint16)
+    [m] = compare_outputs(program, None, args, {"A": bits, "B": zeros},
+                          {"A": bits, "B": zeros | np.array([0x8000, 0, 0], np.uint16)})
+    assert (m.key, m.index) == ("B", (0,))

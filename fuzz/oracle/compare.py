@@ -33,6 +33,7 @@ import numpy as np
 from fuzz.oracle.magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
 from tlinterp.io.args import Groups
 from tlinterp.lang import ir
+from tlinterp.lang.types import ScalarType
 
 MAX_PER_KEY = 8  # mismatches listed per output; the rest are summarised in one entry
 
@@ -108,8 +109,13 @@ def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mappi
     g = _groups(function, args, groups)
     p: Optional[Plan] = None
     magnitudes: Optional[dict] = None
+    bf16 = _bf16_outputs(function)
     for key in sorted(expected):
         e, a = np.asarray(expected[key]), np.asarray(actual[key])
+        if key in bf16 and e.dtype == np.uint16:
+            # bit for bit, but a NaN is a NaN whatever its sign and payload, as for f16, f32
+            # and f64 (another compiler's bf16 NaN need not be the reference's 0x7FC0)
+            e, a = (np.left_shift(x.astype(np.uint32), 16).view(np.float32) for x in (e, a))
         if e.dtype.kind != "f" or key.endswith((".strides", ".offset")):
             out.extend(_exact(key, e, a))
             continue
@@ -123,6 +129,16 @@ def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mappi
                 magnitudes = _magnitudes(program, function, args,
                                          groups if isinstance(groups, tuple) else g)
             out.extend(_bounded(key, e, a, np.abs(np.asarray(magnitudes[key], np.float64)), p))
+    return out
+
+
+def _bf16_outputs(function: ir.Function) -> set[str]:
+    """The argument names whose elements are bf16 (memrefs and groups of them)."""
+    out = set()
+    for a in function.args:
+        t = getattr(a.type, "memref", a.type)
+        if getattr(t, "element", None) is ScalarType.bf16:
+            out.add(a.value.name)
     return out
 
 
