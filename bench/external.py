@@ -17,6 +17,18 @@ the rate the work allows on idle cores (the built-in row runs one case at a time
 is 1 / CPU s).
 Stages: one case at a time, the mean of the compiler run and of the build and launch in the
 worker, and the worker's start-up (paid once per thread). Target: >= 4 cases/s (2 cores).
+
+    python bench/external.py --impl 'spirv:tinytc -d tgl {tl}' --device intel \
+        --profile tinytc-0.4.0-tgl-new-bugs --cases 40
+
+With --impl, where a campaign's case goes instead (`stage_breakdown`): generated kernels of
+the profile (no corpus), each through every stage alone, timed one case at a time:
+generation (the generator, printed, parsed and checked back), the interpreter, the compiler
+(its process started, run and read: `compile_code`), the device build (the worker's first
+build and launch of the code less its second, which reuses the build), the launch (the
+second), the process overhead (a process start of `true` through the same runner, the part
+of the compiler's stage that is no compiler), and the whole `impl.run` of a fresh case
+(compiler, build, launch and what joins them).
 """
 
 from __future__ import annotations
@@ -59,6 +71,131 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+STAGES = ("generation", "interpreter", "compiler", "device build", "launch",
+          "process overhead")
+
+
+def stage_breakdown(spec: str, device: str, profile: str, cases: int,
+                    build_options: str = "-cl-std=CL2.0 -cl-mad-enable",
+                    reject_status: int = 1, seed: int = 0, batches: int = 4,
+                    batch: int = 8) -> dict:
+    """Seconds per case of each of STAGES (means over the cases that built and ran), and of
+    the whole `impl.run` ("run"), over `cases` kernels `sample_function(seed + i,
+    profile=profile)` gives; "cases" counts those, "ran" those that ran. Then `batches`
+    batches of `batch` fresh kernels each run twice, compiled and built per case and as one
+    program (`batch_code`): seconds per case of each ("alone", "batched") over the
+    "compared" cases of batches whose verdicts agree."""
+    from fuzz.campaign.harness import _interp
+    from fuzz.strategies import case_of, sample_function
+    from tlgpu.lowering.callconv import convention_of
+    from tlgpu.lowering.function import kernel_name
+    from tlgpu.runtime.foreign import ForeignJob
+    from tlinterp.impl import ImplOptions, Job, resolve
+    from tlinterp.impl.command import run_command
+
+    impl = resolve(spec, ImplOptions(device=device, build_options=build_options,
+                                     reject_status=(reject_status,)))
+    sums = dict.fromkeys((*STAGES, "run"), 0.0)
+    ran = 0
+    try:
+        impl.runner.device_info()  # the worker's start-up, paid once: not a case's
+        for i in range(cases):
+            t0 = time.perf_counter()
+            func, args, groups, _ = sample_function(seed + i, profile=profile)
+            case = case_of(func, args, groups, profile)
+            t1 = time.perf_counter()
+            _interp(case)
+            t2 = time.perf_counter()
+            job = Job(case.source, case.args, func=case.func, groups=case.groups,
+                      filename=f"{case.func}.tl", program=case.program, lang=case.lang)
+            code, _ = impl.compile_code(job, 60)
+            t3 = time.perf_counter()
+            if code is None:
+                continue
+            fn = case.program.functions[0]
+            fjob = ForeignJob(impl.kind, impl._code(code), fn, kernel_name(fn), impl.size,
+                              impl.options.build_options, dict(job.args), job.groups,
+                              convention_of(case.program))
+            first = impl.runner.run(fjob, 60)
+            t4 = time.perf_counter()
+            impl.runner.run(fjob, 60)
+            t5 = time.perf_counter()
+            run_command(["true"], 60)
+            t6 = time.perf_counter()
+            if first.status != "ok":
+                continue
+            ran += 1
+            for k, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, (t4 - t3) - (t5 - t4),
+                                      t5 - t4, t6 - t5)):
+                sums[k] += dt
+        # the whole path once more on fresh cases (nothing built yet), for what joins stages
+        n = 0
+        for i in range(min(cases, 10)):
+            func, args, groups, _ = sample_function(seed + cases + i, profile=profile)
+            case = case_of(func, args, groups, profile)
+            job = Job(case.source, case.args, func=case.func, groups=case.groups,
+                      filename=f"{case.func}.tl", program=case.program, lang=case.lang)
+            t0 = time.perf_counter()
+            o = impl.run(job, 60)
+            if o.status == "ok":
+                sums["run"] += time.perf_counter() - t0
+                n += 1
+        # one compiler run and one device build per batch (batch_code) against one each per
+        # case, on the same fresh cases in the same worker, which order first alternating
+        alone = batched = 0.0
+        runs = 0
+        impl.runner.close()  # a fresh worker: no build kept from the cases above
+        for g in range(batches):
+            jobs = []
+            for i in range(batch):
+                func, args, groups, _ = sample_function(seed + 2 * cases + g * batch + i,
+                                                        name=f"k{i}", profile=profile)
+                case = case_of(func, args, groups, profile)
+                jobs.append(Job(case.source, case.args, func=case.func, groups=case.groups,
+                                filename=f"{case.func}.tl", program=case.program,
+                                lang=case.lang))
+            timed = {}
+            for way in (("alone", "batched") if g % 2 == 0 else ("batched", "alone")):
+                t0 = time.perf_counter()
+                code = impl.batch_code(jobs, 60) if way == "batched" else None
+                outs = [impl.run(j, 60, code=code) if code is not None else impl.run(j, 60)
+                        for j in jobs]
+                timed[way] = (time.perf_counter() - t0, [o.status for o in outs])
+            if code is None or timed["alone"][1] != timed["batched"][1]:
+                continue  # no batch, or different verdicts: compare like with like only
+            alone += timed["alone"][0]
+            batched += timed["batched"][0]
+            runs += batch
+    finally:
+        impl.close()
+    out = {k: v / max(ran, 1) for k, v in sums.items() if k != "run"}
+    out["run"] = sums["run"] / max(n, 1)
+    out["cases"], out["ran"] = cases, ran
+    out["alone"], out["batched"], out["compared"] = alone / max(runs, 1), \
+        batched / max(runs, 1), runs
+    return out
+
+
+def print_breakdown(console, spec: str, got: dict) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"where a case's time goes: {spec}, {got['ran']} of {got['cases']} "
+                    f"generated cases ran (one at a time; load {os.getloadavg()[0]:.1f})")
+    for col in ("stage", "ms/case", "share"):
+        t.add_column(col, justify="right")
+    total = sum(got[k] for k in STAGES)
+    for k in STAGES:
+        t.add_row(k, f"{got[k] * 1e3:.1f}", f"{got[k] / total:.0%}")
+    t.add_row("sum", f"{total * 1e3:.1f}", "")
+    t.add_row("impl.run (whole, fresh)", f"{got['run'] * 1e3:.1f}", "")
+    if got["compared"]:
+        t.add_row(f"compiler + build + launch, alone ({got['compared']} cases)",
+                  f"{got['alone'] * 1e3:.1f}", "")
+        t.add_row("the same, one program per batch", f"{got['batched'] * 1e3:.1f}",
+                  f"{got['batched'] / got['alone']:.0%}")
+    console.print(t)
+
+
 def main(argv=None) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -68,7 +205,20 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--device", default="pocl")
     p.add_argument("--stages", type=int, default=8, help="cases timed stage by stage")
+    p.add_argument("--impl", help="only the stage breakdown of this implementation on "
+                   "generated kernels (e.g. 'spirv:tinytc -d tgl {tl}')")
+    p.add_argument("--profile", default="tinytc-0.4.0-tgl-new-bugs",
+                   help="the generated kernels' profile (with --impl)")
+    p.add_argument("--build-options", default="-cl-std=CL2.0 -cl-mad-enable")
+    p.add_argument("--reject-status", type=int, default=1)
     ns = p.parse_args(argv)
+    if ns.impl:
+        from rich.console import Console
+
+        got = stage_breakdown(ns.impl, ns.device, ns.profile, ns.cases, ns.build_options,
+                              ns.reject_status)
+        print_breakdown(Console(width=max(100, Console().width)), ns.impl, got)
+        return 0
     # no build served from a cache, pocl's or pyopencl's (the rows build the same sources);
     # set before any OpenCL start, inherited by the workers
     os.environ["POCL_KERNEL_CACHE"] = "0"

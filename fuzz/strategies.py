@@ -52,7 +52,7 @@ from tlinterp.lang import ir
 
 __all__ = ["FuzzCase", "GenParams", "kernels", "kernel_functions", "lowering_configs",
            "to_program", "coverage_of", "sample_function", "profile_of", "case_of", "LANGS",
-           "generated_kinds"]
+           "generated_kinds", "spmd_knobs"]
 
 
 LANGS = ("v0.3", "v0.4")  # the tensor-language versions the generator writes
@@ -169,26 +169,39 @@ def kernels(draw, name: str = "k", lang: Optional[str] = None, **params: Any) ->
 
 @st.composite
 def _spmd_kernels(draw, name: str, params: dict[str, Any]) -> FuzzCase:
-    """A case of `fuzz.gen.spmd.spmd_cases(**spmd_params)`, within the profile: its
-    sub-group sizes and, without narrow atomics, the atomic types it compiles."""
+    """A case of `fuzz.gen.spmd.spmd_cases(**spmd_params)` within the profile."""
     profile = profile_of(params.get("profile"))
-    knobs = dict(params.get("spmd_params") or {})
+    func, args, groups = draw(_spmd_cases()(name=name, **spmd_knobs(profile, params)))
+    assume(not profile.restricts or not violations(func, profile))
+    return case_of(func, args, groups, profile, "v0.4")
+
+
+def spmd_knobs(profile: Profile | str | None, params: Optional[dict[str, Any]] = None
+               ) -> dict[str, Any]:
+    """The knobs of `fuzz.gen.spmd` (`spmd_cases`, `sample_spmd`) that keep its kernels within
+    the profile: its sub-group sizes, its types (a target's: tinytc-0.4.0-tgl has no f64 or
+    bf16) and, without narrow atomics, the atomic types it compiles; `params["spmd_params"]`
+    comes first."""
+    profile = profile_of(profile)
+    knobs = dict((params or {}).get("spmd_params") or {})
     if profile.subgroup_sizes is not None:
         knobs.setdefault("subgroup_sizes", profile.subgroup_sizes)
-    if "atomic-narrow-types" in profile.exclude_features:
-        from fuzz.gen.v04 import LOWP, V04_SCALAR_TYPES
+    gone = profile.exclude_types
+    narrow = "atomic-narrow-types" in profile.exclude_features
+    if gone or narrow:
+        from fuzz.gen.spmd_model import NUMBER_TYPES
         from fuzz.profiles import NARROW_ATOMIC_UPDATE_TYPES
 
-        kept = tuple(t for t in (*V04_SCALAR_TYPES, *LOWP) if not t.is_bool
-                     and t.value != "index" and t not in NARROW_ATOMIC_UPDATE_TYPES)
-        knobs.setdefault("atomic_types", kept)
+        kept = tuple(t for t in NUMBER_TYPES if t not in gone)
+        if gone:
+            knobs.setdefault("types", kept)
+        knobs.setdefault("atomic_types", tuple(
+            t for t in kept if not (narrow and t in NARROW_ATOMIC_UPDATE_TYPES)))
     if "bf16-constants" in profile.exclude_features:
         knobs.setdefault("bf16_constants", False)
     if "index-i64-casts" in profile.exclude_features:
         knobs.setdefault("index_i64_casts", False)
-    func, args, groups = draw(_spmd_cases()(name=name, **knobs))
-    assume(not profile.restricts or not violations(func, profile))
-    return case_of(func, args, groups, profile, "v0.4")
+    return knobs
 
 
 def _spmd_cases():

@@ -208,6 +208,13 @@ class _Foreign(_OnADevice, Implementation):
         self.size = parse_work_group_size(options.work_group_size)
         self.runner = ForeignRunner(options.device)
 
+    def command_line(self, job: Job) -> str:
+        """The compiler's command for the job, as its outcome names it (file names relative)."""
+        tl = os.path.basename(job.filename) or "kernel.tl"
+        return " ".join(expand_template(
+            self.command, {"tl": tl if tl.endswith(".tl") else tl + ".tl",
+                           "out": "out" + self.suffix, "func": job.func}))
+
     def compile_code(self, job: Job, timeout: Optional[float]
                      ) -> tuple[Optional[bytes], Outcome]:
         """(the code, ok) or (None, what went wrong) after running the compiler."""
@@ -217,9 +224,7 @@ class _Foreign(_OnADevice, Implementation):
             uses_out = "{out}" in self.command
             values = {"tl": tl, "out": out, "func": job.func}
             done = run_command(expand_template(self.command, values), timeout)
-            command = " ".join(expand_template(
-                self.command, {"tl": os.path.basename(tl), "out": "out" + self.suffix,
-                               "func": job.func}))
+            command = self.command_line(job)
             if done.code is None:
                 status = "timeout" if "no answer" in done.problem else "crashed"
                 return None, Outcome(status, message=f"the compiler: {done.problem}\n"
@@ -248,7 +253,28 @@ class _Foreign(_OnADevice, Implementation):
     def _code(self, data: bytes):
         return data
 
-    def run(self, job: Job, timeout: Optional[float] = None) -> Outcome:
+    def batch_code(self, jobs: list[Job], timeout: float) -> Optional[bytes]:
+        """The code of several jobs' kernels from ONE compiler run over their texts joined
+        into one program, for `run(job, code=...)`: the device then builds that one module
+        once (the worker keeps the build) instead of once per job, which is most of a case's
+        time with SPIR-V. None when the jobs cannot share a program (one language, distinct
+        function names, a command without {func}) or the compiler does not take it whole
+        within `timeout` (a rejection of one kernel, a crash, a slow compilation): then each
+        job compiles on its own, so its verdict is its own."""
+        if len(jobs) < 2 or "{func}" in self.command:
+            return None
+        names = [j.func for j in jobs]
+        if None in names or len(set(names)) != len(names) or len({j.lang for j in jobs}) != 1:
+            return None
+        joined = Job("\n".join(j.source for j in jobs), {}, filename="batch.tl",
+                     lang=jobs[0].lang)
+        code, _ = self.compile_code(joined, timeout)
+        return code
+
+    def run(self, job: Job, timeout: Optional[float] = None,
+            code: Optional[bytes] = None) -> Outcome:
+        """`code`: the job's kernel already compiled, in a module of `batch_code` (the
+        command that compiles the job alone is still the one its outcome names)."""
         from tlgpu.lowering.callconv import convention_of
         from tlgpu.lowering.function import kernel_name
         from tlgpu.runtime.foreign import ForeignJob
@@ -256,7 +282,10 @@ class _Foreign(_OnADevice, Implementation):
         if timeout is None:
             timeout = DEFAULT_TIMEOUT
         deadline = time.monotonic() + timeout
-        code, compiled = self.compile_code(job, timeout)
+        if code is not None:
+            compiled = Outcome("ok", command=self.command_line(job))
+        else:
+            code, compiled = self.compile_code(job, timeout)
         if code is None:
             return compiled
         try:

@@ -185,12 +185,23 @@ def _overlap_thread() -> ThreadPoolExecutor:
     return _OVERLAP
 
 
+# seconds the compiler may take over a whole batch (tlgpu.implementations' batch_code): past
+# them it gives up on it and compiles the cases one by one, each with the case's own bound
+BATCH_COMPILE_S = 10.0
+
+
 def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = None,
                       deadline: Optional[float] = None, done: Optional[list] = None
                       ) -> list[Finding]:
     """The reference against any implementation, one case at a time (each is its own job).
     A case's run is bounded by `timeout` and by what is left until `deadline`; a case the
-    deadline cuts short ends the batch without a finding (`done[0]`: the cases run)."""
+    deadline cuts short ends the batch without a finding (`done[0]`: the cases run).
+
+    An implementation with `batch_code` (opencl-c:, spirv:) compiles the batch as one
+    program first, so the device builds it once; each case is still its own job (its own
+    launch, time bound and worker death). A batched case that does not agree with the
+    reference (any failure, a mismatch) is run again alone and judged on that run, as are
+    the cases after it: a verdict, and the finding's command, are always the case's own."""
     import time
 
     from fuzz.campaign.rejections import rejected
@@ -199,20 +210,32 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
     findings: list[Finding] = []
     if done is not None:
         done[:] = [0]
+
+    def limit_now() -> tuple[Optional[float], bool]:
+        """The bound of a run starting now, and whether the deadline made it."""
+        if deadline is None:
+            return timeout, False
+        left = deadline - time.time()
+        return (left, True) if timeout is None or left < timeout else (timeout, False)
+
+    jobs = [Job(case.source, case.args, func=case.func, groups=case.groups,
+                filename=f"{case.func}.tl", program=case.program, lang=case.lang)
+            for case in cases]
+    batch = None
+    if getattr(impl, "batch_code", None) is not None and len(cases) > 1:
+        limit, _ = limit_now()
+        if limit is None or limit > 0:
+            batch = impl.batch_code(jobs, BATCH_COMPILE_S if limit is None
+                                    else min(limit, BATCH_COMPILE_S))
     # an implementation that works in other processes runs while the interpreter computes
     # the expected outputs here (its thread only waits for the compiler and the worker)
     overlap = getattr(impl, "runs_elsewhere", False)
-    for case in cases:
-        limit, cut = timeout, False
-        if deadline is not None:
-            left = deadline - time.time()
-            if left <= 0:
-                break
-            if limit is None or left < limit:
-                limit, cut = left, True
-        job = Job(case.source, case.args, func=case.func, groups=case.groups,
-                  filename=f"{case.func}.tl", program=case.program, lang=case.lang)
-        running = _overlap_thread().submit(impl.run, job, limit) if overlap else None
+    for case, job in zip(cases, jobs):
+        limit, cut = limit_now()
+        if limit is not None and limit <= 0:
+            break
+        kw = {} if batch is None else {"code": batch}
+        running = _overlap_thread().submit(impl.run, job, limit, **kw) if overlap else None
         expected, problem = _interp(case)
         if problem is not None:
             if running is not None:
@@ -221,15 +244,21 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
             if done is not None:
                 done[0] += 1
             continue
-        o = running.result() if running is not None else impl.run(job, limit)
+        o = running.result() if running is not None else impl.run(job, limit, **kw)
+        mism = _mismatches(case, expected, o)
+        if kw and (o.status != "ok" or mism):
+            batch = None  # settled alone, and so is the rest of the batch
+            limit, cut = limit_now()
+            if limit is not None and limit <= 0:
+                break
+            o = impl.run(job, limit)
+            mism = _mismatches(case, expected, o)
         if o.status == "timeout" and cut:
             break  # the campaign's end, not the implementation's fault
         if done is not None:
             done[0] += 1
         said = shown(o.message.strip()) or "(no message)"  # into finding files: no escapes
         if o.status == "ok":
-            mism = compare_outputs(case.program, case.func, case.args, expected,
-                                   o.outputs or {}, groups=case.groups)
             if mism:
                 text = "\n".join(str(m) for m in mism)
                 findings.append(Finding(case, "mismatch", f"interpreter vs {impl.name}:\n"
@@ -245,3 +274,11 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
                                     f"{impl.name}: {o.status}:\n{said}",
                                     impl=(impl.spec, impl.options)))
     return findings
+
+
+def _mismatches(case: FuzzCase, expected, o) -> list:
+    """Where an implementation's outputs differ from the reference's (none unless it ran)."""
+    if o.status != "ok":
+        return []
+    return compare_outputs(case.program, case.func, case.args, expected, o.outputs or {},
+                           groups=case.groups)

@@ -17,6 +17,14 @@ from tlinterp.lang import ir, ops, typerules
 from tlinterp.lang.ir import Const, Slice, Value
 from tlinterp.lang.types import INDEX, MemrefType, ScalarType
 
+
+class _MixedSizes(Unavailable):
+    """A collective relating a `?` size to a static one, which the profile leaves out."""
+
+    def __init__(self, kind: str):
+        super().__init__("a ? size related to a static one")
+        self.kind = kind
+
 # K of streamed gemms (`streamed_gemm`): one or more blocks of 8, then a step of 4 and/or a
 # partial step
 STREAMED_K = (8, 9, 12, 13, 16, 19, 20, 24)
@@ -432,6 +440,13 @@ class BodyGenerator(CoreGenerator):
         for attempt in range(3):  # shapes may not fit: try another kind/output
             try:
                 return self.try_collective(dest, kind)
+            except _MixedSizes as e:
+                if attempt == 2:
+                    raise
+                # the same kind again: a profile without mixed sizes (the tinytc ones, where
+                # most gemms and gemvs meet it) would otherwise draw the kinds far from their
+                # weights, gemm.atomic almost never
+                kind = kind or e.kind
             except Unavailable:
                 if attempt == 2:
                     raise
@@ -623,7 +638,7 @@ class BodyGenerator(CoreGenerator):
     def collective_inst(self, kind, atomic, ta, tb, alpha, a, b, beta, c):
         inst = self._collective_inst(kind, atomic, ta, tb, alpha, a, b, beta, c)
         if self.excludes("mixed-static-dynamic-sizes") and mixed_sizes(inst):
-            raise Unavailable("a ? size related to a static one")  # the caller tries again
+            raise _MixedSizes(kind)  # the caller tries again
         if self.excludes("integer-products") and integer_product(inst):
             raise Unavailable("an integer gemm or gemv")
         if (self.excludes("order0-axpby") or self.excludes("transposed-sum")) and any(

@@ -223,9 +223,16 @@ class V04Generator(FunctionGenerator):
                 raise Unavailable("beta does not promote")
             beta = dataclasses.replace(beta, type=out)
         beta_one = isinstance(beta.op, Const) and beta.op.value == 1
-        if atomic and (not (isinstance(beta.op, Const) and beta.op.value in (0, 1))
-                       or self.narrow_atomic(out, update=True)
-                       or (kind == "gemm" and beta_one and self.excludes("gemm-atomic-beta-one"))):
+        beta_bad = not (isinstance(beta.op, Const) and beta.op.value in (0, 1)) or (
+            kind == "gemm" and beta_one and self.excludes("gemm-atomic-beta-one"))
+        if atomic and c.buf.kind != "atomic" and beta_bad and not out.is_complex \
+                and not self.narrow_atomic(out, update=True):
+            # the work-group's own slice: beta 0 keeps the update atomic (else gemm.atomic,
+            # whose beta 1 a target may refuse, is rarely drawn); the output's value bound
+            # only shrinks (integer outputs were accounted with this beta or a larger one)
+            beta = self.const(out, 0)
+            beta_bad = False
+        if atomic and (beta_bad or self.narrow_atomic(out, update=True)):
             if c.buf.kind == "atomic":
                 raise Unavailable("a shared sink needs beta 1 and an atomic type")
             atomic = False

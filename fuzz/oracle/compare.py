@@ -33,6 +33,7 @@ import numpy as np
 from fuzz.oracle.magnitude import Plan, gamma, magnitude_args, magnitude_function, plan
 from tlinterp.io.args import Groups
 from tlinterp.lang import ir
+from tlinterp.lang.types import ScalarType
 
 MAX_PER_KEY = 8  # mismatches listed per output; the rest are summarised in one entry
 

@@ -17,6 +17,11 @@ have its subgroup sizes:
      "lang": "v0.4",                           # the version it reads (default: any)
      "subgroup_sizes": [16, 32],               # the subgroup_size attribute values it takes
 
+A profile may build on others, `"extends": "tinytc-0.4.0"` (or a list of names): it holds the
+exclusions of every profile named there (first to last) and its own, their `why` lines, and
+their other keys where it does not say its own (a later base's over an earlier one's); a
+target's profile (`tinytc-0.4.0-tgl`) is its compiler's profile plus what that target lacks.
+
 `lang` makes the profile's programs that version's (`tlfuzz --profile` then generates it
 unless --lang says otherwise, which is a usage error for a profile of the other version; the
 tinytc-0.3.1 profiles say v0.3, the tinytc-0.4.0 ones v0.4, `all` nothing); spellings
@@ -83,7 +88,9 @@ INSTRUCTIONS = ("barrier", "lifetime_stop", *(cls.MNEMONIC for cls in ir.BLAS),
 _NEEDED_TYPES = {"index": "group_id, size and loop variables have it",
                  "i1": "compares give it and if takes it"}
 _KEYS = {"name", "description", "exclude_types", "exclude_instructions", "exclude_features",
-         "work_group_size_multiple", "spellings", "why", "lang", "subgroup_sizes"}
+         "work_group_size_multiple", "spellings", "why", "lang", "subgroup_sizes", "extends"}
+# the keys whose lists (or maps) a profile adds to those of the profiles it extends
+_MERGED = ("exclude_types", "exclude_instructions", "exclude_features", "spellings", "why")
 _MNEMONIC_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
@@ -124,6 +131,7 @@ class Profile:
         return dataclasses.replace(
             params, profile=self, scalar_types=types,
             memref_types=tuple(t for t in params.memref_types if t in types),
+            lowp_types=tuple(t for t in params.lowp_types if t not in self.exclude_types),
             statement_weights={k: 0 if k in gone else v
                                for k, v in params.statement_weights.items()},
             collective_weights={
@@ -171,10 +179,54 @@ def load(name: str) -> Profile:
     return from_dict(data, path)
 
 
+def _extended(data: Any, where: str, chain: tuple[str, ...]) -> Any:
+    """`data` with the profiles its "extends" names merged in (see the module doc); a cycle
+    or an unknown base is a ProfileError naming the chain."""
+    if not isinstance(data, dict) or "extends" not in data:
+        return data
+    bases = data["extends"]
+    bases = [bases] if isinstance(bases, str) else bases
+    if not isinstance(bases, list) or not bases or not all(isinstance(b, str) for b in bases):
+        raise ProfileError(f"profile {where}: 'extends' must name a profile or list profiles")
+    merged: dict = {}
+    for base in bases:
+        if base in chain:
+            raise ProfileError(f"profile {where}: 'extends' makes a cycle: "
+                               f"{' -> '.join((*chain, base))}")
+        if base not in names():
+            raise ProfileError(f"profile {where}: 'extends' names the unknown profile "
+                               f"'{base}' (known: {', '.join(names())})")
+        path = os.path.join(_DIR, base + ".json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                got = _extended(json.load(f), path, (*chain, base))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise ProfileError(f"profile {path}: cannot read it: {e}") from None
+        if not isinstance(got, dict):
+            raise ProfileError(f"profile {path}: the file must hold one JSON object")
+        merged = _merge(merged, got)
+    own = {k: v for k, v in data.items() if k != "extends"}
+    return _merge({k: v for k, v in merged.items() if k not in ("name", "description")}, own)
+
+
+def _merge(base: dict, over: dict) -> dict:
+    """`over`'s keys over `base`'s, the lists and maps of _MERGED joined (base first)."""
+    out = {**base, **over}
+    for k in _MERGED:
+        b, o = base.get(k), over.get(k)
+        if isinstance(b, list) and isinstance(o, list):
+            out[k] = list(dict.fromkeys(b + o))
+        elif isinstance(b, dict) and isinstance(o, dict):
+            out[k] = {**b, **o}
+    return out
+
+
 def from_dict(data: Any, where: str = "<profile>") -> Profile:
     """Validate one profile's data; every problem named with the file it came from."""
     def bad(msg: str) -> ProfileError:
         return ProfileError(f"profile {where}: {msg}")
+
+    data = _extended(data, where, ())
 
     if not isinstance(data, dict):
         raise bad("the file must hold one JSON object")
