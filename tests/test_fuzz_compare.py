@@ -183,6 +183,7 @@ def test_bf16_nans_match_whatever_their_sign_and_payload():
                          {"A": e, "B": a.view("V2")})
     assert [(m.key, m.index) for m in mm] == [("B", (2,)), ("B", (3,))]
 
+
 def test_bf16_nans_compare_equal_whatever_their_payload():
     """bf16 outputs are compared as bit patterns, but NaN where NaN with any payload and sign
     (the contract above; tinytc writes 0xFFC1 where the reference has 0x7FC0)."""
@@ -194,13 +195,3 @@ def test_bf16_nans_compare_equal_whatever_their_payload():
     # a NaN against infinity, and a one-ulp difference, still differ
     for bits in ([0x7F80, 0x3F80], [0x7FC0, 0x3F81]):
         assert len(compare_outputs(p, "k", e, e, {"A": np.array(bits, np.uint16)})) == 1
-    # a NaN is a NaN whatever its sign and payload (tinytc's bf16 NaN is 0xFFC1), as in f32;
-    # the sign of a zero still counts
-    other_nan = bits.copy()
-    other_nan[2] = 0xFFC1
-    assert compare_outputs(program, None, args, {"A": bits, "B": bits},
-                           {"A": bits, "B": other_nan}) == []
-    zeros = np.array([0x0000, 0x0000, 0x7FC0], np.uint16)
-    [m] = compare_outputs(program, None, args, {"A": bits, "B": zeros},
-                          {"A": bits, "B": zeros | np.array([0x8000, 0, 0], np.uint16)})
-    assert (m.key, m.index) == ("B", (0,))

@@ -134,7 +134,7 @@ def compare_outputs(program, func: Optional[str], args: Mapping, expected: Mappi
 
 def _bf16_arguments(function: ir.Function) -> set[str]:
     """The memref and group arguments of element type bf16 (compared as bit patterns)."""
-    from tlinterp.lang.types import GroupType, MemrefType, ScalarType
+    from tlinterp.lang.types import GroupType, MemrefType
 
     out = set()
     for arg in function.args:

@@ -144,8 +144,10 @@ def _host_array(a: np.ndarray) -> np.ndarray:
 def _ctype(t) -> str:
     from tlgpu.lowering.ctypes_map import C_TYPES
 
-    v04 = {"f16": "half", "bf16": "ushort", "c32": "float2", "c64": "double2"}
-    return C_TYPES.get(t) or v04[t.value]
+    # the reports' kernel signatures in plain OpenCL C: f16 and bf16 as their 16 bits (the
+    # lowering's own names for them, tl_f16/tl_bf16, are typedefs a maintainer never sees)
+    plain = {"f16": "ushort", "bf16": "ushort", "c32": "float2", "c64": "double2"}
+    return plain.get(t.value) or C_TYPES[t]
 
 
 def _extent(shape, strides) -> int:
