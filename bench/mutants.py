@@ -5,27 +5,27 @@
                             [--jobs 1] [--only NAME ...] [--shrink-time 10] [--list]
                             [--min-kill-rate R]
 
---lang v0.3 (the default): for every mutant of fuzz/campaign/mutations.py (one planted
+--lang v0.3 (the default): for every mutant of fuzz/mutants/lowering_v03.py (one planted
 single-change bug each in our OpenCL lowering), run a fixed-seed campaign of at most --time
 seconds against the mutated OpenCL side, exactly as `tlfuzz --mutation NAME --seed S --jobs 1`
 would search, and stop at the first finding.
 
---lang v0.4 --target opencl: for every mutant of fuzz/campaign/mutations_v04cl.py (one planted
+--lang v0.4 --target opencl: for every mutant of fuzz/mutants/lowering_v04.py (one planted
 bug each in our v0.4 OpenCL lowering), the same fixed-seed campaign as
 `tlfuzz --lang v0.4 --mutation NAME --seed S --jobs 1` on --device (pocl by default: its
 sub-groups are the lowering's local-memory emulation; `--device intel` runs the kernels that
 emulation refuses too).
 
 --lang v0.4 (--target plugin, the default for v0.4): for every mutant of
-fuzz/campaign/mutations_v04.py (the reference interpreter as a
+fuzz/mutants/interp_v04.py (the reference interpreter as a
 `python:` plug-in with one rule changed), the same fixed-seed campaign as
-`tlfuzz --lang v0.4 --impl python:fuzz.campaign.mutations_v04:NAME --seed S --jobs 1`
+`tlfuzz --lang v0.4 --impl python:fuzz.mutants.interp_v04:NAME --seed S --jobs 1`
 (--device is not used: the plug-in runs on the CPU).
 
 A mutant is killed when the campaign reports a finding AND the mutant actually changed
 something (rewrote the generated code, took its wrong branch); a mutant that never applied is
 "not applicable" and counts as not killed. A finding counts only when the unmutated side (our
-OpenCL lowering; the unmutated plug-in `python:fuzz.campaign.mutations_v04:reference`) passes
+OpenCL lowering; the unmutated plug-in `python:fuzz.mutants.interp_v04:reference`) passes
 the same batch: a device bug that the campaign happens to meet is no kill (the table's "false"
 column counts those, the search goes on). Prints a table (mutant, category, verdict,
 time-to-kill, shrunk size), the kill rate and the median time-to-kill. Exit status 0; 1 when
@@ -67,14 +67,14 @@ def default_target(lang: str) -> str:
 
 
 def mutants(lang: str, target: Optional[str] = None) -> dict:
-    """The mutants of one language version and target: name -> fuzz.campaign.mutations.Mutation."""
+    """The mutants of one language version and target: name -> their Mutation."""
     target = target or default_target(lang)
     if lang == "v0.4" and target == "plugin":
-        from fuzz.campaign.mutations_v04 import MUTATIONS
+        from fuzz.mutants.interp_v04 import MUTATIONS
     elif lang == "v0.4":
-        from fuzz.campaign.mutations_v04cl import MUTATIONS
+        from fuzz.mutants.lowering_v04 import MUTATIONS
     else:
-        from fuzz.campaign.mutations import MUTATIONS
+        from fuzz.mutants.lowering_v03 import MUTATIONS
     return MUTATIONS
 
 
@@ -91,7 +91,7 @@ def run_one(name: str, seconds: float, seed: int, device: str, shrink: float,
     m = mutants(lang, target)[name]
     kinds = frozenset({"mismatch", "backend-error", "backend-crash", "red-zone"})
     if target == "plugin":
-        from fuzz.campaign.mutations_v04 import REFERENCE, plugin_spec
+        from fuzz.mutants.interp_v04 import REFERENCE, plugin_spec
         from tlinterp.impl.base import DEFAULT_OPTIONS
 
         # the mutant is a plug-in: no device, no lowering mutation; the clean side is the

@@ -1,4 +1,4 @@
-"""The mutation registry (fuzz.campaign.mutations): enough mutants across every category, and
+"""The mutation registry (fuzz.mutants.lowering_v03): enough mutants across every category, and
 every source rewrite still matches code the current lowering emits for generated kernels (a
 rewrite that never matches could never be killed: the bench counts it as not applicable)."""
 
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from fuzz.campaign import mutations
+from fuzz.mutants import lowering_v03 as mutations
 from fuzz.strategies import sample_function, to_program
 from tlgpu import LoweringConfig
 from tlgpu.lowering.program import lower_program

@@ -1,6 +1,6 @@
 """The fuzzer finds planted lowering bugs and shrinks them to small programs.
 
-Each mutation in fuzz.campaign.mutations monkeypatches one tlgpu lowering rule into a wrong one in
+Each mutation in fuzz.mutants.lowering_v03 monkeypatches one tlgpu lowering rule into a wrong one in
 the sandboxed OpenCL process; a short seeded search must report a mismatch whose program is
 small. (The time limit of the issue, 60 s, is the shrink budget given here.)"""
 

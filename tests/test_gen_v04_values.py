@@ -4,7 +4,7 @@ f16 subnormal results, bf16 results that are not representable (rounded once), a
 mixed-precision coopmatrix mul_add whose exact result fits C's type but not A's and B's.
 
 Each kind is shown to be generated AND observed: within a few sampled kernels, the v0.4
-mutant that breaks exactly that rule (fuzz.campaign.mutations_v04) gives outputs that the
+mutant that breaks exactly that rule (fuzz.mutants.interp_v04) gives outputs that the
 oracle (fuzz.oracle.compare) tells from the reference's, while the reference itself runs the
 same kernels free of undefined behaviour."""
 
@@ -15,8 +15,8 @@ import warnings
 import numpy as np
 import pytest
 
-from fuzz.campaign import mutations_v04
 from fuzz.gen.spmd import sample_spmd, spmd_program
+from fuzz.mutants import interp_v04 as mutations_v04
 from fuzz.oracle.compare import compare_outputs
 from fuzz.strategies import case_of, sample_function
 from tlinterp.interp import run

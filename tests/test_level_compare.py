@@ -1,4 +1,4 @@
-"""`tlfuzz --compare-levels`: one compiler at several flag sets (fuzz/campaign/levels.py).
+"""`tlfuzz --compare-levels`: one compiler at several flag sets (fuzz/suites/levels.py).
 The compiler is a stand-in command template written in Python: it runs the interpreter and,
 at the flags that plant a bug, changes the result (-O2: an integer off by one; unsafe:
 floats off by a relative 1e-6 or 1e-1), crashes (-O3), or rejects. No tinytc here."""
@@ -15,8 +15,8 @@ import pytest
 
 import tlinterp
 from fuzz.campaign.findings import Finding
-from fuzz.campaign.levels import LevelSuite, unsafe
 from fuzz.strategies import FuzzCase
+from fuzz.suites.levels import LevelSuite, unsafe
 from tlinterp.impl import ImplOptions
 
 ROOT = Path(__file__).resolve().parent.parent

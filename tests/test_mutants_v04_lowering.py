@@ -1,4 +1,4 @@
-"""The planted bugs of our v0.4 OpenCL lowering (fuzz/campaign/mutations_v04cl.py, the mutants of
+"""The planted bugs of our v0.4 OpenCL lowering (fuzz/mutants/lowering_v04.py, the mutants of
 `bench/mutants.py --lang v0.4 --target opencl`): each applies to a small hand-written kernel of
 the construct it breaks and changes that kernel's result on pocl, while the unmutated lowering
 agrees with the interpreter there; and every mutant is undone after use."""
@@ -12,8 +12,8 @@ from opencl_devices import require_device
 
 import tlgpu
 import tlinterp
-from fuzz.campaign import mutations_v04cl as M
-from fuzz.campaign.mutations import HITS, known
+from fuzz.mutants import lowering_v04 as M
+from fuzz.mutants.lowering_v03 import HITS, known
 from tlinterp.front.pipeline import parse
 from tlinterp.interp import run as interp_run
 

@@ -1,4 +1,4 @@
-"""The v0.4 mutants (fuzz.campaign.mutations_v04): the interpreter as a `python:` plug-in with
+"""The v0.4 mutants (fuzz.mutants.interp_v04): the interpreter as a `python:` plug-in with
 one rule changed. Each planted bug is observable (the v0.4 corpus run through tlconform catches
 it, with a wrong result or a reported failure, never a crash of the plug-in), the unmutated
 plug-in passes the same corpus, and installing mutants leaves the reference alone."""
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.campaign import mutations, mutations_v04
 from fuzz.conform.cli import main as tlconform
+from fuzz.mutants import interp_v04 as mutations_v04
+from fuzz.mutants import lowering_v03 as mutations
 
 ROOT = Path(__file__).resolve().parents[1]
 

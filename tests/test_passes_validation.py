@@ -1,4 +1,4 @@
-"""`tlfuzz --passes`: every pass of an IR optimiser validated (fuzz/campaign/passes.py) and
+"""`tlfuzz --passes`: every pass of an IR optimiser validated (fuzz/suites/passes.py) and
 the round trip of `ir:` (--roundtrip-check). The optimiser is a stand-in written in Python,
 with tinytc-opt's command line (`[-O2] [-d X] -p PASS ... FILE`, `--help` listing "Passes:",
 IR printed after the last pass unless it is a dump), whose passes plant the bugs: one that
@@ -17,8 +17,8 @@ import pytest
 
 import tlinterp
 from fuzz.campaign.harness import differential
-from fuzz.campaign.passes import NEEDS, PIPELINES, PassSuite, is_analysis, tool_passes
 from fuzz.strategies import FuzzCase
+from fuzz.suites.passes import NEEDS, PIPELINES, PassSuite, is_analysis, tool_passes
 from tlinterp.impl import ImplOptions, Job, resolve
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -541,7 +541,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "and their mutants go to both, every disagreement is a finding")
     g.run.add_argument("--mutation", default=None, metavar="NAME",
                        help="self-test: plant a known bug in the OpenCL lowering "
-                            "(see fuzz/campaign/mutations.py or bench/mutants.py --list)")
+                            "(see fuzz/mutants/lowering_v03.py or bench/mutants.py --list)")
     add_lang(g.run, default=None,
              help="the tensor-language version of the generated kernels, as the "
                   "implementation reads them (default: the profile's, else v0.3; with our "
@@ -552,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.run.add_argument("--triage-time", type=float, default=120.0, metavar="S",
                        help="triage every mismatch; seconds to reduce a device-compiler "
                             "suspect (0: no triage)")
-    from fuzz.campaign.suite_options import add_suite_options
+    from fuzz.suites.options import add_suite_options
 
     add_suite_options(g.run)
     g.output.add_argument("--out", default=None, metavar="DIR",
@@ -600,7 +600,7 @@ def _impl_ref(ns: argparse.Namespace) -> Optional[tuple]:
 def _suite(ns: argparse.Namespace):
     """--passes or --compare-levels: the suite that takes the implementation's place
     (campaign/suites.py); None for an ordinary campaign."""
-    from fuzz.campaign.suite_options import suite_of
+    from fuzz.suites.options import suite_of
     from tlinterp.impl import SpecError
     from tlinterp.impl.flags import impl_options
 
@@ -641,7 +641,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         from fuzz.triage.reproduce import main as reproduce_main
 
         return reproduce_main(argv[1:])
-    from fuzz.campaign.suite_options import variant_words
+    from fuzz.suites.options import variant_words
 
     parser = build_parser()
     try:
@@ -694,7 +694,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               "runs", file=sys.stderr)
         return 2
     if ns.mutation is not None:
-        from fuzz.campaign.mutations import known
+        from fuzz.mutants.lowering_v03 import known
 
         if ns.mutation not in known():
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "

@@ -55,11 +55,11 @@ class HuntOptions:
     inflight: Optional[str] = None  # file holding the batch being run (crash forensics)
     params: dict = field(default_factory=dict)  # GenParams overrides
     random_configs: bool = True
-    mutation: Optional[str] = None  # fuzz.campaign.mutations bug to plant in the OpenCL side
+    mutation: Optional[str] = None  # fuzz.mutants.lowering_v03 bug to plant in the OpenCL side
     timeout: float = 120.0  # per batch, before the OpenCL side counts as hung
     kinds: Optional[frozenset] = None  # only these finding kinds count (None: all)
     impl: Optional[tuple] = None  # (spec, ImplOptions): test this instead of our lowering
-    # (or a suite of several runs per kernel: fuzz/campaign/suites.py)
+    # (or a suite of several runs per kernel: fuzz/suites/suite.py)
     triage_time: float = 120.0  # reduction budget of a device-compiler suspect (0: no triage)
     out: Optional[str] = None  # the findings directory (rejected constructs known there)
     against: Optional[str] = None  # frontend: another front end's command 'TOOL {tl}'

@@ -69,8 +69,8 @@ def _child(conn, mutation: Optional[str], impl=None) -> None:
 def _serve_batches(conn, mutation: Optional[str], impl) -> None:
     # the planted bug's counter: a lowering mutation's, or a v0.4 mutant plug-in's
     # (mutations_v04 counts there too)
-    from fuzz.campaign.mutations import HITS as hits
-    from fuzz.campaign.mutations import apply
+    from fuzz.mutants.lowering_v03 import HITS as hits
+    from fuzz.mutants.lowering_v03 import apply
 
     if mutation:
         apply(mutation)
@@ -91,7 +91,7 @@ class Sandbox:
     def __init__(self, device: Optional[str] = "pocl", timeout: float = 120.0,
                  mutation: Optional[str] = None, impl=None):
         self.device = device
-        self.mutation = mutation  # fuzz.campaign.mutations name applied in the child (self-tests)
+        self.mutation = mutation  # fuzz.mutants.lowering_v03 name applied in the child (self-tests)
         self.timeout = timeout
         self.impl = impl  # (spec, tlinterp.impl.ImplOptions) of the implementation under test
         self.ctx = mp.get_context("spawn")

@@ -34,7 +34,7 @@ from tlinterp.lang.types import GroupType, MemrefType, ScalarType
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 _PROGRAMS: dict[tuple[str, str, tuple[str, ...]], object] = {}
-# Self-test hook for the fuzzer's mutation bench (fuzz.campaign.mutations): rewrites the OpenCL C
+# Self-test hook for the fuzzer's mutation bench (fuzz.mutants.lowering_v03): rewrites the OpenCL C
 # just before the build, as a miscompiling driver would. Always None outside those self-tests.
 SOURCE_FILTER: Optional[Callable[[str], str]] = None
 # Lowerings per live program object. Keyed by id() for speed, but an id can be reused once its

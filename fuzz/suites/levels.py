@@ -26,8 +26,8 @@ from typing import Optional
 import numpy as np
 
 from fuzz.campaign.findings import Finding
-from fuzz.campaign.suites import Suite, SuiteFinding, job_of
 from fuzz.strategies import FuzzCase
+from fuzz.suites.suite import Suite, SuiteFinding, job_of
 from tlinterp.impl.base import ImplOptions
 
 __all__ = ["LevelSuite", "tolerated", "unsafe"]

@@ -1,4 +1,4 @@
-"""The command line of the suite modes (fuzz/campaign/suites.py): `tlfuzz --passes` and
+"""The command line of the suite modes (fuzz/suites/suite.py): `tlfuzz --passes` and
 `tlfuzz --compare-levels`, their options and the suite they ask for."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Optional
 
-from fuzz.campaign.suites import Suite
+from fuzz.suites.suite import Suite
 
 __all__ = ["add_suite_options", "suite_of", "variant_words"]
 
@@ -72,7 +72,7 @@ def suite_of(ns: argparse.Namespace, options) -> Optional[Suite]:
         raise ValueError("--impl has no part in --passes or --compare-levels (they name "
                          "what runs)")
     if ns.passes is not None:
-        from fuzz.campaign.passes import PassSuite
+        from fuzz.suites.passes import PassSuite
 
         if not ns.pass_tool:
             raise ValueError("--passes needs --pass-tool PATH (the optimiser, e.g. "
@@ -80,7 +80,7 @@ def suite_of(ns: argparse.Namespace, options) -> Optional[Suite]:
         return PassSuite.from_tool(ns.pass_tool, ns.passes, ns.pass_flags, options,
                                    ns.run_timeout)
     if ns.compare_levels is not None:
-        from fuzz.campaign.levels import LevelSuite
+        from fuzz.suites.levels import LevelSuite
 
         return LevelSuite.make(ns.compare_levels, ns.variants or ["-O0", "-O2"], options,
                                ns.run_timeout, ns.level_tolerance)

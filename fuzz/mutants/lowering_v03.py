@@ -422,7 +422,7 @@ CATEGORIES = ("scalar", "compare", "control", "view", "group", "barrier", "local
 def known() -> dict[str, Mutation]:
     """Every name `tlfuzz --mutation` accepts (the bench's mutants of the v0.3 and the v0.4
     lowering, plus self-tests)."""
-    from fuzz.campaign.mutations_v04cl import MUTATIONS as V04_LOWERING  # imports this module
+    from fuzz.mutants.lowering_v04 import MUTATIONS as V04_LOWERING  # imports this module
 
     return {**MUTATIONS, **V04_LOWERING, **SELF_TESTS}
 

@@ -1,7 +1,7 @@
 """Campaign modes that run several implementations on each generated kernel: a suite.
 
-`tlfuzz --passes` (fuzz/campaign/passes.py) runs every pass of an IR optimiser and the
-pipelines its compiler uses; `tlfuzz --compare-levels` (fuzz/campaign/levels.py) runs one
+`tlfuzz --passes` (fuzz/suites/passes.py) runs every pass of an IR optimiser and the
+pipelines its compiler uses; `tlfuzz --compare-levels` (fuzz/suites/levels.py) runs one
 compiler at several optimisation levels or flag sets. A suite takes the place of the
 implementation under test in the campaign's sandbox (`harness.differential` hands it the
 batch); its findings are `SuiteFinding`s, saved once per key (what ran and what kind of

@@ -30,8 +30,8 @@ from dataclasses import replace
 from typing import Optional
 
 from fuzz.campaign.findings import Finding
-from fuzz.campaign.suites import Suite, SuiteFinding, job_of
 from fuzz.strategies import FuzzCase
+from fuzz.suites.suite import Suite, SuiteFinding, job_of
 from tlinterp.impl.base import ImplOptions
 
 __all__ = ["PIPELINES", "NEEDS", "PassSuite", "tool_passes", "is_analysis"]

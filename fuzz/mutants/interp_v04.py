@@ -1,8 +1,8 @@
 """Planted bugs in a v0.4 implementation: the reference interpreter as a `python:` plug-in with
 one rule changed (`python bench/mutants.py --lang v0.4`, docs/fuzzing.md "Mutation bench").
 
-    tlfuzz --lang v0.4 --impl python:fuzz.campaign.mutations_v04:sg-scan-exclusive
-    tlconform --lang v0.4 --impl python:fuzz.campaign.mutations_v04:reference
+    tlfuzz --lang v0.4 --impl python:fuzz.mutants.interp_v04:sg-scan-exclusive
+    tlconform --lang v0.4 --impl python:fuzz.mutants.interp_v04:reference
 
 Every name of MUTATIONS is a plug-in function of this module (`python:MODULE:NAME`, served by
 the module's `__getattr__`), and so is `reference`, the same plug-in with no rule changed. A
@@ -20,7 +20,7 @@ that a changed scalar rule reaches loops too (the fast path computes the same re
 general walker). A program nested deeper than `tlinterp.lang.deepstack.SHALLOW` runs on a thread of
 its own, where the mutant is not active: such a run is the reference's.
 
-`fuzz.campaign.mutations.HITS[0]` counts the wrong branches taken, the counter the v0.3
+`fuzz.mutants.lowering_v03.HITS[0]` counts the wrong branches taken, the counter the v0.3
 mutants use: the sandbox reports it, and a mutant that never applied cannot have been detected
 (the bench says "not applicable").
 """
@@ -34,7 +34,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from fuzz.campaign.mutations import HITS, Mutation
+from fuzz.mutants.lowering_v03 import HITS, Mutation
 from tlinterp.lang import ir
 
 _LOCAL = threading.local()  # .name: the mutant of the plug-in call running in this thread
@@ -538,7 +538,7 @@ def plugin(name: Optional[str]) -> Callable[..., dict]:
 
 
 def __getattr__(attr: str) -> Callable[..., dict]:
-    """`python:fuzz.campaign.mutations_v04:NAME` resolves NAME here (mutant names have '-')."""
+    """`python:fuzz.mutants.interp_v04:NAME` resolves NAME here (mutant names have '-')."""
     if attr == REFERENCE:
         return plugin(None)
     if attr in MUTATIONS:

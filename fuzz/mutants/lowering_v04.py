@@ -1,12 +1,12 @@
 """Planted bugs in our v0.4 OpenCL lowering (`tlfuzz --lang v0.4 --mutation NAME`,
 `python bench/mutants.py --lang v0.4 --target opencl`, docs/fuzzing.md "Mutation bench").
 
-The mechanism is fuzz/campaign/mutations.py's: each mutant is one small change of the kind a
+The mechanism is fuzz/mutants/lowering_v03.py's: each mutant is one small change of the kind a
 compiler bug makes, either a rewrite of the generated OpenCL C just before it is built
 (`tlgpu.runtime.launch.SOURCE_FILTER`, anchored on the text tlgpu/lowering/v04 writes: the
 f16/bf16 and complex helpers, the atomic helpers, the sub-group folds, the cumsum and loop
 bodies) or a patched lowering rule (an entry of `tlgpu.lowering.function.LOWER`, handed a
-changed instruction). `fuzz.campaign.mutations.HITS[0]` counts the applications, so a mutant
+changed instruction). `fuzz.mutants.lowering_v03.HITS[0]` counts the applications, so a mutant
 that never applied is "not applicable" in the bench.
 
 Only tlgpu is patched: the sandbox child runs the reference interpreter in the same process,
@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from fuzz.campaign.mutations import HITS, Mutation
+from fuzz.mutants.lowering_v03 import HITS, Mutation
 from tlinterp.lang import ir
 
 # (owner, attribute or key, original value) of every patch made, newest last

@@ -1,0 +1,2 @@
+"""Campaign modes that run several implementations per generated kernel: `tlfuzz
+--passes` and `tlfuzz --compare-levels`."""
