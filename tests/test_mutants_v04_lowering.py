@@ -13,7 +13,8 @@ from opencl_devices import require_device
 import tlgpu
 import tlinterp
 from fuzz.mutants import lowering_v04 as M
-from fuzz.mutants.lowering_v03 import HITS, known
+from fuzz.mutants.lowering_v03 import HITS
+from fuzz.mutants.registry import known
 from tlinterp.front.pipeline import parse
 from tlinterp.interp import run as interp_run
 

@@ -73,7 +73,7 @@ func @g(%a: memref<f32x4x3>, %b: memref<f32x3x2>, %c: memref<f32x4x2>) {
 
 def test_a_planted_lowering_bug_is_our_lowering(monkeypatch):
     import tlgpu.lowering.collectives as lc
-    from fuzz.mutants.lowering_v03 import apply
+    from fuzz.mutants.registry import apply
 
     monkeypatch.setattr(lc, "problem", lc.problem)  # restored after the test
     apply("off-by-one-k")

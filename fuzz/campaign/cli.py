@@ -694,7 +694,7 @@ def main(argv: Optional[list[str]] = None) -> int:
               "runs", file=sys.stderr)
         return 2
     if ns.mutation is not None:
-        from fuzz.mutants.lowering_v03 import known
+        from fuzz.mutants.registry import known
 
         if ns.mutation not in known():
             print(f"tlfuzz: unknown mutation '{ns.mutation}' (known: "

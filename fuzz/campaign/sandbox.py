@@ -70,7 +70,7 @@ def _serve_batches(conn, mutation: Optional[str], impl) -> None:
     # the planted bug's counter: a lowering mutation's, or a v0.4 mutant plug-in's
     # (mutations_v04 counts there too)
     from fuzz.mutants.lowering_v03 import HITS as hits
-    from fuzz.mutants.lowering_v03 import apply
+    from fuzz.mutants.registry import apply
 
     if mutation:
         apply(mutation)

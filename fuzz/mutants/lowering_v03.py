@@ -417,16 +417,3 @@ _M = [  # name, category, doc, install
 MUTATIONS: dict[str, Mutation] = {n: Mutation(n, c, d, f) for n, c, d, f in _M}
 SELF_TESTS = {"crash": Mutation("crash", "crash", "the lowering kills its process", _crash)}
 CATEGORIES = ("scalar", "compare", "control", "view", "group", "barrier", "local", "collective")
-
-
-def known() -> dict[str, Mutation]:
-    """Every name `tlfuzz --mutation` accepts (the bench's mutants of the v0.3 and the v0.4
-    lowering, plus self-tests)."""
-    from fuzz.mutants.lowering_v04 import MUTATIONS as V04_LOWERING  # imports this module
-
-    return {**MUTATIONS, **V04_LOWERING, **SELF_TESTS}
-
-
-def apply(name: str) -> None:
-    """Install the named mutation in this process (KeyError for unknown names)."""
-    known()[name].install()

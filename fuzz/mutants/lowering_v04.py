@@ -11,7 +11,7 @@ that never applied is "not applicable" in the bench.
 
 Only tlgpu is patched: the sandbox child runs the reference interpreter in the same process,
 and it must stay the reference. `installed(name)` installs a mutant and undoes it afterwards
-(tests); `tlfuzz`'s sandbox child installs one for its whole life (`mutations.apply`).
+(tests); `tlfuzz`'s sandbox child installs one for its whole life (`fuzz.mutants.registry.apply`).
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from fuzz.triage.triage import FLAKY, investigate
 
     if ns.mutation is not None:
-        from fuzz.mutants.lowering_v03 import MUTATIONS, apply
+        from fuzz.mutants.lowering_v03 import MUTATIONS
+        from fuzz.mutants.registry import apply
 
         if ns.mutation not in MUTATIONS:
             print(f"tlfuzz triage: unknown mutation '{ns.mutation}' (known: "

@@ -20,7 +20,7 @@ def triage_saved(finding, base: str, reduce_seconds: float,
     from tlgpu.lowering.config import LoweringConfig
 
     if mutation and mutation not in _MUTATED:  # the campaign planted it in its OpenCL side
-        from fuzz.mutants.lowering_v03 import apply
+        from fuzz.mutants.registry import apply
 
         apply(mutation)
         _MUTATED.add(mutation)
