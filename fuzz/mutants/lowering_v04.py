@@ -79,7 +79,7 @@ def _source(rewrite: Callable[[str], tuple[str, int]]) -> Callable[[], None]:
     return install
 
 
-def _regex(pattern: str, repl: str) -> Callable[[], None]:
+def _regex(pattern: str, repl) -> Callable[[], None]:
     """A source mutant of one regex substitution (all occurrences)."""
     pat = re.compile(pattern, re.M)
     return _source(lambda src: pat.subn(repl, src))
@@ -169,8 +169,13 @@ def _load_untransposed(lw, inst):
     return dataclasses.replace(inst, trans=False) if inst.trans else None
 
 
-# mul_add reads A's entry (row, k) at (row, k + 1) of the padded A in local memory
-_MUL_ADD_A = (r"(tl_cm\d+)\[(tl_row\d+) \* (\d+) \+ (tl_k\d+)\]", r"\1[\2 * \3 + \4 + 1]")
+# mul_add reads A's entry (row, k) at (row, k + 1): of the padded A in local memory (the
+# general path), or of the lane's own A components (the rows path, coopmatrix.coop_rows:
+# `.c[k2 * K + k]`, wrapped to stay inside the struct)
+_MUL_ADD_A = (r"(tl_cm\d+)\[(tl_row\d+) \* (\d+) \+ (tl_k\d+)\]"
+              r"|\.c\[(tl_k2\d+) \* (\d+) \+ (tl_k\d+)\]",
+              lambda m: (f"{m[1]}[{m[2]} * {m[3]} + {m[4]} + 1]" if m[1] else
+                         f".c[{m[5]} * {m[6]} + ({m[7]} + 1) % {m[6]}]"))
 
 
 # --- f16, bf16, complex -------------------------------------------------------------------------

@@ -239,6 +239,8 @@ def _entry(lw, inst, lay: cm.Layout, view: View, row: str, col: str) -> tuple[st
 
 
 def lower_load(lw, w, inst: ir.CoopLoad) -> None:
+    # the load as lowered (what a mul_add reading B from memory must read the same way)
+    lw.__dict__.setdefault("coop_loaded", {})[inst.result.name] = inst
     t = inst.type
     view = lw.view(inst.operand)
     lw.access(w, {view.root}, set())
@@ -356,6 +358,7 @@ def _mul_add_rows(lw, w, inst: ir.CoopMulAdd, fast: bool) -> bool:
     Tc, K, N = ctype(tc), la.N, lc.N
     load = _source_load(lw, inst)
     if load is not None:
+        load = lw.__dict__.get("coop_loaded", {}).get(load.result.name, load)
         view = lw.view(load.operand)
         zero = literal(0, False, tb)
 
