@@ -61,6 +61,7 @@ def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
 
     from hypothesis import Phase, find, settings
     from hypothesis import strategies as st
+    from hypothesis.errors import NoSuchExample, Unsatisfiable
 
     from fuzz.strategies import kernels
 
@@ -74,7 +75,10 @@ def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
     monkeypatch.setitem(sys.modules, "fuzz.gen.spmd", types.SimpleNamespace(
         spmd_cases=spmd_cases))
     once = settings(max_examples=1, phases=[Phase.generate], database=None)
-    find(kernels(spmd_weight=100, profile=PROFILE), lambda c: True, settings=once)
+    try:
+        find(kernels(spmd_weight=100, profile=PROFILE), lambda c: True, settings=once)
+    except (Unsatisfiable, NoSuchExample):
+        pass  # the stub's fixed kernel may lie outside the profile (its types are checked now)
     assert seen["bf16_constants"] is False and seen["index_i64_casts"] is False
 
 
