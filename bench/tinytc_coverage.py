@@ -46,7 +46,6 @@ import fcntl
 import json
 import os
 import re
-import resource
 import shlex
 import shutil
 import signal
@@ -64,6 +63,7 @@ from typing import Optional
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
+from tlinterp.impl.command import limit_memory, signal_group  # noqa: E402
 from tlinterp.impl.shutdown import exit_status_of, scratch_dir, stop_on_signals  # noqa: E402
 
 SCENARIOS = ("tests", "corpus", "passes", "campaign")
@@ -412,13 +412,6 @@ def gcovr_command(root: Path, *, search: Optional[Path] = None, tracefiles: Sequ
     return argv
 
 
-def limit_memory(pid: int, memory: int) -> None:
-    try:
-        resource.prlimit(pid, resource.RLIMIT_AS, (memory, memory))
-    except (ProcessLookupError, PermissionError, ValueError, OSError):
-        pass  # it has already ended, or the system refuses: it runs unbounded
-
-
 def run_bounded(argv: list[str], *, label: str, limit: float, memory: int, log: Path,
                 env: Optional[dict[str, str]] = None, cwd: Optional[Path] = None,
                 expected: Optional[float] = None) -> int:
@@ -435,7 +428,7 @@ def run_bounded(argv: list[str], *, label: str, limit: float, memory: int, log: 
                                     start_new_session=True)
         except OSError as e:
             raise RunFailed(f"{label}: cannot run {argv[0]}: {e.strerror or e}") from None
-        limit_memory(proc.pid, memory)
+        limit_memory(proc, memory)
         columns = [SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn()]
         if expected:
             columns.insert(2, BarColumn())
@@ -453,23 +446,16 @@ def run_bounded(argv: list[str], *, label: str, limit: float, memory: int, log: 
                     time.sleep(0.5)
         finally:
             if proc.poll() is None:  # the limit, Ctrl-C or SIGTERM: stop it in order
-                _signal_group(proc, signal.SIGTERM)
+                signal_group(proc, signal.SIGTERM)
                 try:
                     proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     pass
-            _signal_group(proc, signal.SIGKILL)  # whatever it left in its group
+            signal_group(proc)  # whatever it left in its group
             proc.wait()
     if stopped_at_limit:
         raise RunFailed(f"{label}: no end within {limit:g} s (stopped)\n{tail(log)}")
     return proc.returncode
-
-
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    try:
-        os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def tail(log: Path, lines: int = 25) -> str:

@@ -11,6 +11,7 @@ counted (fuzz/campaign/rejections.py), so one fact does not drown the campaign.
 
 from __future__ import annotations
 
+import abc
 import shlex
 import time
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ def job_of(case: FuzzCase) -> Job:
                filename=f"{case.func}.tl", program=case.program, lang=case.lang)
 
 
-class Suite:
+class Suite(abc.ABC):
     """Several runs per kernel; subclasses say which (`check_case`). Built in the campaign's
     process, it travels (pickled) to the sandbox's child, where `differential` runs."""
 
@@ -85,8 +86,8 @@ class Suite:
             findings += found
         return findings
 
+    @abc.abstractmethod
     def check_case(self, case: FuzzCase, expected: Optional[dict],
                    problem: Optional[Finding], limit: float) -> Optional[list[Finding]]:
         """The findings of one case (`expected`: the interpreter's outputs, or None with
         the `problem` why it has none); None when a run was cut short."""
-        raise NotImplementedError

@@ -119,19 +119,19 @@ def run_command(argv: list[str], timeout: Optional[float], cwd: Optional[str] = 
         except OSError as e:
             return Finished(None, "", "", command, f"cannot run {argv[0]}: {e.strerror or e}")
         if memory is not None:
-            _limit_memory(proc, memory)
+            limit_memory(proc, memory)
         problem = ""
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            signal_group(proc)
             proc.wait()
             problem = f"no answer within {timeout:g} s (killed)"
         except BaseException:  # Ctrl-C: leave no orphans behind
-            _kill_group(proc)
+            signal_group(proc)
             proc.wait()
             raise
-        _kill_group(proc)  # what it left running in its group (detached sessions escape)
+        signal_group(proc)  # what it left running in its group (detached sessions escape)
         code = None if problem else proc.returncode
         size = out.seek(0, os.SEEK_END)
         out.seek(0)
@@ -162,7 +162,7 @@ def written_output(done: Finished, out: Optional[str], who: str) -> bytes:
         return b""
 
 
-def _limit_memory(proc: subprocess.Popen, memory: int) -> None:
+def limit_memory(proc: subprocess.Popen, memory: int) -> None:
     """RLIMIT_AS of the started command. Set from outside just after the start (Popen has no
     rlimit argument, and a preexec_fn is unsafe in a process with threads, as tlconform -j
     is): the command's first microseconds run unbounded, which no runaway allocation
@@ -182,9 +182,10 @@ def _read(f) -> str:
     return text
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def signal_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    """`sig` to the process group of a command started with start_new_session."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # the session leader's pid is the group id
+        os.killpg(proc.pid, sig)  # the session leader's pid is the group id
     except (ProcessLookupError, PermissionError):
         pass
 
