@@ -146,8 +146,7 @@ def _ctype(t) -> str:
 
     # the reports' kernel signatures in plain OpenCL C: f16 and bf16 as their 16 bits (the
     # lowering's own names for them, tl_f16/tl_bf16, are typedefs a maintainer never sees)
-    plain = {"f16": "ushort", "bf16": "ushort", "c32": "float2", "c64": "double2"}
-    return plain.get(t.value) or C_TYPES[t]
+    return "ushort" if t.value in ("f16", "bf16") else C_TYPES[t]
 
 
 def _extent(shape, strides) -> int:

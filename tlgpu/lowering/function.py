@@ -89,6 +89,9 @@ class FunctionLowerer:
         self.spmd = False  # inside a foreach: one work-item per iteration, no barriers
         # kernel-scope lines and kernel attributes the v0.4 lowering asks for (subgroups.py)
         self.prologue: list[str] = []
+        # cooperative_matrix_load results -> the instruction as lowered (coopmatrix.py: a
+        # mul_add that reads B from memory reads it as its load did)
+        self.coop_loaded: dict[str, ir.CoopLoad] = {}
         self.kernel_attributes: list[str] = []
 
     # --- helpers ------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from tlgpu.lowering.v04.subgroups import prologue, scratch, strategy, subgroup_b
 from tlgpu.lowering.views import Scalar, View
 from tlinterp.interp import coopmatrix as cm
 from tlinterp.lang import effects, ir
-from tlinterp.lang.diagnostics import not_yet
+from tlinterp.lang.diagnostics import NotExecutable, not_yet
 from tlinterp.lang.types import INDEX, CoopMatrixType, ScalarType
 
 # f32 mul_add from these sources: the interpreter's f32 product AB first, then + C
@@ -239,8 +239,7 @@ def _entry(lw, inst, lay: cm.Layout, view: View, row: str, col: str) -> tuple[st
 
 
 def lower_load(lw, w, inst: ir.CoopLoad) -> None:
-    # the load as lowered (what a mul_add reading B from memory must read the same way)
-    lw.__dict__.setdefault("coop_loaded", {})[inst.result.name] = inst
+    lw.coop_loaded[inst.result.name] = inst  # as lowered: a mul_add reading B reads it so
     t = inst.type
     view = lw.view(inst.operand)
     lw.access(w, {view.root}, set())
@@ -310,19 +309,18 @@ def _region_of(body: ir.Region, inst) -> Optional[ir.Region]:
     return None
 
 
-_SYNC = (ir.Barrier, ir.AtomicLoad, ir.AtomicStore, ir.AtomicUpdate, ir.CoopAtomicUpdate)
-
-
 def _quiet(inst) -> bool:
-    """inst (nested regions included) writes no memory and synchronises with no other
-    work-item: memory read before it reads the same after it."""
+    """inst (nested regions included) writes no memory (tlinterp.lang.effects: stores and
+    atomic updates) and synchronises with no other work-item (barriers, atomic loads): memory
+    read before it reads the same after it."""
     for i in itertools.chain([inst], *(ir.walk(r) for r in ir.regions_of(inst))):
-        if isinstance(i, _SYNC) or (isinstance(i, ir.CoopLoad) and i.atomic):
+        if isinstance(i, (ir.Barrier, ir.AtomicLoad)) or (isinstance(i, ir.CoopLoad)
+                                                           and i.atomic):
             return False
         try:
             if effects.effect(i).writes is not None:
                 return False
-        except Exception:  # an instruction the effects table does not analyse: assume it writes
+        except NotExecutable:  # an instruction the effects table does not analyse: it may
             return False
     return True
 
@@ -344,13 +342,13 @@ def _source_load(lw, inst: ir.CoopMulAdd) -> Optional[ir.CoopLoad]:
     return None
 
 
-def _mul_add_rows(lw, w, inst: ir.CoopMulAdd, fast: bool) -> bool:
+def _mul_add_rows(lw, w, inst: ir.CoopMulAdd, fast: bool, operands, layouts) -> bool:
     """mul_add when A, C and D own their rows (_owns_rows): lane p computes its rows from its
     own A components and B's entries, read from memory (_source_load) or from B written once
     to the sub-group's local memory, k outer and n inner (each entry's sum still in k order,
-    the reference's rounding), no other lane's A. False when the layouts do not fit."""
-    a, b, c = (lw.env[x.name] for x in (inst.a, inst.b, inst.c))
-    la, lb, lc = (declare(lw, x.type, inst) for x in (a, b, c))
+    the reference's rounding), no other lane's A. False when the layouts do not fit.
+    `operands`, `layouts`: A, B, C's values and their declared layouts."""
+    (a, b, c), (la, lb, lc) = operands, layouts
     t = inst.type
     if not all(_owns_rows(x) for x in (la, lc, layout(lw, t, inst))):
         return False
@@ -358,7 +356,7 @@ def _mul_add_rows(lw, w, inst: ir.CoopMulAdd, fast: bool) -> bool:
     Tc, K, N = ctype(tc), la.N, lc.N
     load = _source_load(lw, inst)
     if load is not None:
-        load = lw.__dict__.get("coop_loaded", {}).get(load.result.name, load)
+        load = lw.coop_loaded.get(load.result.name, load)
         view = lw.view(load.operand)
         zero = literal(0, False, tb)
 
@@ -416,7 +414,7 @@ def lower_mul_add(lw, w, inst: ir.CoopMulAdd) -> None:
     t = inst.type
     td = t.component
     fast = lc.ty == td.value == "f32" and la.ty in _F32_SOURCES and lb.ty in _F32_SOURCES
-    if lw.config.coop_rows and _mul_add_rows(lw, w, inst, fast):
+    if lw.config.coop_rows and _mul_add_rows(lw, w, inst, fast, (a, b, c), (la, lb, lc)):
         return
     pa, pb = _write_padded(lw, w, inst, [(a.expr, la, ctype(ta)), (b.expr, lb, ctype(tb))])
     r, lay = _result(lw, w, inst, t)
