@@ -202,7 +202,6 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
     launch, time bound and worker death). A batched case that does not agree with the
     reference (any failure, a mismatch) is run again alone and judged on that run, as are
     the cases after it: a verdict, and the finding's command, are always the case's own."""
-    import time
 
     from fuzz.campaign.rejections import rejected
     from tlinterp.impl import Job
@@ -212,11 +211,7 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
         done[:] = [0]
 
     def limit_now() -> tuple[Optional[float], bool]:
-        """The bound of a run starting now, and whether the deadline made it."""
-        if deadline is None:
-            return timeout, False
-        left = deadline - time.time()
-        return (left, True) if timeout is None or left < timeout else (timeout, False)
+        return run_limit(timeout, deadline)
 
     jobs = [Job(case.source, case.args, func=case.func, groups=case.groups,
                 filename=f"{case.func}.tl", program=case.program, lang=case.lang)
@@ -274,6 +269,18 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
                                     f"{impl.name}: {o.status}:\n{said}",
                                     impl=(impl.spec, impl.options)))
     return findings
+
+
+def run_limit(timeout: Optional[float], deadline: Optional[float]
+              ) -> tuple[Optional[float], bool]:
+    """The bound of a run starting now: `timeout`, or what is left until `deadline`
+    (time.time(); <= 0 when it has passed) if that is less; and whether the deadline made it."""
+    import time
+
+    if deadline is None:
+        return timeout, False
+    left = deadline - time.time()
+    return (left, True) if timeout is None or left < timeout else (timeout, False)
 
 
 def _mismatches(case: FuzzCase, expected, o) -> list:

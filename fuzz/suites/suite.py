@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fuzz.campaign.findings import Finding, reproduce_command
+from fuzz.campaign.harness import run_limit
 from fuzz.campaign.rejections import Keyed
 from fuzz.strategies import FuzzCase
 from tlinterp.impl import Job
@@ -70,13 +71,9 @@ class Suite(abc.ABC):
         if done is not None:
             done[:] = [0]
         for case in cases:
-            limit, cut = self.timeout, False
-            if deadline is not None:
-                left = deadline - time.time()
-                if left <= 0:
-                    break
-                if left < limit:
-                    limit, cut = left, True
+            limit, cut = run_limit(self.timeout, deadline)
+            if limit <= 0:
+                break
             expected, problem = _interp(case)
             found = self.check_case(case, expected, problem, limit)
             if found is None or (cut and time.time() >= deadline):
