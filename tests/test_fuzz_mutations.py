@@ -40,6 +40,7 @@ def test_planted_bug_is_found_and_shrunk(mutation, params, seed):
     f = mismatches[0]
     assert len(f.case.program.functions) == 1
     size = len(list(ir.walk(f.case.program.functions[0].body)))
-    # shrinking is time-boxed, and where it stops depends on the whole draw sequence (a new
-    # config knob shifts it: missing-barrier stopped at 44 instructions after narrow_columns)
-    assert size <= 48, f.case.source
+    # shrinking is time-boxed, and where it stops depends on the whole draw sequence and on the
+    # machine's load (missing-barrier stopped at 44 instructions alone, at 50 in a loaded CI run
+    # on 2 cores); unshrunk, these programs have well over a hundred
+    assert size <= 64, f.case.source
