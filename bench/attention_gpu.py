@@ -5,13 +5,17 @@ scaled_dot_product_attention, measured in the same run (issue 43 item 7).
 
 Kernels: bench/flash_attention.tl (ours, f32) and bench/flash_attention_f16.tl (the same
 online-softmax flash attention with f16 Q, K, V and f32 accumulation, head dimension 64, as
-tinytc's flash-attention example expands it). Baselines, on the same shapes (batch 1, H heads,
-T tokens, D = 64) and the same GPU: torch's math backend (SDPBackend.MATH) and its fastest
-backend (the best of flash, memory-efficient and cuDNN that accepts the inputs). Times are
-medians of --repeat runs: OpenCL profiling events for ours, CUDA events for torch. The table
-gives each time, ours / baseline ratios (speed-up: baseline time / our time), the achieved
-TFLOP/s (4 T^2 D H flops) and its fraction of the device's f16 tensor-core peak (--peak, dense
-TFLOP/s; default the H200's 989). The outputs are checked against torch's math backend in f32.
+tinytc's flash-attention example expands it); the `-split` kinds (bench/flash_attention_split.tl
+and its f16 twin) cut the keys of each (query block, head) into S ranges, one work-group each,
+and join the partial results in a second kernel (their time is the sum of both): the
+parallelism one work-group per query block lacks at small T x H. Baselines, on the same
+shapes (batch 1, H heads, T tokens, D = 64) and the same GPU: torch's math backend
+(SDPBackend.MATH) and its fastest backend (the best of flash, memory-efficient and cuDNN that
+accepts the inputs). Times are medians of --repeat runs: OpenCL profiling events for ours,
+CUDA events for torch. The table gives each time, ours / baseline ratios (speed-up: baseline
+time / our time), the achieved TFLOP/s (4 T^2 D H flops) and its fraction of the device's f16
+tensor-core peak (--peak, dense TFLOP/s; default the H200's 989). The outputs are checked
+against torch's math backend in f32.
 """
 
 from __future__ import annotations
@@ -27,8 +31,24 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 HERE = Path(__file__).resolve().parent
-KERNELS = {"f32": HERE / "flash_attention.tl", "f16": HERE / "flash_attention_f16.tl"}
+KERNELS = {"f32": HERE / "flash_attention.tl", "f16": HERE / "flash_attention_f16.tl",
+           "f32-split": HERE / "flash_attention_split.tl",
+           "f16-split": HERE / "flash_attention_split_f16.tl"}
 D, ROWS = 64, 64  # the kernels' head dimension and query rows per work-group
+KEY_BLOCK = 32  # the kernels' keys per step
+# the split kernels cut each (query block, head) into S key ranges until there are this many
+# work-groups of the first kernel (an H200 has 132 multiprocessors; two warps per group)
+SPLIT_GROUPS = 1024
+
+
+def splits(T: int, H: int) -> int:
+    """Key ranges per (query block, head): the smallest power of two giving SPLIT_GROUPS
+    work-groups, with at least four key blocks per range."""
+    blocks = -(-T // ROWS) * H
+    s = 1
+    while blocks * s < SPLIT_GROUPS and T // (KEY_BLOCK * s * 2) >= 4:
+        s *= 2
+    return s
 
 
 def _inputs(T: int, H: int, dtype, seed: int = 0) -> dict[str, np.ndarray]:
@@ -38,18 +58,36 @@ def _inputs(T: int, H: int, dtype, seed: int = 0) -> dict[str, np.ndarray]:
             "scale": np.float32(1 / np.sqrt(D))}
 
 
-def ours(kind: str, args: dict, device: str, repeat: int) -> tuple[float, np.ndarray]:
+def _timed(kernel, args: dict, groups: int, repeat: int) -> tuple[float, dict]:
+    binding = kernel.bind(args, groups=groups)
+    kernel.launch(binding)  # warm-up
+    times = [kernel.launch(binding).seconds for _ in range(repeat)]
+    return statistics.median(times), binding.read()
+
+
+def ours(kind: str, args: dict, device: str, repeat: int) -> tuple[float, np.ndarray, str]:
+    """(seconds, O, how): one kernel, or for a split kind the sum of its two kernels' medians
+    (the partial results pass from the first to the second through the host, untimed)."""
     import tlgpu
     from tlinterp.front.pipeline import parse
 
     path = KERNELS[kind]
     program = parse(path.read_text(), str(path), lang="v0.4")
-    kernel = tlgpu.compile(program, device=device)
     T, _, H = args["Q"].shape
-    binding = kernel.bind(args, groups=-(-T // ROWS) * H)
-    kernel.launch(binding)  # warm-up
-    times = [kernel.launch(binding).seconds for _ in range(repeat)]
-    return statistics.median(times), binding.read()["O"]
+    blocks = -(-T // ROWS) * H
+    if not kind.endswith("-split"):
+        t, out = _timed(tlgpu.compile(program, device=device), args, blocks, repeat)
+        return t, out["O"], "1 kernel"
+    S = splits(T, H)
+    part = tlgpu.compile(program, "attention_part", device=device)
+    join = tlgpu.compile(program, "attention_join", device=device)
+    scratch = {"P": np.zeros((T, D, H * S), np.float32),
+               "M": np.zeros((T, H * S), np.float32), "L": np.zeros((T, H * S), np.float32)}
+    t1, out1 = _timed(part, {**{k: args[k] for k in ("Q", "K", "V", "scale")}, **scratch,
+                             "S": np.int64(S)}, blocks * S, repeat)
+    t2, out2 = _timed(join, {"P": out1["P"], "M": out1["M"], "L": out1["L"], "O": args["O"],
+                             "S": np.int64(S)}, blocks, repeat)
+    return t1 + t2, out2["O"], f"S={S}: {t1 * 1e3:.3f}+{t2 * 1e3:.3f} ms"
 
 
 def _torch_time(fn, repeat: int) -> float:
@@ -111,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--T", type=int, nargs="+", default=[2048, 8192], help="token counts")
     ap.add_argument("--H", type=int, default=4, help="heads (default 4)")
     ap.add_argument("--repeat", type=int, default=10, help="timed runs per side (median)")
-    ap.add_argument("--kinds", nargs="+", default=["f32", "f16"], choices=sorted(KERNELS))
+    ap.add_argument("--kinds", nargs="+", default=["f32", "f32-split", "f16", "f16-split"],
+                    choices=sorted(KERNELS))
     ap.add_argument("--peak", type=float, default=989.0,
                     help="the device's dense f16 tensor-core peak in TFLOP/s (H200: 989)")
     ns = ap.parse_args(argv)
@@ -124,22 +163,23 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         ap.error("torch sees no CUDA device")
     print(f"attention, D={D}, H={ns.H}, device {ns.device}, medians of {ns.repeat} runs")
-    header = (f"{'kernel':6} {'T':>6} {'ours ms':>9} {'math ms':>9} {'fast ms':>9} "
-              f"{'vs math':>8} {'vs fast':>8} {'TFLOP/s':>8} {'of peak':>8} {'max err':>9}  fast")
+    header = (f"{'kernel':9} {'T':>6} {'ours ms':>9} {'math ms':>9} {'fast ms':>9} "
+              f"{'vs math':>8} {'vs fast':>8} {'TFLOP/s':>8} {'of peak':>8} {'max err':>9}"
+              "  fast, ours")
     print(header)
     for kind in ns.kinds:
-        dtype = np.float16 if kind == "f16" else np.float32
-        tdtype = torch.float16 if kind == "f16" else torch.float32
+        dtype = np.float16 if kind.startswith("f16") else np.float32
+        tdtype = torch.float16 if kind.startswith("f16") else torch.float32
         for T in ns.T:
             args = _inputs(T, ns.H, dtype)
-            t_ours, out = ours(kind, args, ns.device, ns.repeat)
+            t_ours, out, how = ours(kind, args, ns.device, ns.repeat)
             t_math, t_fast, fast_name, ref = torch_baselines(args, tdtype, ns.repeat)
             flops = 4.0 * T * T * D * ns.H
             tflops = flops / t_ours / 1e12
             err = float(np.abs(out - ref).max())
-            print(f"{kind:6} {T:6d} {t_ours * 1e3:9.3f} {t_math * 1e3:9.3f} {t_fast * 1e3:9.3f} "
+            print(f"{kind:9} {T:6d} {t_ours * 1e3:9.3f} {t_math * 1e3:9.3f} {t_fast * 1e3:9.3f} "
                   f"{t_math / t_ours:7.2f}x {t_fast / t_ours:7.2f}x {tflops:8.2f} "
-                  f"{tflops / ns.peak:7.2%} {err:9.2e}  {fast_name}", flush=True)
+                  f"{tflops / ns.peak:7.2%} {err:9.2e}  {fast_name}, {how}", flush=True)
     print("vs math / vs fast: the baseline's time over ours (above 1: ours is faster)")
     return 0
 

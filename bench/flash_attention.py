@@ -23,6 +23,9 @@ import numpy as np
 
 KERNEL = Path(__file__).resolve().with_name("flash_attention.tl")
 KERNEL_F16 = KERNEL.with_name("flash_attention_f16.tl")  # f16 Q, K, V (see its header)
+# the keys split among work-groups, two kernels (bench/attention_gpu.py's -split kinds)
+SPLIT, SPLIT_F16 = KERNEL.with_name("flash_attention_split.tl"), \
+    KERNEL.with_name("flash_attention_split_f16.tl")
 D = 64  # the kernel's feature width (its coopmatrix shapes)
 ROWS = 64  # query rows per work-group (four sub-groups of 16 rows)
 
@@ -52,6 +55,34 @@ def run_kernel(args: dict[str, np.ndarray], check: bool = True) -> np.ndarray:
     kernel = KERNEL_F16 if args["Q"].dtype == np.float16 else KERNEL
     program = parse(kernel.read_text(), str(kernel), lang="v0.4")
     return run(program, args, groups=-(-T // ROWS) * H, check=check)["O"]
+
+
+def run_split(args: dict[str, np.ndarray], S: int, device: str | None = None) -> np.ndarray:
+    """O from the split kernels with S key ranges per (query block, head): on the interpreter,
+    or with `device` on our OpenCL lowering."""
+    from tlinterp.front.pipeline import parse
+
+    T, _, H = args["Q"].shape
+    kernel = SPLIT_F16 if args["Q"].dtype == np.float16 else SPLIT
+    program = parse(kernel.read_text(), str(kernel), lang="v0.4")
+    if device is None:
+        from tlinterp.interp import run
+
+        def call(func, a, groups):
+            return run(program, a, func=func, groups=groups)
+    else:
+        import tlgpu
+
+        def call(func, a, groups):
+            return tlgpu.run(program, a, func=func, groups=groups, device=device)
+    blocks = -(-T // ROWS) * H
+    part = call("attention_part", {**{k: args[k] for k in ("Q", "K", "V", "scale")},
+                                   "P": np.zeros((T, D, H * S), np.float32),
+                                   "M": np.zeros((T, H * S), np.float32),
+                                   "L": np.zeros((T, H * S), np.float32), "S": np.int64(S)},
+                blocks * S)
+    return call("attention_join", {"P": part["P"], "M": part["M"], "L": part["L"],
+                                   "O": args["O"], "S": np.int64(S)}, blocks)["O"]
 
 
 def _best(fn, repeat: int) -> tuple[float, object]:

@@ -325,3 +325,53 @@ def test_corpus_coopmatrix_atomics_are_exempt_from_races():
     c = np.arange(256, dtype=np.float32).reshape(16, 16)
     out = _run(src, {"C": c})["C"]
     assert (out == c.T).all()  # the last atomic store: the transposed load's values
+
+
+# A coopmatrix carried by a `for` whose trip count differs between work-groups (work-group g
+# runs g iterations), and one yielded by an `if` whose condition does: the interpreter runs all
+# work-groups at once, so the lanes of some groups leave the loop (or take the other branch)
+# while the others go on, and the coopmatrix must follow the lanes that run.
+DIVERGENT = """\
+func @k(%A: memref<f32 x 8 x 8>, %C: memref<f32 x 8 x 8 x ?>) \
+attributes{subgroup_size=8, work_group_size=[8, 1]} {
+    %c0 = constant 0 : index
+    %c1 = constant 1 : index
+    %c2 = constant 2 : index
+    %g = group_id.x : index
+    %Cg = subview %C[0:8, 0:8, %g] : memref<f32 x 8 x 8>
+    parallel {
+        %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32 x 8 x 8, matrix_acc>
+        %z = constant 0.0 : coopmatrix<f32 x 8 x 8, matrix_acc>
+        %s = for %i = %c0, %g init(%x = %z) -> (coopmatrix<f32 x 8 x 8, matrix_acc>) {
+            %y = add %x, %a : coopmatrix<f32 x 8 x 8, matrix_acc>
+            yield (%y)
+        }
+        %odd = rem %g, %c2 : index
+        %isodd = equal %odd, %c1 : bool
+        %r = if %isodd -> (coopmatrix<f32 x 8 x 8, matrix_acc>) {
+            %n = constant -1.0 : f32
+            %m = cooperative_matrix_scale %n, %s : coopmatrix<f32 x 8 x 8, matrix_acc>
+            yield (%m)
+        } else {
+            yield (%s)
+        }
+        cooperative_matrix_store %r, %Cg[%c0, %c0]
+    }
+}
+"""
+
+
+# the `if` with only yields in both branches (no instruction that is not a scalar one)
+DIVERGENT_YIELDS = DIVERGENT.replace("""\
+            %n = constant -1.0 : f32
+            %m = cooperative_matrix_scale %n, %s : coopmatrix<f32 x 8 x 8, matrix_acc>
+            yield (%m)""", "            yield (%z)")
+
+
+@pytest.mark.parametrize("src,odd", [(DIVERGENT, -1.0), (DIVERGENT_YIELDS, 0.0)])
+def test_coopmatrix_follows_lanes_of_divergent_loops_and_branches(src, odd):
+    a = RNG.standard_normal((8, 8)).astype(np.float32)
+    out = _run(src, {"A": a, "C": np.zeros((8, 8, 5), np.float32)}, groups=5)["C"]
+    for g in range(5):
+        np.testing.assert_allclose(out[:, :, g], (odd if g % 2 else 1.0) * g * a,
+                                   rtol=1e-6, err_msg=f"work-group {g}")

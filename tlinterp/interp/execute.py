@@ -22,7 +22,7 @@ from tlinterp.interp.values import Lanes, is_var, select
 from tlinterp.io.memlimit import check_allocation
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import Diagnostic, ExecutionError, not_yet
-from tlinterp.lang.types import INDEX, ScalarType
+from tlinterp.lang.types import INDEX, CoopMatrixType, ScalarType
 
 _PURE = (ir.Arith, ir.ArithUnary, ir.Cast, ir.Compare, ir.Yield, ir.GroupId, ir.GroupSize,
          ir.Size)
@@ -322,7 +322,8 @@ class Executor:
                 for name, v in zip(names, out or []):
                     env.set(name, v)
             return
-        if self._pure(inst.then) and (inst.otherwise is None or self._pure(inst.otherwise)):
+        if self._pure(inst.then) and (inst.otherwise is None or self._pure(inst.otherwise)) \
+                and not any(isinstance(t, CoopMatrixType) for t in inst.result_types):
             # If-conversion: both branches run on all lanes, faults count only where taken.
             outs = [self.run_region(r, Env(env), lanes.masked(m)) if r is not None else None
                     for r, m in ((inst.then, cond), (inst.otherwise, ~cond))]
@@ -338,10 +339,18 @@ class Executor:
             sub = lanes if sel is None else lanes.select(sel)
             parts.append((mask, self.run_region(region, Env(env, sel), sub)))
         for k, (name, t) in enumerate(zip(names, inst.result_types)):
+            taken = [(mask, out[k]) for mask, out in parts if out is not None]
+            if taken and isinstance(taken[0][1], spmd_exec.CoopValue):
+                # per-lane components of the branch each lane took, rows in lane order
+                first = taken[0][1].components()
+                comps = np.empty((lanes.n,) + first.shape[1:], first.dtype)
+                for mask, v in taken:
+                    comps[mask] = v.components()
+                env.set(name, spmd_exec.CoopValue(taken[0][1].layout, comps=comps))
+                continue
             merged = np.empty(lanes.n, t.dtype)
-            for mask, out in parts:
-                if out is not None:
-                    merged[mask] = out[k]
+            for mask, v in taken:
+                merged[mask] = v
             env.set(name, merged)
 
     def _pure(self, region: ir.Region) -> bool:
@@ -387,7 +396,10 @@ class Executor:
             body = Env(env, sel)
             body.set(inst.var.name, iv)
             for (v, _), c in zip(inst.inits, carried):
-                body.set(v.name, c if sel is None or np.ndim(c) == 0 else c[sel])
+                # a coopmatrix is an object (np.ndim 0) that still has lanes to select
+                body.set(v.name, c if sel is None or (np.ndim(c) == 0 and not
+                                                      isinstance(c, spmd_exec.CoopValue))
+                         else select(c, sel))
             out = self.run_region(inst.body, body, sub)
             if inst.inits:
                 carried = [_merge(c, o, sel, lanes.n, rt)
@@ -442,10 +454,14 @@ class Executor:
         collectives.execute(inst, views, alpha, beta, lanes, self.check, col)
 
 
-def _merge(old, new, sel, n: int, t) -> np.ndarray:
+def _merge(old, new, sel, n: int, t):
     """A loop-carried value after an iteration that ran on the lanes `sel` (None: all)."""
     if sel is None:
         return new
+    if isinstance(new, spmd_exec.CoopValue):  # per-lane components, rows in lane order
+        full = old.components().copy()
+        full[sel] = new.components()
+        return spmd_exec.CoopValue(old.layout, comps=full)
     full = np.array(np.broadcast_to(old, (n,)), dtype=t.dtype)
     full[sel] = new
     return full
