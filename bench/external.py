@@ -138,6 +138,44 @@ def hunt_generation(profile: str, cases: int, batch: int = 8, seed: int = 0) -> 
     return (time.process_time() - c0) / stub.cases
 
 
+def campaign_cpu(spec: str, device: str, profile: str, cases: int,
+                 build_options: str = "-cl-std=CL2.0 -cl-mad-enable",
+                 reject_status: int = 1, seed: int = 1, batch: int = 8) -> dict:
+    """A campaign job's steady state: its Hypothesis searches (fuzz.campaign.hunt) through
+    a real sandbox and kept worker, as one `tlfuzz -j` job runs them, until `cases` cases
+    ran (shrinking runs count, as in tlfuzz's cases/s; "shrunk": the searches that found
+    something and shrank it); CPU seconds of every process per
+    case ("cpu"), wall seconds per case ("wall"), with the start-up (the sandbox's and the
+    worker's, a warm-up batch) left out: what `2 / cpu` cases/s two idle cores allow."""
+    from fuzz.campaign.hunt import HuntOptions, hunt
+    from fuzz.campaign.sandbox import Sandbox
+    from fuzz.profiles import load
+    from tlinterp.impl import ImplOptions
+
+    impl = (spec, ImplOptions(device=device, build_options=build_options,
+                              reject_status=(reject_status,)))
+    opts = HuntOptions(device=device, batch=batch, impl=impl, random_configs=False,
+                       triage_time=0, params={"profile": profile,
+                                              "lang": load(profile).lang or "v0.3"})
+    count = [0]
+
+    def progress(n: int, _cov: set) -> None:
+        count[0] += n
+
+    with Sandbox(device, opts.timeout, None, impl) as sandbox:
+        hunt(opts, seed + 10**6, 1, sandbox=sandbox)  # start-up: not a case's
+        count[0] = 0
+        t0, c0 = time.perf_counter(), tree_cpu_seconds()
+        k = 0
+        found = 0
+        while count[0] < cases:
+            found += bool(hunt(opts, seed + k, 10, progress, sandbox=sandbox))
+            k += 1
+        wall, cpu = time.perf_counter() - t0, tree_cpu_seconds() - c0
+    return {"cases": count[0], "cpu": cpu / count[0], "wall": wall / count[0],
+            "shrunk": found}
+
+
 def stage_breakdown(spec: str, device: str, profile: str, cases: int,
                     build_options: str = "-cl-std=CL2.0 -cl-mad-enable",
                     reject_status: int = 1, seed: int = 0, batches: int = 4,
@@ -304,7 +342,17 @@ def main(argv=None) -> int:
                    help="the generated kernels' profile (with --impl)")
     p.add_argument("--build-options", default="-cl-std=CL2.0 -cl-mad-enable")
     p.add_argument("--reject-status", type=int, default=1)
+    p.add_argument("--campaign", type=int, metavar="CASES", help="with --impl: instead of "
+                   "the stages, one campaign job's CPU per case over CASES cases")
     ns = p.parse_args(argv)
+    if ns.impl and ns.campaign:
+        got = campaign_cpu(ns.impl, ns.device, ns.profile, ns.campaign, ns.build_options,
+                           ns.reject_status)
+        print(f"one campaign job, {got['cases']} cases, {got['shrunk']} searches shrinking a "
+              f"finding (load {os.getloadavg()[0]:.1f}): "
+              f"{got['cpu']:.3f} CPU s/case -> at most {2 / got['cpu']:.1f} cases/s on 2 idle "
+              f"cores; {1 / got['wall']:.2f} cases/s wall-clock here", flush=True)
+        return 0
     if ns.impl:
         from rich.console import Console
 

@@ -74,3 +74,33 @@ def test_no_multiple_any_size_can_give_falls_back_to_the_plain_draw():
     first mode) leaves the draw as it was: the profile check then drops such a kernel."""
     fn = sample_spmd(3, subgroup_sizes=(16, 32), max_wx_subgroups=1, wx_multiple=64)[0]
     assert int(fn.work_group_size[0]) in (16, 32)
+
+
+def test_tree_cpu_counts_a_running_child_and_not_its_own_reading():
+    """bench/external.py charges a stage the CPU of every process that did its work: a
+    child still running (a kept worker) counts while it runs, reading /proc does not."""
+    import subprocess
+    import sys
+    import time
+
+    from tests.benches import bench
+
+    external = bench("external")
+    child = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                              "t = time.process_time()\n"
+                              "while time.process_time() - t < 0.5: pass\n"
+                              "print(flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        before = external.tree_cpu_seconds()
+        child.stdout.readline()  # it has burnt its half second and waits, alive
+        time.sleep(0.1)
+        grew = external.tree_cpu_seconds() - before
+        assert grew >= 0.45, grew
+        idle = external.tree_cpu_seconds()
+        for _ in range(20):  # reading /proc costs this process CPU, which is left out
+            external.tree_cpu_seconds()
+        assert external.tree_cpu_seconds() - idle < 0.05
+    finally:
+        child.stdin.close()
+        child.wait(10)
