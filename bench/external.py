@@ -22,13 +22,24 @@ worker, and the worker's start-up (paid once per thread). Target: >= 4 cases/s (
         --profile tinytc-0.4.0-tgl-new-bugs --cases 40
 
 With --impl, where a campaign's case goes instead (`stage_breakdown`): generated kernels of
-the profile (no corpus), each through every stage alone, timed one case at a time:
-generation (the generator, printed, parsed and checked back), the interpreter, the compiler
-(its process started, run and read: `compile_code`), the device build (the worker's first
-build and launch of the code less its second, which reuses the build), the launch (the
-second), the process overhead (a process start of `true` through the same runner, the part
-of the compiler's stage that is no compiler), and the whole `impl.run` of a fresh case
-(compiler, build, launch and what joins them).
+the profile (no corpus), each through every stage alone, timed one case at a time, in CPU
+seconds of every process that worked on it (this one, the compiler, the kept worker:
+`tree_cpu_seconds`; on a shared machine the wall-clock, also shown, depends on the others)
+and their shares: generation (the generator, printed, parsed and checked back), the
+interpreter, the compiler (its process started, run and read: `compile_code`), the device
+build (the worker's first build and launch of the code less its second, which reuses the
+build), the launch (the second), the process overhead (a process start of `true` through
+the same runner, the part of the compiler's stage that is no compiler); then the whole
+`impl.run` of a fresh case, compiler + build + launch alone against one program per batch,
+the campaign's own generation (its Hypothesis searches, `hunt_generation`), and the rate
+those CPU seconds allow on 2 idle cores (2 / CPU s per case).
+
+    python bench/external.py --impl 'spirv:tinytc {tl}' --device intel \
+        --profile tinytc-0.4.0-new-bugs --campaign 100
+
+With --campaign CASES, one campaign job's steady state instead (`campaign_cpu`): its
+Hypothesis searches through a real sandbox and worker, start-up left out, shrinking
+included: CPU s/case and the rate 2 idle cores allow.
 """
 
 from __future__ import annotations
