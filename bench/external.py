@@ -22,13 +22,24 @@ worker, and the worker's start-up (paid once per thread). Target: >= 4 cases/s (
         --profile tinytc-0.4.0-tgl-new-bugs --cases 40
 
 With --impl, where a campaign's case goes instead (`stage_breakdown`): generated kernels of
-the profile (no corpus), each through every stage alone, timed one case at a time:
-generation (the generator, printed, parsed and checked back), the interpreter, the compiler
-(its process started, run and read: `compile_code`), the device build (the worker's first
-build and launch of the code less its second, which reuses the build), the launch (the
-second), the process overhead (a process start of `true` through the same runner, the part
-of the compiler's stage that is no compiler), and the whole `impl.run` of a fresh case
-(compiler, build, launch and what joins them).
+the profile (no corpus), each through every stage alone, timed one case at a time, in CPU
+seconds of every process that worked on it (this one, the compiler, the kept worker:
+`tree_cpu_seconds`; on a shared machine the wall-clock, also shown, depends on the others)
+and their shares: generation (the generator, printed, parsed and checked back), the
+interpreter, the compiler (its process started, run and read: `compile_code`), the device
+build (the worker's first build and launch of the code less its second, which reuses the
+build), the launch (the second), the process overhead (a process start of `true` through
+the same runner, the part of the compiler's stage that is no compiler); then the whole
+`impl.run` of a fresh case, compiler + build + launch alone against one program per batch,
+the campaign's own generation (its Hypothesis searches, `hunt_generation`), and the rate
+those CPU seconds allow on 2 idle cores (2 / CPU s per case).
+
+    python bench/external.py --impl 'spirv:tinytc {tl}' --device intel \
+        --profile tinytc-0.4.0-new-bugs --campaign 100
+
+With --campaign CASES, one campaign job's steady state instead (`campaign_cpu`): its
+Hypothesis searches through a real sandbox and worker, start-up left out, shrinking
+included: CPU s/case and the rate 2 idle cores allow.
 """
 
 from __future__ import annotations
@@ -71,20 +82,124 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def tree_cpu_seconds() -> float:
+    """cpu_seconds() plus the CPU time of the children still running (a kept worker that
+    builds and launches) and of what they reaped, from /proc: a stage timed by the change of
+    this is charged whatever process did its work; the reading's own cost is left out."""
+    t0 = time.process_time()
+    total = cpu_seconds()
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat[stat.rindex(b")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(x) for x in fields[11:15]) / tick  # utime..cstime
+    mine, grew = {os.getpid()}, True
+    while grew:
+        more = {pid for pid, ppid in parents.items() if ppid in mine} - mine
+        mine |= more
+        grew = bool(more)
+    _READING[0] += time.process_time() - t0
+    return total + sum(times[pid] for pid in mine if pid != os.getpid()) - _READING[0]
+
+
+_READING = [0.0]  # CPU seconds tree_cpu_seconds() spent reading /proc so far
+
+
 STAGES = ("generation", "interpreter", "compiler", "device build", "launch",
           "process overhead")
+
+
+def hunt_generation(profile: str, cases: int, batch: int = 8, seed: int = 0) -> float:
+    """CPU seconds per case of the campaign's own generation: its Hypothesis searches
+    (fuzz.campaign.hunt, batches of up to `batch` kernels) with a stand-in sandbox that runs
+    nothing, until `cases` cases were drawn (what `sample_function` does not pay: Hypothesis'
+    draws, and the examples it drops)."""
+    from fuzz.campaign.hunt import HuntOptions, hunt
+    from fuzz.profiles import load
+
+    class NoRun:
+        completed = 0
+
+        def __init__(self) -> None:
+            self.cases = 0
+
+        def run(self, batch_cases, config) -> list:
+            self.cases += len(batch_cases)
+            self.completed = len(batch_cases)
+            return []
+
+    lang = load(profile).lang or "v0.3"
+    opts = HuntOptions(batch=batch, impl=("stand-in", None),
+                       params={"profile": profile, "lang": lang})
+    stub = NoRun()
+    c0 = time.process_time()
+    k = 0
+    while stub.cases < cases:
+        hunt(opts, seed + k, 10, sandbox=stub)
+        k += 1
+    return (time.process_time() - c0) / stub.cases
+
+
+def campaign_cpu(spec: str, device: str, profile: str, cases: int,
+                 build_options: str = "-cl-std=CL2.0 -cl-mad-enable",
+                 reject_status: int = 1, seed: int = 1, batch: int = 8) -> dict:
+    """A campaign job's steady state: its Hypothesis searches (fuzz.campaign.hunt) through
+    a real sandbox and kept worker, as one `tlfuzz -j` job runs them, until `cases` cases
+    ran (shrinking runs count, as in tlfuzz's cases/s; "shrunk": the searches that found
+    something and shrank it); CPU seconds of every process per
+    case ("cpu"), wall seconds per case ("wall"), with the start-up (the sandbox's and the
+    worker's, a warm-up batch) left out: what `2 / cpu` cases/s two idle cores allow."""
+    from fuzz.campaign.hunt import HuntOptions, hunt
+    from fuzz.campaign.sandbox import Sandbox
+    from fuzz.profiles import load
+    from tlinterp.impl import ImplOptions
+
+    impl = (spec, ImplOptions(device=device, build_options=build_options,
+                              reject_status=(reject_status,)))
+    opts = HuntOptions(device=device, batch=batch, impl=impl, random_configs=False,
+                       triage_time=0, params={"profile": profile,
+                                              "lang": load(profile).lang or "v0.3"})
+    count = [0]
+
+    def progress(n: int, _cov: set) -> None:
+        count[0] += n
+
+    with Sandbox(device, opts.timeout, None, impl) as sandbox:
+        hunt(opts, seed + 10**6, 1, sandbox=sandbox)  # start-up: not a case's
+        count[0] = 0
+        t0, c0 = time.perf_counter(), tree_cpu_seconds()
+        k = 0
+        found = 0
+        while count[0] < cases:
+            found += bool(hunt(opts, seed + k, 10, progress, sandbox=sandbox))
+            k += 1
+        wall, cpu = time.perf_counter() - t0, tree_cpu_seconds() - c0
+    return {"cases": count[0], "cpu": cpu / count[0], "wall": wall / count[0],
+            "shrunk": found}
 
 
 def stage_breakdown(spec: str, device: str, profile: str, cases: int,
                     build_options: str = "-cl-std=CL2.0 -cl-mad-enable",
                     reject_status: int = 1, seed: int = 0, batches: int = 4,
                     batch: int = 8) -> dict:
-    """Seconds per case of each of STAGES (means over the cases that built and ran), and of
-    the whole `impl.run` ("run"), over `cases` kernels `sample_function(seed + i,
-    profile=profile)` gives; "cases" counts those, "ran" those that ran. Then `batches`
-    batches of `batch` fresh kernels each run twice, compiled and built per case and as one
-    program (`batch_code`): seconds per case of each ("alone", "batched") over the
-    "compared" cases of batches whose verdicts agree."""
+    """Seconds per case of each of STAGES, wall-clock (`got[stage]`) and CPU of every
+    process that worked on it (`got["cpu"][stage]`, tree_cpu_seconds), means over the cases
+    that built and ran, and of the whole `impl.run` ("run"), over `cases` kernels
+    `sample_function(seed + i, profile=profile)` gives; "cases" counts those, "ran" those
+    that ran; "hunt generation": CPU seconds per case of the campaign's Hypothesis
+    generation (hunt_generation). Then `batches` batches of `batch` fresh kernels each run
+    twice, compiled and built per case and as one program (`batch_code`): seconds per case
+    of each ("alone", "batched"; CPU: "cpu alone", "cpu batched") over the "compared" cases
+    of batches whose verdicts agree."""
     from fuzz.campaign.harness import _interp
     from fuzz.strategies import case_of, sample_function
     from tlgpu.lowering.callconv import convention_of
@@ -93,23 +208,27 @@ def stage_breakdown(spec: str, device: str, profile: str, cases: int,
     from tlinterp.impl import ImplOptions, Job, resolve
     from tlinterp.impl.command import run_command
 
+    def now() -> tuple[float, float]:
+        return time.perf_counter(), tree_cpu_seconds()
+
     impl = resolve(spec, ImplOptions(device=device, build_options=build_options,
                                      reject_status=(reject_status,)))
     sums = dict.fromkeys((*STAGES, "run"), 0.0)
+    cpu = dict.fromkeys(STAGES, 0.0)
     ran = 0
     try:
         impl.runner.device_info()  # the worker's start-up, paid once: not a case's
         for i in range(cases):
-            t0 = time.perf_counter()
+            t0 = now()
             func, args, groups, _ = sample_function(seed + i, profile=profile)
             case = case_of(func, args, groups, profile)
-            t1 = time.perf_counter()
+            t1 = now()
             _interp(case)
-            t2 = time.perf_counter()
+            t2 = now()
             job = Job(case.source, case.args, func=case.func, groups=case.groups,
                       filename=f"{case.func}.tl", program=case.program, lang=case.lang)
             code, _ = impl.compile_code(job, 60)
-            t3 = time.perf_counter()
+            t3 = now()
             if code is None:
                 continue
             fn = case.program.functions[0]
@@ -117,17 +236,19 @@ def stage_breakdown(spec: str, device: str, profile: str, cases: int,
                               impl.options.build_options, dict(job.args), job.groups,
                               convention_of(case.program))
             first = impl.runner.run(fjob, 60)
-            t4 = time.perf_counter()
+            t4 = now()
             impl.runner.run(fjob, 60)
-            t5 = time.perf_counter()
+            t5 = now()
             run_command(["true"], 60)
-            t6 = time.perf_counter()
+            t6 = now()
             if first.status != "ok":
                 continue
             ran += 1
-            for k, dt in zip(STAGES, (t1 - t0, t2 - t1, t3 - t2, (t4 - t3) - (t5 - t4),
-                                      t5 - t4, t6 - t5)):
-                sums[k] += dt
+            for into, k in ((sums, 0), (cpu, 1)):
+                for stage, dt in zip(STAGES, (
+                        t1[k] - t0[k], t2[k] - t1[k], t3[k] - t2[k],
+                        (t4[k] - t3[k]) - (t5[k] - t4[k]), t5[k] - t4[k], t6[k] - t5[k])):
+                    into[stage] += dt
         # the whole path once more on fresh cases (nothing built yet), for what joins stages
         n = 0
         for i in range(min(cases, 10)):
@@ -142,7 +263,7 @@ def stage_breakdown(spec: str, device: str, profile: str, cases: int,
                 n += 1
         # one compiler run and one device build per batch (batch_code) against one each per
         # case, on the same fresh cases in the same worker, which order first alternating
-        alone = batched = 0.0
+        alone = batched = cpu_alone = cpu_batched = 0.0
         runs = 0
         impl.runner.close()  # a fresh worker: no build kept from the cases above
         for g in range(batches):
@@ -156,44 +277,65 @@ def stage_breakdown(spec: str, device: str, profile: str, cases: int,
                                 lang=case.lang))
             timed = {}
             for way in (("alone", "batched") if g % 2 == 0 else ("batched", "alone")):
-                t0 = time.perf_counter()
+                t0 = now()
                 code = impl.batch_code(jobs, 60) if way == "batched" else None
                 outs = [impl.run(j, 60, code=code) if code is not None else impl.run(j, 60)
                         for j in jobs]
-                timed[way] = (time.perf_counter() - t0, [o.status for o in outs])
-            if code is None or timed["alone"][1] != timed["batched"][1]:
+                t1 = now()
+                timed[way] = (t1[0] - t0[0], t1[1] - t0[1], [o.status for o in outs])
+            if code is None or timed["alone"][2] != timed["batched"][2]:
                 continue  # no batch, or different verdicts: compare like with like only
             alone += timed["alone"][0]
             batched += timed["batched"][0]
+            cpu_alone += timed["alone"][1]
+            cpu_batched += timed["batched"][1]
             runs += batch
     finally:
         impl.close()
-    out = {k: v / max(ran, 1) for k, v in sums.items() if k != "run"}
+    out: dict = {k: v / max(ran, 1) for k, v in sums.items() if k != "run"}
+    out["cpu"] = {k: v / max(ran, 1) for k, v in cpu.items()}
     out["run"] = sums["run"] / max(n, 1)
     out["cases"], out["ran"] = cases, ran
     out["alone"], out["batched"], out["compared"] = alone / max(runs, 1), \
         batched / max(runs, 1), runs
+    out["cpu alone"], out["cpu batched"] = cpu_alone / max(runs, 1), \
+        cpu_batched / max(runs, 1)
+    out["hunt generation"] = hunt_generation(profile, cases, batch, seed)
     return out
 
 
-def print_breakdown(console, spec: str, got: dict) -> None:
+def print_breakdown(console, spec: str, got: dict, cores: int = 2) -> None:
     from rich.table import Table
 
     t = Table(title=f"where a case's time goes: {spec}, {got['ran']} of {got['cases']} "
                     f"generated cases ran (one at a time; load {os.getloadavg()[0]:.1f})")
-    for col in ("stage", "ms/case", "share"):
+    for col in ("stage", "CPU ms/case", "CPU share", "wall ms/case"):
         t.add_column(col, justify="right")
-    total = sum(got[k] for k in STAGES)
+    total = sum(got["cpu"][k] for k in STAGES)
     for k in STAGES:
-        t.add_row(k, f"{got[k] * 1e3:.1f}", f"{got[k] / total:.0%}")
-    t.add_row("sum", f"{total * 1e3:.1f}", "")
-    t.add_row("impl.run (whole, fresh)", f"{got['run'] * 1e3:.1f}", "")
+        t.add_row(k, f"{got['cpu'][k] * 1e3:.1f}", f"{got['cpu'][k] / total:.0%}",
+                  f"{got[k] * 1e3:.1f}")
+    t.add_row("sum", f"{total * 1e3:.1f}", "", f"{sum(got[k] for k in STAGES) * 1e3:.1f}")
+    t.add_row("generation in the campaign's Hypothesis searches",
+              f"{got['hunt generation'] * 1e3:.1f}", "", "")
+    t.add_row("impl.run (whole, fresh)", "", "", f"{got['run'] * 1e3:.1f}")
     if got["compared"]:
         t.add_row(f"compiler + build + launch, alone ({got['compared']} cases)",
-                  f"{got['alone'] * 1e3:.1f}", "")
-        t.add_row("the same, one program per batch", f"{got['batched'] * 1e3:.1f}",
-                  f"{got['batched'] / got['alone']:.0%}")
+                  f"{got['cpu alone'] * 1e3:.1f}", "", f"{got['alone'] * 1e3:.1f}")
+        t.add_row("the same, one program per batch", f"{got['cpu batched'] * 1e3:.1f}",
+                  f"{got['cpu batched'] / max(got['cpu alone'], 1e-9):.0%}",
+                  f"{got['batched'] * 1e3:.1f}")
     console.print(t)
+    # what the CPU of a campaign's case allows on idle cores: its generation (Hypothesis'),
+    # interpreter, and the batched compiler + build + launch
+    per_case = got["hunt generation"] + got["cpu"]["interpreter"] + (
+        got["cpu batched"] if got["compared"] else sum(
+            got["cpu"][k] for k in ("compiler", "device build", "launch")))
+    build = got["cpu"]["device build"]
+    console.print(f"CPU s/case of a campaign's case (Hypothesis generation + interpreter + "
+                  f"batched compiler, build and launch): {per_case:.3f} -> at most "
+                  f"{cores / per_case:.1f} cases/s on {cores} idle cores; the device build "
+                  f"alone ({build:.3f} CPU s/case) allows {cores / max(build, 1e-9):.1f}")
 
 
 def main(argv=None) -> int:
@@ -211,7 +353,17 @@ def main(argv=None) -> int:
                    help="the generated kernels' profile (with --impl)")
     p.add_argument("--build-options", default="-cl-std=CL2.0 -cl-mad-enable")
     p.add_argument("--reject-status", type=int, default=1)
+    p.add_argument("--campaign", type=int, metavar="CASES", help="with --impl: instead of "
+                   "the stages, one campaign job's CPU per case over CASES cases")
     ns = p.parse_args(argv)
+    if ns.impl and ns.campaign:
+        got = campaign_cpu(ns.impl, ns.device, ns.profile, ns.campaign, ns.build_options,
+                           ns.reject_status)
+        print(f"one campaign job, {got['cases']} cases, {got['shrunk']} searches shrinking a "
+              f"finding (load {os.getloadavg()[0]:.1f}): "
+              f"{got['cpu']:.3f} CPU s/case -> at most {2 / got['cpu']:.1f} cases/s on 2 idle "
+              f"cores; {1 / got['wall']:.2f} cases/s wall-clock here", flush=True)
+        return 0
     if ns.impl:
         from rich.console import Console
 

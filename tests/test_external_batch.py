@@ -19,7 +19,8 @@ from tlinterp.impl import ImplOptions, resolve
 pytestmark = pytest.mark.opencl  # needs an OpenCL device (pocl in CI)
 
 # the stand-in compiler: one OpenCL C kernel per function of the .tl file it is given, named
-# after it; spin* spins, segv* stores through a wild pointer, the others copy a[0] to a[1]
+# after it; spin* spins, segv* stores through a wild pointer, off1* stores a[0] + 1 (a
+# mismatch), the others copy a[0] to a[1]
 # (what the reference computes); each run appends the functions it compiled to a log
 STANDIN = r'''
 import re, sys
@@ -29,7 +30,8 @@ with open(sys.argv[2], "a") as log:
     log.write(" ".join(names) + "\n")
 head = "kernel __attribute__((reqd_work_group_size(1, 1, 1))) void {}(global float* a)"
 body = {"spin": "{ volatile global float* p = a; while (p[0] == 0.0f) {} }",
-        "segv": "{ *(volatile global int*)(ulong)16 = 1; a[1] = a[0]; }"}
+        "segv": "{ *(volatile global int*)(ulong)16 = 1; a[1] = a[0]; }",
+        "off1": "{ a[1] = a[0] + 1.0f; }"}
 for n in names:
     print(head.format(n), body.get(n[:4], "{ a[1] = a[0]; }"))
 '''
@@ -87,6 +89,22 @@ def test_a_crash_or_hang_inside_a_batch_costs_only_its_case(tmp_path, planted, s
         assert f"{impl.name}: {status}" in findings[0].message, findings[0].message
         # the batch, then the planted case alone and the rest of the batch alone
         assert compiled(log) == [["ok0", planted, "ok1", "ok2"], [planted], ["ok1"], ["ok2"]]
+    finally:
+        impl.close()
+
+
+def test_a_mismatch_inside_a_batch_is_rerun_alone_and_the_rest_stay_batched(tmp_path):
+    """A kernel that computes something else is judged on its run alone (the finding's
+    command is its own); the batch's code stays good for the cases after it, so they are
+    not compiled and built again one by one."""
+    impl, log = standin(tmp_path)
+    try:
+        done: list = []
+        cases = [case("ok0"), case("off1"), case("ok1"), case("ok2")]
+        findings = differential_impl(cases, impl, timeout=60, done=done)
+        assert done == [4]
+        assert [(f.case.func, f.kind) for f in findings] == [("off1", "mismatch")]
+        assert compiled(log) == [["ok0", "off1", "ok1", "ok2"], ["off1"]]
     finally:
         impl.close()
 

@@ -201,7 +201,8 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
     program first, so the device builds it once; each case is still its own job (its own
     launch, time bound and worker death). A batched case that does not agree with the
     reference (any failure, a mismatch) is run again alone and judged on that run, as are
-    the cases after it: a verdict, and the finding's command, are always the case's own."""
+    the cases after a failure: a verdict that is no agreement, and the finding's command,
+    are always the case's own."""
 
     from fuzz.campaign.rejections import rejected
     from tlinterp.impl import Job
@@ -242,7 +243,12 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
         o = running.result() if running is not None else impl.run(job, limit, **kw)
         mism = _mismatches(case, expected, o)
         if kw and (o.status != "ok" or mism):
-            batch = None  # settled alone, and so is the rest of the batch
+            # settled alone; after a failure (a crash, a hang, a refusal: the batch's code
+            # may be what broke) so is the rest of the batch, while a mismatch leaves the
+            # batch to the others (each one that disagrees is run alone too): a build alone
+            # costs what the batch's build of that kernel did
+            if o.status != "ok":
+                batch = None
             limit, cut = limit_now()
             if limit is not None and limit <= 0:
                 break

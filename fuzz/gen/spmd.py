@@ -360,10 +360,20 @@ class _Builder(BuilderBase):
             self.stats[f"grid.{len(groups)}d"] += 1
         self.glin = Val(glin, INDEX, self.G - 1, 0, WG, "id")
 
+    def wx(self, p: SpmdParams) -> tuple[int, int]:
+        """The sub-group size S and sub-groups k along the first mode (work_group_size[0] =
+        S * k), drawn among those that give a multiple of `wx_multiple` when some do (a kernel
+        the target refuses would only be drawn again)."""
+        ks = {S: [k for k in range(1, p.max_wx_subgroups + 1) if S * k % p.wx_multiple == 0]
+              for S in p.subgroup_sizes}
+        sizes = [S for S in p.subgroup_sizes if ks[S]] or list(p.subgroup_sizes)
+        S = self.pick(sizes)
+        return S, self.pick(ks[S]) if ks[S] else self.int(1, p.max_wx_subgroups)
+
     def build(self) -> tuple[ir.Function, dict[str, np.ndarray], Groups]:
         p = self.p
-        self.S = S = self.pick(p.subgroup_sizes)
-        k, wy = self.int(1, p.max_wx_subgroups), self.int(1, p.max_wy)
+        self.S, k = S, k = self.wx(p)
+        wy = self.int(1, p.max_wy)
         self.wg = (S * k, wy)
         self.W = S * k * wy
         self.nsg = k * wy

@@ -92,6 +92,10 @@ class SpmdParams:
 
     subgroup_sizes: tuple[int, ...] = (8, 16, 16, 32)
     max_wx_subgroups: int = 2  # work_group_size[0] = S * k, k <= this
+    # work_group_size[0] a multiple of this (a target's: tinytc takes multiples of the sub-group
+    # size it picks, fuzz/profiles' work_group_size_multiple); S and k drawn among those
+    # that make one (none: any)
+    wx_multiple: int = 1
     max_wy: int = 2
     max_groups: int = 3  # work-groups in all (a grid of up to 3 dimensions)
     grid_percent: int = 40  # groups given as a 2-D/3-D grid
