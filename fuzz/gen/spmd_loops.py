@@ -27,7 +27,7 @@ from typing import Optional
 
 from fuzz.gen import spmd_coop as coop
 from fuzz.gen.spmd_base import BuilderBase
-from fuzz.gen.spmd_model import LANE, SG, WG, CVal, Val, fits
+from fuzz.gen.spmd_model import SG, WG, CVal, Val, fits
 from tlinterp.checker.v04 import promotable, promote
 from tlinterp.lang import ir
 from tlinterp.lang.ir import Value
@@ -102,7 +102,7 @@ def _iterate(types: list[ScalarType], inits: list[Model], chains: list[list[_Upd
     out = list(inits)
     for it in range(max(trips, 1)):  # the body's models hold even where it never runs
         nxt = []
-        for k, s in enumerate(src):
+        for s in src:
             m = _chain(types[s], chains[s], cur[s])
             if m is None:
                 return None
@@ -221,7 +221,7 @@ def _bounds(b: _Builder) -> tuple[Value, Value, int, list[int], int, str]:
     """(start, stop, step, trip count per work-group, largest loop variable, form)."""
     G, glin, top = b.G, b.glin, b.p.max_trips
     step = b.pick((1, 1, 2))
-    form = b.pick(("const", "const", "stop_rem", "start_rem", "stop_gid", "start_gid"))
+    form = b.pick(("const", "stop_rem", "start_rem", "stop_gid", "start_gid"))
     k = b.int(2, 3)
     lo0 = b.int(0, 1)
     c = b.int(0, top)
@@ -462,7 +462,7 @@ def weights(b: _Builder) -> dict[str, int]:
     nested as deep as the builder's `max_depth` allows (they nest themselves)."""
     if len(b.regions) > b.p.max_depth:
         return {}
-    return {"coop_for": 2, "coop_if": 1}
+    return {"coop_for": 3, "coop_if": 1}
 
 
 __all__ = ["STEPS", "weights", "coop_for", "coop_if"]
