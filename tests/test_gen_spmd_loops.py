@@ -96,3 +96,15 @@ def test_pocl_agrees_with_the_interpreter_on_per_group_trip_counts():
         if ran == 3:
             break
     assert ran == 3
+
+
+def test_the_profile_check_names_an_if_that_yields_coopmatrices():
+    """The profile check (fuzz/profiles/check.py) names every instruction by its mnemonic; an
+    `if` was named through its v0.3 header, which cannot spell a coopmatrix result type."""
+    from fuzz.profiles import load
+    from fuzz.profiles.check import violations
+    from tlinterp.lang.v03.printer import mnemonic
+
+    fn = next(fn for seed in SEEDS if _coop_ifs(fn := sample_spmd(seed)[0]))
+    assert mnemonic(_coop_ifs(fn)[0]) == "if"
+    violations(fn, load("tinytc-0.4.0"))  # raised TypeError: not a type: CoopMatrixType(...)
