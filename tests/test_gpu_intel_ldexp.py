@@ -133,3 +133,15 @@ def test_shape_is_a_64_bit_integer_to_f16_or_bf16_conversion():
     assert W.intel_ldexp_shape(text(KERNEL))
     assert not W.intel_ldexp_shape(text(KERNEL.replace(": bf16", ": f32")
                                         .replace("bf16 x 64", "f32 x 64")))
+
+
+def test_only_the_driver_release_seen_with_the_bug():
+    """Intel's platform version names no release ("OpenCL 3.1 LINUX"): the driver's does."""
+    from types import SimpleNamespace
+
+    for driver, hit in (("2026.22.10.0.01_160000", True), ("2026.22.11.0.01_160000", False),
+                        ("2026.22.100.0", False), ("2025.19.4.0.18_160000", False)):
+        dev = SimpleNamespace(platform=SimpleNamespace(name="Intel(R) OpenCL",
+                                                       version="OpenCL 3.1 LINUX"),
+                              driver_version=driver)
+        assert ENTRY.applies_to(dev) == hit, driver
