@@ -243,7 +243,7 @@ def _bounds(b: _Builder) -> tuple[Value, Value, int, list[int], int, str]:
     elif form == "start_rem":  # [g mod k, c)
         lo, hi = rem_gid(), b.const(c, INDEX)
         starts, stops = [g % k for g in range(G)], [c] * G
-    elif form == "stop_gid":  # [lo0, min(g, top)): the kernel of tests/test_interp_v04_coop...
+    elif form == "stop_gid":  # [lo0, min(g, top)): test_interp_v04_coopmatrix.py DIVERGENT
         lo, hi = b.const(lo0, INDEX), min_gid(top)
         starts, stops = [lo0] * G, [min(g, top) for g in range(G)]
     else:  # [min(g, top), c): no iteration from work-group c on
