@@ -170,6 +170,11 @@ def test_extract_padding_off_extracts_only_matrix_entries():
         types = {i.result.name: t for i in ir.walk(fn.body)  # coopmatrix results (casts too)
                  if isinstance(t := getattr(i, "to_type", getattr(i, "type", None)),
                                CoopMatrixType)}
+        for i in ir.walk(fn.body):  # carried by a for (in its body and after), yielded by an if
+            if isinstance(i, (ir.For, ir.If)):
+                carried = [v for v, _ in i.inits] if isinstance(i, ir.For) else i.results
+                types |= {v.name: t for vs in (i.results, carried)
+                          for v, t in zip(vs, i.result_types)}
         for i in ir.walk(fn.body):
             if isinstance(i, ir.CoopExtract):
                 t = types[i.operand.name]

@@ -17,7 +17,9 @@ the families of `SpmdParams.weights`, then sometimes a `foreach_tile`:
   work-item's element; barriers with random fences;
 - cooperative matrices: loads (uses a/b/acc, `.t`, checked flags at partly outside
   positions), construct, mul_add with mixed precision, scale, component-wise arithmetic,
-  casts between types and uses, extract/insert, reduce (row/column), apply, stores;
+  casts between types and uses, extract/insert, reduce (row/column), apply, stores; `for`s
+  carrying them and `if`s yielding them, with trip counts and conditions that differ between
+  work-groups (fuzz.gen.spmd_loops);
 - atomics: every work-item of a work-group updates its element of a sink (one of add, max,
   min per sink, so the order does not matter; the old values are not used); atomic loads of
   read-only data, atomic stores to elements of their own; coopmatrix atomic stores and

@@ -67,15 +67,16 @@ def _position(b: _Builder) -> tuple[Value, int]:
 
 
 def load(b: _Builder, ct: CoopMatrixType, mag: Optional[float] = None,
-         grain: int = 0) -> CVal:
+         grain: int = 0, at: Optional[tuple[Value, int]] = None) -> CVal:
     """A new input memref and a load of ct from it, `.t` and checked flags drawn; along a
-    checked direction the memref may end inside the matrix."""
+    checked direction the memref may end inside the matrix. `at`: the first position (a
+    sub-group-uniform index and its largest value) instead of a drawn one."""
     t = ct.component
     if mag is None:
         mag, grain = b.data_model(t)
     trans = b.flip(30)
     checked = b.pick((None, None, "rows", "cols", "both"))
-    (x, xmax), (y, ymax) = _position(b), _position(b)
+    (x, xmax), (y, ymax) = at or _position(b), _position(b)
     ext = (ct.rows, ct.cols) if not trans else (ct.cols, ct.rows)
     dirs = ("rows", "cols") if not trans else ("cols", "rows")
     shape = []
@@ -392,11 +393,14 @@ def coop_step(b: _Builder) -> None:
 
 
 def _coop_step(b: _Builder) -> None:
+    from fuzz.gen import spmd_loops  # it builds on this module
+
     have = b.cvisible()
     w = {"load": 3, "construct": 1, "mul_add": 4}
     if have:
         w |= {"scale": 1, "arith": 2, "cast": 2, "extract": 3, "insert": 1, "reduce": 2,
               "apply": 1, "store": 2}
+    w |= spmd_loops.weights(b)
     kind = b.weighted(w)
     if kind == "load":
         load(b, CoopMatrixType(b.pick(b.p.types), _rows(b), _cols(b),
@@ -406,6 +410,8 @@ def _coop_step(b: _Builder) -> None:
                                     b.pick(("matrix_a", "matrix_b", "matrix_acc"))))
     elif kind == "mul_add":
         mul_add(b)
+    elif kind in spmd_loops.STEPS:
+        spmd_loops.STEPS[kind](b)
     else:
         globals()[kind](b, b.pick(have))
 

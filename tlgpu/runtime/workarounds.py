@@ -98,13 +98,23 @@ def sixteen_bit_shape(kernel_source: str) -> bool:
     return _TO_16BIT.search(kernel_source) is not None
 
 
+def intel_ldexp_shape(kernel_source: str) -> bool:
+    """True when the kernel converts a 64-bit integer to f16 or bf16 through the round-to-odd
+    helper (lowering/v04/lowp.py's `tl_odd_f32_l`), which scales by `ldexp` in a branch: Intel's
+    CPU compiler vectorises a kernel of sub-group size 32 32 lanes wide and then finds no
+    32-wide masked ldexp to link. The sub-group size is an attribute outside the kernel's
+    text, so kernels of other sizes (which build) get the options too."""
+    return "tl_odd_f32_l(" in kernel_source
+
+
 @dataclass(frozen=True)
 class Workaround:
     name: str
     platform: str  # a substring of the platform name (lower case)
     # the releases seen with the bug, each as it appears in the platform version ("PoCL 3.0"
-    # matches "PoCL 3.0-rc2" and "PoCL 3.0.1", never "PoCL 3.01" or "PoCL 3.1"): a release not
-    # listed is tested in full, and its reproducer tests say whether it has the bug
+    # matches "PoCL 3.0-rc2" and "PoCL 3.0.1", never "PoCL 3.01" or "PoCL 3.1") or in the
+    # driver version (Intel's platform version names no release): a release not listed is
+    # tested in full, and its reproducer tests say whether it has the bug
     versions: tuple[str, ...]
     triggers: Callable[[str], bool]  # on one kernel's OpenCL C
     options: tuple[str, ...]  # build options that avoid the bug
@@ -113,8 +123,9 @@ class Workaround:
 
     def applies_to(self, device) -> bool:
         """`device`: a pyopencl device."""
+        where = f"{device.platform.version} {getattr(device, 'driver_version', '')}"
         return (self.platform in device.platform.name.lower()
-                and any(release_in(v, device.platform.version) for v in self.versions))
+                and any(release_in(v, where) for v in self.versions))
 
 
 def release_in(release: str, platform_version: str) -> bool:
@@ -167,6 +178,15 @@ KNOWN: tuple[Workaround, ...] = (
             "(long)(short)(-x) is 32768 for x = -32768 (short or ushort 0x8000), and so are "
             "0 - x, x * -1, x * 0xFFFF and ~x + 1; 8-bit values are built right",
         reproducer="tests/test_gpu_nvidia_neg16.py"),
+    Workaround(
+        name="intel-cpu-ldexp-32-wide",
+        platform="intel(r) opencl", versions=("2026.22.10",),
+        triggers=intel_ldexp_shape, options=("-cl-opt-disable",),
+        bug="with optimisation on, Intel's CPU OpenCL runtime (driver 2026.22.10) vectorises "
+            "a kernel of sub-group size 32 32 lanes wide and then cannot link an ldexp in a "
+            "branch ('JIT session error: Symbols not found: [ _Z5ldexpDv32_fDv32_iS_ ]'); "
+            "sub-group size 16 and -cl-opt-disable build it",
+        reproducer="tests/test_gpu_intel_ldexp.py"),
 )
 
 

@@ -112,8 +112,8 @@ def mnemonic(inst: ir.Instruction) -> str:
         return f"cmp.{inst.cond}"
     if isinstance(inst, ir.Cast):
         return ops.CAST.mnemonic
-    if isinstance(inst, (ir.Store, ir.Yield)):
-        return "store" if isinstance(inst, ir.Store) else "yield"
+    if isinstance(inst, (ir.Store, ir.Yield, ir.If)):  # v0.4's if may yield coopmatrices
+        return {ir.Store: "store", ir.Yield: "yield", ir.If: "if"}[type(inst)]
     if isinstance(inst, ir.V04_INSTRUCTIONS):  # no v0.3 spelling: v0.4's name
         from tlinterp.lang.v04.names import construct
 
