@@ -49,7 +49,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fuzz.gen.spmd_base import I32, BuilderBase
-from fuzz.gen.spmd_coop import coop_step, foreach_tile, observe_coop
+from fuzz.gen.spmd_coop import foreach_tile, observe_coop
+from fuzz.gen.spmd_loops import coop_step
 from fuzz.gen.spmd_model import LANE, SG, WG, SpmdParams, Val, fits, real_of
 from tlinterp.lang import ir
 from tlinterp.lang.ir import Value

@@ -386,22 +386,19 @@ def store(b: _Builder, m: CVal) -> None:
     m.observed = True
 
 
-def coop_step(b: _Builder) -> None:
-    """A few cooperative-matrix steps: new matrices, operations on visible ones."""
-    for _ in range(b.int(1, 4)):
-        _coop_step(b)
-
-
-def _coop_step(b: _Builder) -> None:
-    from fuzz.gen import spmd_loops  # it builds on this module
-
-    have = b.cvisible()
+def weights(b: _Builder) -> dict[str, int]:
+    """The weights of this module's steps (fuzz.gen.spmd_loops.coop_step draws among them and
+    its own loops)."""
     w = {"load": 3, "construct": 1, "mul_add": 4}
-    if have:
+    if b.cvisible():
         w |= {"scale": 1, "arith": 2, "cast": 2, "extract": 3, "insert": 1, "reduce": 2,
               "apply": 1, "store": 2}
-    w |= spmd_loops.weights(b)
-    kind = b.weighted(w)
+    return w
+
+
+def step(b: _Builder, kind: str) -> None:
+    """One step of `kind`, one of `weights`' keys: a new matrix, or an operation on a
+    visible one."""
     if kind == "load":
         load(b, CoopMatrixType(b.pick(b.p.types), _rows(b), _cols(b),
                                b.pick(("matrix_a", "matrix_b", "matrix_acc"))))
@@ -410,10 +407,8 @@ def _coop_step(b: _Builder) -> None:
                                     b.pick(("matrix_a", "matrix_b", "matrix_acc"))))
     elif kind == "mul_add":
         mul_add(b)
-    elif kind in spmd_loops.STEPS:
-        spmd_loops.STEPS[kind](b)
     else:
-        globals()[kind](b, b.pick(have))
+        globals()[kind](b, b.pick(b.cvisible()))
 
 
 def observe_coop(b: _Builder) -> None:
@@ -489,4 +484,4 @@ def foreach_tile(b: _Builder) -> None:
     b.stats["foreach_tile." + ("dynamic" if dynamic else "static")] += 1
 
 
-__all__ = ["coop_step", "observe_coop", "foreach_tile"]
+__all__ = ["weights", "step", "observe_coop", "foreach_tile"]

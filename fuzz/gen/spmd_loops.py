@@ -1,5 +1,5 @@
 """Cooperative matrices through control flow that differs between work-groups: two steps of
-the SPMD builder's coopmatrix statements (`fuzz.gen.spmd_coop._coop_step`, which draws them
+the SPMD builder's coopmatrix statements (`coop_step` below, which draws them
 with `weights`/`STEPS`).
 
 - `coop_for`: a `for` carrying one to three coopmatrices (and sometimes a scalar), the first
@@ -349,7 +349,7 @@ def coop_for(b: _Builder) -> None:
     yielded = [ys[s].op for s in src]
     sc = _scalar_update(b, scalar, ys, T) if scalar is not None else None
     if b.flip(30):
-        coop.coop_step(b)
+        coop_step(b)
     b.observe_region()
     b.loops -= 1
     b.mult //= max(T, 1)
@@ -424,7 +424,7 @@ def coop_if(b: _Builder) -> None:
     for _ in range(2):
         b.open()
         if b.flip(30):
-            coop.coop_step(b)
+            coop_step(b)
         ys = [_branch_value(b, ct) for ct in types]
         for y in ys:
             y.observed = True
@@ -458,11 +458,22 @@ STEPS: dict[str, Callable[[_Builder], None]] = {"coop_for": coop_for, "coop_if":
 
 
 def weights(b: _Builder) -> dict[str, int]:
-    """The weights of these steps among `_coop_step`'s: none where control flow is already
+    """The weights of these steps among `coop_step`'s: none where control flow is already
     nested as deep as the builder's `max_depth` allows (they nest themselves)."""
     if len(b.regions) > b.p.max_depth:
         return {}
     return {"coop_for": 3, "coop_if": 1}
 
 
-__all__ = ["STEPS", "weights", "coop_for", "coop_if"]
+def coop_step(b: _Builder) -> None:
+    """A few cooperative-matrix steps: new matrices, operations on visible ones, and the
+    loops and ifs of this module (the SPMD builder's coopmatrix statement)."""
+    for _ in range(b.int(1, 4)):
+        kind = b.weighted(coop.weights(b) | weights(b))
+        if kind in STEPS:
+            STEPS[kind](b)
+        else:
+            coop.step(b, kind)
+
+
+__all__ = ["STEPS", "weights", "coop_step", "coop_for", "coop_if"]
