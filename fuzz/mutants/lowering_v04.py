@@ -99,7 +99,17 @@ def _rule(cls: type, change: Callable[[Any, Any], Any]) -> Callable[[], None]:
             if bad is None:
                 return orig(lw, w, inst)
             HITS[0] += 1
-            return orig(lw, w, bad)
+            # the changed instruction stands where `inst` stood: directly in a `parallel`
+            # body too (the local sub-group emulation recognises those by id), else the bug
+            # would show only as a refusal the campaign skips
+            top = getattr(lw, "parallel_top", frozenset())
+            if id(inst) in top:
+                lw.parallel_top = top | {id(bad)}
+            try:
+                return orig(lw, w, bad)
+            finally:
+                if id(inst) in top:
+                    lw.parallel_top = top
 
         _set(lf.LOWER, cls, wrong)
 
