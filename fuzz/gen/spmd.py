@@ -364,6 +364,11 @@ class _Builder(BuilderBase):
         p = self.p
         self.S = S = self.pick(p.subgroup_sizes)
         k, wy = self.int(1, p.max_wx_subgroups), self.int(1, p.max_wy)
+        if self.flip(p.one_subgroup_percent):
+            # one sub-group per work-group: the common shape of sub-group kernels, and the one
+            # a device without sub-groups emulates whole (else only instructions every
+            # work-item reaches: pocl refuses the kernel)
+            k = wy = 1
         self.wg = (S * k, wy)
         self.W = S * k * wy
         self.nsg = k * wy

@@ -93,6 +93,7 @@ class SpmdParams:
     subgroup_sizes: tuple[int, ...] = (8, 16, 16, 32)
     max_wx_subgroups: int = 2  # work_group_size[0] = S * k, k <= this
     max_wy: int = 2
+    one_subgroup_percent: int = 35  # work-groups of one sub-group (else k and wy drawn)
     max_groups: int = 3  # work-groups in all (a grid of up to 3 dimensions)
     grid_percent: int = 40  # groups given as a 2-D/3-D grid
     max_statements: int = 10  # statements of the parallel region (nested: fewer)

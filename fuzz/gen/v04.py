@@ -10,7 +10,8 @@ by-construction rules (value ranges, own slices per work-group, sinks nobody rea
 - a 3-D grid: the work-group's index is group_id.x + num_groups.x * (group_id.y +
   num_groups.y * group_id.z), and the case's `groups` is the (x, y, z) tuple;
 - f16, bf16, c32 and c64 values ("lowp"): casts from the v0.3 types and between the new ones,
-  constants, loads from inputs of their own, add/sub/mul/neg, min/max, abs, conj/re/im, each
+  constants, loads from inputs of their own, add/sub/mul/div (complex: by a constant with
+  both parts nonzero)/neg, min/max, abs, conj/re/im, each
   observed exactly (witness outputs of the type itself; only in functions whose float outputs
   are compared exactly, i.e. without float collectives, see fuzz.oracle.compare);
 - special f16/bf16 values (NaN, ±inf, ±0, subnormals, full significands) from an input of
@@ -340,9 +341,13 @@ class V04Generator(FunctionGenerator):
             self.emit(ir.ArithUnary(r, op, a.op, t))
             rng = a.rng if not a.rng.known else FRange(-a.rng.mag, a.rng.mag)
             return self.add_scalar(Scal(r, t, rng))
-        op = self.pick(["add", "sub", "mul"] + ([] if t.is_complex else ["min", "max", "div"]))
-        a, b = self.gen_lowp(t, depth - 1), self.gen_lowp(t, depth - 1)
-        if op == "div" and self.excludes("nan-constants") and not (
+        op = self.pick(["add", "sub", "mul", "div"] + ([] if t.is_complex else ["min", "max"]))
+        a = self.gen_lowp(t, depth - 1)
+        # a complex divisor: a constant with both parts nonzero (no 0 / 0 in any formula, and
+        # both of Smith's branches are taken); the quotient is rounded the interpreter's way
+        b = self.complex_divisor(t) if op == "div" and t.is_complex else \
+            self.gen_lowp(t, depth - 1)
+        if op == "div" and not t.is_complex and self.excludes("nan-constants") and not (
                 _nonzero(a.rng) or _nonzero(b.rng)):
             op = "sub"  # 0 / 0 may fold into a NaN constant (see binary)
         r = self.fresh()
@@ -358,6 +363,10 @@ class V04Generator(FunctionGenerator):
         self.stats["lowp-" + op] += 1
         return self.add_scalar(Scal(r, t, _widen(rng, _LOWP_EPS[t], _LOWP_LIMIT[t])))
 
+    def complex_divisor(self, t: ScalarType) -> Scal:
+        re, im = self.pick([(0.5, 3.0), (3.0, -0.25), (-2.0, 0.75), (1.5, 1.0), (-0.25, -7.0)])
+        return Scal(Const(complex(re, im), True), t, FRange(-7.0, 3.0))
+
     def gen_block(self, depth: int, at_least: int = 0) -> None:
         super().gen_block(depth, at_least)
         if depth == 0 and not self.spmd and self.exact_floats() and \
@@ -366,8 +375,27 @@ class V04Generator(FunctionGenerator):
             # which draw few statements: the first ones a campaign tries)
             try:
                 self.gen_lowp_specials()
+                self.gen_complex_product()
             except Unavailable:
                 pass
+
+    def gen_complex_product(self) -> None:
+        """A witnessed complex mul or div of loaded values (both parts nonzero most of the
+        time, so every cross term counts; a divisor: `complex_divisor`), where the complex
+        types are generated: elsewhere complex values are mostly casts of real ones."""
+        types = [x for x in LOWP if x in self.p.lowp_types and x.is_complex]
+        if not types:
+            return
+        t = self.pick(types)
+        op = self.pick(["mul", "div"])
+        a = self.lowp_load(t)
+        if len(types) > 1 and self.flip(40):  # a value of the other precision, cast
+            a = self.lowp_cast(self.lowp_load(self.pick([x for x in types if x is not t])), t)
+        b = self.lowp_load(t) if op == "mul" else self.complex_divisor(t)
+        r = self.fresh()
+        self.emit(ir.Arith(r, op, a.op, b.op, t))
+        self.stats["lowp-complex-" + op] += 1
+        self.witness(Scal(r, t, UNKNOWN_F))  # not visible: later statements want known ranges
 
     def gen_lowp_specials(self) -> bool:
         """1 or 2 witnessed `gen_lowp_special` operations of each of f16 and bf16 (False:
