@@ -136,7 +136,9 @@ def run_one(name: str, seconds: float, seed: int, device: str, shrink: float,
                             sandbox=box)
             k += 1
         hits = box.mutation_hits
-    if not hits:
+    # a finding the unmutated side does not share (`first`) is the mutant's doing even when
+    # it crashed the child, whose count of applications died with it
+    if not hits and not first:
         return Result(name, m.category, "not applicable", None, None, cases=cases[0],
                       false=false[0])
     if not findings or not first or first[0] - start > seconds:  # a batch may end late

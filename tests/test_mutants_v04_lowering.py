@@ -57,7 +57,7 @@ COOPMATRIX = f"""func @k(%A: memref<f32 x 8 x 8>, %B: memref<f32 x 8 x 8>, %C: m
 """
 
 SCALARS = f"""func @k(%A: memref<f32 x 2>, %H: memref<f16 x 2>, %G: memref<bf16 x 2>,
-        %Z: memref<c32 x 2>, %P: memref<c32 x 1>) {{
+        %Z: memref<c32 x 3>, %P: memref<c32 x 2>, %I: memref<i32 x 1>, %N: memref<i8 x 1>) {{
 {_IDX}
   foreach (%i) = (%c0), (%c2) {{
     %x = load %A[%i] : f32
@@ -70,6 +70,34 @@ SCALARS = f"""func @k(%A: memref<f32 x 2>, %H: memref<f16 x 2>, %G: memref<bf16 
   %z1 = load %Z[%c1] : c32
   %p = mul %z0, %z1 : c32
   store %p, %P[%c0]
+  %z2 = load %Z[%c2] : c32
+  %q = div %z0, %z2 : c32
+  store %q, %P[%c1]
+  %n = load %I[%c0] : i32
+  %n8 = cast %n : i8
+  store %n8, %N[%c0]
+}}
+"""
+
+# two sub-groups in the work-group: pocl runs its sub-group operations only where every
+# work-item reaches them (directly in `parallel`), so a mutant must keep that place
+TWO_SUBGROUPS = f"""func @k(%A: memref<f32 x 16>, %O: memref<f32 x 16 x 2>)
+    attributes{{subgroup_size=8, work_group_size=[16, 1]}} {{
+{_IDX}
+  parallel {{
+    %l = subgroup_local_id : i32
+    %g = subgroup_linear_id : i32
+    %eight = constant 8 : i32
+    %g8 = mul %g, %eight : i32
+    %k = add %g8, %l : i32
+    %ki = cast %k : index
+    %x = load %A[%ki] : f32
+    %s = subgroup_inclusive_scan_add %x : f32
+    store %s, %O[%ki, %c0]
+    %three = constant 3 : i32
+    %b = subgroup_broadcast %x, %three : f32
+    store %b, %O[%ki, %c1]
+  }}
 }}
 """
 
@@ -123,7 +151,13 @@ def _args(kernel: str) -> dict:
         # an f16 subnormal; 1 + 3/4 of a bf16 ulp (rounds up to nearest even)
         return {"A": np.array([1e-6, 1 + 3 * 2.0 ** -9], np.float32),
                 "H": np.zeros(2, np.float16), "G": np.zeros(2, ml_dtypes.bfloat16),
-                "Z": np.array([1 + 2j, 3 + 4j], np.complex64), "P": np.zeros(1, np.complex64)}
+                "Z": np.array([1 + 2j, 3 + 4j, 0.5 + 3j], np.complex64),
+                "P": np.zeros(2, np.complex64),
+                # (1 + 2i) / (0.5 + 3i) rounds differently by the naive formula; 300 wraps to
+                # 44 in i8 (saturating: 127)
+                "I": np.array([300], np.int32), "N": np.zeros(1, np.int8)}
+    if kernel is TWO_SUBGROUPS:
+        return {"A": np.arange(1, 17, dtype=np.float32), "O": np.zeros((16, 2), np.float32)}
     if kernel is ATOMICS:
         return {"C": np.array([1, -2, 3, 7], np.int32), "F": np.array([0, 1, -1, 2], np.float32),
                 "O": np.zeros(4, np.int32), "Q": np.zeros(4, np.float32)}
@@ -137,7 +171,8 @@ KERNEL = {  # mutant -> the kernel whose result it changes
     "cl-coop-store-transposed": COOPMATRIX, "cl-coop-load-trans-ignored": COOPMATRIX,
     "cl-coop-mul-add-a-shifted": COOPMATRIX,
     "cl-bf16-truncate": SCALARS, "cl-f16-flush-subnormals": SCALARS,
-    "cl-complex-mul-sign": SCALARS, "cl-atomic-return-new": ATOMICS,
+    "cl-complex-mul-sign": SCALARS, "cl-complex-div-naive": SCALARS,
+    "cl-cast-saturating": SCALARS, "cl-atomic-return-new": ATOMICS,
     "cl-cumsum-exclusive": CONTROL, "cl-for-carried-stale": CONTROL,
     "cl-foreach-nd-swapped": CONTROL,
 }
@@ -194,3 +229,16 @@ def test_mutant_applies_and_changes_the_result(name, pocl, references):
         assert HITS[0] > 0, f"{name} did not apply to its kernel"
     assert rt.SOURCE_FILTER is None and lf.LOWER == rules  # undone
     assert not _same(references[id(kernel)], got), f"{name} left its kernel's result alone"
+
+
+@pytest.mark.parametrize("name", ["cl-sg-scan-exclusive", "cl-sg-broadcast-next-lane"])
+def test_rule_mutant_keeps_its_place_in_parallel(name, pocl):
+    """A mutant that hands the lowering a changed sub-group instruction still lowers on
+    pocl's local-memory emulation for a work-group of two sub-groups (it would be refused,
+    and the campaign skip the kernel, if the changed instruction lost its place)."""
+    reference = _outputs(TWO_SUBGROUPS, pocl, _interp)
+    assert _same(reference, _outputs(TWO_SUBGROUPS, pocl, _device))
+    with M.installed(name):
+        got = _outputs(TWO_SUBGROUPS, pocl, _device)
+        assert HITS[0] > 0
+    assert not _same(reference, got)

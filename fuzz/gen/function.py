@@ -260,9 +260,13 @@ class FunctionGenerator(BodyGenerator):
         s = self.binary("add", self.gid, self.const(INDEX, 1))
         return self.binary("rem", s, count)
 
-    def gen_output(self) -> None:
-        elem = self.main if self.flip(80) else self.pick(self.p.memref_types)
-        readable = elem.is_float or self.flip(60)
+    def gen_output(self, elem: Optional[ScalarType] = None, readable: Optional[bool] = None
+                   ) -> None:
+        """A per-work-group output slice (of `elem`, else mostly the main type; `readable`
+        None: floats are, integers mostly)."""
+        elem = elem or (self.main if self.flip(80) else self.pick(self.p.memref_types))
+        if readable is None:
+            readable = elem.is_float or self.flip(60)
         buf = Buf("", "own", elem, cap=int_cap(elem) if elem.is_int else 0,
                   readable=readable, acc=self.p.int_data_max)
         self.bufs.append(buf)

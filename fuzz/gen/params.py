@@ -106,6 +106,9 @@ class GenParams:
     # functions (without float collectives) whose body ends with f16/bf16 operations on NaN,
     # infinities, signed zeros, subnormals and full significands (V04Generator.gen_block)
     lowp_special_percent: int = 40
+    # functions ending with a narrowing integer cast of a value around the narrower type's
+    # maximum (V04Generator.gen_wrapping_cast)
+    wrapping_cast_percent: int = 30
     grid_percent: int = 40  # 3-D grids (x, y, z) instead of a group count
     loop_carried_percent: int = 40  # for loops with init(...) -> (...)
     unroll_percent: int = 25  # for loops with an unroll attribute

@@ -377,6 +377,11 @@ class _Builder(BuilderBase):
         p = self.p
         self.S, k = S, k = self.wx(p)
         wy = self.int(1, p.max_wy)
+        if self.flip(p.one_subgroup_percent) and S % p.wx_multiple == 0:
+            # one sub-group per work-group: the common shape of sub-group kernels, and the one
+            # a device without sub-groups emulates whole (else only instructions every
+            # work-item reaches: pocl refuses the kernel); not where the target refuses it
+            k = wy = 1
         self.wg = (S * k, wy)
         self.W = S * k * wy
         self.nsg = k * wy

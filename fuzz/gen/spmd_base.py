@@ -375,6 +375,16 @@ class BuilderBase:
         if v.type in self.p.atomic_types and self.flip(10):  # an element of its own
             self.emit(ir.AtomicStore(v.op, out.value, inst.indices, *self.scope()))
             self.stats["atomic_store"] += 1
+        elif v.type in self.p.atomic_types and self.flip(10):
+            # an atomic add to an element of its own: nobody else's, so the old value it
+            # returns, the output's initial 0, is defined, and it is kept too
+            old = self.fresh()
+            self.emit(ir.AtomicUpdate(old, "add", v.op, out.value, inst.indices, v.type,
+                                      *self.scope()))
+            self.stats["atomic_add.own"] += 1
+            v.stored = True
+            self.store(Val(old, v.type, 0, 0, LANE, "atomic"))
+            return
         else:
             self.emit(inst)
         v.stored = True

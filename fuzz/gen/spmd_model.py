@@ -97,6 +97,7 @@ class SpmdParams:
     # that make one (none: any)
     wx_multiple: int = 1
     max_wy: int = 2
+    one_subgroup_percent: int = 35  # work-groups of one sub-group (else k and wy drawn)
     max_groups: int = 3  # work-groups in all (a grid of up to 3 dimensions)
     grid_percent: int = 40  # groups given as a 2-D/3-D grid
     max_statements: int = 10  # statements of the parallel region (nested: fewer)

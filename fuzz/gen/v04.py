@@ -10,7 +10,8 @@ by-construction rules (value ranges, own slices per work-group, sinks nobody rea
 - a 3-D grid: the work-group's index is group_id.x + num_groups.x * (group_id.y +
   num_groups.y * group_id.z), and the case's `groups` is the (x, y, z) tuple;
 - f16, bf16, c32 and c64 values ("lowp"): casts from the v0.3 types and between the new ones,
-  constants, loads from inputs of their own, add/sub/mul/neg, min/max, abs, conj/re/im, each
+  constants, loads from inputs of their own, add/sub/mul/div (complex: by a constant with
+  both parts nonzero)/neg, min/max, abs, conj/re/im, each
   observed exactly (witness outputs of the type itself; only in functions whose float outputs
   are compared exactly, i.e. without float collectives, see fuzz.oracle.compare);
 - special f16/bf16 values (NaN, ±inf, ±0, subnormals, full significands) from an input of
@@ -20,7 +21,8 @@ by-construction rules (value ranges, own slices per work-group, sinks nobody rea
 - math functions (cos ... native_log2) and complex abs, whose results an implementation may
   round differently (docs/semantics.md): observed only through a comparison with a constant
   outside the result's range plus a wide margin, so every correct implementation agrees;
-- integer abs;
+- integer abs; `wrapping_cast_percent` of the functions end with a narrowing integer cast of
+  a value just below or above the narrower type's maximum (wrapping);
 - `for ... init(...) -> (...)` loops whose carried values stay in a range fixed up front
   (integers clamped into it before the yield), bools carried too;
 - `foreach (%i, %j) = (..), (..)` writing one element of a matrix view per point;
@@ -110,6 +112,19 @@ class V04Generator(FunctionGenerator):
         self.loops: list[ir.For] = []
 
     # --- grid -----------------------------------------------------------------------------
+
+    def gen_output(self, elem: Optional[ScalarType] = None, readable: Optional[bool] = None
+                   ) -> None:
+        """An output slice; the first one of a function is sometimes a readable one of the
+        type of an integer input, which `cumsum` needs (integers: exact in any order of
+        summation, A and B of one type) and a function would otherwise seldom have (floats
+        are the main type half of the time, integer outputs are readable 60 % of the
+        time)."""
+        ints = [b.elem for b in self.bufs if b.kind == "input" and b.elem.is_int]
+        if elem is None and ints and self.p.v04_weights.get("cumsum") \
+                and not any(b.kind == "own" for b in self.bufs) and self.flip(50):
+            elem, readable = self.pick(ints), True  # an input of its type for cumsum's A
+        super().gen_output(elem, readable)
 
     def gen_grid(self) -> None:
         if not self.flip(self.p.grid_percent):
@@ -340,9 +355,13 @@ class V04Generator(FunctionGenerator):
             self.emit(ir.ArithUnary(r, op, a.op, t))
             rng = a.rng if not a.rng.known else FRange(-a.rng.mag, a.rng.mag)
             return self.add_scalar(Scal(r, t, rng))
-        op = self.pick(["add", "sub", "mul"] + ([] if t.is_complex else ["min", "max", "div"]))
-        a, b = self.gen_lowp(t, depth - 1), self.gen_lowp(t, depth - 1)
-        if op == "div" and self.excludes("nan-constants") and not (
+        op = self.pick(["add", "sub", "mul", "div"] + ([] if t.is_complex else ["min", "max"]))
+        a = self.gen_lowp(t, depth - 1)
+        # a complex divisor: a constant with both parts nonzero (no 0 / 0 in any formula, and
+        # both of Smith's branches are taken); the quotient is rounded the interpreter's way
+        b = self.complex_divisor(t) if op == "div" and t.is_complex else \
+            self.gen_lowp(t, depth - 1)
+        if op == "div" and not t.is_complex and self.excludes("nan-constants") and not (
                 _nonzero(a.rng) or _nonzero(b.rng)):
             op = "sub"  # 0 / 0 may fold into a NaN constant (see binary)
         r = self.fresh()
@@ -358,16 +377,63 @@ class V04Generator(FunctionGenerator):
         self.stats["lowp-" + op] += 1
         return self.add_scalar(Scal(r, t, _widen(rng, _LOWP_EPS[t], _LOWP_LIMIT[t])))
 
+    def complex_divisor(self, t: ScalarType) -> Scal:
+        re, im = self.pick([(0.5, 3.0), (3.0, -0.25), (-2.0, 0.75), (1.5, 1.0), (-0.25, -7.0)])
+        return Scal(Const(complex(re, im), True), t, FRange(-7.0, 3.0))
+
     def gen_block(self, depth: int, at_least: int = 0) -> None:
         super().gen_block(depth, at_least)
+        if depth == 0 and not self.spmd and self.flip(self.p.wrapping_cast_percent):
+            try:
+                self.gen_wrapping_cast()
+            except Unavailable:
+                pass
         if depth == 0 and not self.spmd and self.exact_floats() and \
                 self.flip(self.p.lowp_special_percent):
             # the function's body ends with special-value operations (also in small kernels,
             # which draw few statements: the first ones a campaign tries)
             try:
                 self.gen_lowp_specials()
+                self.gen_complex_product()
             except Unavailable:
                 pass
+
+    def gen_wrapping_cast(self) -> None:
+        """A witnessed cast of an integer to a narrower integer type of a value near the
+        narrower type's largest one, on either side of it: above it the cast wraps modulo
+        2^bits, the language's rule (elsewhere the small data never leaves the narrower
+        range, so a saturating or otherwise wrong narrowing shows nothing)."""
+        ints = [t for t in self.scalar_types() if t.is_int and not t.is_bool and t is not INDEX]
+        pairs = [(a, b) for a in ints for b in ints if b.bits < a.bits]
+        if not pairs:
+            return
+        src, dst = self.pick(pairs)
+        top = (1 << (dst.bits - 1)) - 1
+        x = self.binary("add", self.gen_scalar(src, 1), self.const(src, top + self.int(-2, 3)))
+        self.witness(self.cast(x, dst))
+        self.stats["wrapping-cast"] += 1
+
+    def gen_complex_product(self) -> None:
+        """A witnessed complex mul or div of loaded values (both parts nonzero most of the
+        time, so every cross term counts; a divisor: `complex_divisor`), where the complex
+        types are generated: elsewhere complex values are mostly casts of real ones."""
+        types = [x for x in LOWP if x in self.p.lowp_types and x.is_complex]
+        if not types:
+            return
+        t = self.pick(types)
+        op = self.pick(["mul", "div"])
+        a = self.lowp_load(t)
+        if len(types) > 1 and self.flip(40):  # a value of the other precision, cast
+            a = self.lowp_cast(self.lowp_load(self.pick([x for x in types if x is not t])), t)
+        b = self.lowp_load(t) if op == "mul" else self.complex_divisor(t)
+        if op == "mul" and self.flip(40):  # a times conj(b): the inner product's term
+            c = self.fresh()
+            self.emit(ir.ArithUnary(c, "conj", b.op, t))
+            b = Scal(c, t, b.rng)
+        r = self.fresh()
+        self.emit(ir.Arith(r, op, a.op, b.op, t))
+        self.stats["lowp-complex-" + op] += 1
+        self.witness(Scal(r, t, UNKNOWN_F))  # not visible: later statements want known ranges
 
     def gen_lowp_specials(self) -> bool:
         """1 or 2 witnessed `gen_lowp_special` operations of each of f16 and bf16 (False:
@@ -521,8 +587,12 @@ class V04Generator(FunctionGenerator):
                 raise Unavailable("exp of a large argument")
             out = (0.0, f(hi))
         else:
-            if lo <= 1e-3:
-                raise Unavailable("log of a value that may be <= 0")
+            if lo <= 1e-3:  # log(max(x, c)), as programs keep a log's argument positive
+                c = self.const(t, self.pick([0.5, 1.0, 2.0]))
+                m = self.fresh()
+                self.emit(ir.Arith(m, "max", x.op, c.op, t))
+                lo, hi = max(lo, c.rng.lo), max(hi, c.rng.lo)
+                x = Scal(m, t, FRange(lo, hi))
             f = math.log if base == "log" else math.log2
             out = (f(lo), f(hi))
         r = self.fresh()
@@ -671,6 +741,9 @@ class V04Generator(FunctionGenerator):
         slice: exact whatever the order of summation."""
         roots = [v for v in self.output_roots() if v.buf.kind == "own"
                  and v.type.element.is_int and v.buf.readable]
+        # A is an input of B's element type: outputs of such a type first
+        inputs = {b.elem for b in self.bufs if b.kind == "input"}
+        roots = [v for v in roots if v.type.element in inputs] or roots
         c = self.derive_view(self.pick(roots), self.int(1, 2))
         if any(lo < 1 for lo, _ in c.dims):
             raise Unavailable("empty output")

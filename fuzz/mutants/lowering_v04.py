@@ -99,7 +99,17 @@ def _rule(cls: type, change: Callable[[Any, Any], Any]) -> Callable[[], None]:
             if bad is None:
                 return orig(lw, w, inst)
             HITS[0] += 1
-            return orig(lw, w, bad)
+            # the changed instruction stands where `inst` stood: directly in a `parallel`
+            # body too (the local sub-group emulation recognises those by id), else the bug
+            # would show only as a refusal the campaign skips
+            top = getattr(lw, "parallel_top", frozenset())
+            if id(inst) in top:
+                lw.parallel_top = top | {id(bad)}
+            try:
+                return orig(lw, w, bad)
+            finally:
+                if id(inst) in top:
+                    lw.parallel_top = top
 
         _set(lf.LOWER, cls, wrong)
 
@@ -189,6 +199,30 @@ _F16_FLUSH = (r"return \(ushort\)\(s \| \(uint\)rint\(as_float\(a\) \* 0x1p24f\)
 # tl_cmul's real part a.x b.x + a.y b.y
 _CMUL_SIGN = (r"tl_cplx_(\w)\(a\.x \* b\.x - a\.y \* b\.y, ",
               r"tl_cplx_\1(a.x * b.x + a.y * b.y, ")
+# tl_cdiv by the textbook formula ((ac + bd) + i(bc - ad)) / (c^2 + d^2) instead of Smith's
+# algorithm: other roundings (and overflow of c^2 + d^2 where Smith's stays finite)
+_CDIV_NAIVE = (r"(static (\w+) tl_cdiv_(\w)\(\2 a, \2 b\) \{\n)    (\w+) ar = (?s:.*?)\n\}$",
+               r"\1    const \4 d = b.x * b.x + b.y * b.y;\n"
+               r"    return tl_cplx_\3((a.x * b.x + a.y * b.y) / d, "
+               r"(a.y * b.x - a.x * b.y) / d);\n}")
+
+
+def _cast_saturating() -> None:
+    """Integer casts to a narrower integer type saturate (OpenCL's convert_T_sat) instead of
+    wrapping modulo 2^bits as the language defines them."""
+    import tlgpu.lowering.scalar as S
+    from tlgpu.lowering.ctypes_map import ctype
+
+    real = S.cast
+
+    def wrong(a: str, src, dst) -> str:
+        if src.is_int and dst.is_int and not src.is_bool and not dst.is_bool \
+                and dst.bits < src.bits:
+            HITS[0] += 1
+            return f"convert_{ctype(dst)}_sat({a})"
+        return real(a, src, dst)
+
+    _set(S, "cast", wrong)
 
 
 # --- atomics ------------------------------------------------------------------------------------
@@ -280,6 +314,10 @@ _M = [  # name, category, doc, install
      _regex(*_F16_FLUSH)),
     ("cl-complex-mul-sign", "complex", "complex multiply's real part is ac + bd",
      _regex(*_CMUL_SIGN)),
+    ("cl-complex-div-naive", "complex", "complex division by the naive formula, not Smith's",
+     _regex(*_CDIV_NAIVE)),
+    ("cl-cast-saturating", "scalar", "narrowing integer casts saturate instead of wrapping",
+     _cast_saturating),
     ("cl-atomic-return-new", "atomic", "atomic add/max/min return the new value, not the old",
      _source(_return_new)),
     ("cl-cumsum-exclusive", "collective", "cumsum is exclusive (element k misses x[k])",
@@ -292,4 +330,5 @@ _M = [  # name, category, doc, install
 ]
 
 MUTATIONS: dict[str, Mutation] = {n: Mutation(n, c, d, f) for n, c, d, f in _M}
-CATEGORIES = ("subgroup", "coopmatrix", "lowp", "complex", "atomic", "collective", "control")
+CATEGORIES = ("subgroup", "coopmatrix", "lowp", "complex", "scalar", "atomic", "collective",
+              "control")
