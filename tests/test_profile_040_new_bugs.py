@@ -1,5 +1,6 @@
 """The tinytc-0.4.0-new-bugs profile: tinytc-0.4.0 without the constructs of its bugs already
-reported (group offsets, index/i64 casts, bf16 constants). The generator (the v0.4 builder and
+reported (group offsets, index/i64 casts, bf16 constants, casts of inexact float constants).
+The generator (the v0.4 builder and
 the SPMD generator) never makes them, and `violations` names each one on a small kernel."""
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from fuzz.profiles.check import violations
 from fuzz.strategies import sample_function, to_program
 
 PROFILE = "tinytc-0.4.0-new-bugs"
-NEW = {"group-offsets", "index-i64-casts", "bf16-constants"}
+NEW = {"group-offsets", "index-i64-casts", "bf16-constants", "inexact-constant-casts"}
 
 
-def test_the_profile_loads_with_tinytc_040s_exclusions_and_the_three_new_ones():
+def test_the_profile_loads_with_tinytc_040s_exclusions_and_the_new_ones():
     base, profile = load("tinytc-0.4.0"), load(PROFILE)
     assert profile.lang == "v0.4" and profile.subgroup_sizes == base.subgroup_sizes
     assert profile.exclude_features == base.exclude_features | NEW
@@ -29,7 +30,7 @@ def test_the_profile_loads_with_tinytc_040s_exclusions_and_the_three_new_ones():
 
 def test_the_v04_builder_never_makes_an_excluded_construct():
     """300 seeded kernels, plain sampling (the generator itself, no filter behind it), checked
-    raw and in their printed v0.4 form; the same seeds under tinytc-0.4.0 do make all three."""
+    raw and in their printed v0.4 form; the same seeds under tinytc-0.4.0 do make all four."""
     profile = load(PROFILE)
     loose: Counter = Counter()
     for seed in range(300):
@@ -95,6 +96,12 @@ _KERNELS = {
     %j = cast %x : TO
     store %j, %B[%c0]
 }""",
+    "inexact-constant-casts": """func @k(%A: memref<TO x 2>) {
+    %c0 = constant 0 : index
+    %k = constant LIT : FROM
+    %x = cast %k : TO
+    store %x, %A[%c0]
+}""",
     "bf16-constants": """func @k(%A: memref<T x 2>) {
     %c0 = constant 0 : index
     %x = load %A[%c0] : T
@@ -113,6 +120,14 @@ _KERNELS = {
     ("index-i64-casts", {"FROM": "i64", "TO": "index"}, True),
     ("index-i64-casts", {"FROM": "i32", "TO": "i64"}, False),
     ("index-i64-casts", {"FROM": "i32", "TO": "index"}, False),
+    ("inexact-constant-casts", {"LIT": "0.001", "FROM": "f32", "TO": "f64"}, True),
+    ("inexact-constant-casts", {"LIT": "0.1", "FROM": "f16", "TO": "f32"}, True),
+    ("inexact-constant-casts", {"LIT": "16777217.0", "FROM": "f32", "TO": "i32"}, True),
+    ("inexact-constant-casts", {"LIT": "[0.1, 0.5]", "FROM": "c32", "TO": "c64"}, True),
+    ("inexact-constant-casts", {"LIT": "0.0010000000474974513", "FROM": "f32", "TO": "f64"},
+     False),
+    ("inexact-constant-casts", {"LIT": "0.001", "FROM": "f64", "TO": "f32"}, False),
+    ("inexact-constant-casts", {"LIT": "0.5", "FROM": "f16", "TO": "f32"}, False),
     ("bf16-constants", {"T": "bf16"}, True),
     ("bf16-constants", {"T": "f16"}, False),
 ])
@@ -213,3 +228,21 @@ def test_tlconform_skips_the_corpus_cases_of_the_reported_bugs(corpus_copy):
         if feature is not None:
             assert f"{feature}: reported:" in reasons[case], case
     assert not apply_profile(cases, load("tinytc-0.4.0"))[1]
+
+
+@pytest.mark.parametrize("value, t, spelt", [(0.001, "f32", 0.0010000000474974513),
+                                             (0.1, "f16", 0.0999755859375),
+                                             (16777217, "f32", 16777216.0),
+                                             (0.5, "f32", 0.5), (0.001, "f64", 0.001),
+                                             (3, "i32", 3), (1e10, "f16", 1e10)])
+def test_a_cast_literal_is_spelt_as_the_value_it_stands_for(value, t, spelt):
+    """The generator's answer to inexact-constant-casts: the literal becomes the nearest value
+    of its type (the value the language gives it), written out exactly, so a compiler that
+    folds the literal itself gets that value; exact literals, integers and literals past the
+    type's range (no nearer spelling) stay as they are."""
+    from fuzz.gen.v04 import exact_literal
+    from tlinterp.lang.ir import Const
+    from tlinterp.lang.types import ScalarType
+
+    c = exact_literal(Const(value, isinstance(value, float)), ScalarType(t))
+    assert c.value == spelt and type(c.value) is type(spelt)

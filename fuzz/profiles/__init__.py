@@ -76,6 +76,8 @@ FEATURES = {
                        "index value)",
     "bf16-constants": "a bf16 `constant` (v0.3 form: a literal operand of type bf16), also a "
                       "cooperative matrix constant of bf16 components",
+    "inexact-constant-casts": "a `cast` of a floating-point (or complex) `constant` whose "
+                              "literal its type does not hold exactly (`constant 0.001 : f32`)",
 }
 # element types of the atomics "atomic-narrow-types" names: any atomic, an update
 NARROW_ATOMIC_TYPES = frozenset({ScalarType.i8, ScalarType.i16, ScalarType.bf16})

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
+
 from fuzz.profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES, Profile
 from tlinterp.front.migrate import to_v04
 from tlinterp.lang import ir
@@ -16,7 +18,8 @@ from tlinterp.lang.types import INDEX, CoopMatrixType, GroupType, MemrefType, Sc
 from tlinterp.lang.v03.printer import mnemonic
 
 __all__ = ["Violation", "violations", "instruction_violations", "integer_product",
-           "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant"]
+           "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant",
+           "inexact_constant_cast", "exact_in"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,29 @@ def bf16_constant(inst: ir.Instruction) -> bool:
                                     and t.component is ScalarType.bf16)
 
 
+def exact_in(value, t: ScalarType) -> bool:
+    """Whether the float or complex `value` is a value of type `t` (rounding to it keeps it)."""
+    with np.errstate(over="ignore"):  # a literal past the type's range: inexact, not an error
+        rounded = np.asarray(value).astype(t.dtype)
+    parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+    back = (complex(rounded).real, complex(rounded).imag) if t.is_complex \
+        else (float(rounded),)
+    return all(a == b or (a != a and b != b) for a, b in zip(parts, back))
+
+
+def inexact_constant_cast(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
+    """A cast of a floating-point or complex literal (v0.3 form) or `constant` (v0.4 form,
+    `constants` maps them by name) whose literal its type does not hold exactly: tinytc
+    0.4.0's constant folding casts the literal, not the constant's value."""
+    t = getattr(inst, "from_type", None)  # a coopmatrix cast has a CoopMatrixType
+    if not (isinstance(inst, ir.Cast) and isinstance(t, ScalarType)
+            and (t.is_float or t.is_complex)):
+        return False
+    v = _literal(inst.operand, constants)
+    return isinstance(v, (int, float, complex)) and not isinstance(v, bool) \
+        and not exact_in(v, inst.from_type)
+
+
 def gemm_atomic_beta_one(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
     """A gemm.atomic whose beta is 1: a literal (v0.3 form) or a `constant` (v0.4 form, whose
     values `constants` maps by name)."""
@@ -165,6 +191,8 @@ def instruction_violations(inst: ir.Instruction, profile: Profile,
         found.append("gemm-atomic-beta-one")
     if "index-i64-casts" in feats and index_i64_cast(inst):
         found.append("index-i64-casts")
+    if "inexact-constant-casts" in feats and inexact_constant_cast(inst, elements):
+        found.append("inexact-constant-casts")
     if "atomic-narrow-types" in feats and narrow_atomic(
             inst, (elements or {}).get(getattr(getattr(inst, "operand", None), "name", ""))):
         found.append("atomic-narrow-types")
