@@ -245,6 +245,11 @@ def cast(b: _Builder, m: CVal) -> None:
     _add(b, CVal(r, ct, math.floor(mag) if t.is_int and not src.is_int else mag, g))
 
 
+def padded(ct: CoopMatrixType, S: int) -> bool:
+    """Whether the sub-group layout of `ct` pads its columns (J > N: an 8 x 3 matrix at S=16)."""
+    return Layout(ct.rows, ct.cols, ct.component.value, ct.use, S).J > ct.cols
+
+
 def _components(b: _Builder, ct: CoopMatrixType, entries: bool = False) -> list[int]:
     """The components v of a lane (`extract`/`insert` indices); with `entries`, only those
     that hold a matrix entry in every lane (not a padding column)."""
@@ -258,7 +263,7 @@ def _components(b: _Builder, ct: CoopMatrixType, entries: bool = False) -> list[
 def extract(b: _Builder, m: CVal) -> Optional[Val]:
     """A component of every lane (None when padding is not to be extracted and every
     component is padding in some lane)."""
-    vs = _components(b, m.type, not b.p.extract_padding)
+    vs = _components(b, m.type, not (b.p.extract_padding and b.p.padded_columns))
     if not vs:
         return None
     v = b.pick(vs)
@@ -339,8 +344,11 @@ def apply(b: _Builder, m: CVal) -> None:
 def store(b: _Builder, m: CVal) -> None:
     """m to a new output memref: the block of this (work-group, sub-group), at column
     (glin * nsg + sid) * E1; with `.t` the block is transposed; a checked flag along the
-    memref's first mode may cut the block's rows there."""
+    memref's first mode may cut the block's rows there. Without `padded_columns`, a matrix
+    whose layout pads its columns is not stored."""
     ct = m.type
+    if not b.p.padded_columns and padded(ct, b.S):
+        return
     trans = b.flip(30)
     checked = b.pick((None, None, "rows", "cols", "both"))
     E0, E1 = (ct.rows, ct.cols) if not trans else (ct.cols, ct.rows)

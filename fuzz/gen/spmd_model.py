@@ -114,6 +114,10 @@ class SpmdParams:
     bf16_constants: bool = True
     # casts between index and i64; off, such a cast goes through i32 (the values are small)
     index_i64_casts: bool = True
+    # stores, atomic updates and padding extracts of matrices whose layout pads columns; off,
+    # such a matrix is never stored or updated and only its entries are extracted (tinytc
+    # v0.4.0 writes and reads the padding: coopmatrix-padding-columns-touch-memory)
+    padded_columns: bool = True
     weights: dict[str, int] = field(default_factory=lambda: dict(
         load=4, arith=6, unary=2, cast=2, subgroup=5, broadcast=3, exchange=3, barrier=1,
         coop=6, if_=2, for_=2, store=2, atomic=1))

@@ -76,6 +76,9 @@ FEATURES = {
                        "index value)",
     "bf16-constants": "a bf16 `constant` (v0.3 form: a literal operand of type bf16), also a "
                       "cooperative matrix constant of bf16 components",
+    "coopmatrix-padded-columns": "a cooperative_matrix_store or atomic update of a matrix "
+                                 "whose sub-group layout pads its columns (8 x 3 at sub-group "
+                                 "size 16), or an extract of a padding component",
     "inexact-constant-casts": "a `cast` of a floating-point (or complex) `constant` whose "
                               "literal its type does not hold exactly (`constant 0.001 : f32`)",
 }

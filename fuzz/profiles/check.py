@@ -19,7 +19,7 @@ from tlinterp.lang.v03.printer import mnemonic
 
 __all__ = ["Violation", "violations", "instruction_violations", "integer_product",
            "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant",
-           "inexact_constant_cast", "exact_in"]
+           "inexact_constant_cast", "exact_in", "padded_coop_access"]
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,28 @@ def inexact_constant_cast(inst: ir.Instruction, constants: Optional[dict] = None
     v = _literal(inst.operand, constants)
     return isinstance(v, (int, float, complex)) and not isinstance(v, bool) \
         and not exact_in(v, inst.from_type)
+
+
+def padded_coop_access(inst: ir.Instruction, coop_types: dict, sizes) -> bool:
+    """A store or atomic update of a cooperative matrix whose sub-group layout pads its
+    columns, or an extract of a padding component, at any of the sub-group `sizes` (tinytc
+    0.4.0 writes and reads the padding); `coop_types`: value name -> its CoopMatrixType."""
+    from tlinterp.interp.coopmatrix import Layout
+
+    if isinstance(inst, (ir.CoopStore, ir.CoopAtomicUpdate, ir.CoopExtract)):
+        t = coop_types.get(getattr(inst, "value", inst.operand).name) \
+            if not isinstance(inst, ir.CoopExtract) else coop_types.get(inst.operand.name)
+        for S in sizes if isinstance(t, CoopMatrixType) else ():
+            try:
+                layout = Layout(t.rows, t.cols, t.component.value, t.use, int(S))
+            except ValueError:  # a shape the checker rejects: not this feature's business
+                return False
+            if isinstance(inst, ir.CoopExtract):
+                if inst.index < layout.V and layout.positions[1][:, inst.index].max() >= t.cols:
+                    return True
+            elif layout.J > t.cols:
+                return True
+    return False
 
 
 def gemm_atomic_beta_one(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
@@ -226,8 +248,17 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
             # in the v0.4 form, where literal operands are the `constant`s they print as
             out.extend(Violation("bf16-constants", inst.span, profile.reason("bf16-constants"))
                        for inst in ir.walk(_v04_form(fn).body) if bf16_constant(inst))
+        padded = "coopmatrix-padded-columns" in profile.exclude_features
+        coop_types = {inst.result.name: inst.type for inst in ir.walk(fn.body)
+                      if isinstance(getattr(inst, "type", None), CoopMatrixType)
+                      and hasattr(inst, "result")} if padded else {}
+        sizes = (fn.subgroup_size,) if fn.subgroup_size is not None else \
+            (profile.subgroup_sizes or (16, 32))
         for inst, in_if in _walk(fn.body):
             out.extend(instruction_violations(inst, profile, elements))
+            if padded and padded_coop_access(inst, coop_types, sizes):
+                out.append(Violation("coopmatrix-padded-columns", inst.span,
+                                     profile.reason("coopmatrix-padded-columns")))
             if in_if and isinstance(inst, ir.Alloca) and "alloca-in-if" in \
                     profile.exclude_features:
                 out.append(Violation("alloca-in-if", inst.span, profile.reason("alloca-in-if")))
