@@ -203,6 +203,8 @@ def spmd_knobs(profile: Profile | str | None, params: Optional[dict[str, Any]] =
         knobs.setdefault("index_i64_casts", False)
     if "coopmatrix-padded-columns" in profile.exclude_features:
         knobs.setdefault("padded_columns", False)
+    if "bf16-conversions" in profile.exclude_features:
+        knobs.setdefault("bf16_conversions", False)
     return knobs
 
 

@@ -1,6 +1,6 @@
 """The tinytc-0.4.0-new-bugs profile: tinytc-0.4.0 without the constructs of its bugs already
 reported (group offsets, index/i64 casts, bf16 constants, casts of inexact float constants,
-stores of column-padded cooperative matrices).
+stores of column-padded cooperative matrices, bf16 conversions).
 The generator (the v0.4 builder and
 the SPMD generator) never makes them, and `violations` names each one on a small kernel."""
 
@@ -18,7 +18,7 @@ from fuzz.strategies import sample_function, to_program
 
 PROFILE = "tinytc-0.4.0-new-bugs"
 NEW = {"group-offsets", "index-i64-casts", "bf16-constants", "inexact-constant-casts",
-       "coopmatrix-padded-columns"}
+       "coopmatrix-padded-columns", "bf16-conversions"}
 SPMD_ONLY = {"coopmatrix-padded-columns"}  # the v0.4 builder makes no cooperative matrix
 
 
@@ -51,14 +51,15 @@ def test_the_spmd_generator_never_makes_an_excluded_construct():
     and index/i64 casts out; without them both occur."""
     profile = load(PROFILE)
     knobs = dict(subgroup_sizes=(16, 32), bf16_constants=False, index_i64_casts=False,
-                 padded_columns=False)
+                 padded_columns=False, bf16_conversions=False)
     loose: Counter = Counter()
     for seed in range(300):
         func = sample_spmd(seed, **knobs)[0]
         assert not {v.construct for v in violations(func, profile)} & NEW, seed
         free = sample_spmd(seed, subgroup_sizes=(16, 32))[0]
         loose.update(v.construct for v in violations(free, profile))
-    assert {"bf16-constants", "index-i64-casts", "coopmatrix-padded-columns"} <= set(loose)
+    assert {"bf16-constants", "index-i64-casts", "coopmatrix-padded-columns",
+            "bf16-conversions"} <= set(loose)
 
 
 def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
@@ -86,7 +87,7 @@ def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
     except (Unsatisfiable, NoSuchExample):
         pass  # the stub's fixed kernel may lie outside the profile (its types are checked now)
     assert seen["bf16_constants"] is False and seen["index_i64_casts"] is False
-    assert seen["padded_columns"] is False
+    assert seen["padded_columns"] is False and seen["bf16_conversions"] is False
 
 
 _KERNELS = {
@@ -109,6 +110,12 @@ attributes{subgroup_size=16, work_group_size=[32, 1]} {
         %m = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32xROWSxCOLS, matrix_acc>
         OP
     }
+}""",
+    "bf16-conversions": """func @k(%A: memref<FROM x 2>, %B: memref<TO x 2>) {
+    %c0 = constant 0 : index
+    %x = load %A[%c0] : FROM
+    %y = cast %x : TO
+    store %y, %B[%c0]
 }""",
     "inexact-constant-casts": """func @k(%A: memref<TO x 2>) {
     %c0 = constant 0 : index
@@ -147,6 +154,11 @@ attributes{subgroup_size=16, work_group_size=[32, 1]} {
                                    "OP": "cooperative_matrix_store %m, %B[%c0, %c0]"}, False),
     ("coopmatrix-padded-columns", {"ROWS": "16", "COLS": "3",
                                    "OP": "cooperative_matrix_store %m, %B[%c0, %c0]"}, False),
+    ("bf16-conversions", {"FROM": "bf16", "TO": "f32"}, True),
+    ("bf16-conversions", {"FROM": "f16", "TO": "bf16"}, True),
+    ("bf16-conversions", {"FROM": "f64", "TO": "bf16"}, True),
+    ("bf16-conversions", {"FROM": "bf16", "TO": "f64"}, False),  # these build
+    ("bf16-conversions", {"FROM": "f32", "TO": "bf16"}, False),
     ("inexact-constant-casts", {"LIT": "0.001", "FROM": "f32", "TO": "f64"}, True),
     ("inexact-constant-casts", {"LIT": "0.1", "FROM": "f16", "TO": "f32"}, True),
     ("inexact-constant-casts", {"LIT": "16777217.0", "FROM": "f32", "TO": "i32"}, True),
@@ -273,3 +285,22 @@ def test_a_cast_literal_is_spelt_as_the_value_it_stands_for(value, t, spelt):
 
     c = exact_literal(Const(value, isinstance(value, float)), ScalarType(t))
     assert c.value == spelt and type(c.value) is type(spelt)
+
+
+@pytest.mark.parametrize("result, outside", [("f32", True), ("bf16", False)])
+def test_a_mul_add_of_bf16_into_another_type_is_a_bf16_conversion(result, outside):
+    text = f"""func @k(%A: memref<bf16x16x2>, %B: memref<bf16x2x4>, %C: memref<{result}x16x4>) \
+attributes{{subgroup_size=16, work_group_size=[32, 1]}} {{
+    %c0 = constant 0 : index
+    parallel {{
+        %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<bf16x16x2, matrix_a>
+        %b = cooperative_matrix_load %B[%c0, %c0] : coopmatrix<bf16x2x4, matrix_b>
+        %c = cooperative_matrix_load %C[%c0, %c0] : coopmatrix<{result}x16x4, matrix_acc>
+        %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<{result}x16x4, matrix_acc>
+        cooperative_matrix_store %d, %C[%c0, %c0]
+    }}
+}}
+"""
+    program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
+    found = [v.construct for v in violations(program, load(PROFILE))]
+    assert found == (["bf16-conversions"] if outside else [])

@@ -29,6 +29,7 @@ from fuzz.gen.spmd_model import (
     value_grain,
     value_mag,
 )
+from fuzz.profiles import BF16_CONVERSIONS
 from tlinterp.lang import ir
 from tlinterp.lang.ir import Value
 from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType, canonical_strides
@@ -247,6 +248,11 @@ class BuilderBase:
             # the target miscompiles index <-> i64: through i32, the same value (ids, loop
             # variables and sizes are small)
             v = self.cast_to(v, ScalarType.i32, kind)
+        if not self.p.bf16_conversions and (v.type, t) in BF16_CONVERSIONS:
+            # exact on the way: bf16 -> f64 -> f32; f16 -> f32 -> bf16 rounds once; f64 -> f32
+            # -> bf16 may round twice (the program says so: the reference computes the same)
+            v = self.cast_to(v, ScalarType.f64 if v.type is ScalarType.bf16 else ScalarType.f32,
+                             kind)
         r = self.fresh()
         self.emit(ir.Cast(r, v.op, v.type, t))
         mag, grain = (math.floor(v.mag), 0) if t.is_int and not v.type.is_int \

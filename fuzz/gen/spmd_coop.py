@@ -28,6 +28,7 @@ from fuzz.gen.spmd_model import (
     value_grain,
     value_mag,
 )
+from fuzz.profiles import BF16_CONVERSIONS
 from tlinterp.checker.v04 import promotable, promote
 from tlinterp.interp.coopmatrix import Layout
 from tlinterp.lang import ir
@@ -169,6 +170,8 @@ def mul_add(b: _Builder) -> None:
     wider = [t for t in types if t is not tc and promotable(tc, t) and fits(t, mag, grain)]
     if wider and b.flip(20):
         td = b.pick(wider)
+    if not b.p.bf16_conversions and ScalarType.bf16 in (ta, tb) and td is not ScalarType.bf16:
+        return  # converts bf16 operands (bf16-conversions): no such mul_add
     r = b.fresh("M")
     b.emit(ir.CoopMulAdd(r, A.op, B.op, C.op, CoopMatrixType(td, M, N, "matrix_acc")))
     b.stats["coop.mul_add"] += 1
@@ -228,7 +231,8 @@ def cast(b: _Builder, m: CVal) -> None:
     src = m.type.component
     mag = m.mag
     choices = [t for t in b.p.types if not (src.is_complex and not t.is_complex) and
-               fits(t, math.floor(mag) if t.is_int else mag, 0 if t.is_int else m.grain)]
+               fits(t, math.floor(mag) if t.is_int else mag, 0 if t.is_int else m.grain)
+               and (b.p.bf16_conversions or (src, t) not in BF16_CONVERSIONS)]
     if not choices:
         return
     t = b.pick(choices)

@@ -47,7 +47,7 @@ from fuzz.gen.function import FunctionGenerator
 from fuzz.gen.model import Scal, Unavailable
 from fuzz.gen.params import GenParams
 from fuzz.gen.ranges import UNKNOWN_F, FRange, IRange, type_range
-from fuzz.profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
+from fuzz.profiles import BF16_CONVERSIONS, NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
 from fuzz.profiles.check import exact_in
 from tlinterp.checker.v04 import promotable, promote
 from tlinterp.lang import ir
@@ -470,6 +470,8 @@ class V04Generator(FunctionGenerator):
         source's, widened by the target's rounding; to integers only with margins that hold
         after the source's own rounding."""
         a = self.exact_operand(a)
+        if (a.type, to) in BF16_CONVERSIONS and self.excludes("bf16-conversions"):
+            raise Unavailable("a bf16 conversion the profile leaves out")
         if a.type.is_complex and not to.is_complex:
             raise Unavailable("no cast from complex to real")
         if a.type is to:

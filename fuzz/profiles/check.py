@@ -10,7 +10,12 @@ from typing import Optional
 
 import numpy as np
 
-from fuzz.profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES, Profile
+from fuzz.profiles import (
+    BF16_CONVERSIONS,
+    NARROW_ATOMIC_TYPES,
+    NARROW_ATOMIC_UPDATE_TYPES,
+    Profile,
+)
 from tlinterp.front.migrate import to_v04
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import SourceError
@@ -19,7 +24,7 @@ from tlinterp.lang.v03.printer import mnemonic
 
 __all__ = ["Violation", "violations", "instruction_violations", "integer_product",
            "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant",
-           "inexact_constant_cast", "exact_in", "padded_coop_access"]
+           "inexact_constant_cast", "exact_in", "padded_coop_access", "bf16_conversion"]
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,22 @@ def inexact_constant_cast(inst: ir.Instruction, constants: Optional[dict] = None
     v = _literal(inst.operand, constants)
     return isinstance(v, (int, float, complex)) and not isinstance(v, bool) \
         and not exact_in(v, inst.from_type)
+
+
+def bf16_conversion(inst: ir.Instruction, coop_types: dict) -> bool:
+    """A cast of BF16_CONVERSIONS (of scalars or of a cooperative matrix's components), or a
+    cooperative_matrix_mul_add of a bf16 operand into a result that is not bf16 (it converts
+    the operands); `coop_types`: value name -> its CoopMatrixType."""
+    def component(t):
+        return t.component if isinstance(t, CoopMatrixType) else t
+
+    if isinstance(inst, ir.Cast):
+        return (component(inst.from_type), component(inst.to_type)) in BF16_CONVERSIONS
+    if isinstance(inst, ir.CoopMulAdd):
+        ops = [coop_types.get(v.name) for v in (inst.a, inst.b)]
+        return any(isinstance(t, CoopMatrixType) and t.component is ScalarType.bf16
+                   for t in ops) and inst.type.component is not ScalarType.bf16
+    return False
 
 
 def padded_coop_access(inst: ir.Instruction, coop_types: dict, sizes) -> bool:
@@ -249,13 +270,17 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
             out.extend(Violation("bf16-constants", inst.span, profile.reason("bf16-constants"))
                        for inst in ir.walk(_v04_form(fn).body) if bf16_constant(inst))
         padded = "coopmatrix-padded-columns" in profile.exclude_features
+        bf16 = "bf16-conversions" in profile.exclude_features
         coop_types = {inst.result.name: inst.type for inst in ir.walk(fn.body)
                       if isinstance(getattr(inst, "type", None), CoopMatrixType)
-                      and hasattr(inst, "result")} if padded else {}
+                      and hasattr(inst, "result")} if padded or bf16 else {}
         sizes = (fn.subgroup_size,) if fn.subgroup_size is not None else \
             (profile.subgroup_sizes or (16, 32))
         for inst, in_if in _walk(fn.body):
             out.extend(instruction_violations(inst, profile, elements))
+            if bf16 and bf16_conversion(inst, coop_types):
+                out.append(Violation("bf16-conversions", inst.span,
+                                     profile.reason("bf16-conversions")))
             if padded and padded_coop_access(inst, coop_types, sizes):
                 out.append(Violation("coopmatrix-padded-columns", inst.span,
                                      profile.reason("coopmatrix-padded-columns")))
