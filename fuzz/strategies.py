@@ -205,6 +205,8 @@ def spmd_knobs(profile: Profile | str | None, params: Optional[dict[str, Any]] =
         knobs.setdefault("padded_columns", False)
     if "bf16-conversions" in profile.exclude_features:
         knobs.setdefault("bf16_conversions", False)
+    if "coopmatrix-transposed-strided-stores" in profile.exclude_features:
+        knobs.setdefault("transposed_strided_stores", False)
     return knobs
 
 

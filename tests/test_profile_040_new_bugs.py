@@ -1,6 +1,7 @@
 """The tinytc-0.4.0-new-bugs profile: tinytc-0.4.0 without the constructs of its bugs already
 reported (group offsets, index/i64 casts, bf16 constants, casts of inexact float constants,
-stores of column-padded cooperative matrices, bf16 conversions).
+stores of column-padded cooperative matrices, bf16 conversions, transposed coopmatrix stores
+into a row stride).
 The generator (the v0.4 builder and
 the SPMD generator) never makes them, and `violations` names each one on a small kernel."""
 
@@ -18,8 +19,8 @@ from fuzz.strategies import sample_function, to_program
 
 PROFILE = "tinytc-0.4.0-new-bugs"
 NEW = {"group-offsets", "index-i64-casts", "bf16-constants", "inexact-constant-casts",
-       "coopmatrix-padded-columns", "bf16-conversions"}
-SPMD_ONLY = {"coopmatrix-padded-columns"}  # the v0.4 builder makes no cooperative matrix
+       "coopmatrix-padded-columns", "bf16-conversions", "coopmatrix-transposed-strided-stores"}
+SPMD_ONLY = {"coopmatrix-padded-columns", "coopmatrix-transposed-strided-stores"}  # the v0.4 builder makes no cooperative matrix
 
 
 def test_the_profile_loads_with_tinytc_040s_exclusions_and_the_new_ones():
@@ -51,7 +52,8 @@ def test_the_spmd_generator_never_makes_an_excluded_construct():
     and index/i64 casts out; without them both occur."""
     profile = load(PROFILE)
     knobs = dict(subgroup_sizes=(16, 32), bf16_constants=False, index_i64_casts=False,
-                 padded_columns=False, bf16_conversions=False)
+                 padded_columns=False, bf16_conversions=False,
+                 transposed_strided_stores=False)
     loose: Counter = Counter()
     for seed in range(300):
         func = sample_spmd(seed, **knobs)[0]
@@ -59,7 +61,7 @@ def test_the_spmd_generator_never_makes_an_excluded_construct():
         free = sample_spmd(seed, subgroup_sizes=(16, 32))[0]
         loose.update(v.construct for v in violations(free, profile))
     assert {"bf16-constants", "index-i64-casts", "coopmatrix-padded-columns",
-            "bf16-conversions"} <= set(loose)
+            "bf16-conversions", "coopmatrix-transposed-strided-stores"} <= set(loose)
 
 
 def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
@@ -88,6 +90,7 @@ def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
         pass  # the stub's fixed kernel may lie outside the profile (its types are checked now)
     assert seen["bf16_constants"] is False and seen["index_i64_casts"] is False
     assert seen["padded_columns"] is False and seen["bf16_conversions"] is False
+    assert seen["transposed_strided_stores"] is False
 
 
 _KERNELS = {
@@ -304,3 +307,23 @@ attributes{{subgroup_size=16, work_group_size=[32, 1]}} {{
     program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
     found = [v.construct for v in violations(program, load(PROFILE))]
     assert found == (["bf16-conversions"] if outside else [])
+
+
+@pytest.mark.parametrize("store, stride, outside", [
+    ("cooperative_matrix_store.t", "2, 32", True),
+    ("cooperative_matrix_store.t.rows_checked", "2, 32", True),
+    ("cooperative_matrix_store", "2, 32", False),
+    ("cooperative_matrix_store.t", "1, 17", False)])
+def test_a_transposed_store_into_a_row_stride_is_named(store, stride, outside):
+    text = f"""func @k(%A: memref<f32x16x16>, %C: memref<f32x16x16,strided<{stride}>>) \
+attributes{{subgroup_size=16, work_group_size=[32, 1]}} {{
+    %c0 = constant 0 : index
+    parallel {{
+        %m = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32x16x16, matrix_acc>
+        {store} %m, %C[%c0, %c0]
+    }}
+}}
+"""
+    program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
+    found = [v.construct for v in violations(program, load(PROFILE))]
+    assert found == (["coopmatrix-transposed-strided-stores"] if outside else [])

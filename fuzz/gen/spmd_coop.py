@@ -360,6 +360,8 @@ def store(b: _Builder, m: CVal) -> None:
     R = b.int(1, E0) if checked in (dir0, "both") and b.flip(50) else E0
     shape = (R, E1 * b.nsg * b.G)
     mt = b.strided(ct.component, shape)
+    if trans and not b.p.transposed_strided_stores and mt.stride[0] != 1:
+        mt = MemrefType.make(ct.component, shape)
     comp = ct.component
     form = b.pick(("store",) * 6 + ("atomic store", "atomic update")) \
         if comp in b.p.atomic_types else "store"

@@ -79,6 +79,9 @@ FEATURES = {
     "bf16-conversions": "a cast from bf16 to f32, or to bf16 from f16 or f64 (scalars or a "
                         "cooperative matrix's components), or a cooperative_matrix_mul_add "
                         "of a bf16 operand into a result that is not bf16",
+    "coopmatrix-transposed-strided-stores": "a transposed cooperative_matrix_store or atomic "
+                                            "update (`.t`) into a memref whose first stride "
+                                            "is not 1",
     "coopmatrix-padded-columns": "a cooperative_matrix_store or atomic update of a matrix "
                                  "whose sub-group layout pads its columns (8 x 3 at sub-group "
                                  "size 16), or an extract of a padding component",

@@ -24,7 +24,8 @@ from tlinterp.lang.v03.printer import mnemonic
 
 __all__ = ["Violation", "violations", "instruction_violations", "integer_product",
            "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant",
-           "inexact_constant_cast", "exact_in", "padded_coop_access", "bf16_conversion"]
+           "inexact_constant_cast", "exact_in", "padded_coop_access", "bf16_conversion",
+           "transposed_strided_store"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,15 @@ def bf16_conversion(inst: ir.Instruction, coop_types: dict) -> bool:
         return any(isinstance(t, CoopMatrixType) and t.component is ScalarType.bf16
                    for t in ops) and inst.type.component is not ScalarType.bf16
     return False
+
+
+def transposed_strided_store(inst: ir.Instruction, memref_types: dict) -> bool:
+    """A `.t` cooperative_matrix_store or atomic update into a memref whose first stride is
+    not 1 (tinytc 0.4.0 ignores it); `memref_types`: value name -> its MemrefType."""
+    if not (isinstance(inst, (ir.CoopStore, ir.CoopAtomicUpdate)) and inst.trans):
+        return False
+    t = memref_types.get(inst.operand.name)
+    return isinstance(t, MemrefType) and t.stride[:1] != (1,)
 
 
 def padded_coop_access(inst: ir.Instruction, coop_types: dict, sizes) -> bool:
@@ -276,8 +286,16 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
                       and hasattr(inst, "result")} if padded or bf16 else {}
         sizes = (fn.subgroup_size,) if fn.subgroup_size is not None else \
             (profile.subgroup_sizes or (16, 32))
+        strided = "coopmatrix-transposed-strided-stores" in profile.exclude_features
+        memref_types = {a.value.name: a.type for a in fn.args} | {
+            inst.result.name: inst.type for inst in ir.walk(fn.body)
+            if isinstance(getattr(inst, "type", None), MemrefType) and hasattr(inst, "result")
+        } if strided else {}
         for inst, in_if in _walk(fn.body):
             out.extend(instruction_violations(inst, profile, elements))
+            if strided and transposed_strided_store(inst, memref_types):
+                out.append(Violation("coopmatrix-transposed-strided-stores", inst.span,
+                                     profile.reason("coopmatrix-transposed-strided-stores")))
             if bf16 and bf16_conversion(inst, coop_types):
                 out.append(Violation("bf16-conversions", inst.span,
                                      profile.reason("bf16-conversions")))
