@@ -144,11 +144,14 @@ class BuilderBase:
         if not here and key in self.consts:
             return self.consts[key]
         if t is ScalarType.bf16 and not self.p.bf16_constants:
-            # the target takes no bf16 constant: an f32 one cast to bf16, the same value
-            # (random values are exact in bf16, hence in f32)
-            f = self.const(value, ScalarType.f32, here)
+            # the target takes no bf16 constant, and its constant folding makes an f32
+            # constant cast to bf16 one again (-O2): the value is loaded from an argument of
+            # its own (random values are exact in bf16)
+            mt = MemrefType.make(t, (1,))
+            arg = self.new_arg("K", mt, np.array([value], t.dtype))
+            zero = self.const(0, INDEX, here)
             v = self.fresh("c")
-            inst = ir.Cast(v, f.op, ScalarType.f32, t)
+            inst = ir.Load(v, arg, (zero.op,), mt)
         else:
             v = self.fresh("c")
             inst = ir.Constant(v, literal(value, t), t)
