@@ -216,6 +216,12 @@ def spmd_knobs(profile: Profile | str | None, params: Optional[dict[str, Any]] =
         knobs.setdefault("bf16_constants", False)
     if "index-i64-casts" in profile.exclude_features:
         knobs.setdefault("index_i64_casts", False)
+    if "coopmatrix-padded-columns" in profile.exclude_features:
+        knobs.setdefault("padded_columns", False)
+    if "bf16-conversions" in profile.exclude_features:
+        knobs.setdefault("bf16_conversions", False)
+    if "coopmatrix-transposed-strided-stores" in profile.exclude_features:
+        knobs.setdefault("transposed_strided_stores", False)
     return knobs
 
 

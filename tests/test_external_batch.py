@@ -20,7 +20,8 @@ pytestmark = pytest.mark.opencl  # needs an OpenCL device (pocl in CI)
 
 # the stand-in compiler: one OpenCL C kernel per function of the .tl file it is given, named
 # after it; spin* spins, segv* stores through a wild pointer, off1* stores a[0] + 1 (a
-# mismatch), the others copy a[0] to a[1]
+# mismatch), us16* and miss* call a builtin the device lacks (a known device limit; any
+# other), the others copy a[0] to a[1]
 # (what the reference computes); each run appends the functions it compiled to a log
 STANDIN = r'''
 import re, sys
@@ -31,7 +32,9 @@ with open(sys.argv[2], "a") as log:
 head = "kernel __attribute__((reqd_work_group_size(1, 1, 1))) void {}(global float* a)"
 body = {"spin": "{ volatile global float* p = a; while (p[0] == 0.0f) {} }",
         "segv": "{ *(volatile global int*)(ulong)16 = 1; a[1] = a[0]; }",
-        "off1": "{ a[1] = a[0] + 1.0f; }"}
+        "off1": "{ a[1] = a[0] + 1.0f; }",
+        "us16": "{ intel_sub_group_block_write_us16((global ushort*)a, (ushort16)(0)); }",
+        "miss": "{ tl_no_such_builtin(a); }"}
 for n in names:
     print(head.format(n), body.get(n[:4], "{ a[1] = a[0]; }"))
 '''
@@ -126,5 +129,26 @@ def test_a_batch_the_compiler_refuses_compiles_case_by_case(tmp_path):
                                      timeout=60)
         assert [(f.case.func, f.kind) for f in findings] == [("bad", "rejected-construct")]
         assert compiled(log) == [["ok0", "bad", "ok1"], ["ok0"], ["bad"], ["ok1"]]
+    finally:
+        impl.close()
+
+
+def test_code_the_device_cannot_run_is_counted_but_no_finding(tmp_path):
+    """A build that fails on a builtin of DEVICE_LIMITS (a 16-element ushort block write,
+    which Intel's CPU runtime lacks) is the device's limit: the case counts, nothing is saved
+    or shrunk; a missing builtin of any other name is still a finding."""
+    from fuzz.campaign.harness import device_limit
+
+    assert "cl_intel_subgroups_short 1.1" in device_limit(
+        "Symbols not found: [ _Z32intel_sub_group_block_write_us16PU3AS1tDv16_t ]")
+    assert device_limit("Symbols not found: [ _Z10native_cosDh ]") is None
+    impl, log = standin(tmp_path)
+    try:
+        done: list = []
+        findings = differential_impl([case("ok0"), case("us16"), case("miss")], impl,
+                                     timeout=60, done=done)
+        assert done == [3]
+        assert [(f.case.func, f.kind) for f in findings] == [("miss", "backend-crash")], \
+            [f.message for f in findings]
     finally:
         impl.close()

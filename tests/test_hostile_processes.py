@@ -124,6 +124,31 @@ def test_sigterm_ends_the_run_in_order(tmp_path, mini_corpus, tool, sig):
     _assert_nothing_left(scratch)
 
 
+def test_sigterm_ends_tlfuzz_reproduce_in_order(tmp_path):
+    """`tlfuzz reproduce` is an interestingness test that cvise or `timeout` stop with SIGTERM:
+    an `ir:` tool that never answers is killed, its scratch copy removed, exit status 143 (it
+    once kept running, its /tmp/tl-ir-* directory left behind)."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    kernel, args = tmp_path / "k.tl", tmp_path / "k.npz"
+    kernel.write_text("func @k(%A: memref<f32x2>) {\n}\n")
+    np.savez(args, A=np.zeros(2, np.float32))
+    argv = ["fuzz.campaign.cli", "reproduce", str(kernel), "--args", str(args), "--lang",
+            "v0.4", "--impl", "ir:sh -c 'sleep 1000' {tl}"]
+    proc = subprocess.Popen([sys.executable, "-m", *argv], env=_env(scratch),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for(str(scratch) + "/")  # the tool runs on the kernel's copy in the scratch dir
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, out + err
+    assert "Traceback" not in out + err
+    _assert_nothing_left(scratch)
+
+
 # --- data and verdicts -------------------------------------------------------------------
 
 

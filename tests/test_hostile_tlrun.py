@@ -529,3 +529,30 @@ def test_another_backends_outputs_must_follow_the_convention(plugin, words, kern
         assert rc == 0 and np.load(tmp_path / "o.npz")["A"].dtype == np.float32
     else:
         assert rc == 1 and words in text and not (tmp_path / "o.npz").exists()
+
+
+@pytest.mark.parametrize("storage", ["V2", "uint16"])
+def test_bf16_arguments_given_as_bit_patterns_are_counted_in_the_summary(storage, tmp_path,
+                                                                         capsys):
+    """np.savez writes an ml_dtypes bfloat16 array as 2-byte voids (V2); bf16 arguments may
+    also be uint16 patterns. The summary compares them with the bf16 outputs (it once
+    stopped with "internal error: TypeError: Cannot compare structured or void to non-void
+    arrays")."""
+    import ml_dtypes
+
+    kernel = tmp_path / "k.tl"
+    kernel.write_text("""func @k(%A: memref<f32 x 2>, %B: memref<bf16 x 2>) {
+    %c0 = constant 0 : index
+    %x = load %A[%c0] : f32
+    %y = cast %x : bf16
+    store %y, %B[%c0]
+}
+""")
+    b = np.array([0.0, np.nan], ml_dtypes.bfloat16).view(np.uint16)
+    np.savez(tmp_path / "a.npz", A=np.array([1.5, 2.0], np.float32),
+             B=b.view("V2") if storage == "V2" else b)
+    status = cli.main([str(kernel), "--args", str(tmp_path / "a.npz"), "--lang", "v0.4",
+                       "--out", str(tmp_path / "o.npz")])
+    out = capsys.readouterr()
+    assert status == 0, out.err
+    assert "1 / 2" in out.err  # B[0] changed; the NaN in B[1] is unchanged (the summary: stderr)

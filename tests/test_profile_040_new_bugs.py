@@ -1,5 +1,8 @@
 """The tinytc-0.4.0-new-bugs profile: tinytc-0.4.0 without the constructs of its bugs already
-reported (group offsets, index/i64 casts, bf16 constants). The generator (the v0.4 builder and
+reported (group offsets, index/i64 casts, bf16 constants, casts of inexact float constants,
+stores of column-padded cooperative matrices, bf16 conversions, transposed coopmatrix stores
+into a row stride).
+The generator (the v0.4 builder and
 the SPMD generator) never makes them, and `violations` names each one on a small kernel."""
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ from fuzz.profiles.check import violations
 from fuzz.strategies import sample_function, to_program
 
 PROFILE = "tinytc-0.4.0-new-bugs"
-NEW = {"group-offsets", "index-i64-casts", "bf16-constants"}
+NEW = {"group-offsets", "index-i64-casts", "bf16-constants", "inexact-constant-casts",
+       "coopmatrix-padded-columns", "bf16-conversions",
+       "coopmatrix-transposed-strided-stores"}
+# the v0.4 builder makes no cooperative matrix: only the SPMD generator meets these
+SPMD_ONLY = {"coopmatrix-padded-columns", "coopmatrix-transposed-strided-stores"}
 
 
-def test_the_profile_loads_with_tinytc_040s_exclusions_and_the_three_new_ones():
+def test_the_profile_loads_with_tinytc_040s_exclusions_and_the_new_ones():
     base, profile = load("tinytc-0.4.0"), load(PROFILE)
     assert profile.lang == "v0.4" and profile.subgroup_sizes == base.subgroup_sizes
     assert profile.exclude_features == base.exclude_features | NEW
@@ -29,7 +36,8 @@ def test_the_profile_loads_with_tinytc_040s_exclusions_and_the_three_new_ones():
 
 def test_the_v04_builder_never_makes_an_excluded_construct():
     """300 seeded kernels, plain sampling (the generator itself, no filter behind it), checked
-    raw and in their printed v0.4 form; the same seeds under tinytc-0.4.0 do make all three."""
+    raw and in their printed v0.4 form; the same seeds under tinytc-0.4.0 do make all that it
+    makes at all (no cooperative matrices)."""
     profile = load(PROFILE)
     loose: Counter = Counter()
     for seed in range(300):
@@ -38,21 +46,24 @@ def test_the_v04_builder_never_makes_an_excluded_construct():
         assert violations(to_program([func], lang="v0.4"), profile) == [], seed
         free, _, _, _ = sample_function(seed, profile="tinytc-0.4.0")
         loose.update(v.construct for v in violations(free, profile))
-    assert NEW <= set(loose)
+    assert NEW - SPMD_ONLY <= set(loose)
 
 
 def test_the_spmd_generator_never_makes_an_excluded_construct():
     """The knobs the profile gives the SPMD generator (fuzz.strategies) keep bf16 constants
     and index/i64 casts out; without them both occur."""
     profile = load(PROFILE)
-    knobs = dict(subgroup_sizes=(16, 32), bf16_constants=False, index_i64_casts=False)
+    knobs = dict(subgroup_sizes=(16, 32), bf16_constants=False, index_i64_casts=False,
+                 padded_columns=False, bf16_conversions=False,
+                 transposed_strided_stores=False)
     loose: Counter = Counter()
     for seed in range(300):
         func = sample_spmd(seed, **knobs)[0]
         assert not {v.construct for v in violations(func, profile)} & NEW, seed
         free = sample_spmd(seed, subgroup_sizes=(16, 32))[0]
         loose.update(v.construct for v in violations(free, profile))
-    assert {"bf16-constants", "index-i64-casts"} <= set(loose)
+    assert {"bf16-constants", "index-i64-casts", "coopmatrix-padded-columns",
+            "bf16-conversions", "coopmatrix-transposed-strided-stores"} <= set(loose)
 
 
 def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
@@ -80,6 +91,8 @@ def test_kernels_pass_the_profiles_knobs_to_the_spmd_generator(monkeypatch):
     except (Unsatisfiable, NoSuchExample):
         pass  # the stub's fixed kernel may lie outside the profile (its types are checked now)
     assert seen["bf16_constants"] is False and seen["index_i64_casts"] is False
+    assert seen["padded_columns"] is False and seen["bf16_conversions"] is False
+    assert seen["transposed_strided_stores"] is False
 
 
 _KERNELS = {
@@ -94,6 +107,26 @@ _KERNELS = {
     %x = load %A[%c0] : FROM
     %j = cast %x : TO
     store %j, %B[%c0]
+}""",
+    "coopmatrix-padded-columns": """func @k(%A: memref<f32x8x6>, %B: memref<f32x8x6>) \
+attributes{subgroup_size=16, work_group_size=[32, 1]} {
+    parallel {
+        %c0 = constant 0 : index
+        %m = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32xROWSxCOLS, matrix_acc>
+        OP
+    }
+}""",
+    "bf16-conversions": """func @k(%A: memref<FROM x 2>, %B: memref<TO x 2>) {
+    %c0 = constant 0 : index
+    %x = load %A[%c0] : FROM
+    %y = cast %x : TO
+    store %y, %B[%c0]
+}""",
+    "inexact-constant-casts": """func @k(%A: memref<TO x 2>) {
+    %c0 = constant 0 : index
+    %k = constant LIT : FROM
+    %x = cast %k : TO
+    store %x, %A[%c0]
 }""",
     "bf16-constants": """func @k(%A: memref<T x 2>) {
     %c0 = constant 0 : index
@@ -113,6 +146,32 @@ _KERNELS = {
     ("index-i64-casts", {"FROM": "i64", "TO": "index"}, True),
     ("index-i64-casts", {"FROM": "i32", "TO": "i64"}, False),
     ("index-i64-casts", {"FROM": "i32", "TO": "index"}, False),
+    ("coopmatrix-padded-columns", {"ROWS": "8", "COLS": "3",
+                                   "OP": "cooperative_matrix_store %m, %B[%c0, %c0]"}, True),
+    ("coopmatrix-padded-columns", {"ROWS": "8", "COLS": "3", "OP": "%u = cooperative_matrix_"
+                                   "atomic_add %m, %B[%c0, %c0] : coopmatrix<f32x8x3, "
+                                   "matrix_acc>"}, True),
+    ("coopmatrix-padded-columns", {"ROWS": "8", "COLS": "3",  # lanes 8-15: column 3
+                                   "OP": "%x = cooperative_matrix_extract %m[1] : f32"}, True),
+    ("coopmatrix-padded-columns", {"ROWS": "8", "COLS": "3",  # lanes 0-15: columns 0, 1
+                                   "OP": "%x = cooperative_matrix_extract %m[0] : f32"}, False),
+    ("coopmatrix-padded-columns", {"ROWS": "8", "COLS": "4",
+                                   "OP": "cooperative_matrix_store %m, %B[%c0, %c0]"}, False),
+    ("coopmatrix-padded-columns", {"ROWS": "16", "COLS": "3",
+                                   "OP": "cooperative_matrix_store %m, %B[%c0, %c0]"}, False),
+    ("bf16-conversions", {"FROM": "bf16", "TO": "f32"}, True),
+    ("bf16-conversions", {"FROM": "f16", "TO": "bf16"}, True),
+    ("bf16-conversions", {"FROM": "f64", "TO": "bf16"}, True),
+    ("bf16-conversions", {"FROM": "bf16", "TO": "f64"}, False),  # these build
+    ("bf16-conversions", {"FROM": "f32", "TO": "bf16"}, False),
+    ("inexact-constant-casts", {"LIT": "0.001", "FROM": "f32", "TO": "f64"}, True),
+    ("inexact-constant-casts", {"LIT": "0.1", "FROM": "f16", "TO": "f32"}, True),
+    ("inexact-constant-casts", {"LIT": "16777217.0", "FROM": "f32", "TO": "i32"}, True),
+    ("inexact-constant-casts", {"LIT": "[0.1, 0.5]", "FROM": "c32", "TO": "c64"}, True),
+    ("inexact-constant-casts", {"LIT": "0.0010000000474974513", "FROM": "f32", "TO": "f64"},
+     False),
+    ("inexact-constant-casts", {"LIT": "0.001", "FROM": "f64", "TO": "f32"}, False),
+    ("inexact-constant-casts", {"LIT": "0.5", "FROM": "f16", "TO": "f32"}, False),
     ("bf16-constants", {"T": "bf16"}, True),
     ("bf16-constants", {"T": "f16"}, False),
 ])
@@ -213,3 +272,60 @@ def test_tlconform_skips_the_corpus_cases_of_the_reported_bugs(corpus_copy):
         if feature is not None:
             assert f"{feature}: reported:" in reasons[case], case
     assert not apply_profile(cases, load("tinytc-0.4.0"))[1]
+
+
+@pytest.mark.parametrize("value, t, spelt", [(0.001, "f32", 0.0010000000474974513),
+                                             (0.1, "f16", 0.0999755859375),
+                                             (16777217, "f32", 16777216.0),
+                                             (0.5, "f32", 0.5), (0.001, "f64", 0.001),
+                                             (3, "i32", 3), (1e10, "f16", 1e10)])
+def test_a_cast_literal_is_spelt_as_the_value_it_stands_for(value, t, spelt):
+    """The generator's answer to inexact-constant-casts: the literal becomes the nearest value
+    of its type (the value the language gives it), written out exactly, so a compiler that
+    folds the literal itself gets that value; exact literals, integers and literals past the
+    type's range (no nearer spelling) stay as they are."""
+    from fuzz.gen.v04 import exact_literal
+    from tlinterp.lang.ir import Const
+    from tlinterp.lang.types import ScalarType
+
+    c = exact_literal(Const(value, isinstance(value, float)), ScalarType(t))
+    assert c.value == spelt and type(c.value) is type(spelt)
+
+
+@pytest.mark.parametrize("result, outside", [("f32", True), ("bf16", False)])
+def test_a_mul_add_of_bf16_into_another_type_is_a_bf16_conversion(result, outside):
+    text = f"""func @k(%A: memref<bf16x16x2>, %B: memref<bf16x2x4>, %C: memref<{result}x16x4>) \
+attributes{{subgroup_size=16, work_group_size=[32, 1]}} {{
+    %c0 = constant 0 : index
+    parallel {{
+        %a = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<bf16x16x2, matrix_a>
+        %b = cooperative_matrix_load %B[%c0, %c0] : coopmatrix<bf16x2x4, matrix_b>
+        %c = cooperative_matrix_load %C[%c0, %c0] : coopmatrix<{result}x16x4, matrix_acc>
+        %d = cooperative_matrix_mul_add %a, %b, %c : coopmatrix<{result}x16x4, matrix_acc>
+        cooperative_matrix_store %d, %C[%c0, %c0]
+    }}
+}}
+"""
+    program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
+    found = [v.construct for v in violations(program, load(PROFILE))]
+    assert found == (["bf16-conversions"] if outside else [])
+
+
+@pytest.mark.parametrize("store, stride, outside", [
+    ("cooperative_matrix_store.t", "2, 32", True),
+    ("cooperative_matrix_store.t.rows_checked", "2, 32", True),
+    ("cooperative_matrix_store", "2, 32", False),
+    ("cooperative_matrix_store.t", "1, 17", False)])
+def test_a_transposed_store_into_a_row_stride_is_named(store, stride, outside):
+    text = f"""func @k(%A: memref<f32x16x16>, %C: memref<f32x16x16,strided<{stride}>>) \
+attributes{{subgroup_size=16, work_group_size=[32, 1]}} {{
+    %c0 = constant 0 : index
+    parallel {{
+        %m = cooperative_matrix_load %A[%c0, %c0] : coopmatrix<f32x16x16, matrix_acc>
+        {store} %m, %C[%c0, %c0]
+    }}
+}}
+"""
+    program = tlinterp.check(tlinterp.parse(text, lang="v0.4"))
+    found = [v.construct for v in violations(program, load(PROFILE))]
+    assert found == (["coopmatrix-transposed-strided-stores"] if outside else [])

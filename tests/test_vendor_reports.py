@@ -38,7 +38,7 @@ def _run(cmd: list[str], cwd: Path, timeout: float = 120, **env: str):
 
 
 def test_every_report_is_there():
-    assert len(REPORTS) == 58
+    assert len(REPORTS) == 59
     kinds = {meta(r).kind for r in REPORTS}
     assert kinds == set(vr.KINDS)
 

@@ -28,7 +28,7 @@ from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import BackendError, TLError, UndefinedBehaviour
 
 __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_command",
-           "config_overrides", "finding_impl", "tlrun_line"]
+           "config_overrides", "finding_impl", "tlrun_line", "DEVICE_LIMITS", "device_limit"]
 
 # BackendErrors that are legitimate refusals of a configuration, not lowering bugs: also the
 # v0.4 lowering's documented ones (a construct it does not lower yet; sub-group code that a
@@ -37,6 +37,22 @@ __all__ = ["Finding", "combine", "differential", "save_finding", "reproduce_comm
 _LIMITS = ("bytes of local memory", "exceeds the maximum", "exceeds the ", "not yet lowered",
            "needs sub-groups, which the device", "the first mode must be a multiple of the "
            "subgroup size")
+
+# What the device cannot run in an external implementation's code, read from its build log:
+# the case is counted, saved as no finding and never shrunk (docs/testing-a-compiler.md, "What
+# the CPU runtime cannot run"). (substring of the message, why)
+DEVICE_LIMITS = (
+    ("intel_sub_group_block_read_us16", "16-element ushort sub-group block reads are "
+     "cl_intel_subgroups_short 1.1; Intel's CPU runtime offers 1.0.0"),
+    ("intel_sub_group_block_write_us16", "16-element ushort sub-group block writes are "
+     "cl_intel_subgroups_short 1.1; Intel's CPU runtime offers 1.0.0"),
+)
+
+
+def device_limit(message: str) -> Optional[str]:
+    """Why the device cannot run the code a failed run's `message` names (DEVICE_LIMITS), or
+    None: a failure the implementation answers for."""
+    return next((why for key, why in DEVICE_LIMITS if key in message), None)
 
 
 def combine(cases: list[FuzzCase]) -> ir.Program:
@@ -270,6 +286,8 @@ def differential_impl(cases: list[FuzzCase], impl, timeout: Optional[float] = No
             verb = "failed on"
             findings.append(Finding(case, "backend-error", f"{impl.name} {verb} a valid, "
                                     f"UB-free program:\n{said}", impl=(impl.spec, impl.options)))
+        elif device_limit(o.message):  # no bug of the implementation: nothing to save
+            continue
         else:  # the implementation may know the kind better (ir:'s "roundtrip")
             findings.append(Finding(case, o.finding or "backend-crash",
                                     f"{impl.name}: {o.status}:\n{said}",

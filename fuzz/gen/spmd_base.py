@@ -29,6 +29,7 @@ from fuzz.gen.spmd_model import (
     value_grain,
     value_mag,
 )
+from fuzz.profiles import BF16_CONVERSIONS
 from tlinterp.lang import ir
 from tlinterp.lang.ir import Value
 from tlinterp.lang.types import INDEX, GroupType, MemrefType, ScalarType, canonical_strides
@@ -143,11 +144,14 @@ class BuilderBase:
         if not here and key in self.consts:
             return self.consts[key]
         if t is ScalarType.bf16 and not self.p.bf16_constants:
-            # the target takes no bf16 constant: an f32 one cast to bf16, the same value
-            # (random values are exact in bf16, hence in f32)
-            f = self.const(value, ScalarType.f32, here)
+            # the target takes no bf16 constant, and its constant folding makes an f32
+            # constant cast to bf16 one again (-O2): the value is loaded from an argument of
+            # its own (random values are exact in bf16)
+            mt = MemrefType.make(t, (1,))
+            arg = self.new_arg("K", mt, np.array([value], t.dtype))
+            zero = self.const(0, INDEX, here)
             v = self.fresh("c")
-            inst = ir.Cast(v, f.op, ScalarType.f32, t)
+            inst = ir.Load(v, arg, (zero.op,), mt)
         else:
             v = self.fresh("c")
             inst = ir.Constant(v, literal(value, t), t)
@@ -247,6 +251,11 @@ class BuilderBase:
             # the target miscompiles index <-> i64: through i32, the same value (ids, loop
             # variables and sizes are small)
             v = self.cast_to(v, ScalarType.i32, kind)
+        if not self.p.bf16_conversions and (v.type, t) in BF16_CONVERSIONS:
+            # exact on the way: bf16 -> f64 -> f32; f16 -> f32 -> bf16 rounds once; f64 -> f32
+            # -> bf16 may round twice (the program says so: the reference computes the same)
+            v = self.cast_to(v, ScalarType.f64 if v.type is ScalarType.bf16 else ScalarType.f32,
+                             kind)
         r = self.fresh()
         self.emit(ir.Cast(r, v.op, v.type, t))
         mag, grain = (math.floor(v.mag), 0) if t.is_int and not v.type.is_int \

@@ -28,6 +28,7 @@ from fuzz.gen.spmd_model import (
     value_grain,
     value_mag,
 )
+from fuzz.profiles import BF16_CONVERSIONS
 from tlinterp.checker.v04 import promotable, promote
 from tlinterp.interp.coopmatrix import Layout
 from tlinterp.lang import ir
@@ -170,6 +171,8 @@ def mul_add(b: _Builder) -> None:
     wider = [t for t in types if t is not tc and promotable(tc, t) and fits(t, mag, grain)]
     if wider and b.flip(20):
         td = b.pick(wider)
+    if not b.p.bf16_conversions and ScalarType.bf16 in (ta, tb) and td is not ScalarType.bf16:
+        return  # converts bf16 operands (bf16-conversions): no such mul_add
     r = b.fresh("M")
     b.emit(ir.CoopMulAdd(r, A.op, B.op, C.op, CoopMatrixType(td, M, N, "matrix_acc")))
     b.stats["coop.mul_add"] += 1
@@ -229,7 +232,8 @@ def cast(b: _Builder, m: CVal) -> None:
     src = m.type.component
     mag = m.mag
     choices = [t for t in b.p.types if not (src.is_complex and not t.is_complex) and
-               fits(t, math.floor(mag) if t.is_int else mag, 0 if t.is_int else m.grain)]
+               fits(t, math.floor(mag) if t.is_int else mag, 0 if t.is_int else m.grain)
+               and (b.p.bf16_conversions or (src, t) not in BF16_CONVERSIONS)]
     if not choices:
         return
     t = b.pick(choices)
@@ -246,6 +250,11 @@ def cast(b: _Builder, m: CVal) -> None:
     _add(b, CVal(r, ct, math.floor(mag) if t.is_int and not src.is_int else mag, g))
 
 
+def padded(ct: CoopMatrixType, S: int) -> bool:
+    """Whether the sub-group layout of `ct` pads its columns (J > N: an 8 x 3 matrix at S=16)."""
+    return Layout(ct.rows, ct.cols, ct.component.value, ct.use, S).J > ct.cols
+
+
 def _components(b: _Builder, ct: CoopMatrixType, entries: bool = False) -> list[int]:
     """The components v of a lane (`extract`/`insert` indices); with `entries`, only those
     that hold a matrix entry in every lane (not a padding column)."""
@@ -259,7 +268,7 @@ def _components(b: _Builder, ct: CoopMatrixType, entries: bool = False) -> list[
 def extract(b: _Builder, m: CVal) -> Optional[Val]:
     """A component of every lane (None when padding is not to be extracted and every
     component is padding in some lane)."""
-    vs = _components(b, m.type, not b.p.extract_padding)
+    vs = _components(b, m.type, not (b.p.extract_padding and b.p.padded_columns))
     if not vs:
         return None
     v = b.pick(vs)
@@ -340,8 +349,11 @@ def apply(b: _Builder, m: CVal) -> None:
 def store(b: _Builder, m: CVal) -> None:
     """m to a new output memref: the block of this (work-group, sub-group), at column
     (glin * nsg + sid) * E1; with `.t` the block is transposed; a checked flag along the
-    memref's first mode may cut the block's rows there."""
+    memref's first mode may cut the block's rows there. Without `padded_columns`, a matrix
+    whose layout pads its columns is not stored."""
     ct = m.type
+    if not b.p.padded_columns and padded(ct, b.S):
+        return
     trans = b.flip(30)
     checked = b.pick((None, None, "rows", "cols", "both"))
     E0, E1 = (ct.rows, ct.cols) if not trans else (ct.cols, ct.rows)
@@ -349,6 +361,8 @@ def store(b: _Builder, m: CVal) -> None:
     R = b.int(1, E0) if checked in (dir0, "both") and b.flip(50) else E0
     shape = (R, E1 * b.nsg * b.G)
     mt = b.strided(ct.component, shape)
+    if trans and not b.p.transposed_strided_stores and mt.stride[0] != 1:
+        mt = MemrefType.make(ct.component, shape)
     comp = ct.component
     form = b.pick(("store",) * 6 + ("atomic store", "atomic update")) \
         if comp in b.p.atomic_types else "store"

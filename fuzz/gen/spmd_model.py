@@ -119,6 +119,18 @@ class SpmdParams:
     bf16_constants: bool = True
     # casts between index and i64; off, such a cast goes through i32 (the values are small)
     index_i64_casts: bool = True
+    # stores, atomic updates and padding extracts of matrices whose layout pads columns; off,
+    # such a matrix is never stored or updated and only its entries are extracted (tinytc
+    # v0.4.0 writes and reads the padding: coopmatrix-padding-columns-touch-memory)
+    padded_columns: bool = True
+    # casts bf16 -> f32, f16 -> bf16, f64 -> bf16 and mul_adds of bf16 into another type;
+    # off, such a cast goes through f64 (from bf16) or f32 (to bf16), and no such mul_add is
+    # made (tinytc v0.4.0's code for them does not build: bf16-casts-invalid-spirv)
+    bf16_conversions: bool = True
+    # transposed stores into memrefs whose first stride is not 1; off, a `.t` store's memref
+    # is packed or padded (tinytc v0.4.0 ignores the stride: coopmatrix-transposed-store-
+    # strided-rows-lost)
+    transposed_strided_stores: bool = True
     weights: dict[str, int] = field(default_factory=lambda: dict(
         load=4, arith=6, unary=2, cast=2, subgroup=5, broadcast=3, exchange=3, barrier=1,
         coop=6, if_=2, for_=2, store=2, atomic=1))

@@ -49,7 +49,8 @@ from fuzz.gen.function import FunctionGenerator
 from fuzz.gen.model import Scal, Unavailable
 from fuzz.gen.params import GenParams
 from fuzz.gen.ranges import UNKNOWN_F, FRange, IRange, type_range
-from fuzz.profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
+from fuzz.profiles import BF16_CONVERSIONS, NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES
+from fuzz.profiles.check import exact_in
 from tlinterp.checker.v04 import promotable, promote
 from tlinterp.lang import ir
 from tlinterp.lang.ir import Const, Value
@@ -82,6 +83,20 @@ def v04_params() -> GenParams:
     return dataclasses.replace(base, memref_types=V04_MEMREF_TYPES,
                                scalar_types=V04_SCALAR_TYPES, lifetime_stop_percent=0,
                                statement_weights={**base.statement_weights, "v04": 5})
+
+
+def exact_literal(c: Const, t: ScalarType) -> Const:
+    """The float literal `c` of type `t` spelt as the value of `t` it stands for (its nearest),
+    so that a compiler that folds the literal itself into a cast gets that value too (the
+    profile feature inexact-constant-casts); other literals as they are."""
+    if not (t.is_float or t.is_complex) or isinstance(c.value, bool) or exact_in(c.value, t):
+        return c
+    with np.errstate(over="ignore"):
+        v = np.asarray(c.value).astype(t.dtype)
+    value = complex(v) if t.is_complex else float(v)
+    if not np.isfinite(value):  # past the type's range: no nearer spelling
+        return c
+    return dataclasses.replace(c, value=value, is_float=True)
 
 
 def _nonzero(r) -> bool:
@@ -176,6 +191,7 @@ class V04Generator(FunctionGenerator):
     def cast(self, a: Scal, to: ScalarType) -> Scal:
         if to.is_bool and not a.type.is_bool:
             raise Unavailable("v0.4's bool is no cast result")  # compares make bools
+        a = self.exact_operand(a)
         if a.type in LOWP or to in LOWP:
             return self.lowp_cast(a, to)
         if {a.type, to} == {INDEX, ScalarType.i64} and self.excludes("index-i64-casts"):
@@ -185,6 +201,13 @@ class V04Generator(FunctionGenerator):
                 raise Unavailable("an index/i64 cast the profile leaves out")
             return super().cast(super().cast(a, ScalarType.i32), to)
         return super().cast(a, to)
+
+    def exact_operand(self, a: Scal) -> Scal:
+        """`a` to be cast: a literal spelt as its exact value where the profile leaves out
+        casts of inexact constants (exact_literal)."""
+        if isinstance(a.op, Const) and self.excludes("inexact-constant-casts"):
+            return dataclasses.replace(a, op=exact_literal(a.op, a.type))
+        return a
 
     def emit(self, inst) -> None:
         if self.excludes("bf16-constants"):
@@ -198,9 +221,10 @@ class V04Generator(FunctionGenerator):
         def value(op: ir.Operand, t) -> ir.Operand:
             if not (isinstance(op, Const) and t is ScalarType.bf16):
                 return op
-            r = self.fresh()
-            super(V04Generator, self).emit(
-                ir.Cast(r, Const(float(op.value), True), ScalarType.f32, t))
+            r, f32 = self.fresh(), Const(float(op.value), True)
+            if self.excludes("inexact-constant-casts"):
+                f32 = exact_literal(f32, ScalarType.f32)
+            super(V04Generator, self).emit(ir.Cast(r, f32, ScalarType.f32, t))
             return r
 
         rep = dataclasses.replace
@@ -511,6 +535,9 @@ class V04Generator(FunctionGenerator):
         """A cast from or to a new type (never complex to real: v0.4 has none). Ranges: the
         source's, widened by the target's rounding; to integers only with margins that hold
         after the source's own rounding."""
+        a = self.exact_operand(a)
+        if (a.type, to) in BF16_CONVERSIONS and self.excludes("bf16-conversions"):
+            raise Unavailable("a bf16 conversion the profile leaves out")
         if a.type.is_complex and not to.is_complex:
             raise Unavailable("no cast from complex to real")
         if a.type is to:

@@ -76,7 +76,21 @@ FEATURES = {
                        "index value)",
     "bf16-constants": "a bf16 `constant` (v0.3 form: a literal operand of type bf16), also a "
                       "cooperative matrix constant of bf16 components",
+    "bf16-conversions": "a cast from bf16 to f32, or to bf16 from f16 or f64 (scalars or a "
+                        "cooperative matrix's components), or a cooperative_matrix_mul_add "
+                        "of a bf16 operand into a result that is not bf16",
+    "coopmatrix-transposed-strided-stores": "a transposed cooperative_matrix_store or atomic "
+                                            "update (`.t`) into a memref whose first stride "
+                                            "is not 1",
+    "coopmatrix-padded-columns": "a cooperative_matrix_store or atomic update of a matrix "
+                                 "whose sub-group layout pads its columns (8 x 3 at sub-group "
+                                 "size 16), or an extract of a padding component",
+    "inexact-constant-casts": "a `cast` of a floating-point (or complex) `constant` whose "
+                              "literal its type does not hold exactly (`constant 0.001 : f32`)",
 }
+# the casts "bf16-conversions" names (from, to)
+BF16_CONVERSIONS = frozenset({(ScalarType.bf16, ScalarType.f32), (ScalarType.f16, ScalarType.bf16),
+                              (ScalarType.f64, ScalarType.bf16)})
 # element types of the atomics "atomic-narrow-types" names: any atomic, an update
 NARROW_ATOMIC_TYPES = frozenset({ScalarType.i8, ScalarType.i16, ScalarType.bf16})
 NARROW_ATOMIC_UPDATE_TYPES = NARROW_ATOMIC_TYPES | {ScalarType.f16}

@@ -8,7 +8,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Optional
 
-from fuzz.profiles import NARROW_ATOMIC_TYPES, NARROW_ATOMIC_UPDATE_TYPES, Profile
+import numpy as np
+
+from fuzz.profiles import (
+    BF16_CONVERSIONS,
+    NARROW_ATOMIC_TYPES,
+    NARROW_ATOMIC_UPDATE_TYPES,
+    Profile,
+)
 from tlinterp.front.migrate import to_v04
 from tlinterp.lang import ir
 from tlinterp.lang.diagnostics import SourceError
@@ -16,7 +23,9 @@ from tlinterp.lang.types import INDEX, CoopMatrixType, GroupType, MemrefType, Sc
 from tlinterp.lang.v03.printer import mnemonic
 
 __all__ = ["Violation", "violations", "instruction_violations", "integer_product",
-           "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant"]
+           "mixed_sizes", "narrow_atomic", "group_offset", "index_i64_cast", "bf16_constant",
+           "inexact_constant_cast", "exact_in", "padded_coop_access", "bf16_conversion",
+           "transposed_strided_store"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +105,76 @@ def bf16_constant(inst: ir.Instruction) -> bool:
                                     and t.component is ScalarType.bf16)
 
 
+def exact_in(value, t: ScalarType) -> bool:
+    """Whether the float or complex `value` is a value of type `t` (rounding to it keeps it)."""
+    with np.errstate(over="ignore"):  # a literal past the type's range: inexact, not an error
+        rounded = np.asarray(value).astype(t.dtype)
+    parts = (value.real, value.imag) if isinstance(value, complex) else (value,)
+    back = (complex(rounded).real, complex(rounded).imag) if t.is_complex \
+        else (float(rounded),)
+    return all(a == b or (a != a and b != b) for a, b in zip(parts, back))
+
+
+def inexact_constant_cast(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
+    """A cast of a floating-point or complex literal (v0.3 form) or `constant` (v0.4 form,
+    `constants` maps them by name) whose literal its type does not hold exactly: tinytc
+    0.4.0's constant folding casts the literal, not the constant's value."""
+    t = getattr(inst, "from_type", None)  # a coopmatrix cast has a CoopMatrixType
+    if not (isinstance(inst, ir.Cast) and isinstance(t, ScalarType)
+            and (t.is_float or t.is_complex)):
+        return False
+    v = _literal(inst.operand, constants)
+    return isinstance(v, (int, float, complex)) and not isinstance(v, bool) \
+        and not exact_in(v, inst.from_type)
+
+
+def bf16_conversion(inst: ir.Instruction, coop_types: dict) -> bool:
+    """A cast of BF16_CONVERSIONS (of scalars or of a cooperative matrix's components), or a
+    cooperative_matrix_mul_add of a bf16 operand into a result that is not bf16 (it converts
+    the operands); `coop_types`: value name -> its CoopMatrixType."""
+    def component(t):
+        return t.component if isinstance(t, CoopMatrixType) else t
+
+    if isinstance(inst, ir.Cast):
+        return (component(inst.from_type), component(inst.to_type)) in BF16_CONVERSIONS
+    if isinstance(inst, ir.CoopMulAdd):
+        ops = [coop_types.get(v.name) for v in (inst.a, inst.b)]
+        return any(isinstance(t, CoopMatrixType) and t.component is ScalarType.bf16
+                   for t in ops) and inst.type.component is not ScalarType.bf16
+    return False
+
+
+def transposed_strided_store(inst: ir.Instruction, memref_types: dict) -> bool:
+    """A `.t` cooperative_matrix_store or atomic update into a memref whose first stride is
+    not 1 (tinytc 0.4.0 ignores it); `memref_types`: value name -> its MemrefType."""
+    if not (isinstance(inst, (ir.CoopStore, ir.CoopAtomicUpdate)) and inst.trans):
+        return False
+    t = memref_types.get(inst.operand.name)
+    return isinstance(t, MemrefType) and t.stride[:1] != (1,)
+
+
+def padded_coop_access(inst: ir.Instruction, coop_types: dict, sizes) -> bool:
+    """A store or atomic update of a cooperative matrix whose sub-group layout pads its
+    columns, or an extract of a padding component, at any of the sub-group `sizes` (tinytc
+    0.4.0 writes and reads the padding); `coop_types`: value name -> its CoopMatrixType."""
+    from tlinterp.interp.coopmatrix import Layout
+
+    if isinstance(inst, (ir.CoopStore, ir.CoopAtomicUpdate, ir.CoopExtract)):
+        t = coop_types.get(getattr(inst, "value", inst.operand).name) \
+            if not isinstance(inst, ir.CoopExtract) else coop_types.get(inst.operand.name)
+        for S in sizes if isinstance(t, CoopMatrixType) else ():
+            try:
+                layout = Layout(t.rows, t.cols, t.component.value, t.use, int(S))
+            except ValueError:  # a shape the checker rejects: not this feature's business
+                return False
+            if isinstance(inst, ir.CoopExtract):
+                if inst.index < layout.V and layout.positions[1][:, inst.index].max() >= t.cols:
+                    return True
+            elif layout.J > t.cols:
+                return True
+    return False
+
+
 def gemm_atomic_beta_one(inst: ir.Instruction, constants: Optional[dict] = None) -> bool:
     """A gemm.atomic whose beta is 1: a literal (v0.3 form) or a `constant` (v0.4 form, whose
     values `constants` maps by name)."""
@@ -165,6 +244,8 @@ def instruction_violations(inst: ir.Instruction, profile: Profile,
         found.append("gemm-atomic-beta-one")
     if "index-i64-casts" in feats and index_i64_cast(inst):
         found.append("index-i64-casts")
+    if "inexact-constant-casts" in feats and inexact_constant_cast(inst, elements):
+        found.append("inexact-constant-casts")
     if "atomic-narrow-types" in feats and narrow_atomic(
             inst, (elements or {}).get(getattr(getattr(inst, "operand", None), "name", ""))):
         found.append("atomic-narrow-types")
@@ -198,8 +279,29 @@ def violations(program: ir.Program | ir.Function, profile: Profile) -> list[Viol
             # in the v0.4 form, where literal operands are the `constant`s they print as
             out.extend(Violation("bf16-constants", inst.span, profile.reason("bf16-constants"))
                        for inst in ir.walk(_v04_form(fn).body) if bf16_constant(inst))
+        padded = "coopmatrix-padded-columns" in profile.exclude_features
+        bf16 = "bf16-conversions" in profile.exclude_features
+        coop_types = {inst.result.name: inst.type for inst in ir.walk(fn.body)
+                      if isinstance(getattr(inst, "type", None), CoopMatrixType)
+                      and hasattr(inst, "result")} if padded or bf16 else {}
+        sizes = (fn.subgroup_size,) if fn.subgroup_size is not None else \
+            (profile.subgroup_sizes or (16, 32))
+        strided = "coopmatrix-transposed-strided-stores" in profile.exclude_features
+        memref_types = {a.value.name: a.type for a in fn.args} | {
+            inst.result.name: inst.type for inst in ir.walk(fn.body)
+            if isinstance(getattr(inst, "type", None), MemrefType) and hasattr(inst, "result")
+        } if strided else {}
         for inst, in_if in _walk(fn.body):
             out.extend(instruction_violations(inst, profile, elements))
+            if strided and transposed_strided_store(inst, memref_types):
+                out.append(Violation("coopmatrix-transposed-strided-stores", inst.span,
+                                     profile.reason("coopmatrix-transposed-strided-stores")))
+            if bf16 and bf16_conversion(inst, coop_types):
+                out.append(Violation("bf16-conversions", inst.span,
+                                     profile.reason("bf16-conversions")))
+            if padded and padded_coop_access(inst, coop_types, sizes):
+                out.append(Violation("coopmatrix-padded-columns", inst.span,
+                                     profile.reason("coopmatrix-padded-columns")))
             if in_if and isinstance(inst, ir.Alloca) and "alloca-in-if" in \
                     profile.exclude_features:
                 out.append(Violation("alloca-in-if", inst.span, profile.reason("alloca-in-if")))

@@ -322,10 +322,26 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"tlfuzz reproduce: {e}", file=sys.stderr)
         return USAGE
     warnings.filterwarnings("ignore")  # pyopencl's compiler chatter is no verdict
+    from fuzz.shutdown import (
+        adopt_orphans,
+        exit_status_of,
+        kill_children,
+        scratch_dir,
+        stop_on_signals,
+    )
+
+    # SIGTERM (an interestingness test's `timeout`, cvise) and Ctrl-C end it in order, as a
+    # campaign: the implementation's processes killed, its scratch files removed
+    adopt_orphans()
     try:
-        verdict = reproduce(req)
-    except KeyboardInterrupt:
-        return 130
+        with stop_on_signals(), scratch_dir("tlfuzz-reproduce-"):
+            try:
+                verdict = reproduce(req)
+            except KeyboardInterrupt:
+                kill_children()
+                raise
+    except KeyboardInterrupt as e:
+        return exit_status_of(e)
     except Exception as e:  # noqa: BLE001 - a bug of ours, said in one line, never a traceback
         print(f"tlfuzz reproduce: internal error (please report): {type(e).__name__}: {e}",
               file=sys.stderr)

@@ -290,7 +290,12 @@ def _summary(console, function, backend, groups, args, out, timing, check) -> No
         changed = ""
         if k in out and not (k.endswith(".strides") or k.endswith(".offset")):
             a, b = np.asarray(v), np.asarray(out[k])
-            same = (a == b) | ((a != a) & (b != b)) if a.dtype.kind == "f" else a == b
+            if a.dtype != b.dtype and a.dtype.itemsize == b.dtype.itemsize:
+                a = a.view(b.dtype)  # bf16 given as its bit patterns (uint16, V2)
+            from tlinterp.lang.types import ScalarType
+
+            nan = a.dtype.kind == "f" or a.dtype == ScalarType.bf16.dtype
+            same = (a == b) | ((a != a) & (b != b)) if nan else a == b
             changed = f"{int(a.size - np.count_nonzero(same))} / {a.size}"
         t.add_row(for_rich(k), _describe(np.asarray(v)), changed)
     console.print(t)
