@@ -171,13 +171,19 @@ def mul_add(b: _Builder) -> None:
     wider = [t for t in types if t is not tc and promotable(tc, t) and fits(t, mag, grain)]
     if wider and b.flip(20):
         td = b.pick(wider)
-    if not b.p.bf16_conversions and ScalarType.bf16 in (ta, tb) and td is not ScalarType.bf16:
-        return  # converts bf16 operands (bf16-conversions): no such mul_add
+    if not mul_add_allowed(b, ta, tb, td):
+        return
     r = b.fresh("M")
     b.emit(ir.CoopMulAdd(r, A.op, B.op, C.op, CoopMatrixType(td, M, N, "matrix_acc")))
     b.stats["coop.mul_add"] += 1
     b.stats["coop.mul_add." + ("same" if ta is tb is tc is td else "mixed")] += 1
     _add(b, CVal(r, CoopMatrixType(td, M, N, "matrix_acc"), mag, grain))
+
+
+def mul_add_allowed(b: _Builder, ta: ScalarType, tb: ScalarType, td: ScalarType) -> bool:
+    """Whether a mul_add of A's type ta and B's tb into td may be drawn: not one that converts
+    bf16 operands when the profile leaves those out (knob bf16_conversions)."""
+    return b.p.bf16_conversions or ScalarType.bf16 not in (ta, tb) or td is ScalarType.bf16
 
 
 def _wide_acc(b: _Builder, ct: CoopMatrixType, narrow: ScalarType) -> CVal:

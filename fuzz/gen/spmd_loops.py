@@ -137,7 +137,8 @@ def _mul_add(b: _Builder, ct: CoopMatrixType, small: bool, inside: bool) -> Opti
     """x <- A B + x for a matrix_acc x of type ct: A's and B's types promote to ct's."""
     tc, types = ct.component, b.p.types
     pairs = [(ta, tb) for ta in types for tb in types
-             if (pr := promote(ta, tb)) is not None and promotable(pr, tc)]
+             if (pr := promote(ta, tb)) is not None and promotable(pr, tc)
+             and coop.mul_add_allowed(b, ta, tb, tc)]
     if not pairs:
         return None
     ta, tb = (tc, tc) if b.flip(40) else b.pick(pairs)
