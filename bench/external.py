@@ -86,29 +86,19 @@ def tree_cpu_seconds() -> float:
     """cpu_seconds() plus the CPU time of the children still running (a kept worker that
     builds and launches) and of what they reaped, from /proc: a stage timed by the change of
     this is charged whatever process did its work; the reading's own cost is left out."""
+    from tlinterp.impl.shutdown import process_table
+
     t0 = time.process_time()
     total = cpu_seconds()
-    tick = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:  # ended meanwhile
-            continue
-        fields = stat[stat.rindex(b")") + 2:].split()
-        parents[int(entry)] = int(fields[1])
-        times[int(entry)] = sum(int(x) for x in fields[11:15]) / tick  # utime..cstime
+    table = process_table()
+    parents = {pid: parent for pid, (parent, _) in table.items()}
     mine, grew = {os.getpid()}, True
     while grew:
         more = {pid for pid, ppid in parents.items() if ppid in mine} - mine
         mine |= more
         grew = bool(more)
     _READING[0] += time.process_time() - t0
-    return total + sum(times[pid] for pid in mine if pid != os.getpid()) - _READING[0]
+    return total + sum(table[pid][1] for pid in mine if pid != os.getpid()) - _READING[0]
 
 
 _READING = [0.0]  # CPU seconds tree_cpu_seconds() spent reading /proc so far

@@ -112,13 +112,15 @@ def scratch_dir(prefix: str) -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _parents() -> dict[int, int]:
-    """{pid: parent pid} of every process we can see (Linux /proc; empty elsewhere)."""
-    out: dict[int, int] = {}
+def process_table() -> dict[int, tuple[int, float]]:
+    """{pid: (parent pid, CPU seconds: user and system time, its own and its reaped
+    children's)} of every process we can see (Linux /proc; empty elsewhere)."""
+    out: dict[int, tuple[int, float]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:  # pragma: no cover - no /proc
         return out
+    tick = os.sysconf("SC_CLK_TCK")
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -129,9 +131,15 @@ def _parents() -> dict[int, int]:
             continue
         # the command name (field 2) may contain spaces and parentheses: split after it
         fields = stat[stat.rfind(b")") + 2:].split()
-        if len(fields) > 1:
-            out[int(entry)] = int(fields[1])
+        if len(fields) > 14:
+            out[int(entry)] = (int(fields[1]),
+                               sum(int(x) for x in fields[11:15]) / tick)  # utime..cstime
     return out
+
+
+def _parents() -> dict[int, int]:
+    """{pid: parent pid} of every process we can see (Linux /proc; empty elsewhere)."""
+    return {pid: parent for pid, (parent, _) in process_table().items()}
 
 
 def descendants(root: int, spare: frozenset[int] = frozenset()) -> list[int]:
